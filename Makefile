@@ -1,0 +1,33 @@
+# Depot: build, run and test.
+GO      ?= go
+BIN     ?= bin/depot
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -s -w -X github.com/depot-registry/depot/origin.Version=$(VERSION)
+FUZZTIME ?= 20s
+
+.PHONY: build run test test-short lint fuzz clean
+
+build: ## build the depot binary into bin/
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/depot
+
+run: build ## run a single-node origin with its data in ./data
+	./$(BIN) origin --data-dir ./data
+
+test: lint ## run every test (CI runs this)
+	$(GO) test -race -count=1 -timeout 30m ./...
+
+test-short: ## unit tests only, skipping the slower process tests
+	$(GO) test -short -count=1 ./...
+
+lint: ## gofmt and go vet
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	  if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+fuzz: ## run each fuzz test for FUZZTIME
+	@set -e; for spec in $$($(GO) test -list 'Fuzz.*' ./... | awk '/^Fuzz/ {print fn" "$$1} /^ok/ {fn=$$2}' | tr ' ' ':'); do \
+	  pkg=$${spec%%:*}; fn=$${spec##*:}; echo "== $$pkg $$fn"; \
+	  $(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) $$pkg; done
+
+clean:
+	rm -rf bin

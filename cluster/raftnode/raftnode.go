@@ -1,0 +1,165 @@
+// Package raftnode sets up one hashicorp/raft peer: raft-boltdb/v2 for the
+// log and stable store, a file snapshot store, a TCP transport, and
+// bootstrap of a new single-voter cluster when asked.
+package raftnode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+
+	"github.com/depot-registry/depot/shared/logx"
+)
+
+// Config of a raft peer.
+type Config struct {
+	NodeID    string
+	BindAddr  string // host:port the transport listens on
+	Advertise string // address peers dial; BindAddr when empty
+	Dir       string // raft.db and snapshots/ live here
+	Bootstrap bool   // form a new cluster with this node as its only voter, if no state exists
+	Logger    *slog.Logger
+	// Timeouts; zero uses raft's defaults.
+	HeartbeatTimeout time.Duration
+	ElectionTimeout  time.Duration
+}
+
+// Node is a running raft peer.
+type Node struct {
+	Raft      *raft.Raft
+	transport *raft.NetworkTransport
+	logStore  *raftboltdb.BoltStore
+}
+
+// ErrNotLeader is returned by Apply on a follower.
+var ErrNotLeader = errors.New("raftnode: not the leader")
+
+// New starts a peer over fsm.
+func New(cfg Config, fsm raft.FSM) (*Node, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o750); err != nil {
+		return nil, err
+	}
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(cfg.NodeID)
+	rc.Logger = logx.HCLog(cfg.Logger, "raft")
+	// The store is durable on its own and knows its last applied index, so
+	// replaying a snapshot into it at every start would only cost time.
+	rc.NoSnapshotRestoreOnStart = true
+	if cfg.HeartbeatTimeout > 0 {
+		rc.HeartbeatTimeout = cfg.HeartbeatTimeout
+		rc.LeaderLeaseTimeout = cfg.HeartbeatTimeout / 2
+	}
+	if cfg.ElectionTimeout > 0 {
+		rc.ElectionTimeout = cfg.ElectionTimeout
+	}
+
+	logStore, err := raftboltdb.NewBoltStore(filepath.Join(cfg.Dir, "raft.db"))
+	if err != nil {
+		return nil, fmt.Errorf("raft log store: %w", err)
+	}
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(filepath.Join(cfg.Dir, "snapshots"), 2, logx.HCLog(cfg.Logger, "raft-snapshots"))
+	if err != nil {
+		logStore.Close()
+		return nil, fmt.Errorf("raft snapshot store: %w", err)
+	}
+	adv := cfg.Advertise
+	if adv == "" {
+		adv = cfg.BindAddr
+	}
+	advAddr, err := net.ResolveTCPAddr("tcp", adv)
+	if err != nil {
+		logStore.Close()
+		return nil, fmt.Errorf("raft advertise address %q: %w", adv, err)
+	}
+	trans, err := raft.NewTCPTransportWithLogger(cfg.BindAddr, advAddr, 3, 10*time.Second, logx.HCLog(cfg.Logger, "raft-net"))
+	if err != nil {
+		logStore.Close()
+		return nil, fmt.Errorf("raft transport on %s: %w", cfg.BindAddr, err)
+	}
+	if cfg.Bootstrap {
+		has, err := raft.HasExistingState(logStore, logStore, snaps)
+		if err != nil {
+			trans.Close()
+			logStore.Close()
+			return nil, err
+		}
+		if !has {
+			err := raft.BootstrapCluster(rc, logStore, logStore, snaps, trans, raft.Configuration{
+				Servers: []raft.Server{{ID: rc.LocalID, Address: trans.LocalAddr()}},
+			})
+			if err != nil {
+				trans.Close()
+				logStore.Close()
+				return nil, fmt.Errorf("raft bootstrap: %w", err)
+			}
+		}
+	}
+	r, err := raft.NewRaft(rc, fsm, logStore, logStore, snaps, trans)
+	if err != nil {
+		trans.Close()
+		logStore.Close()
+		return nil, err
+	}
+	return &Node{Raft: r, transport: trans, logStore: logStore}, nil
+}
+
+// Apply commits data and waits until the local FSM applied it. It returns
+// the entry's index and the FSM's response.
+func (n *Node) Apply(ctx context.Context, data []byte) (uint64, any, error) {
+	timeout := 30 * time.Second
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = time.Until(dl)
+	}
+	f := n.Raft.Apply(data, timeout)
+	if err := f.Error(); err != nil {
+		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
+			return 0, nil, ErrNotLeader
+		}
+		return 0, nil, err
+	}
+	return f.Index(), f.Response(), nil
+}
+
+// WaitLeader blocks until the cluster has a leader.
+func (n *Node) WaitLeader(ctx context.Context) error {
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if addr, _ := n.Raft.LeaderWithID(); addr != "" {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("no raft leader: %w", ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// IsLeader reports whether this node leads.
+func (n *Node) IsLeader() bool { return n.Raft.State() == raft.Leader }
+
+// Barrier waits until every entry committed before it is applied locally,
+// so a new leader serves reads that include its predecessor's writes.
+func (n *Node) Barrier(timeout time.Duration) error { return n.Raft.Barrier(timeout).Error() }
+
+// Shutdown stops raft and closes its stores.
+func (n *Node) Shutdown() error {
+	err := n.Raft.Shutdown().Error()
+	n.transport.Close()
+	if cerr := n.logStore.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

@@ -1,0 +1,80 @@
+// Command depot is the Depot artifact registry: one binary whose
+// subcommands run an origin (and, later, an edge) node.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/depot-registry/depot/origin"
+	"github.com/depot-registry/depot/shared/config"
+	"github.com/depot-registry/depot/shared/logx"
+)
+
+const usage = `Depot is a self-hosted artifact registry.
+
+Usage:
+  depot origin [flags]   run an origin node: REST API at /api/v1, package formats, Raft metadata
+  depot version          print the version
+  depot help [command]   show help
+
+Run 'depot help origin' for the origin's flags and environment variables.
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "origin":
+		return runOrigin(args[1:], stdout, stderr)
+	case "version", "--version", "-v":
+		fmt.Fprintln(stdout, "depot", origin.Version)
+		return 0
+	case "help", "-h", "--help":
+		if len(args) > 1 && args[1] == "origin" {
+			return runOrigin([]string{"--help"}, stdout, stderr)
+		}
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	fmt.Fprintf(stderr, "depot: unknown command %q\n\n%s", args[0], usage)
+	return 2
+}
+
+func runOrigin(args []string, stdout, stderr io.Writer) int {
+	cfg := origin.DefaultConfig()
+	set := config.New("origin", nil)
+	cfg.Bind(set)
+	if err := set.Parse(args); err != nil {
+		if config.IsHelp(err) {
+			fmt.Fprint(stdout, "Usage: depot origin [flags]\n\nRuns an origin node. Every setting is a flag, an environment variable, or both:\n\n")
+			set.PrintUsage(stdout)
+			return 0
+		}
+		fmt.Fprintf(stderr, "depot origin: %v\nRun 'depot help origin' for the settings.\n", err)
+		return 2
+	}
+	log := logx.New(stderr, cfg.LogFormat, cfg.LogLevel)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	o, err := origin.New(cfg, log, stderr)
+	if err != nil {
+		log.Error("origin failed to start", "err", err)
+		return 1
+	}
+	if err := o.Run(ctx); err != nil {
+		log.Error("origin stopped with an error", "err", err)
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,75 @@
+package api
+
+import (
+	"mime"
+	"net/http"
+	"path"
+
+	"github.com/depot-registry/depot/shared/auth"
+	"github.com/depot-registry/depot/shared/format"
+	"github.com/depot-registry/depot/shared/meta"
+)
+
+// artifactAccess loads an artifact and checks action on its repository.
+func (s *Server) artifactAccess(p *auth.Principal, id, action string) (*meta.Artifact, *meta.Repository, error) {
+	var a *meta.Artifact
+	var repo *meta.Repository
+	err := s.view(func(tx *meta.Tx) error {
+		var err error
+		if a, err = tx.Artifact(id); err != nil {
+			return err
+		}
+		repo, err = repoAccess(tx, p, a.RepositoryID, action)
+		return err
+	})
+	return a, repo, err
+}
+
+func (s *Server) getArtifact(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	a, repo, err := s.artifactAccess(p, r.PathValue("id"), meta.ActionRead)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, viewArtifact(a, repo.Name))
+}
+
+func (s *Server) downloadArtifact(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	a, _, err := s.artifactAccess(p, r.PathValue("id"), meta.ActionRead)
+	if err != nil {
+		return err
+	}
+	f, err := s.d.Blobs.Open(r.Context(), a.Digest)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	ct := a.ContentType
+	if ct == "" {
+		ct = mime.TypeByExtension(path.Ext(a.Path))
+	}
+	if ct == "" {
+		ct = "application/octet-stream"
+	}
+	h := w.Header()
+	h.Set("Content-Type", ct)
+	h.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": path.Base(a.Path)}))
+	h.Set("ETag", `"`+a.Checksums.SHA256+`"`)
+	format.SetChecksumHeaders(h, a.Checksums)
+	if r.Method == http.MethodGet && s.d.Downloads != nil {
+		s.d.Downloads.Add()
+	}
+	http.ServeContent(w, r, path.Base(a.Path), a.UploadedAt, f)
+	return nil
+}
+
+func (s *Server) deleteArtifact(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	a, _, err := s.artifactAccess(p, r.PathValue("id"), meta.ActionDelete)
+	if err != nil {
+		return err
+	}
+	if err := s.apply(r.Context(), w, &meta.ArtifactDelete{ID: a.ID}); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}

@@ -1,0 +1,183 @@
+package api
+
+import (
+	"net/http"
+	"regexp"
+	"strings"
+
+	"github.com/depot-registry/depot/shared/apierr"
+	"github.com/depot-registry/depot/shared/auth"
+	"github.com/depot-registry/depot/shared/format/all"
+	"github.com/depot-registry/depot/shared/meta"
+)
+
+// Repository names appear in client URLs and image references, so they are
+// kept to a portable alphabet; docker names must be lowercase (OCI).
+var repoNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
+
+func checkRepoName(name, fmtName string) error {
+	if !repoNameRE.MatchString(name) {
+		return apierr.Invalid("name", "name must be 1-100 characters: letters, digits, '.', '_', '-', starting with a letter or digit")
+	}
+	if fmtName == "docker" && strings.ToLower(name) != name {
+		return apierr.Invalid("name", "docker repository names must be lowercase")
+	}
+	return nil
+}
+
+// repoAccess loads a repository and checks that p may do action on it.
+func repoAccess(tx *meta.Tx, p *auth.Principal, id, action string) (*meta.Repository, error) {
+	repo, err := tx.Repo(id)
+	if err != nil {
+		if p.Anonymous() {
+			return nil, apierr.New(apierr.Unauthorized, "authentication required")
+		}
+		return nil, apierr.New(apierr.NotFound, "repository %s not found", id)
+	}
+	if auth.Can(tx, p, repo, action) {
+		return repo, nil
+	}
+	if p.Anonymous() {
+		return nil, apierr.New(apierr.Unauthorized, "authentication required")
+	}
+	return nil, apierr.New(apierr.Forbidden, "%s may not %s repository %s", p.Name(), action, repo.Name)
+}
+
+func (s *Server) listRepos(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	pg, lim, err := page(r)
+	if err != nil {
+		return err
+	}
+	fmtName := r.URL.Query().Get("format")
+	if fmtName != "" && !all.Known(fmtName) {
+		return apierr.Invalid("format", "unknown format %q; known: %s", fmtName, strings.Join(all.Names(), ", "))
+	}
+	var visible []repoView
+	err = s.view(func(tx *meta.Tx) error {
+		repos, err := tx.Repos()
+		for i := range repos {
+			if (fmtName == "" || repos[i].Format == fmtName) && auth.Can(tx, p, &repos[i], meta.ActionRead) {
+				visible = append(visible, viewRepo(&repos[i]))
+			}
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	from, to := window(len(visible), pg, lim)
+	return writeJSON(w, http.StatusOK, map[string]any{
+		"repositories": append([]repoView{}, visible[from:to]...), "total": len(visible), "page": pg, "limit": lim})
+}
+
+func (s *Server) createRepo(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	var req struct {
+		Name        string `json:"name"`
+		Format      string `json:"format"`
+		Description string `json:"description"`
+		Public      bool   `json:"public"`
+	}
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	switch {
+	case p.Role == meta.RoleViewer:
+		return apierr.New(apierr.Forbidden, "viewers cannot create repositories")
+	case p.Role == meta.RoleUser && !s.cfg.UsersCreateRepo:
+		return apierr.New(apierr.Forbidden, "only administrators can create repositories here")
+	case p.TokenID != "" && !auth.Allows(p.Scopes, meta.ActionAdmin, req.Name):
+		return apierr.New(apierr.Forbidden, "this token's scopes do not allow creating repositories")
+	}
+	if req.Format == "" {
+		return apierr.Invalid("format", "format is required; one of %s", strings.Join(all.Names(), ", "))
+	}
+	if !all.Known(req.Format) {
+		return apierr.Invalid("format", "unknown format %q; one of %s", req.Format, strings.Join(all.Names(), ", "))
+	}
+	if err := checkRepoName(req.Name, req.Format); err != nil {
+		return err
+	}
+	if len(req.Description) > 4096 {
+		return apierr.Invalid("description", "description is longer than 4096 characters")
+	}
+	now := s.d.Now().UTC()
+	repo := meta.Repository{ID: s.d.NewID(), Name: req.Name, Format: req.Format, Description: req.Description,
+		Public: req.Public, CreatedBy: p.UserID, CreatedAt: now, UpdatedAt: now}
+	cmd := &meta.RepoCreate{Repo: repo}
+	if p.Role != meta.RoleAdmin {
+		cmd.CreatorGrant = &meta.Permission{ID: s.d.NewID(), UserID: p.UserID, Permissions: []string{meta.ActionAdmin}, CreatedAt: now}
+	}
+	if err := s.apply(r.Context(), w, cmd); err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusCreated, viewRepo(&repo))
+}
+
+func (s *Server) getRepo(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	var repo *meta.Repository
+	err := s.view(func(tx *meta.Tx) error {
+		var err error
+		repo, err = repoAccess(tx, p, r.PathValue("id"), meta.ActionRead)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, viewRepo(repo))
+}
+
+func (s *Server) updateRepo(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	var req struct {
+		Description *string `json:"description"`
+		Public      *bool   `json:"public"`
+		Name        *string `json:"name"`
+		Format      *string `json:"format"`
+	}
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	id := r.PathValue("id")
+	var repo *meta.Repository
+	err := s.view(func(tx *meta.Tx) error {
+		var err error
+		repo, err = repoAccess(tx, p, id, meta.ActionAdmin)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if req.Name != nil && *req.Name != repo.Name {
+		return apierr.Invalid("name", "a repository cannot be renamed")
+	}
+	if req.Format != nil && *req.Format != repo.Format {
+		return apierr.Invalid("format", "a repository's format cannot change")
+	}
+	if req.Description != nil && len(*req.Description) > 4096 {
+		return apierr.Invalid("description", "description is longer than 4096 characters")
+	}
+	cmd := &meta.RepoUpdate{ID: id, Description: req.Description, Public: req.Public, At: s.d.Now().UTC()}
+	if err := s.apply(r.Context(), w, cmd); err != nil {
+		return err
+	}
+	err = s.view(func(tx *meta.Tx) error { var err error; repo, err = tx.Repo(id); return err })
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, viewRepo(repo))
+}
+
+func (s *Server) deleteRepo(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	id := r.PathValue("id")
+	err := s.view(func(tx *meta.Tx) error {
+		_, err := repoAccess(tx, p, id, meta.ActionAdmin)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if err := s.apply(r.Context(), w, &meta.RepoDelete{ID: id}); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}

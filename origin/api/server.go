@@ -1,0 +1,385 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/depot-registry/depot/origin/service/audit"
+	"github.com/depot-registry/depot/origin/service/downloads"
+	"github.com/depot-registry/depot/shared/apierr"
+	"github.com/depot-registry/depot/shared/auth"
+	"github.com/depot-registry/depot/shared/blob"
+	"github.com/depot-registry/depot/shared/format"
+	"github.com/depot-registry/depot/shared/httpx"
+	"github.com/depot-registry/depot/shared/meta"
+)
+
+// Prefix is where the API is mounted.
+const Prefix = "/api/v1"
+
+// Config of the API.
+type Config struct {
+	AccessTTL       time.Duration
+	RefreshTTL      time.Duration
+	DemoMode        bool
+	RateLimit       int // API requests per RateWindow per client; <= 0 disables
+	RateLimitLogin  int // login attempts per RateWindow per client and username
+	RateWindow      time.Duration
+	ExternalURL     string
+	UsersCreateRepo bool // role "user" may create repositories
+	MaxUpload       int64
+}
+
+// Health is what an authenticated health check reports about the node.
+type Health func() map[string]any
+
+// Deps are the API's collaborators.
+type Deps struct {
+	Store     *meta.Store
+	Blobs     blob.Store
+	Commit    format.Committer
+	Authn     *auth.Authenticator
+	JWT       *auth.JWT
+	Audit     *audit.Log
+	Downloads *downloads.Counter
+	Log       *slog.Logger
+	Health    Health
+	Now       func() time.Time
+	NewID     func() string
+}
+
+// Server is the REST API handler.
+type Server struct {
+	cfg        Config
+	d          Deps
+	mux        *http.ServeMux
+	apiLimit   *httpx.Limiter
+	loginLimit *httpx.Limiter
+}
+
+// New builds the API.
+func New(cfg Config, d Deps) *Server {
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	if d.NewID == nil {
+		d.NewID = auth.NewID
+	}
+	s := &Server{
+		cfg:        cfg,
+		d:          d,
+		mux:        http.NewServeMux(),
+		apiLimit:   httpx.NewLimiter(cfg.RateLimit, cfg.RateWindow, d.Now),
+		loginLimit: httpx.NewLimiter(cfg.RateLimitLogin, cfg.RateWindow, d.Now),
+	}
+	s.routes()
+	return s
+}
+
+// access says who may reach a route before its handler decides the rest.
+type access int
+
+const (
+	authenticated access = iota // any signed-in user who changed the initial password
+	anyone                      // anonymous too (public repositories), but not a user who must change the password
+	open                        // anyone at all: login and refresh
+	selfService                 // signed in, allowed while a password change is pending
+	adminOnly                   // global admin
+)
+
+type handler func(w http.ResponseWriter, r *http.Request, p *auth.Principal) error
+
+func (s *Server) handle(pattern string, a access, h handler) {
+	method, path, _ := strings.Cut(pattern, " ")
+	s.mux.Handle(method+" "+Prefix+path, s.wrap(a, h))
+}
+
+func (s *Server) routes() {
+	s.handle("POST /auth/login", open, s.login)
+	s.handle("POST /auth/refresh", open, s.refresh)
+	s.handle("POST /auth/logout", selfService, s.logout)
+	s.handle("GET /health", anyone, s.health)
+
+	s.handle("GET /users", adminOnly, s.listUsers)
+	s.handle("POST /users", adminOnly, s.createUser)
+	s.handle("GET /users/me", selfService, s.getMe)
+	s.handle("PUT /users/me", selfService, s.updateMe)
+	s.handle("DELETE /users/{id}", adminOnly, s.deleteUser)
+	s.handle("POST /users/me/tokens", authenticated, s.createToken)
+	s.handle("GET /users/me/tokens", authenticated, s.listTokens)
+	s.handle("DELETE /users/me/tokens/{id}", authenticated, s.revokeToken)
+
+	s.handle("GET /groups", authenticated, s.listGroups)
+	s.handle("POST /groups", adminOnly, s.createGroup)
+	s.handle("POST /groups/{id}/members", adminOnly, s.addGroupMembers)
+
+	s.handle("GET /permissions", authenticated, s.listPermissions)
+	s.handle("POST /permissions", authenticated, s.createPermission)
+	s.handle("DELETE /permissions/{id}", authenticated, s.deletePermission)
+
+	s.handle("GET /repositories", anyone, s.listRepos)
+	s.handle("POST /repositories", authenticated, s.createRepo)
+	s.handle("GET /repositories/{id}", anyone, s.getRepo)
+	s.handle("PUT /repositories/{id}", authenticated, s.updateRepo)
+	s.handle("DELETE /repositories/{id}", authenticated, s.deleteRepo)
+
+	s.handle("GET /artifacts/{id}", anyone, s.getArtifact)
+	s.handle("GET /artifacts/{id}/download", anyone, s.downloadArtifact)
+	s.handle("DELETE /artifacts/{id}", authenticated, s.deleteArtifact)
+
+	s.handle("GET /packages", anyone, s.listPackages)
+	s.handle("GET /packages/{name}/versions", anyone, s.listVersions)
+
+	s.handle("GET /admin/stats", adminOnly, s.stats)
+
+	s.mux.Handle(Prefix+"/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		apierr.Write(w, apierr.New(apierr.NotFound, "no API endpoint %s %s", r.Method, r.URL.Path))
+	}))
+}
+
+// ServeHTTP applies the API-wide rules, then routes.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	d := s.apiLimit.Allow(httpx.ClientIP(r))
+	if d.Limit > 0 {
+		h := w.Header()
+		h.Set("X-RateLimit-Limit", strconv.Itoa(d.Limit))
+		h.Set("X-RateLimit-Remaining", strconv.Itoa(d.Remaining))
+		h.Set("X-RateLimit-Reset", strconv.FormatInt(d.Reset.Unix(), 10))
+	}
+	if !d.Allowed {
+		tooMany(w, d.Reset.Sub(s.d.Now()))
+		return
+	}
+	if s.cfg.DemoMode && isWrite(r.Method) && !demoExempt(r.URL.Path) {
+		apierr.Write(w, apierr.New(apierr.DemoMode, "this is a demo instance: only reads are allowed"))
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+func tooMany(w http.ResponseWriter, retry time.Duration) {
+	secs := int(retry.Round(time.Second) / time.Second)
+	if secs < 1 {
+		secs = 1
+	}
+	w.Header().Set("Retry-After", strconv.Itoa(secs))
+	apierr.Write(w, apierr.New(apierr.RateLimited, "too many requests; retry in %d seconds", secs).With("retry_after", secs))
+}
+
+func isWrite(method string) bool {
+	switch method {
+	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+		return true
+	}
+	return false
+}
+
+func demoExempt(path string) bool {
+	switch strings.TrimPrefix(path, Prefix) {
+	case "/auth/login", "/auth/refresh", "/auth/logout":
+		return true
+	}
+	return false
+}
+
+// wrap authenticates, gates, runs h, renders its error and audits writes.
+func (s *Server) wrap(a access, h handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sw := &httpx.StatusWriter{ResponseWriter: w}
+		p, err := s.d.Authn.Header(r.Header.Get("Authorization"))
+		if err == nil {
+			err = s.gate(a, p, r)
+		}
+		if err == nil {
+			err = h(sw, r, p)
+		}
+		if err != nil {
+			s.writeErr(sw, r, err)
+		}
+		if isWrite(r.Method) && r.URL.Path != Prefix+"/auth/login" {
+			s.auditWrite(r, p, sw.Status)
+		}
+	})
+}
+
+func (s *Server) gate(a access, p *auth.Principal, r *http.Request) error {
+	if a == open || (a == anyone && p.Anonymous()) {
+		return nil
+	}
+	if p.Anonymous() {
+		return apierr.New(apierr.Unauthorized, "authentication required")
+	}
+	if a != selfService && p.MustChangePassword {
+		return apierr.New(apierr.PasswordChangeRequired,
+			"the password of %s must be changed first: PUT %s/users/me with current_password and password", p.Username, Prefix)
+	}
+	if a == adminOnly && !p.IsAdmin() {
+		return apierr.New(apierr.Forbidden, "administrator access required")
+	}
+	return nil
+}
+
+func (s *Server) auditWrite(r *http.Request, p *auth.Principal, status int) {
+	outcome := "success"
+	switch {
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		outcome = "denied"
+	case status >= 400:
+		outcome = "failure"
+	}
+	e := audit.Event{Time: s.d.Now().UTC(), Actor: p.Name(), Action: r.Method + " " + r.Pattern,
+		Target: r.URL.Path, Remote: httpx.ClientIP(r), Outcome: outcome, Status: status,
+		RequestID: httpx.RequestID(r.Context())}
+	if !p.Anonymous() {
+		e.ActorID = p.UserID
+	}
+	if r.Pattern == "" {
+		e.Action = r.Method + " " + r.URL.Path
+	}
+	s.d.Audit.Record(e)
+}
+
+// writeErr renders err; unknown errors are logged with the request id and
+// answered without internals.
+func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) {
+	e := apierr.As(err, mapDomain)
+	if e == nil {
+		id := httpx.RequestID(r.Context())
+		s.d.Log.Error("api request failed", "request_id", id, "method", r.Method, "path", r.URL.Path, "err", err)
+		e = apierr.InternalError(id)
+	}
+	if e.Code == apierr.Unauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="Depot"`)
+	}
+	apierr.Write(w, e)
+}
+
+// mapDomain maps store and blob sentinels to client errors.
+func mapDomain(err error) *apierr.Error {
+	msg := err.Error()
+	if i := strings.Index(msg, ": "); i >= 0 {
+		msg = msg[i+2:]
+	}
+	var fe *format.Error
+	switch {
+	case errors.As(err, &fe):
+		return &apierr.Error{Code: codeForStatus(fe.Status), Message: fe.Message}
+	case errors.Is(err, meta.ErrNotFound):
+		return apierr.New(apierr.NotFound, "%s not found", msg)
+	case errors.Is(err, meta.ErrConflict):
+		return apierr.New(apierr.Conflict, "%s", msg)
+	case errors.Is(err, meta.ErrInvalid):
+		return apierr.New(apierr.ValidationFailed, "%s", msg)
+	case errors.Is(err, blob.ErrNotFound):
+		return apierr.New(apierr.NotFound, "artifact content not found")
+	case errors.Is(err, blob.ErrTooLarge):
+		return apierr.New(apierr.PayloadTooLarge, "body exceeds the size limit")
+	case errors.Is(err, context.DeadlineExceeded):
+		return apierr.New(apierr.Unavailable, "the cluster did not answer in time; retry")
+	}
+	return nil
+}
+
+func codeForStatus(status int) apierr.Code {
+	switch status {
+	case http.StatusNotFound:
+		return apierr.NotFound
+	case http.StatusConflict:
+		return apierr.Conflict
+	case http.StatusUnauthorized:
+		return apierr.Unauthorized
+	case http.StatusForbidden:
+		return apierr.Forbidden
+	case http.StatusRequestEntityTooLarge:
+		return apierr.PayloadTooLarge
+	case http.StatusBadRequest:
+		return apierr.BadRequest
+	}
+	return apierr.Internal
+}
+
+// maxJSON bounds API request bodies.
+const maxJSON = 1 << 20
+
+// decode reads a JSON body into v. Unknown fields are ignored (clients
+// written for other registries send extras); syntax errors are 400s.
+func decode(r *http.Request, v any) error {
+	body := http.MaxBytesReader(nil, r.Body, maxJSON)
+	dec := json.NewDecoder(body)
+	if err := dec.Decode(v); err != nil {
+		var tooBig *http.MaxBytesError
+		var syn *json.SyntaxError
+		var typ *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &tooBig):
+			return apierr.New(apierr.PayloadTooLarge, "request body exceeds %d bytes", maxJSON)
+		case errors.Is(err, io.EOF):
+			return apierr.New(apierr.BadRequest, "request body is empty; a JSON object is expected")
+		case errors.As(err, &typ):
+			return apierr.Invalid(typ.Field, "%s must be of type %s", typ.Field, typ.Type)
+		case errors.As(err, &syn):
+			return apierr.New(apierr.BadRequest, "malformed JSON at byte %d", syn.Offset)
+		}
+		return apierr.New(apierr.BadRequest, "malformed JSON body")
+	}
+	if dec.More() {
+		return apierr.New(apierr.BadRequest, "request body must be a single JSON object")
+	}
+	return nil
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) error {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	return json.NewEncoder(w).Encode(v)
+}
+
+func (s *Server) apply(ctx context.Context, w http.ResponseWriter, c meta.Command) error {
+	idx, err := s.d.Commit.Apply(ctx, c)
+	if idx > 0 {
+		format.SetIndex(w.Header(), idx)
+	}
+	return err
+}
+
+func (s *Server) view(fn func(*meta.Tx) error) error { return s.d.Store.View(fn) }
+
+// page parses page and limit (1-based page, 1..100 items, default 20).
+func page(r *http.Request) (int, int, error) {
+	pg, lim := 1, 20
+	if v := r.URL.Query().Get("page"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 1_000_000 {
+			return 0, 0, apierr.Invalid("page", "page must be a positive integer")
+		}
+		pg = n
+	}
+	if v := r.URL.Query().Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 100 {
+			return 0, 0, apierr.Invalid("limit", "limit must be an integer from 1 to 100")
+		}
+		lim = n
+	}
+	return pg, lim, nil
+}
+
+// window slices one page out of n items.
+func window(n, pg, lim int) (int, int) {
+	from := (pg - 1) * lim
+	if from > n {
+		from = n
+	}
+	to := from + lim
+	if to > n {
+		to = n
+	}
+	return from, to
+}

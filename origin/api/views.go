@@ -1,0 +1,84 @@
+package api
+
+import (
+	"time"
+
+	"github.com/depot-registry/depot/shared/blob"
+	"github.com/depot-registry/depot/shared/meta"
+)
+
+// The JSON shapes the API answers with. Secrets (password hashes, token
+// hashes) have no field here, so they cannot leak by accident.
+
+type userView struct {
+	ID                 string    `json:"id"`
+	Username           string    `json:"username"`
+	Email              string    `json:"email"`
+	Role               meta.Role `json:"role"`
+	CreatedAt          time.Time `json:"created_at"`
+	UpdatedAt          time.Time `json:"updated_at"`
+	MustChangePassword bool      `json:"must_change_password"`
+	Source             string    `json:"source"`
+}
+
+func viewUser(u *meta.User) userView {
+	src := u.Source
+	if src == "" {
+		src = "local"
+	}
+	return userView{ID: u.ID, Username: u.Username, Email: u.Email, Role: u.Role, CreatedAt: u.CreatedAt,
+		UpdatedAt: u.UpdatedAt, MustChangePassword: u.MustChangePassword, Source: src}
+}
+
+type tokenView struct {
+	ID        string     `json:"id"`
+	Name      string     `json:"name"`
+	Scopes    []string   `json:"scopes"`
+	Hint      string     `json:"token_hint"`
+	ExpiresAt *time.Time `json:"expires_at"`
+	CreatedAt time.Time  `json:"created_at"`
+	Expired   bool       `json:"expired"`
+}
+
+func viewToken(t *meta.Token, now time.Time) tokenView {
+	return tokenView{ID: t.ID, Name: t.Name, Scopes: t.Scopes, Hint: t.Hint, ExpiresAt: t.ExpiresAt,
+		CreatedAt: t.CreatedAt, Expired: t.Expired(now)}
+}
+
+type repoView struct {
+	ID            string    `json:"id"`
+	Name          string    `json:"name"`
+	Format        string    `json:"format"`
+	Description   string    `json:"description"`
+	Public        bool      `json:"public"`
+	CreatedAt     time.Time `json:"created_at"`
+	UpdatedAt     time.Time `json:"updated_at"`
+	ArtifactCount int64     `json:"artifact_count"`
+	SizeBytes     int64     `json:"size_bytes"`
+}
+
+func viewRepo(r *meta.Repository) repoView {
+	return repoView{ID: r.ID, Name: r.Name, Format: r.Format, Description: r.Description, Public: r.Public,
+		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, ArtifactCount: r.ArtifactCount, SizeBytes: r.SizeBytes}
+}
+
+type artifactView struct {
+	ID             string         `json:"id"`
+	RepositoryID   string         `json:"repository_id"`
+	RepositoryName string         `json:"repository_name"`
+	PackageName    string         `json:"package_name"`
+	Version        string         `json:"version"`
+	Path           string         `json:"path"`
+	Format         string         `json:"format"`
+	SizeBytes      int64          `json:"size_bytes"`
+	ContentType    string         `json:"content_type"`
+	Checksums      blob.Checksums `json:"checksums"`
+	UploadedAt     time.Time      `json:"uploaded_at"`
+	UploadedBy     string         `json:"uploaded_by"`
+}
+
+func viewArtifact(a *meta.Artifact, repoName string) artifactView {
+	return artifactView{ID: a.ID, RepositoryID: a.RepositoryID, RepositoryName: repoName, PackageName: a.PackageName,
+		Version: a.Version, Path: a.Path, Format: a.Format, SizeBytes: a.SizeBytes, ContentType: a.ContentType,
+		Checksums: a.Checksums, UploadedAt: a.UploadedAt, UploadedBy: a.UploadedBy}
+}

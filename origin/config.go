@@ -1,0 +1,75 @@
+package origin
+
+import (
+	"time"
+
+	"github.com/depot-registry/depot/shared/config"
+)
+
+// Config of an origin process. Every field has a flag and/or an
+// environment variable; see Bind.
+type Config struct {
+	Listen      string
+	DataDir     string
+	RaftAddr    string
+	NodeID      string
+	ExternalURL string
+
+	JWTSecret     string
+	AccessTTL     time.Duration
+	RefreshTTL    time.Duration
+	AdminPassword string
+
+	DemoMode        bool
+	AuditEnabled    bool
+	AuditPath       string
+	RateLimit       int64
+	RateLimitLogin  int64
+	RateWindow      time.Duration
+	MaxUploadBytes  int64
+	UsersCreateRepo bool
+
+	LogFormat string
+	LogLevel  string
+}
+
+// DefaultConfig is a single-node origin on loopback with data in ./data.
+func DefaultConfig() Config {
+	return Config{
+		Listen:          "127.0.0.1:8080",
+		DataDir:         "./data",
+		RaftAddr:        "127.0.0.1:8300",
+		AccessTTL:       900 * time.Second,
+		RefreshTTL:      604800 * time.Second,
+		RateLimit:       1200,
+		RateLimitLogin:  10,
+		RateWindow:      60 * time.Second,
+		MaxUploadBytes:  10 << 30,
+		UsersCreateRepo: true,
+		LogFormat:       "text",
+		LogLevel:        "info",
+	}
+}
+
+// Bind registers the settings on a flag set.
+func (c *Config) Bind(s *config.Set) {
+	s.String(&c.Listen, "listen", "DEPOT_LISTEN", "HTTP address to serve the API and package formats on")
+	s.String(&c.DataDir, "data-dir", "DEPOT_DATA_DIR", "directory for metadata, raft log and blobs")
+	s.String(&c.RaftAddr, "raft-addr", "DEPOT_RAFT_ADDR", "address for raft traffic between origin peers")
+	s.String(&c.NodeID, "node-id", "DEPOT_NODE_ID", "stable node id (generated once and kept in the data dir when empty)")
+	s.String(&c.ExternalURL, "external-url", "DEPOT_EXTERNAL_URL", "public base URL for absolute links (default: from each request)")
+	s.String(&c.JWTSecret, "", "JWT_SECRET", "HS256 secret for access and refresh tokens; every origin of a cluster must share it (generated and kept in the data dir when empty)")
+	s.Seconds(&c.AccessTTL, "access-token-expiry", "JWT_ACCESS_TOKEN_EXPIRY", "access token lifetime in seconds")
+	s.Seconds(&c.RefreshTTL, "refresh-token-expiry", "JWT_REFRESH_TOKEN_EXPIRY", "refresh token lifetime in seconds")
+	s.String(&c.AdminPassword, "", "DEPOT_ADMIN_PASSWORD", "initial password of the admin user (generated and printed once when empty)")
+	s.Bool(&c.DemoMode, "demo-mode", "DEMO_MODE", "refuse every API write except login, refresh and logout")
+	s.Bool(&c.AuditEnabled, "audit-log", "AUDIT_LOG_ENABLED", "write a JSON audit line per login and per write")
+	s.String(&c.AuditPath, "audit-log-path", "AUDIT_LOG_PATH", "audit log file (default <data-dir>/audit.log)")
+	s.Int(&c.RateLimit, "rate-limit", "RATE_LIMIT_API", "API requests allowed per client per window (0 = unlimited)")
+	s.Int(&c.RateLimitLogin, "rate-limit-login", "RATE_LIMIT_LOGIN", "login attempts allowed per client and username per window")
+	s.Seconds(&c.RateWindow, "rate-limit-window", "RATE_LIMIT_WINDOW", "rate limit window in seconds")
+	s.Int(&c.MaxUploadBytes, "max-upload-bytes", "DEPOT_MAX_UPLOAD_BYTES", "largest accepted upload in bytes")
+	s.Bool(&c.UsersCreateRepo, "users-create-repos", "DEPOT_USERS_CREATE_REPOS", "let users with role 'user' create repositories")
+	s.String(&c.LogFormat, "log-format", "DEPOT_LOG_FORMAT", "log format: text or json")
+	s.String(&c.LogLevel, "log-level", "DEPOT_LOG_LEVEL", "log level: debug, info, warn, error")
+}

@@ -1,0 +1,305 @@
+// Package origin wires an origin process: the metadata store under Raft,
+// the blob store, the REST API and the package-format paths.
+package origin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/depot-registry/depot/cluster/leader"
+	"github.com/depot-registry/depot/cluster/raftnode"
+	"github.com/depot-registry/depot/origin/api"
+	"github.com/depot-registry/depot/origin/fsm"
+	"github.com/depot-registry/depot/origin/service/audit"
+	"github.com/depot-registry/depot/origin/service/downloads"
+	"github.com/depot-registry/depot/shared/apierr"
+	"github.com/depot-registry/depot/shared/auth"
+	"github.com/depot-registry/depot/shared/blob/fs"
+	"github.com/depot-registry/depot/shared/format"
+	"github.com/depot-registry/depot/shared/format/all"
+	"github.com/depot-registry/depot/shared/httpx"
+	"github.com/depot-registry/depot/shared/meta"
+	"github.com/depot-registry/depot/shared/metrics"
+)
+
+// Version is set at build time.
+var Version = "dev"
+
+// Origin is a running origin process.
+type Origin struct {
+	cfg     Config
+	log     *slog.Logger
+	out     io.Writer // startup banner
+	store   *meta.Store
+	node    *raftnode.Node
+	audit   *audit.Log
+	handler http.Handler
+	nodeID  string
+}
+
+// New opens the data directory and starts raft; Run serves.
+func New(cfg Config, log *slog.Logger, out io.Writer) (o *Origin, err error) {
+	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	o = &Origin{cfg: cfg, log: log, out: out}
+	defer func() {
+		if err != nil {
+			o.close()
+		}
+	}()
+	if o.nodeID, err = persisted(filepath.Join(cfg.DataDir, "node-id"), cfg.NodeID, func() string { return "origin-" + auth.NewID()[:12] }); err != nil {
+		return nil, err
+	}
+	secret, generated, err := jwtSecret(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if generated {
+		fmt.Fprintf(out, "WARNING: JWT_SECRET was not set; generated one and kept it in %s.\n"+
+			"         Every origin of a cluster must share one secret: set JWT_SECRET on each.\n", filepath.Join(cfg.DataDir, "jwt-secret"))
+	}
+	if o.store, err = meta.Open(filepath.Join(cfg.DataDir, "meta.db")); err != nil {
+		return nil, err
+	}
+	blobs, err := fs.New(filepath.Join(cfg.DataDir, "blobs"))
+	if err != nil {
+		return nil, err
+	}
+	if cfg.AuditEnabled {
+		p := cfg.AuditPath
+		if p == "" {
+			p = filepath.Join(cfg.DataDir, "audit.log")
+		}
+		if o.audit, err = audit.Open(p); err != nil {
+			return nil, fmt.Errorf("audit log: %w", err)
+		}
+	}
+	o.node, err = raftnode.New(raftnode.Config{
+		NodeID: o.nodeID, BindAddr: cfg.RaftAddr, Dir: filepath.Join(cfg.DataDir, "raft"), Bootstrap: true, Logger: log,
+	}, fsm.New(o.store))
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := o.node.WaitLeader(ctx); err != nil {
+		return nil, err
+	}
+	commit := &leader.Local{Node: o.node}
+	if err := o.ensureAdmin(ctx, commit); err != nil {
+		return nil, err
+	}
+
+	m := metrics.New()
+	dl := downloads.New(nil)
+	jwt := auth.NewJWT(secret, nil)
+	authn := &auth.Authenticator{Meta: o.store, JWT: jwt, Cache: auth.NewCredCache(time.Minute, 10000, nil)}
+	apiSrv := api.New(api.Config{
+		AccessTTL: cfg.AccessTTL, RefreshTTL: cfg.RefreshTTL, DemoMode: cfg.DemoMode,
+		RateLimit: int(cfg.RateLimit), RateLimitLogin: int(cfg.RateLimitLogin), RateWindow: cfg.RateWindow,
+		ExternalURL: cfg.ExternalURL, UsersCreateRepo: cfg.UsersCreateRepo, MaxUpload: cfg.MaxUploadBytes,
+	}, api.Deps{
+		Store: o.store, Blobs: blobs, Commit: commit, Authn: authn, JWT: jwt, Audit: o.audit, Downloads: dl,
+		Log: log, Health: o.health,
+	})
+
+	deps := &format.Deps{
+		Meta: o.store, Blobs: blobs, Commit: commit, Now: time.Now, NewID: auth.NewID, MaxUpload: cfg.MaxUploadBytes,
+		OnDownload: func(*format.Request, *meta.Artifact) { dl.Add() },
+	}
+	mux := http.NewServeMux()
+	mux.Handle(api.Prefix+"/", apiSrv)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
+	areas := map[string]string{}
+	for _, f := range all.Build(deps) {
+		h := httpx.NewFormatHandler(f, authn, log, cfg.ExternalURL)
+		var fh http.Handler = h
+		if cfg.DemoMode {
+			fh = readOnly(fh)
+		}
+		mux.Handle(f.Prefix()+"/", fh)
+		areas[f.Prefix()] = f.Name()
+	}
+	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		apierr.Write(w, apierr.New(apierr.NotFound, "nothing is served at %s; the API is under %s", r.URL.Path, api.Prefix))
+	}))
+	o.handler = httpx.Observe(mux, log, m, func(r *http.Request) string {
+		p := r.URL.Path
+		if strings.HasPrefix(p, api.Prefix+"/") {
+			return "api"
+		}
+		if i := strings.IndexByte(p[1:], '/'); i > 0 {
+			if a, ok := areas[p[:i+1]]; ok {
+				return a
+			}
+		}
+		return "other"
+	})
+	return o, nil
+}
+
+// readOnly refuses format writes in demo mode, like the API does.
+func readOnly(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			apierr.Write(w, apierr.New(apierr.DemoMode, "this is a demo instance: only reads are allowed"))
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// Handler is the origin's HTTP handler (tests mount it on httptest).
+func (o *Origin) Handler() http.Handler { return o.handler }
+
+// Run serves until ctx ends, then shuts down gracefully.
+func (o *Origin) Run(ctx context.Context) error {
+	defer o.close()
+	ln, err := net.Listen("tcp", o.cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", o.cfg.Listen, err)
+	}
+	srv := &http.Server{Handler: o.handler, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second,
+		ErrorLog: slog.NewLogLogger(o.log.Handler(), slog.LevelWarn)}
+	abs, _ := filepath.Abs(o.cfg.DataDir)
+	o.log.Info("depot origin started", "listen", ln.Addr().String(), "data_dir", abs, "node_id", o.nodeID,
+		"raft_addr", o.cfg.RaftAddr, "version", Version)
+	fmt.Fprintf(o.out, "Depot origin %s listening on http://%s (API at http://%s%s)\n  data directory: %s\n  node id: %s, raft on %s\n",
+		Version, ln.Addr(), ln.Addr(), api.Prefix, abs, o.nodeID, o.cfg.RaftAddr)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	o.log.Info("shutting down: finishing in-flight requests")
+	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+func (o *Origin) close() {
+	if o.node != nil {
+		if err := o.node.Shutdown(); err != nil {
+			o.log.Warn("raft shutdown", "err", err)
+		}
+		o.node = nil
+	}
+	if o.store != nil {
+		o.store.Close()
+		o.store = nil
+	}
+	if o.audit != nil {
+		o.audit.Close()
+		o.audit = nil
+	}
+}
+
+// Close releases everything without serving (for tests that used Handler).
+func (o *Origin) Close() { o.close() }
+
+func (o *Origin) health() map[string]any {
+	addr, id := o.node.Raft.LeaderWithID()
+	return map[string]any{
+		"node_id": o.nodeID, "raft_state": o.node.Raft.State().String(), "leader_id": string(id),
+		"leader_addr": string(addr), "last_applied": o.store.LastApplied(), "version": Version,
+	}
+}
+
+// ensureAdmin creates the default admin on a new installation. Its
+// password must be changed before the account can do anything else.
+func (o *Origin) ensureAdmin(ctx context.Context, commit leader.Applier) error {
+	has := false
+	_ = o.store.View(func(tx *meta.Tx) error { has = tx.HasUsers(); return nil })
+	if has {
+		return nil
+	}
+	pw, generated := o.cfg.AdminPassword, false
+	if pw == "" {
+		pw, generated = auth.RandomPassword(), true
+	}
+	hash, err := auth.HashPassword(pw)
+	if err != nil {
+		return err
+	}
+	now := time.Now().UTC()
+	u := meta.User{ID: auth.NewID(), Username: "admin", Email: "admin@localhost", Role: meta.RoleAdmin,
+		PasswordHash: hash, MustChangePassword: true, Source: "local", CreatedAt: now, UpdatedAt: now}
+	if _, err := commit.Apply(ctx, &meta.UserCreate{User: u}); err != nil {
+		return fmt.Errorf("create admin: %w", err)
+	}
+	if generated {
+		fmt.Fprintf(o.out, "Created user 'admin' with the generated initial password: %s\n"+
+			"  It must be changed at first login (PUT /api/v1/users/me with current_password and password).\n", pw)
+	} else {
+		fmt.Fprintf(o.out, "Created user 'admin' with the password from DEPOT_ADMIN_PASSWORD; it must be changed at first login.\n")
+	}
+	return nil
+}
+
+// persisted returns given (saving it when the file is absent), else the
+// value in path, else a fresh one from gen, saved.
+func persisted(path, given string, gen func() string) (string, error) {
+	b, err := os.ReadFile(path)
+	switch {
+	case err == nil && given == "":
+		return strings.TrimSpace(string(b)), nil
+	case err != nil && !os.IsNotExist(err):
+		return "", err
+	}
+	v := given
+	if v == "" {
+		v = gen()
+	}
+	if err == nil {
+		return v, nil // given overrides what is stored
+	}
+	return v, writeFileSync(path, []byte(v+"\n"))
+}
+
+func jwtSecret(cfg Config) ([]byte, bool, error) {
+	if cfg.JWTSecret != "" {
+		if len(cfg.JWTSecret) < 32 {
+			return nil, false, errors.New("JWT_SECRET must be at least 32 characters")
+		}
+		return []byte(cfg.JWTSecret), false, nil
+	}
+	path := filepath.Join(cfg.DataDir, "jwt-secret")
+	if b, err := os.ReadFile(path); err == nil {
+		return []byte(strings.TrimSpace(string(b))), false, nil
+	}
+	s := fmt.Sprintf("%x", auth.RandomSecret())
+	return []byte(s), true, writeFileSync(path, []byte(s+"\n"))
+}
+
+func writeFileSync(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}

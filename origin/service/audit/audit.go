@@ -1,0 +1,70 @@
+// Package audit writes the audit log: one JSON line per login attempt and
+// per write, saying who did what, when, from where, and how it ended.
+package audit
+
+import (
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+)
+
+// Event is one audit record.
+type Event struct {
+	Time      time.Time `json:"time"`
+	Actor     string    `json:"actor"`              // username, or "anonymous"
+	ActorID   string    `json:"actor_id,omitempty"` // user id
+	Action    string    `json:"action"`             // e.g. auth.login, "PUT /api/v1/repositories/{id}"
+	Target    string    `json:"target,omitempty"`   // the path or resource acted on
+	Remote    string    `json:"remote"`             // client address
+	Outcome   string    `json:"outcome"`            // success | failure | denied
+	Status    int       `json:"status,omitempty"`
+	RequestID string    `json:"request_id,omitempty"`
+}
+
+// Log appends events to a writer; a nil *Log discards them.
+type Log struct {
+	mu sync.Mutex
+	w  io.WriteCloser
+}
+
+// Open appends to the file at path, creating it (0600) and its directory.
+func Open(path string) (*Log, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	return &Log{w: f}, nil
+}
+
+// Record writes one event as a JSON line.
+func (l *Log) Record(e Event) {
+	if l == nil {
+		return
+	}
+	if e.Time.IsZero() {
+		e.Time = time.Now().UTC()
+	}
+	b, err := json.Marshal(e)
+	if err != nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, _ = l.w.Write(append(b, '\n'))
+}
+
+// Close closes the file.
+func (l *Log) Close() error {
+	if l == nil {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Close()
+}

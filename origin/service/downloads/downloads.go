@@ -1,0 +1,52 @@
+// Package downloads counts downloads over a sliding day, per minute, for
+// the downloads_24h statistic.
+package downloads
+
+import (
+	"sync"
+	"time"
+)
+
+const buckets = 24 * 60
+
+// Counter counts events in one-minute buckets over the last 24 hours.
+type Counter struct {
+	mu     sync.Mutex
+	now    func() time.Time
+	counts [buckets]int64
+	stamp  [buckets]int64 // the minute each bucket holds
+}
+
+// New returns a counter; now nil uses the wall clock.
+func New(now func() time.Time) *Counter {
+	if now == nil {
+		now = time.Now
+	}
+	return &Counter{now: now}
+}
+
+// Add counts one download now.
+func (c *Counter) Add() {
+	m := c.now().Unix() / 60
+	i := m % buckets
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stamp[i] != m {
+		c.stamp[i], c.counts[i] = m, 0
+	}
+	c.counts[i]++
+}
+
+// Last24h sums the buckets of the last 24 hours.
+func (c *Counter) Last24h() int64 {
+	m := c.now().Unix() / 60
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var n int64
+	for i := range c.counts {
+		if m-c.stamp[i] < buckets {
+			n += c.counts[i]
+		}
+	}
+	return n
+}

@@ -1,0 +1,133 @@
+// Package apierr is the one registry of REST error codes: each code has a
+// status, and every handler error is rendered as the spec's body
+// {"error":{"code","message","details"}} here and nowhere else.
+package apierr
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+)
+
+// Code is a stable, machine-readable error code.
+type Code string
+
+// The registry. Append only: clients match on these strings.
+const (
+	BadRequest             Code = "BAD_REQUEST"
+	ValidationFailed       Code = "VALIDATION_FAILED"
+	Unauthorized           Code = "UNAUTHORIZED"
+	Forbidden              Code = "FORBIDDEN"
+	PasswordChangeRequired Code = "PASSWORD_CHANGE_REQUIRED"
+	DemoMode               Code = "DEMO_MODE"
+	NotFound               Code = "NOT_FOUND"
+	MethodNotAllowed       Code = "METHOD_NOT_ALLOWED"
+	Conflict               Code = "CONFLICT"
+	PayloadTooLarge        Code = "PAYLOAD_TOO_LARGE"
+	UnsupportedMediaType   Code = "UNSUPPORTED_MEDIA_TYPE"
+	RateLimited            Code = "RATE_LIMITED"
+	Internal               Code = "INTERNAL"
+	Unavailable            Code = "UNAVAILABLE"
+)
+
+var statuses = map[Code]int{
+	BadRequest:             http.StatusBadRequest,
+	ValidationFailed:       http.StatusBadRequest,
+	Unauthorized:           http.StatusUnauthorized,
+	Forbidden:              http.StatusForbidden,
+	PasswordChangeRequired: http.StatusForbidden,
+	DemoMode:               http.StatusForbidden,
+	NotFound:               http.StatusNotFound,
+	MethodNotAllowed:       http.StatusMethodNotAllowed,
+	Conflict:               http.StatusConflict,
+	PayloadTooLarge:        http.StatusRequestEntityTooLarge,
+	UnsupportedMediaType:   http.StatusUnsupportedMediaType,
+	RateLimited:            http.StatusTooManyRequests,
+	Internal:               http.StatusInternalServerError,
+	Unavailable:            http.StatusServiceUnavailable,
+}
+
+// Status returns the HTTP status of a code (500 for an unknown one).
+func (c Code) Status() int {
+	if s, ok := statuses[c]; ok {
+		return s
+	}
+	return http.StatusInternalServerError
+}
+
+// Error is an error meant for the client. Its message and details are shown
+// as they are, so they must never carry internals.
+type Error struct {
+	Code    Code           `json:"code"`
+	Message string         `json:"message"`
+	Details map[string]any `json:"details"`
+}
+
+func (e *Error) Error() string { return string(e.Code) + ": " + e.Message }
+
+// Status is the HTTP status the error is answered with.
+func (e *Error) Status() int { return e.Code.Status() }
+
+// New builds a client error.
+func New(code Code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...), Details: map[string]any{}}
+}
+
+// With adds one detail and returns the error, for chaining.
+func (e *Error) With(key string, val any) *Error {
+	if e.Details == nil {
+		e.Details = map[string]any{}
+	}
+	e.Details[key] = val
+	return e
+}
+
+// Invalid is a validation failure of one request field; details.field names it.
+func Invalid(field, format string, args ...any) *Error {
+	return New(ValidationFailed, format, args...).With("field", field)
+}
+
+// Mapper turns a domain error (a sentinel of a store, say) into a client
+// error. Packages register theirs with Register at wiring time.
+type Mapper func(error) *Error
+
+// As finds the client error in err's chain. Domain errors are mapped by the
+// given mappers; anything else becomes INTERNAL, with no detail leaked.
+func As(err error, mappers ...Mapper) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	for _, m := range mappers {
+		if e := m(err); e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+// Body renders the spec's error body.
+func Body(e *Error) []byte {
+	if e.Details == nil {
+		e.Details = map[string]any{}
+	}
+	b, _ := json.Marshal(struct {
+		Error *Error `json:"error"`
+	}{e})
+	return b
+}
+
+// Write answers w with e.
+func Write(w http.ResponseWriter, e *Error) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(e.Status())
+	_, _ = w.Write(Body(e))
+}
+
+// InternalError is the client's view of a failure whose cause stays in the
+// log; the request id joins the two.
+func InternalError(requestID string) *Error {
+	return New(Internal, "internal error; quote request id %s to the administrator", requestID).With("request_id", requestID)
+}

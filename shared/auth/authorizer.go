@@ -1,0 +1,91 @@
+package auth
+
+import (
+	"github.com/depot-registry/depot/shared/meta"
+)
+
+// Principal is who a request acts as. A nil Principal is anonymous.
+type Principal struct {
+	UserID             string
+	Username           string
+	Role               meta.Role
+	MustChangePassword bool
+	// Token is set when the request authenticated with an API token; its
+	// scopes narrow what the user may do.
+	TokenID string
+	Scopes  []Scope
+	// SessionID is set for JWT sessions (logout revokes it).
+	SessionID string
+}
+
+// Anonymous reports whether p is nobody.
+func (p *Principal) Anonymous() bool { return p == nil || p.UserID == "" }
+
+// Name is the username, or "anonymous".
+func (p *Principal) Name() string {
+	if p.Anonymous() {
+		return "anonymous"
+	}
+	return p.Username
+}
+
+// IsAdmin reports whether p may do everything: an admin user whose
+// credential (if a token) carries the global admin scope.
+func (p *Principal) IsAdmin() bool {
+	if p.Anonymous() || p.Role != meta.RoleAdmin {
+		return false
+	}
+	return p.TokenID == "" || AllowsGlobalAdmin(p.Scopes)
+}
+
+// scopeAllows applies token scopes: a token never grants more than its
+// scopes, whatever its user may do.
+func (p *Principal) scopeAllows(action, repoName string) bool {
+	return p.TokenID == "" || Allows(p.Scopes, action, repoName)
+}
+
+// Can reports whether p may perform action (read, write, delete, admin) on
+// repo. Rules, in order: token scopes bound everything; public repositories
+// are readable by all; admins may do everything; viewers never write;
+// otherwise the user's own grants and their groups' grants decide.
+func Can(tx *meta.Tx, p *Principal, repo *meta.Repository, action string) bool {
+	if action == meta.ActionRead && repo.Public && (p.Anonymous() || p.scopeAllows(action, repo.Name)) {
+		return true
+	}
+	if p.Anonymous() || p.MustChangePassword || !p.scopeAllows(action, repo.Name) {
+		return false
+	}
+	switch p.Role {
+	case meta.RoleAdmin:
+		return true
+	case meta.RoleViewer:
+		if action != meta.ActionRead {
+			return false
+		}
+	case meta.RoleUser:
+	default:
+		return false
+	}
+	groups, err := tx.GroupsOf(p.UserID)
+	if err != nil {
+		return false
+	}
+	inGroup := map[string]bool{}
+	for _, g := range groups {
+		inGroup[g] = true
+	}
+	grants, err := tx.Permissions(func(g *meta.Permission) bool {
+		return g.RepositoryID == repo.ID && (g.UserID == p.UserID || (g.GroupID != "" && inGroup[g.GroupID]))
+	})
+	if err != nil {
+		return false
+	}
+	for _, g := range grants {
+		for _, have := range g.Permissions {
+			if meta.Implies(have, action) {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -1,0 +1,121 @@
+package blob
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strings"
+)
+
+// Checksums of one blob, lowercase hex.
+type Checksums struct {
+	MD5    string `json:"md5"`
+	SHA1   string `json:"sha1"`
+	SHA256 string `json:"sha256"`
+	SHA512 string `json:"sha512,omitempty"`
+}
+
+// Info describes a stored blob.
+type Info struct {
+	Digest    string // "sha256:<hex>"
+	Size      int64
+	Checksums Checksums
+}
+
+var (
+	// ErrNotFound is returned when the addressed blob does not exist.
+	ErrNotFound = errors.New("blob: not found")
+	// ErrTooLarge is returned by Put when the content exceeds PutOptions.MaxSize.
+	ErrTooLarge = errors.New("blob: too large")
+	// ErrDigestMismatch is returned by Put when a computed checksum differs
+	// from the one in PutOptions.Expect.
+	ErrDigestMismatch = errors.New("blob: digest mismatch")
+	// ErrInvalidDigest is returned for a malformed digest string.
+	ErrInvalidDigest = errors.New("blob: invalid digest")
+)
+
+// Putter stores content.
+type Putter interface {
+	Put(ctx context.Context, r io.Reader, opts PutOptions) (Info, error)
+}
+
+// Opener opens a stored blob for reading.
+type Opener interface {
+	Open(ctx context.Context, digest string) (File, error)
+}
+
+// Statter reports the size of a stored blob, or ErrNotFound.
+type Statter interface {
+	Stat(ctx context.Context, digest string) (int64, error)
+}
+
+// Deleter removes a stored blob, or returns ErrNotFound.
+type Deleter interface {
+	Delete(ctx context.Context, digest string) error
+}
+
+// Walker visits every stored blob. An error returned by fn stops the walk
+// and is returned unchanged.
+type Walker interface {
+	Walk(ctx context.Context, fn func(digest string, size int64) error) error
+}
+
+// Store is the full blob store.
+type Store interface {
+	Putter
+	Opener
+	Statter
+	Deleter
+	Walker
+}
+
+// File is an open blob: io.ReadSeekCloser plus Size(); also io.ReaderAt.
+type File interface {
+	io.Reader
+	io.Seeker
+	io.Closer
+	io.ReaderAt
+	Size() int64
+}
+
+// PutOptions constrain a Put.
+type PutOptions struct {
+	// MaxSize limits the content length; 0 means unlimited. More bytes than
+	// this yield ErrTooLarge and nothing is stored.
+	MaxSize int64
+	// Expect holds checksums supplied by the client. Any non-empty field
+	// must match the computed value, else ErrDigestMismatch and nothing is
+	// stored.
+	Expect Checksums
+}
+
+// ParseDigest splits a digest into algorithm and hex. It accepts
+// "sha256:<64 lowercase hex>" and "sha512:<128 lowercase hex>"; anything
+// else yields ErrInvalidDigest. Because only [0-9a-f] is accepted, the hex
+// part is always safe to use as a file name.
+func ParseDigest(d string) (algo, hex string, err error) {
+	algo, hex, ok := strings.Cut(d, ":")
+	if !ok {
+		return "", "", ErrInvalidDigest
+	}
+	var want int
+	switch algo {
+	case "sha256":
+		want = 64
+	case "sha512":
+		want = 128
+	default:
+		return "", "", ErrInvalidDigest
+	}
+	if len(hex) != want {
+		return "", "", ErrInvalidDigest
+	}
+	for i := 0; i < len(hex); i++ {
+		c := hex[i]
+		// Uppercase is rejected so each blob has exactly one name.
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return "", "", ErrInvalidDigest
+		}
+	}
+	return algo, hex, nil
+}

@@ -1,0 +1,358 @@
+// Package fs implements blob.Store on a local directory.
+//
+// Layout:
+//
+//	<dir>/sha256/<first 2 hex>/<full hex>   stored blobs
+//	<dir>/tmp/                              in-progress uploads
+//
+// A blob becomes visible only through an atomic rename of a fully written
+// and fsynced temp file, so readers never see partial content. The
+// directory must be owned by a single FS: New deletes whatever is in tmp/.
+package fs
+
+import (
+	"context"
+	"crypto/md5"
+	"crypto/sha1"
+	"crypto/sha256"
+	"crypto/sha512"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"github.com/depot-registry/depot/shared/blob"
+)
+
+const (
+	fileMode = 0o640
+	dirMode  = 0o750
+)
+
+// FS is a blob.Store backed by a directory. It is safe for concurrent use.
+type FS struct {
+	blobs string // <dir>/sha256
+	tmp   string // <dir>/tmp
+}
+
+var _ blob.Store = (*FS)(nil)
+
+// New opens (creating if needed) a store rooted at dir and removes temp
+// files left behind by a crash.
+func New(dir string) (*FS, error) {
+	if dir == "" {
+		return nil, errors.New("blob/fs: empty directory")
+	}
+	s := &FS{
+		blobs: filepath.Join(dir, "sha256"),
+		tmp:   filepath.Join(dir, "tmp"),
+	}
+	for _, d := range []string{s.blobs, s.tmp} {
+		if err := os.MkdirAll(d, dirMode); err != nil {
+			return nil, fmt.Errorf("blob/fs: %w", err)
+		}
+	}
+	// Nothing can be in flight yet, so anything in tmp/ is crash debris.
+	entries, err := os.ReadDir(s.tmp)
+	if err != nil {
+		return nil, fmt.Errorf("blob/fs: %w", err)
+	}
+	for _, e := range entries {
+		if err := os.RemoveAll(filepath.Join(s.tmp, e.Name())); err != nil {
+			return nil, fmt.Errorf("blob/fs: removing stale temp file: %w", err)
+		}
+	}
+	return s, nil
+}
+
+// path maps a digest to its file. Only validated hex reaches the
+// filesystem, which rules out path traversal.
+func (s *FS) path(digest string) (string, error) {
+	algo, hx, err := blob.ParseDigest(digest)
+	if err != nil {
+		return "", err
+	}
+	if algo != "sha256" {
+		// Well-formed but never used as an address here.
+		return "", fmt.Errorf("%w: %s", blob.ErrNotFound, digest)
+	}
+	return filepath.Join(s.blobs, hx[:2], hx), nil
+}
+
+// Put implements blob.Putter.
+func (s *FS) Put(ctx context.Context, r io.Reader, opts blob.PutOptions) (blob.Info, error) {
+	if opts.MaxSize < 0 {
+		return blob.Info{}, fmt.Errorf("blob/fs: negative MaxSize %d", opts.MaxSize)
+	}
+	if err := ctx.Err(); err != nil {
+		return blob.Info{}, err
+	}
+	tmp, err := os.CreateTemp(s.tmp, "put-*")
+	if err != nil {
+		return blob.Info{}, fmt.Errorf("blob/fs: %w", err)
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			// Double Close after a successful close is harmless here.
+			_ = tmp.Close()
+			_ = os.Remove(tmp.Name())
+		}
+	}()
+	// CreateTemp uses 0o600; set the documented mode explicitly so the
+	// result does not depend on the umask.
+	if err := tmp.Chmod(fileMode); err != nil {
+		return blob.Info{}, fmt.Errorf("blob/fs: %w", err)
+	}
+
+	md5h, sha1h, sha256h, sha512h := md5.New(), sha1.New(), sha256.New(), sha512.New()
+	var src io.Reader = ctxReader{ctx: ctx, r: r}
+	limited := opts.MaxSize > 0 && opts.MaxSize < math.MaxInt64
+	if limited {
+		// One byte over the limit is enough to know it is too large,
+		// without draining an arbitrarily long body.
+		src = io.LimitReader(src, opts.MaxSize+1)
+	}
+	dst := io.MultiWriter(md5h, sha1h, sha256h, sha512h, tmp)
+	n, err := io.CopyBuffer(dst, src, make([]byte, 32<<10))
+	if err != nil {
+		// Covers reader, write and ctx errors (ctxReader returns ctx.Err()).
+		return blob.Info{}, fmt.Errorf("blob/fs: put: %w", err)
+	}
+	if limited && n > opts.MaxSize {
+		return blob.Info{}, fmt.Errorf("%w: more than %d bytes", blob.ErrTooLarge, opts.MaxSize)
+	}
+
+	info := blob.Info{
+		Size: n,
+		Checksums: blob.Checksums{
+			MD5:    hex.EncodeToString(md5h.Sum(nil)),
+			SHA1:   hex.EncodeToString(sha1h.Sum(nil)),
+			SHA256: hex.EncodeToString(sha256h.Sum(nil)),
+			SHA512: hex.EncodeToString(sha512h.Sum(nil)),
+		},
+	}
+	info.Digest = "sha256:" + info.Checksums.SHA256
+	if err := checkExpect(opts.Expect, info.Checksums); err != nil {
+		return blob.Info{}, err
+	}
+
+	// Data must be on disk before the rename publishes it.
+	if err := tmp.Sync(); err != nil {
+		return blob.Info{}, fmt.Errorf("blob/fs: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return blob.Info{}, fmt.Errorf("blob/fs: %w", err)
+	}
+	// Last chance to honour cancellation before the blob becomes visible.
+	if err := ctx.Err(); err != nil {
+		return blob.Info{}, err
+	}
+
+	final := filepath.Join(s.blobs, info.Checksums.SHA256[:2], info.Checksums.SHA256)
+	shard := filepath.Dir(final)
+	switch err := os.Mkdir(shard, dirMode); {
+	case err == nil:
+		// The new shard entry must be durable too.
+		if err := syncDir(s.blobs); err != nil {
+			return blob.Info{}, fmt.Errorf("blob/fs: %w", err)
+		}
+	case !errors.Is(err, fs.ErrExist):
+		return blob.Info{}, fmt.Errorf("blob/fs: %w", err)
+	}
+
+	if fi, err := os.Stat(final); err == nil && fi.Mode().IsRegular() && fi.Size() == n {
+		// Already stored: keep the existing file; the deferred cleanup
+		// drops ours. Sync the directory anyway in case a concurrent
+		// Put renamed it in but has not fsynced the directory yet.
+		if err := syncDir(shard); err != nil {
+			return blob.Info{}, fmt.Errorf("blob/fs: %w", err)
+		}
+		return info, nil
+	}
+	// Identical content under the same name, so replacing a file that a
+	// concurrent Put renamed in first is harmless.
+	if err := os.Rename(tmp.Name(), final); err != nil {
+		return blob.Info{}, fmt.Errorf("blob/fs: %w", err)
+	}
+	committed = true
+	if err := syncDir(shard); err != nil {
+		return blob.Info{}, fmt.Errorf("blob/fs: %w", err)
+	}
+	return info, nil
+}
+
+// checkExpect compares every non-empty expected checksum. Case is ignored
+// because clients (e.g. Maven .sha1 files) sometimes send uppercase hex.
+func checkExpect(want, got blob.Checksums) error {
+	pairs := [...]struct{ name, want, got string }{
+		{"md5", want.MD5, got.MD5},
+		{"sha1", want.SHA1, got.SHA1},
+		{"sha256", want.SHA256, got.SHA256},
+		{"sha512", want.SHA512, got.SHA512},
+	}
+	for _, p := range pairs {
+		if p.want != "" && !strings.EqualFold(p.want, p.got) {
+			return fmt.Errorf("%w: %s is %s, expected %s", blob.ErrDigestMismatch, p.name, p.got, p.want)
+		}
+	}
+	return nil
+}
+
+// Open implements blob.Opener.
+func (s *FS) Open(ctx context.Context, digest string) (blob.File, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	p, err := s.path(digest)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, notFound(err, digest)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("blob/fs: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		_ = f.Close()
+		return nil, fmt.Errorf("%w: %s", blob.ErrNotFound, digest)
+	}
+	return &file{File: f, size: fi.Size()}, nil
+}
+
+// file embeds *os.File so its Read, ReadAt, Seek, Close (and WriteTo, which
+// can use sendfile) are used directly.
+type file struct {
+	*os.File
+	size int64
+}
+
+func (f *file) Size() int64 { return f.size }
+
+// Stat implements blob.Statter.
+func (s *FS) Stat(ctx context.Context, digest string) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	p, err := s.path(digest)
+	if err != nil {
+		return 0, err
+	}
+	fi, err := os.Stat(p)
+	if err != nil {
+		return 0, notFound(err, digest)
+	}
+	if !fi.Mode().IsRegular() {
+		return 0, fmt.Errorf("%w: %s", blob.ErrNotFound, digest)
+	}
+	return fi.Size(), nil
+}
+
+// Delete implements blob.Deleter.
+func (s *FS) Delete(ctx context.Context, digest string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	p, err := s.path(digest)
+	if err != nil {
+		return err
+	}
+	if err := os.Remove(p); err != nil {
+		return notFound(err, digest)
+	}
+	// Without this a crash could resurrect the blob.
+	if err := syncDir(filepath.Dir(p)); err != nil {
+		return fmt.Errorf("blob/fs: %w", err)
+	}
+	return nil
+}
+
+// Walk implements blob.Walker. Blobs are visited in digest order; files
+// that do not look like blobs are skipped.
+func (s *FS) Walk(ctx context.Context, fn func(digest string, size int64) error) error {
+	shards, err := os.ReadDir(s.blobs)
+	if err != nil {
+		return fmt.Errorf("blob/fs: %w", err)
+	}
+	for _, sh := range shards {
+		if !sh.IsDir() || len(sh.Name()) != 2 {
+			continue
+		}
+		entries, err := os.ReadDir(filepath.Join(s.blobs, sh.Name()))
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			return fmt.Errorf("blob/fs: %w", err)
+		}
+		for _, e := range entries {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			digest := "sha256:" + e.Name()
+			if _, _, err := blob.ParseDigest(digest); err != nil ||
+				!strings.HasPrefix(e.Name(), sh.Name()) || !e.Type().IsRegular() {
+				continue
+			}
+			fi, err := e.Info()
+			if err != nil {
+				if errors.Is(err, fs.ErrNotExist) {
+					continue // deleted since ReadDir
+				}
+				return fmt.Errorf("blob/fs: %w", err)
+			}
+			if err := fn(digest, fi.Size()); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func notFound(err error, digest string) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%w: %s", blob.ErrNotFound, digest)
+	}
+	return fmt.Errorf("blob/fs: %w", err)
+}
+
+// syncDir makes renames and removals inside dir durable.
+func syncDir(dir string) error {
+	if runtime.GOOS == "windows" {
+		// Directories cannot be fsynced there; NTFS journals metadata.
+		return nil
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	if err := d.Sync(); err != nil {
+		_ = d.Close()
+		return err
+	}
+	return d.Close()
+}
+
+// ctxReader stops a copy once ctx is done. It cannot interrupt a Read that
+// is already blocked; closing such a reader is up to its owner.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}

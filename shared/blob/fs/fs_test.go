@@ -1,0 +1,213 @@
+package fs_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/depot-registry/depot/shared/blob"
+	"github.com/depot-registry/depot/shared/blob/blobtest"
+	"github.com/depot-registry/depot/shared/blob/fs"
+)
+
+func newFS(t *testing.T, dir string) *fs.FS {
+	t.Helper()
+	s, err := fs.New(dir)
+	if err != nil {
+		t.Fatalf("New(%s): %v", dir, err)
+	}
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	blobtest.Run(t, func(t *testing.T) blob.Store {
+		return newFS(t, t.TempDir())
+	})
+}
+
+func tmpEntries(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(filepath.Join(dir, "tmp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+type errReader struct{}
+
+func (errReader) Read([]byte) (int, error) { return 0, errors.New("broken pipe") }
+
+func TestNoTmpLeftoversAfterFailedPuts(t *testing.T) {
+	dir := t.TempDir()
+	s := newFS(t, dir)
+	data := bytes.Repeat([]byte("x"), 1<<20)
+	cancelled, cancel := context.WithCancel(t.Context())
+	cancel()
+
+	failures := []struct {
+		name string
+		ctx  context.Context
+		opts blob.PutOptions
+	}{
+		{"too large", t.Context(), blob.PutOptions{MaxSize: 10}},
+		{"mismatch", t.Context(), blob.PutOptions{Expect: blob.Checksums{SHA1: strings.Repeat("0", 40)}}},
+		{"cancelled", cancelled, blob.PutOptions{}},
+		{"negative max", t.Context(), blob.PutOptions{MaxSize: -1}},
+	}
+	for _, f := range failures {
+		if _, err := s.Put(f.ctx, bytes.NewReader(data), f.opts); err == nil {
+			t.Errorf("%s: Put succeeded", f.name)
+		}
+	}
+	if _, err := s.Put(t.Context(), errReader{}, blob.PutOptions{}); err == nil {
+		t.Error("read error: Put succeeded")
+	}
+	if names := tmpEntries(t, dir); len(names) != 0 {
+		t.Fatalf("tmp/ not empty after failed puts: %v", names)
+	}
+
+	// Successful and deduplicated puts leave nothing behind either.
+	for range 2 {
+		if _, err := s.Put(t.Context(), bytes.NewReader(data), blob.PutOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if names := tmpEntries(t, dir); len(names) != 0 {
+		t.Fatalf("tmp/ not empty after successful puts: %v", names)
+	}
+}
+
+func TestNewRemovesStaleTmp(t *testing.T) {
+	dir := t.TempDir()
+	s := newFS(t, dir)
+	info, err := s.Put(t.Context(), strings.NewReader("survivor"), blob.PutOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Simulate a crash mid-upload.
+	tmp := filepath.Join(dir, "tmp")
+	if err := os.WriteFile(filepath.Join(tmp, "put-123"), []byte("half"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(tmp, "junkdir", "deeper"), 0o750); err != nil {
+		t.Fatal(err)
+	}
+
+	s = newFS(t, dir)
+	if names := tmpEntries(t, dir); len(names) != 0 {
+		t.Fatalf("tmp/ not cleaned by New: %v", names)
+	}
+	if size, err := s.Stat(t.Context(), info.Digest); err != nil || size != info.Size {
+		t.Fatalf("stored blob lost by New: size %d, err %v", size, err)
+	}
+}
+
+func TestLayout(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store") // New must create it
+	s := newFS(t, dir)
+	info, err := s.Put(t.Context(), strings.NewReader("layout"), blob.PutOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hx := strings.TrimPrefix(info.Digest, "sha256:")
+	p := filepath.Join(dir, "sha256", hx[:2], hx)
+	fi, err := os.Stat(p)
+	if err != nil {
+		t.Fatalf("blob not at documented path: %v", err)
+	}
+	if got := fi.Mode().Perm(); got != 0o640 {
+		t.Errorf("blob mode = %o, want 640", got)
+	}
+	got, err := os.ReadFile(p)
+	if err != nil || string(got) != "layout" {
+		t.Fatalf("file content = %q, %v", got, err)
+	}
+	// Dirs are created 0o750; the umask may only remove bits.
+	for _, d := range []string{dir, filepath.Join(dir, "sha256"), filepath.Join(dir, "sha256", hx[:2]), filepath.Join(dir, "tmp")} {
+		fi, err := os.Stat(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if perm := fi.Mode().Perm(); perm&^0o750 != 0 {
+			t.Errorf("%s mode = %o, want at most 750", d, perm)
+		}
+	}
+}
+
+func TestWalkSkipsForeignFiles(t *testing.T) {
+	dir := t.TempDir()
+	s := newFS(t, dir)
+	info, err := s.Put(t.Context(), strings.NewReader("real"), blob.PutOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hx := strings.TrimPrefix(info.Digest, "sha256:")
+	shard := filepath.Join(dir, "sha256", hx[:2])
+	other := "ff" + hx[2:]
+	if other == hx {
+		other = "00" + hx[2:]
+	}
+	for _, p := range []string{
+		filepath.Join(shard, ".DS_Store"),
+		filepath.Join(shard, strings.ToUpper(hx)),
+		filepath.Join(shard, other), // valid name in the wrong shard
+		filepath.Join(dir, "sha256", "README"),
+	} {
+		if err := os.WriteFile(p, []byte("junk"), 0o640); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var seen []string
+	if err := s.Walk(t.Context(), func(d string, _ int64) error {
+		seen = append(seen, d)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != 1 || seen[0] != info.Digest {
+		t.Fatalf("Walk = %v, want only %s", seen, info.Digest)
+	}
+}
+
+func TestSHA512DigestNotAddressed(t *testing.T) {
+	s := newFS(t, t.TempDir())
+	info, err := s.Put(t.Context(), strings.NewReader("x"), blob.PutOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := "sha512:" + info.Checksums.SHA512
+	if _, err := s.Open(t.Context(), d); !errors.Is(err, blob.ErrNotFound) {
+		t.Errorf("Open(sha512 digest): err = %v, want ErrNotFound", err)
+	}
+	if _, err := s.Stat(t.Context(), d); !errors.Is(err, blob.ErrNotFound) {
+		t.Errorf("Stat(sha512 digest): err = %v, want ErrNotFound", err)
+	}
+}
+
+func TestExpectIgnoresHexCase(t *testing.T) {
+	s := newFS(t, t.TempDir())
+	want := "da39a3ee5e6b4b0d3255bfef95601890afd80709" // sha1 of ""
+	info, err := s.Put(t.Context(), strings.NewReader(""), blob.PutOptions{Expect: blob.Checksums{SHA1: strings.ToUpper(want)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Checksums.SHA1 != want {
+		t.Fatalf("SHA1 = %s, want lowercase %s", info.Checksums.SHA1, want)
+	}
+}
+
+func TestNewEmptyDir(t *testing.T) {
+	if _, err := fs.New(""); err == nil {
+		t.Fatal("New(\"\") succeeded")
+	}
+}

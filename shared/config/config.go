@@ -1,0 +1,147 @@
+// Package config binds command-line flags to environment variables: every
+// setting can come from a flag or from its variable, the flag winning, and
+// --help names both.
+package config
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"time"
+)
+
+// Set is a flag set whose flags also read environment variables.
+type Set struct {
+	fs      *flag.FlagSet
+	lookup  func(string) (string, bool)
+	errs    []error
+	entries []entry
+}
+
+type entry struct{ name, env, usage, def string }
+
+// New returns a set for a subcommand; lookup nil reads the process env.
+func New(name string, lookup func(string) (string, bool)) *Set {
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
+	s := &Set{fs: flag.NewFlagSet(name, flag.ContinueOnError), lookup: lookup}
+	s.fs.Usage = func() {}
+	return s
+}
+
+func (s *Set) env(name, env string, def string) string {
+	if env != "" {
+		if v, ok := s.lookup(env); ok && v != "" {
+			return v
+		}
+	}
+	return def
+}
+
+func (s *Set) add(name, env, usage, def string) {
+	s.entries = append(s.entries, entry{name, env, usage, def})
+}
+
+// String binds a string setting. An empty flag name makes it
+// environment-only (for secrets that should not show in a process list).
+func (s *Set) String(p *string, name, env, usage string) {
+	def := *p
+	*p = s.env(name, env, *p)
+	s.add(name, env, usage, def)
+	if name != "" {
+		s.fs.StringVar(p, name, *p, usage)
+	}
+}
+
+// Bool binds a boolean setting.
+func (s *Set) Bool(p *bool, name, env, usage string) {
+	def := strconv.FormatBool(*p)
+	if v := s.env(name, env, ""); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			s.errs = append(s.errs, fmt.Errorf("%s=%q: want true or false", env, v))
+		}
+		*p = b
+	}
+	s.add(name, env, usage, def)
+	if name != "" {
+		s.fs.BoolVar(p, name, *p, usage)
+	}
+}
+
+// Int binds an integer setting.
+func (s *Set) Int(p *int64, name, env, usage string) {
+	def := strconv.FormatInt(*p, 10)
+	if v := s.env(name, env, ""); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			s.errs = append(s.errs, fmt.Errorf("%s=%q: want an integer", env, v))
+		}
+		*p = n
+	}
+	s.add(name, env, usage, def)
+	if name != "" {
+		s.fs.Int64Var(p, name, *p, usage)
+	}
+}
+
+// Seconds binds a duration given in whole seconds (the spec's variables
+// are in seconds).
+func (s *Set) Seconds(p *time.Duration, name, env, usage string) {
+	def := strconv.FormatInt(int64(*p/time.Second), 10)
+	if v := s.env(name, env, ""); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 {
+			s.errs = append(s.errs, fmt.Errorf("%s=%q: want a positive number of seconds", env, v))
+		}
+		*p = time.Duration(n) * time.Second
+	}
+	s.add(name, env, usage, def)
+	if name != "" {
+		s.fs.Func(name, usage, func(v string) error {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n <= 0 {
+				return fmt.Errorf("want a positive number of seconds")
+			}
+			*p = time.Duration(n) * time.Second
+			return nil
+		})
+	}
+}
+
+// Parse parses args; environment errors are reported first.
+func (s *Set) Parse(args []string) error {
+	if len(s.errs) > 0 {
+		return s.errs[0]
+	}
+	return s.fs.Parse(args)
+}
+
+// Args are the arguments left after the flags.
+func (s *Set) Args() []string { return s.fs.Args() }
+
+// PrintUsage writes one line per setting: flag, variable, default, meaning.
+func (s *Set) PrintUsage(w io.Writer) {
+	for _, e := range s.entries {
+		name := "(environment only)"
+		if e.name != "" {
+			name = "--" + e.name
+		}
+		def := ""
+		if e.def != "" && e.def != "0" && e.def != "false" {
+			def = " (default " + e.def + ")"
+		}
+		env := ""
+		if e.env != "" {
+			env = "  [$" + e.env + "]"
+		}
+		fmt.Fprintf(w, "  %-22s %s%s%s\n", name, e.usage, def, env)
+	}
+}
+
+// IsHelp reports whether err is the flag package's answer to -h/--help.
+func IsHelp(err error) bool { return err == flag.ErrHelp }
+

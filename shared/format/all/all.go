@@ -1,0 +1,64 @@
+// Package all is the one list of package formats. Adding a format is one
+// package under shared/format and one line here.
+package all
+
+import (
+	"github.com/depot-registry/depot/shared/format"
+	"github.com/depot-registry/depot/shared/format/generic"
+)
+
+// Entry is one format identifier and, once it has client paths, its
+// constructor.
+type Entry struct {
+	Name string
+	New  func(*format.Deps) format.Format
+}
+
+// Entries lists every format identifier a repository may have. Formats
+// without a constructor are accepted for repositories before their client
+// paths exist.
+var Entries = []Entry{
+	{Name: "docker"},
+	{Name: "maven"},
+	{Name: "gradle"},
+	{Name: "npm"},
+	{Name: "pypi"},
+	{Name: "crates"},
+	{Name: "helm"},
+	{Name: "go"},
+	{Name: "nuget"},
+	{Name: "rubygems"},
+	{Name: "composer"},
+	{Name: "conda"},
+	{Name: generic.Name, New: func(d *format.Deps) format.Format { return generic.New(d) }},
+}
+
+// Known reports whether name is a format identifier.
+func Known(name string) bool {
+	for _, e := range Entries {
+		if e.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// Names lists the format identifiers.
+func Names() []string {
+	out := make([]string, len(Entries))
+	for i, e := range Entries {
+		out[i] = e.Name
+	}
+	return out
+}
+
+// Build constructs every format that has client paths.
+func Build(d *format.Deps) []format.Format {
+	var out []format.Format
+	for _, e := range Entries {
+		if e.New != nil {
+			out = append(out, e.New(d))
+		}
+	}
+	return out
+}

@@ -1,0 +1,85 @@
+package format
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/depot-registry/depot/shared/blob"
+	"github.com/depot-registry/depot/shared/meta"
+)
+
+// Error is a client-facing failure of a format route; each format renders
+// it in its native shape.
+type Error struct {
+	Status  int
+	Code    string // upper-case code, e.g. NOT_FOUND
+	Message string
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// Errorf builds an Error.
+func Errorf(status int, code, format string, args ...any) *Error {
+	return &Error{Status: status, Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// Common errors.
+func NotFound(format string, args ...any) *Error {
+	return Errorf(http.StatusNotFound, "NOT_FOUND", format, args...)
+}
+
+// BadRequest is a malformed request.
+func BadRequest(format string, args ...any) *Error {
+	return Errorf(http.StatusBadRequest, "BAD_REQUEST", format, args...)
+}
+
+// Conflict is a clash with stored state.
+func Conflict(format string, args ...any) *Error {
+	return Errorf(http.StatusConflict, "CONFLICT", format, args...)
+}
+
+// Unauthorized asks for credentials.
+func Unauthorized() *Error {
+	return Errorf(http.StatusUnauthorized, "UNAUTHORIZED", "authentication required")
+}
+
+// Forbidden refuses an authenticated caller.
+func Forbidden(format string, args ...any) *Error {
+	return Errorf(http.StatusForbidden, "FORBIDDEN", format, args...)
+}
+
+// Classify maps any handler error to an Error. Unknown errors become a
+// 500 whose message says nothing about the cause (the transport logs it).
+func Classify(err error) *Error {
+	var e *Error
+	switch {
+	case errors.As(err, &e):
+		return e
+	case errors.Is(err, meta.ErrNotFound):
+		return NotFound("%s", trimSentinel(err))
+	case errors.Is(err, meta.ErrConflict):
+		return Conflict("%s", trimSentinel(err))
+	case errors.Is(err, meta.ErrInvalid):
+		return BadRequest("%s", trimSentinel(err))
+	case errors.Is(err, blob.ErrTooLarge):
+		return Errorf(http.StatusRequestEntityTooLarge, "PAYLOAD_TOO_LARGE", "upload exceeds the size limit")
+	case errors.Is(err, blob.ErrDigestMismatch):
+		return BadRequest("checksum does not match the uploaded bytes")
+	case errors.Is(err, blob.ErrInvalidDigest):
+		return BadRequest("invalid digest")
+	}
+	return Errorf(http.StatusInternalServerError, "INTERNAL", "internal error")
+}
+
+// trimSentinel drops the "not found: " style prefix of wrapped sentinels.
+func trimSentinel(err error) string {
+	msg := err.Error()
+	for _, s := range []error{meta.ErrNotFound, meta.ErrConflict, meta.ErrInvalid} {
+		p := s.Error() + ": "
+		if len(msg) > len(p) && msg[:len(p)] == p {
+			return msg[len(p):]
+		}
+	}
+	return msg
+}

@@ -1,0 +1,163 @@
+// Package format is the contract between the transports and the
+// package-format handlers. A Format declares routes; each route is marked
+// Read or Write and handles a transport-neutral Request, so the same read
+// routes can be served by the origin (net/http) and by edges (fasthttp).
+package format
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/depot-registry/depot/shared/auth"
+	"github.com/depot-registry/depot/shared/blob"
+	"github.com/depot-registry/depot/shared/meta"
+)
+
+// Op says whether a route only reads (edges serve it locally) or writes
+// (edges forward it to the origin).
+type Op int
+
+// Route operations.
+const (
+	Read Op = iota
+	Write
+)
+
+// Handler serves one route.
+type Handler func(ctx context.Context, r *Request) (*Response, error)
+
+// Route is one path of a format, relative to the format's prefix.
+// Path segments are literals, "{name}" (one segment) or, last, "{name...}"
+// (the rest of the path). A GET route also answers HEAD.
+type Route struct {
+	Method string
+	Path   string
+	Op     Op
+	Handle Handler
+}
+
+// Format is one package format.
+type Format interface {
+	Name() string   // repository format identifier, e.g. "generic"
+	Prefix() string // URL prefix, e.g. "/generic"
+	Routes() []Route
+	// Error renders err in the client's native shape; a 401 carries the
+	// format's WWW-Authenticate challenge.
+	Error(r *Request, err error) *Response
+}
+
+// Header is the read side of request headers, whatever the transport.
+type Header interface {
+	Get(key string) string
+}
+
+// Request is a transport-neutral request.
+type Request struct {
+	Method        string
+	Path          string // below the format prefix, starting with "/"
+	Params        map[string]string
+	Query         url.Values
+	Header        Header
+	Body          io.Reader
+	ContentLength int64 // -1 when unknown
+	Principal     *auth.Principal
+	BaseURL       string // scheme://host[:port] the client used (see URLs)
+	RemoteAddr    string
+	RequestID     string
+}
+
+// Param returns a path parameter.
+func (r *Request) Param(name string) string { return r.Params[name] }
+
+// Response is what a handler answers: a small rendered Body, or a blob
+// File that the transport streams (with Range and conditional requests).
+type Response struct {
+	Status  int
+	Header  http.Header
+	Body    []byte
+	File    blob.File // closed by the transport
+	Name    string    // file name for Content-Type sniffing and Range
+	ModTime time.Time
+}
+
+// NewResponse starts a response with a status.
+func NewResponse(status int) *Response {
+	return &Response{Status: status, Header: http.Header{}}
+}
+
+// Committer commits a metadata command (cluster/leader on the origin).
+type Committer interface {
+	Apply(ctx context.Context, c meta.Command) (uint64, error)
+}
+
+// Deps are what format handlers work with.
+type Deps struct {
+	Meta      auth.Viewer
+	Blobs     blob.Store
+	Commit    Committer // nil where writes are not served
+	Now       func() time.Time
+	NewID     func() string
+	MaxUpload int64 // bytes; 0 = unlimited
+	// OnDownload is told of every served download (statistics, events).
+	OnDownload func(*Request, *meta.Artifact)
+}
+
+// Match finds the route for method and path, with its parameters.
+func Match(routes []Route, method, path string) (*Route, map[string]string, bool) {
+	if method == http.MethodHead {
+		method = http.MethodGet
+	}
+	segs := splitPath(path)
+	pathMatched := false
+	for i := range routes {
+		params, ok := matchPath(routes[i].Path, segs)
+		if !ok {
+			continue
+		}
+		pathMatched = true
+		if routes[i].Method == method {
+			return &routes[i], params, true
+		}
+	}
+	return nil, nil, pathMatched
+}
+
+func splitPath(p string) []string {
+	p = strings.Trim(p, "/")
+	if p == "" {
+		return nil
+	}
+	return strings.Split(p, "/")
+}
+
+func matchPath(pattern string, segs []string) (map[string]string, bool) {
+	pat := splitPath(pattern)
+	params := map[string]string{}
+	for i, ps := range pat {
+		if strings.HasPrefix(ps, "{") && strings.HasSuffix(ps, "...}") {
+			if i >= len(segs) {
+				return nil, false
+			}
+			params[ps[1:len(ps)-4]] = strings.Join(segs[i:], "/")
+			return params, true
+		}
+		if i >= len(segs) {
+			return nil, false
+		}
+		if strings.HasPrefix(ps, "{") && strings.HasSuffix(ps, "}") {
+			params[ps[1:len(ps)-1]] = segs[i]
+			continue
+		}
+		if ps != segs[i] {
+			return nil, false
+		}
+	}
+	if len(pat) != len(segs) {
+		return nil, false
+	}
+	return params, true
+}

@@ -1,0 +1,97 @@
+package httpx
+
+import (
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/depot-registry/depot/shared/auth"
+	"github.com/depot-registry/depot/shared/format"
+)
+
+// FormatHandler serves one format over net/http.
+type FormatHandler struct {
+	Format      format.Format
+	Authn       *auth.Authenticator
+	Log         *slog.Logger
+	ExternalURL string
+	// Writes false serves only Read routes (edges forward writes).
+	Writes bool
+	routes []format.Route
+}
+
+// NewFormatHandler mounts f.
+func NewFormatHandler(f format.Format, authn *auth.Authenticator, log *slog.Logger, externalURL string) *FormatHandler {
+	return &FormatHandler{Format: f, Authn: authn, Log: log, ExternalURL: externalURL, Writes: true, routes: f.Routes()}
+}
+
+func (h *FormatHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	req := &format.Request{
+		Method:        r.Method,
+		Path:          strings.TrimPrefix(r.URL.Path, h.Format.Prefix()),
+		Query:         r.URL.Query(),
+		Header:        r.Header,
+		Body:          r.Body,
+		ContentLength: r.ContentLength,
+		BaseURL:       BaseURL(r, h.ExternalURL),
+		RemoteAddr:    ClientIP(r),
+		RequestID:     RequestID(r.Context()),
+	}
+	route, params, pathOK := format.Match(h.routes, r.Method, req.Path)
+	if route == nil || (!h.Writes && route.Op == format.Write) {
+		code := http.StatusNotFound
+		if pathOK {
+			code = http.StatusMethodNotAllowed
+		}
+		h.write(w, r, h.Format.Error(req, format.Errorf(code, "UNSUPPORTED", "%s %s is not served", r.Method, r.URL.Path)))
+		return
+	}
+	req.Params = params
+	p, err := h.Authn.Header(r.Header.Get("Authorization"))
+	if err != nil {
+		h.write(w, r, h.Format.Error(req, format.Unauthorized()))
+		return
+	}
+	req.Principal = p
+	resp, err := route.Handle(r.Context(), req)
+	if err != nil {
+		e := format.Classify(err)
+		if e.Status >= 500 {
+			h.Log.Error("format handler failed", "request_id", req.RequestID, "format", h.Format.Name(), "err", err)
+		}
+		var fe *format.Error
+		if !errors.As(err, &fe) {
+			err = e
+		}
+		h.write(w, r, h.Format.Error(req, err))
+		return
+	}
+	h.write(w, r, resp)
+}
+
+// write sends a format response; files are streamed with Range,
+// If-None-Match and HEAD handled by http.ServeContent.
+func (h *FormatHandler) write(w http.ResponseWriter, r *http.Request, resp *format.Response) {
+	for k, vs := range resp.Header {
+		w.Header()[k] = vs
+	}
+	if resp.File != nil {
+		defer resp.File.Close()
+		http.ServeContent(w, r, resp.Name, resp.ModTime, resp.File)
+		return
+	}
+	status := resp.Status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	if r.Method == http.MethodHead {
+		w.WriteHeader(status)
+		return
+	}
+	w.WriteHeader(status)
+	if len(resp.Body) > 0 {
+		_, _ = w.Write(resp.Body)
+	}
+}
+

@@ -1,0 +1,48 @@
+// Package metrics holds Depot's Prometheus collectors, named
+// depot_<subsystem>_<name>_<unit>, in a registry owned by each process.
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// HTTP are the request metrics of one server.
+type HTTP struct {
+	Requests *prometheus.CounterVec
+	Duration *prometheus.HistogramVec
+	Bytes    *prometheus.CounterVec
+}
+
+// Metrics is the set of collectors of one process.
+type Metrics struct {
+	Registry *prometheus.Registry
+	HTTP     HTTP
+	Uploads  *prometheus.CounterVec
+}
+
+// New registers the collectors in a fresh registry.
+func New() *Metrics {
+	reg := prometheus.NewRegistry()
+	m := &Metrics{
+		Registry: reg,
+		HTTP: HTTP{
+			Requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+				Name: "depot_http_requests_total", Help: "HTTP requests by area (api, format name), method and status code.",
+			}, []string{"area", "method", "code"}),
+			Duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+				Name: "depot_http_request_duration_seconds", Help: "HTTP request latency by area.",
+				Buckets: prometheus.ExponentialBuckets(0.0005, 2.5, 14),
+			}, []string{"area", "method"}),
+			Bytes: prometheus.NewCounterVec(prometheus.CounterOpts{
+				Name: "depot_http_response_bytes_total", Help: "Response body bytes by area.",
+			}, []string{"area"}),
+		},
+		Uploads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "depot_artifacts_uploaded_total", Help: "Artifacts stored, by format.",
+		}, []string{"format"}),
+	}
+	reg.MustRegister(m.HTTP.Requests, m.HTTP.Duration, m.HTTP.Bytes, m.Uploads,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
