@@ -25,9 +25,10 @@ lint: ## gofmt and go vet
 	$(GO) vet ./...
 
 fuzz: ## run each fuzz test for FUZZTIME
-	@set -e; for spec in $$($(GO) test -list 'Fuzz.*' ./... | awk '/^Fuzz/ {print fn" "$$1} /^ok/ {fn=$$2}' | tr ' ' ':'); do \
-	  pkg=$${spec%%:*}; fn=$${spec##*:}; echo "== $$pkg $$fn"; \
-	  $(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) $$pkg; done
+	@set -e; for pkg in $$($(GO) list ./...); do \
+	  for fn in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+	    echo "== $$pkg $$fn"; $(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) $$pkg; \
+	  done; done
 
 clean:
 	rm -rf bin

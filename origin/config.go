@@ -31,6 +31,10 @@ type Config struct {
 
 	LogFormat string
 	LogLevel  string
+
+	// RaftTimeout overrides raft's heartbeat and election timeouts (tests
+	// use short ones so a single node elects itself at once).
+	RaftTimeout time.Duration
 }
 
 // DefaultConfig is a single-node origin on loopback with data in ./data.

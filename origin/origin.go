@@ -88,6 +88,7 @@ func New(cfg Config, log *slog.Logger, out io.Writer) (o *Origin, err error) {
 	}
 	o.node, err = raftnode.New(raftnode.Config{
 		NodeID: o.nodeID, BindAddr: cfg.RaftAddr, Dir: filepath.Join(cfg.DataDir, "raft"), Bootstrap: true, Logger: log,
+		HeartbeatTimeout: cfg.RaftTimeout, ElectionTimeout: cfg.RaftTimeout,
 	}, fsm.New(o.store))
 	if err != nil {
 		return nil, err

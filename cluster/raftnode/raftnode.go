@@ -58,7 +58,7 @@ func New(cfg Config, fsm raft.FSM) (*Node, error) {
 	rc.NoSnapshotRestoreOnStart = true
 	if cfg.HeartbeatTimeout > 0 {
 		rc.HeartbeatTimeout = cfg.HeartbeatTimeout
-		rc.LeaderLeaseTimeout = cfg.HeartbeatTimeout / 2
+		rc.LeaderLeaseTimeout = cfg.HeartbeatTimeout
 	}
 	if cfg.ElectionTimeout > 0 {
 		rc.ElectionTimeout = cfg.ElectionTimeout
@@ -73,14 +73,16 @@ func New(cfg Config, fsm raft.FSM) (*Node, error) {
 		logStore.Close()
 		return nil, fmt.Errorf("raft snapshot store: %w", err)
 	}
-	adv := cfg.Advertise
-	if adv == "" {
-		adv = cfg.BindAddr
-	}
-	advAddr, err := net.ResolveTCPAddr("tcp", adv)
-	if err != nil {
-		logStore.Close()
-		return nil, fmt.Errorf("raft advertise address %q: %w", adv, err)
+	// With no advertise address the transport advertises what it bound
+	// (which resolves port 0 for tests).
+	var advAddr net.Addr
+	if cfg.Advertise != "" {
+		a, err := net.ResolveTCPAddr("tcp", cfg.Advertise)
+		if err != nil {
+			logStore.Close()
+			return nil, fmt.Errorf("raft advertise address %q: %w", cfg.Advertise, err)
+		}
+		advAddr = a
 	}
 	trans, err := raft.NewTCPTransportWithLogger(cfg.BindAddr, advAddr, 3, 10*time.Second, logx.HCLog(cfg.Logger, "raft-net"))
 	if err != nil {

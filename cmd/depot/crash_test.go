@@ -1,0 +1,176 @@
+package main
+
+import (
+	"bytes"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// buildDepot compiles the real binary once per test.
+func buildDepot(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "depot")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+type proc struct {
+	cmd *exec.Cmd
+	out *bytes.Buffer
+	url string
+}
+
+func startOrigin(t *testing.T, bin, dataDir, listen, raftAddr string) *proc {
+	t.Helper()
+	cmd := exec.Command(bin, "origin", "--data-dir", dataDir, "--listen", listen, "--raft-addr", raftAddr)
+	cmd.Env = append(os.Environ(), "DEPOT_ADMIN_PASSWORD=initial-pw-123", "JWT_SECRET=crash-test-secret-crash-test-secret-0123")
+	out := &bytes.Buffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &proc{cmd: cmd, out: out, url: "http://" + listen}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get(p.url + "/api/v1/health")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return p
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("origin did not come up:\n%s", out)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func call(t *testing.T, method, url, auth string, body io.Reader, want int) []byte {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, body)
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != want {
+		t.Fatalf("%s %s: status %d, want %d: %s", method, url, resp.StatusCode, want, data)
+	}
+	return data
+}
+
+func login(t *testing.T, base, user, pass string) string {
+	t.Helper()
+	var tok struct {
+		AccessToken string `json:"access_token"`
+	}
+	body := fmt.Sprintf(`{"username":%q,"password":%q}`, user, pass)
+	if err := json.Unmarshal(call(t, "POST", base+"/api/v1/auth/login", "", strings.NewReader(body), 200), &tok); err != nil {
+		t.Fatal(err)
+	}
+	return "Bearer " + tok.AccessToken
+}
+
+// TestKill9LosesNoAcknowledgedUpload uploads through the real binary,
+// kills it with SIGKILL right after the last acknowledgement, restarts it
+// on the same data directory and downloads every file.
+func TestKill9LosesNoAcknowledgedUpload(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildDepot(t)
+	dataDir := t.TempDir()
+	listen, raftAddr := freeAddr(t), freeAddr(t)
+	p := startOrigin(t, bin, dataDir, listen, raftAddr)
+	if !strings.Contains(p.out.String(), "listening on http://"+listen) || !strings.Contains(p.out.String(), dataDir) {
+		t.Errorf("startup message does not say where it listens and where the data lives:\n%s", p.out)
+	}
+
+	tok := login(t, p.url, "admin", "initial-pw-123")
+	call(t, "PUT", p.url+"/api/v1/users/me", tok, strings.NewReader(`{"current_password":"initial-pw-123","password":"changed-pw-456"}`), 200)
+	call(t, "POST", p.url+"/api/v1/repositories", tok, strings.NewReader(`{"name":"files","format":"generic"}`), 201)
+
+	basic := "Basic " + basicAuth("admin", "changed-pw-456")
+	want := map[string]string{}
+	for i := 0; i < 20; i++ {
+		data := make([]byte, 1000+i*4096)
+		_, _ = rand.Read(data)
+		sum := sha256.Sum256(data)
+		path := fmt.Sprintf("/generic/files/pkg/1.%d/file-%d.bin", i, i)
+		call(t, "PUT", p.url+path, basic, bytes.NewReader(data), 201)
+		want[path] = hex.EncodeToString(sum[:])
+	}
+	// No graceful anything: the process dies right after the last 201.
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = p.cmd.Wait()
+
+	p2 := startOrigin(t, bin, dataDir, listen, raftAddr)
+	if strings.Contains(p2.out.String(), "Created user 'admin'") {
+		t.Error("restart created the admin again")
+	}
+	for path, sum := range want {
+		data := call(t, "GET", p2.url+path, basic, nil, 200)
+		got := sha256.Sum256(data)
+		if hex.EncodeToString(got[:]) != sum {
+			t.Errorf("%s: bytes differ after restart", path)
+		}
+	}
+	var stats map[string]any
+	_ = json.Unmarshal(call(t, "GET", p2.url+"/api/v1/admin/stats", login(t, p2.url, "admin", "changed-pw-456"), nil, 200), &stats)
+	if stats["artifacts"] != float64(len(want)) {
+		t.Errorf("stats after restart: %v, want %d artifacts", stats, len(want))
+	}
+
+	// A graceful stop (SIGTERM) exits cleanly.
+	if err := p2.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- p2.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("exit after SIGTERM: %v\n%s", err, p2.out)
+		}
+	case <-time.After(30 * time.Second):
+		t.Error("no exit 30s after SIGTERM")
+	}
+}
+
+func basicAuth(u, p string) string {
+	return strings.TrimSpace(base64Std(u + ":" + p))
+}

@@ -1,0 +1,214 @@
+// Package origintest starts a real single-node origin (Raft, bbolt, blob
+// store) inside a test, served by httptest, with helpers to call it.
+package origintest
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/depot-registry/depot/origin"
+)
+
+// AdminPassword is the admin's password once Start has changed it.
+const AdminPassword = "admin-Secret-pw1"
+
+// Env is a running origin.
+type Env struct {
+	T       testing.TB
+	Origin  *origin.Origin
+	Server  *httptest.Server
+	URL     string // base URL, no trailing slash
+	DataDir string
+	Admin   string // access token of the admin, password already changed
+}
+
+// Options tweak the origin; Config is applied over test defaults.
+type Options struct {
+	Config func(*origin.Config)
+	// KeepInitialPassword leaves the admin's forced password change pending.
+	KeepInitialPassword bool
+}
+
+// InitialAdminPassword is the password the admin starts with.
+const InitialAdminPassword = "initial-admin-pw"
+
+// Start runs an origin in a temp dir; it stops when the test ends.
+func Start(t testing.TB, opts Options) *Env {
+	t.Helper()
+	cfg := origin.DefaultConfig()
+	cfg.DataDir = t.TempDir()
+	cfg.RaftAddr = "127.0.0.1:0"
+	cfg.RaftTimeout = 100 * time.Millisecond
+	cfg.AdminPassword = InitialAdminPassword
+	cfg.JWTSecret = "test-secret-test-secret-test-secret-0123456789"
+	cfg.RateLimit = 0
+	cfg.RateLimitLogin = 1000
+	if opts.Config != nil {
+		opts.Config(&cfg)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	o, err := origin.New(cfg, log, io.Discard)
+	if err != nil {
+		t.Fatalf("start origin: %v", err)
+	}
+	srv := httptest.NewServer(o.Handler())
+	t.Cleanup(func() { srv.Close(); o.Close() })
+	e := &Env{T: t, Origin: o, Server: srv, URL: srv.URL, DataDir: cfg.DataDir}
+	if !opts.KeepInitialPassword {
+		tok := e.Login("admin", InitialAdminPassword)
+		e.Do("PUT", "/api/v1/users/me", tok, map[string]string{"current_password": InitialAdminPassword, "password": AdminPassword}).Want(200)
+		e.Admin = e.Login("admin", AdminPassword)
+	}
+	return e
+}
+
+// Response is a finished call.
+type Response struct {
+	T      testing.TB
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// Want fails the test unless the status is code; it returns r for chaining.
+func (r *Response) Want(code int) *Response {
+	r.T.Helper()
+	if r.Status != code {
+		r.T.Fatalf("status %d, want %d; body: %s", r.Status, code, r.Body)
+	}
+	return r
+}
+
+// JSON decodes the body into v.
+func (r *Response) JSON(v any) *Response {
+	r.T.Helper()
+	if err := json.Unmarshal(r.Body, v); err != nil {
+		r.T.Fatalf("decode %s: %v", r.Body, err)
+	}
+	return r
+}
+
+// Map decodes the body as a JSON object.
+func (r *Response) Map() map[string]any {
+	r.T.Helper()
+	var m map[string]any
+	r.JSON(&m)
+	return m
+}
+
+// ErrorCode is error.code of an error body ("" when absent).
+func (r *Response) ErrorCode() string {
+	var b struct {
+		Error struct {
+			Code string `json:"code"`
+		} `json:"error"`
+	}
+	_ = json.Unmarshal(r.Body, &b)
+	return b.Error.Code
+}
+
+// Do calls the origin. body may be nil, []byte/string (sent raw) or any
+// value (sent as JSON). auth is a bearer token, "" for none, or a full
+// Authorization header value when it contains a space.
+func (e *Env) Do(method, path, auth string, body any) *Response {
+	e.T.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case []byte:
+		rd = bytes.NewReader(b)
+	case string:
+		rd = bytes.NewReader([]byte(b))
+	default:
+		raw, err := json.Marshal(b)
+		if err != nil {
+			e.T.Fatal(err)
+		}
+		rd = bytes.NewReader(raw)
+	}
+	req, err := http.NewRequest(method, e.URL+path, rd)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	if auth != "" {
+		if bytes.ContainsRune([]byte(auth), ' ') {
+			req.Header.Set("Authorization", auth)
+		} else {
+			req.Header.Set("Authorization", "Bearer "+auth)
+		}
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.T.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	return &Response{T: e.T, Status: resp.StatusCode, Header: resp.Header, Body: data}
+}
+
+// Login returns an access token.
+func (e *Env) Login(user, pass string) string {
+	e.T.Helper()
+	var out struct {
+		AccessToken string `json:"access_token"`
+	}
+	e.Do("POST", "/api/v1/auth/login", "", map[string]string{"username": user, "password": pass}).Want(200).JSON(&out)
+	return out.AccessToken
+}
+
+// CreateUser creates a user (as admin) and returns its id.
+func (e *Env) CreateUser(name, role, password string) string {
+	e.T.Helper()
+	var out struct {
+		ID string `json:"id"`
+	}
+	e.Do("POST", "/api/v1/users", e.Admin, map[string]string{"username": name, "email": name + "@example.com",
+		"password": password, "role": role}).Want(201).JSON(&out)
+	return out.ID
+}
+
+// CreateRepo creates a repository (as admin) and returns its id.
+func (e *Env) CreateRepo(name, format string, public bool) string {
+	e.T.Helper()
+	var out struct {
+		ID string `json:"id"`
+	}
+	e.Do("POST", "/api/v1/repositories", e.Admin, map[string]any{"name": name, "format": format, "public": public}).Want(201).JSON(&out)
+	return out.ID
+}
+
+// Token creates an API token for the user behind access and returns its secret.
+func (e *Env) Token(access string, scopes []string, expires *time.Time) string {
+	e.T.Helper()
+	body := map[string]any{"name": "t", "scopes": scopes}
+	if expires != nil {
+		body["expires_at"] = expires.UTC().Format(time.RFC3339Nano)
+	}
+	var out struct {
+		Token string `json:"token"`
+	}
+	e.Do("POST", "/api/v1/users/me/tokens", access, body).Want(201).JSON(&out)
+	return out.Token
+}
+
+// Grant gives a user (or group, when group is true) permissions on a repo.
+func (e *Env) Grant(repoID, subjectID string, group bool, perms ...string) string {
+	e.T.Helper()
+	body := map[string]any{"repository_id": repoID, "permissions": perms}
+	if group {
+		body["group_id"] = subjectID
+	} else {
+		body["user_id"] = subjectID
+	}
+	var out struct {
+		ID string `json:"id"`
+	}
+	e.Do("POST", "/api/v1/permissions", e.Admin, body).Want(201).JSON(&out)
+	return out.ID
+}

@@ -1,0 +1,353 @@
+package meta
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/depot-registry/depot/shared/blob"
+)
+
+var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+func ptr[T any](v T) *T { return &v }
+
+// script is a sequence of commands touching every command type, each of
+// which must succeed on the state the previous ones built.
+func script() []Command {
+	exp := t0.Add(time.Hour)
+	role := RoleViewer
+	return []Command{
+		&UserCreate{User: User{ID: "u1", Username: "alice", Email: "a@x", Role: RoleUser, PasswordHash: "h1", CreatedAt: t0, UpdatedAt: t0}},
+		&UserCreate{User: User{ID: "u2", Username: "bob", Email: "b@x", Role: RoleAdmin, PasswordHash: "h2", MustChangePassword: true, CreatedAt: t0}},
+		&UserUpdate{ID: "u1", Email: ptr("alice@x"), PasswordHash: ptr("h1b"), Role: &role, MustChangePassword: ptr(false), At: t0.Add(time.Minute)},
+		&TokenCreate{Token: Token{ID: "t1", UserID: "u1", Name: "ci", Scopes: []string{"repository:read"}, Hash: "hash1", Hint: "dpt_abcd", ExpiresAt: &exp, CreatedAt: t0}},
+		&TokenCreate{Token: Token{ID: "t2", UserID: "u2", Name: "x", Scopes: []string{"admin"}, Hash: "hash2", CreatedAt: t0}},
+		&TokenRevoke{ID: "t2", UserID: "u2"},
+		&SessionCreate{Session: Session{ID: "s1", UserID: "u1", CreatedAt: t0, ExpiresAt: t0.Add(24 * time.Hour)}},
+		&SessionCreate{Session: Session{ID: "s2", UserID: "u1", CreatedAt: t0, ExpiresAt: t0.Add(time.Minute)}},
+		&SessionRevoke{ID: "s1", At: t0.Add(time.Second)},
+		&SessionPurge{Before: t0.Add(2 * time.Minute)},
+		&GroupCreate{Group: Group{ID: "g1", Name: "devs", Description: "developers", CreatedAt: t0}},
+		&GroupAddMembers{GroupID: "g1", UserIDs: []string{"u2", "u1", "u2"}},
+		&RepoCreate{Repo: Repository{ID: "r1", Name: "files", Format: "generic", Public: true, CreatedAt: t0, UpdatedAt: t0},
+			CreatorGrant: &Permission{ID: "p0", UserID: "u1", Permissions: []string{"admin"}, CreatedAt: t0}},
+		&RepoCreate{Repo: Repository{ID: "r2", Name: "other", Format: "npm", CreatedAt: t0, UpdatedAt: t0}},
+		&RepoUpdate{ID: "r1", Description: ptr("desc"), Public: ptr(false), Settings: map[string]string{"k": "v"}, At: t0.Add(time.Hour)},
+		&PermissionCreate{Permission: Permission{ID: "p1", RepositoryID: "r1", GroupID: "g1", Permissions: []string{"read", "write"}, CreatedAt: t0}},
+		&PermissionCreate{Permission: Permission{ID: "p2", RepositoryID: "r2", UserID: "u1", Permissions: []string{"delete"}, CreatedAt: t0}},
+		&PermissionDelete{ID: "p2"},
+		&ArtifactPut{Artifact: Artifact{ID: "a1", RepositoryID: "r1", Path: "tool/1.0/t.bin", PackageName: "tool", Version: "1.0",
+			SizeBytes: 10, Digest: "sha256:aa", Checksums: blob.Checksums{SHA256: "aa"}, UploadedAt: t0, UploadedBy: "alice"}},
+		&ArtifactPut{Artifact: Artifact{ID: "a2", RepositoryID: "r1", Path: "tool/1.0/t.bin", PackageName: "tool", Version: "1.0",
+			SizeBytes: 20, Digest: "sha256:bb", UploadedAt: t0.Add(time.Second), UploadedBy: "alice"}, Replace: true},
+		&ArtifactPut{Artifact: Artifact{ID: "a3", RepositoryID: "r1", Path: "tool/2.0/t.bin", PackageName: "tool", Version: "2.0",
+			SizeBytes: 5, Digest: "sha256:cc", UploadedAt: t0.Add(2 * time.Second), UploadedBy: "bob"}},
+		&ArtifactPut{Artifact: Artifact{ID: "a4", RepositoryID: "r2", Path: "x/-/x-1.tgz", PackageName: "x", Version: "1",
+			SizeBytes: 7, Digest: "sha256:dd", UploadedAt: t0}},
+		&ArtifactDelete{ID: "a3"},
+		&RepoDelete{ID: "r2"},
+		&UserDelete{ID: "u2"},
+	}
+}
+
+func open(t *testing.T) *Store {
+	t.Helper()
+	s, err := Open(filepath.Join(t.TempDir(), "meta.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// dump renders every bucket, in key order, for comparing stores.
+func dump(t *testing.T, s *Store) string {
+	t.Helper()
+	var buf bytes.Buffer
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return tx.ForEach(func(name []byte, b *bolt.Bucket) error {
+			return b.ForEach(func(k, v []byte) error {
+				fmt.Fprintf(&buf, "%s %q=%q\n", name, k, v)
+				return nil
+			})
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return buf.String()
+}
+
+func snapshotInto(t *testing.T, from *Store) *Store {
+	t.Helper()
+	snap, err := from.BeginSnapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if _, err := snap.WriteTo(&buf); err != nil {
+		t.Fatal(err)
+	}
+	snap.Release()
+	to := open(t)
+	if err := to.Restore(&buf); err != nil {
+		t.Fatal(err)
+	}
+	return to
+}
+
+func TestScriptCoversEveryCommandType(t *testing.T) {
+	seen := map[CmdType]bool{}
+	for _, c := range script() {
+		seen[c.Type()] = true
+	}
+	for ty := CmdType(1); newPayload(ty) != nil; ty++ {
+		if !seen[ty] {
+			t.Errorf("command type %d (%T) is not in the round-trip script", ty, newPayload(ty))
+		}
+	}
+}
+
+// TestCommandRoundTrip: every command survives encode/decode, apply,
+// snapshot and restore, step by step.
+func TestCommandRoundTrip(t *testing.T) {
+	s := open(t)
+	for i, c := range script() {
+		data, err := Encode(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := Decode(data)
+		if err != nil {
+			t.Fatalf("decode %T: %v", c, err)
+		}
+		if !reflect.DeepEqual(back, c) {
+			t.Fatalf("%T changed in encode/decode:\n got %+v\nwant %+v", c, back, c)
+		}
+		before := dump(t, s)
+		if err := s.ApplyBatch([]Entry{{Index: uint64(i + 1), Data: data}})[0].Err; err != nil {
+			t.Fatalf("apply %T: %v", c, err)
+		}
+		after := dump(t, s)
+		if after == before {
+			t.Errorf("%T changed nothing", c)
+		}
+		restored := snapshotInto(t, s)
+		if got := dump(t, restored); got != after {
+			t.Fatalf("after %T, restored store differs:\n got %s\nwant %s", c, got, after)
+		}
+		if restored.LastApplied() != uint64(i+1) {
+			t.Fatalf("restored last_applied = %d, want %d", restored.LastApplied(), i+1)
+		}
+	}
+	// The state the script built, read back through the queries.
+	err := s.View(func(tx *Tx) error {
+		u, err := tx.UserByName("ALICE")
+		if err != nil || u.Email != "alice@x" || u.Role != RoleViewer || u.PasswordHash != "h1b" {
+			t.Errorf("alice = %+v, %v", u, err)
+		}
+		if _, err := tx.User("u2"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("deleted user still there: %v", err)
+		}
+		if _, err := tx.TokenByHash("hash1"); err != nil {
+			t.Errorf("token t1: %v", err)
+		}
+		if _, err := tx.TokenByHash("hash2"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("revoked token found: %v", err)
+		}
+		if s, err := tx.Session("s1"); err != nil || s.RevokedAt == nil {
+			t.Errorf("s1 = %+v, %v", s, err)
+		}
+		if _, err := tx.Session("s2"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("purged session s2 still there: %v", err)
+		}
+		g, _ := tx.Group("g1")
+		if !reflect.DeepEqual(g.Members, []string{"u1"}) {
+			t.Errorf("group members = %v, want [u1] (u2 deleted)", g.Members)
+		}
+		r, err := tx.Repo("r1")
+		if err != nil || r.ArtifactCount != 1 || r.SizeBytes != 20 || r.Description != "desc" || r.Public || r.Settings["k"] != "v" {
+			t.Errorf("r1 = %+v, %v", r, err)
+		}
+		if _, err := tx.RepoByName("other"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("deleted repo found: %v", err)
+		}
+		if _, err := tx.Artifact("a4"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("artifact of deleted repo still there: %v", err)
+		}
+		a, err := tx.ArtifactByPath("r1", "tool/1.0/t.bin")
+		if err != nil || a.ID != "a2" || a.Format != "generic" {
+			t.Errorf("replaced artifact = %+v, %v", a, err)
+		}
+		perms, _ := tx.Permissions(nil)
+		if len(perms) != 2 {
+			t.Errorf("permissions = %+v, want p0 and p1", perms)
+		}
+		pkgs, _ := tx.Packages(PackageFilter{})
+		if len(pkgs) != 1 || pkgs[0].Name != "tool" || pkgs[0].VersionCount != 1 || pkgs[0].TotalSizeBytes != 20 {
+			t.Errorf("packages = %+v", pkgs)
+		}
+		st, _ := tx.Stats()
+		if st != (Stats{Repositories: 1, Artifacts: 1, TotalSizeBytes: 20, Users: 1}) {
+			t.Errorf("stats = %+v", st)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestFailedCommandChangesNothing(t *testing.T) {
+	s := open(t)
+	for _, c := range script()[:14] {
+		if err := s.Apply(0, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bad := []struct {
+		c    Command
+		want error
+	}{
+		{&UserCreate{User: User{ID: "u9", Username: "Alice"}}, ErrConflict},
+		{&RepoCreate{Repo: Repository{ID: "r9", Name: "FILES", Format: "generic"}}, ErrConflict},
+		{&RepoCreate{Repo: Repository{ID: "r9", Name: "new"}, CreatorGrant: &Permission{ID: "p9", UserID: "nobody"}}, ErrNotFound},
+		{&PermissionCreate{Permission: Permission{ID: "p9", RepositoryID: "r1"}}, ErrInvalid},
+		{&PermissionCreate{Permission: Permission{ID: "p9", RepositoryID: "nope", UserID: "u1"}}, ErrNotFound},
+		{&GroupAddMembers{GroupID: "g1", UserIDs: []string{"u1", "ghost"}}, ErrNotFound},
+		{&TokenRevoke{ID: "t1", UserID: "u2"}, ErrNotFound},
+		{&ArtifactPut{Artifact: Artifact{ID: "a9", RepositoryID: "nope", Path: "p", Digest: "d"}}, ErrNotFound},
+		{&UserDelete{ID: "ghost"}, ErrNotFound},
+	}
+	for _, b := range bad {
+		before := dump(t, s)
+		err := s.ApplyBatch([]Entry{{Index: 0, Data: must(Encode(b.c))}})[0].Err
+		if !errors.Is(err, b.want) {
+			t.Errorf("%T: err = %v, want %v", b.c, err, b.want)
+		}
+		if after := dump(t, s); after != before {
+			t.Errorf("%T failed but changed the store", b.c)
+		}
+	}
+	// Same path twice without Replace.
+	a := Artifact{ID: "a1", RepositoryID: "r1", Path: "p/1/f", Digest: "d", SizeBytes: 3}
+	if err := s.Apply(0, &ArtifactPut{Artifact: a}); err != nil {
+		t.Fatal(err)
+	}
+	a.ID = "a2"
+	before := dump(t, s)
+	if err := s.Apply(0, &ArtifactPut{Artifact: a}); !errors.Is(err, ErrConflict) {
+		t.Fatalf("duplicate path: %v", err)
+	}
+	if dump(t, s) != before {
+		t.Fatal("conflicting put changed the store")
+	}
+}
+
+func must(b []byte, err error) []byte {
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+func TestReplayedEntriesAreSkipped(t *testing.T) {
+	s := open(t)
+	c := &UserCreate{User: User{ID: "u1", Username: "alice"}}
+	data := must(Encode(c))
+	if err := s.ApplyBatch([]Entry{{Index: 5, Data: data}})[0].Err; err != nil {
+		t.Fatal(err)
+	}
+	// After a restart raft may hand the same entry again: it must be a
+	// no-op, not a conflict.
+	if err := s.ApplyBatch([]Entry{{Index: 5, Data: data}})[0].Err; err != nil {
+		t.Fatalf("replayed entry: %v", err)
+	}
+	if s.LastApplied() != 5 {
+		t.Fatalf("last applied = %d", s.LastApplied())
+	}
+	// A batch mixing old and new entries applies only the new ones.
+	c2 := must(Encode(&UserCreate{User: User{ID: "u2", Username: "bob"}}))
+	res := s.ApplyBatch([]Entry{{Index: 4, Data: data}, {Index: 6, Data: c2}})
+	if res[0].Err != nil || res[1].Err != nil || s.LastApplied() != 6 {
+		t.Fatalf("mixed batch: %+v, last %d", res, s.LastApplied())
+	}
+}
+
+func TestUnknownCommandPanics(t *testing.T) {
+	s := open(t)
+	for _, data := range [][]byte{{1, 0xff, 0xff, '{', '}'}, {9, 0, 1, '{', '}'}, {1}} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("applying %v did not panic", data)
+				}
+			}()
+			s.ApplyBatch([]Entry{{Index: 1, Data: data}})
+		}()
+	}
+}
+
+func TestRestoreRejectsGarbage(t *testing.T) {
+	s := open(t)
+	if err := s.Apply(1, &UserCreate{User: User{ID: "u1", Username: "alice"}}); err != nil {
+		t.Fatal(err)
+	}
+	before := dump(t, s)
+	if err := s.Restore(bytes.NewReader([]byte("not a bolt file"))); err == nil {
+		t.Fatal("garbage snapshot accepted")
+	}
+	if dump(t, s) != before {
+		t.Fatal("failed restore changed the store")
+	}
+}
+
+func TestReopenKeepsState(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "meta.db")
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range script() {
+		if err := s.Apply(uint64(i+1), c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := dump(t, s)
+	s.Close()
+	s2, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	if dump(t, s2) != want || s2.LastApplied() != uint64(len(script())) {
+		t.Fatal("reopened store differs")
+	}
+}
+
+func FuzzDecode(f *testing.F) {
+	for _, c := range script() {
+		f.Add(must(Encode(c)))
+	}
+	f.Add([]byte{1, 0, 1, 'n', 'u', 'l', 'l'})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := Decode(data)
+		if err != nil {
+			return
+		}
+		again, err := Encode(c)
+		if err != nil {
+			t.Fatalf("re-encode: %v", err)
+		}
+		if _, err := Decode(again); err != nil {
+			t.Fatalf("decode of re-encoded command: %v", err)
+		}
+	})
+}
