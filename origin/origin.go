@@ -43,6 +43,7 @@ type Origin struct {
 	out     io.Writer // startup banner
 	store   *meta.Store
 	node    *raftnode.Node
+	commit  leader.Applier
 	audit   *audit.Log
 	handler http.Handler
 	nodeID  string
@@ -99,6 +100,7 @@ func New(cfg Config, log *slog.Logger, out io.Writer) (o *Origin, err error) {
 		return nil, err
 	}
 	commit := &leader.Local{Node: o.node}
+	o.commit = commit
 	if err := o.ensureAdmin(ctx, commit); err != nil {
 		return nil, err
 	}
@@ -126,6 +128,7 @@ func New(cfg Config, log *slog.Logger, out io.Writer) (o *Origin, err error) {
 	areas := map[string]string{}
 	for _, f := range all.Build(deps) {
 		h := httpx.NewFormatHandler(f, authn, log, cfg.ExternalURL)
+		h.OnWrite = apiSrv.AuditWrite
 		var fh http.Handler = h
 		if cfg.DemoMode {
 			fh = readOnly(fh)
@@ -181,6 +184,7 @@ func (o *Origin) Run(ctx context.Context) error {
 		Version, ln.Addr(), ln.Addr(), api.Prefix, abs, o.nodeID, o.cfg.RaftAddr)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
+	go o.purgeSessions(ctx, time.Hour)
 	select {
 	case err := <-errc:
 		return err
@@ -193,6 +197,26 @@ func (o *Origin) Run(ctx context.Context) error {
 		return err
 	}
 	return nil
+}
+
+// purgeSessions drops expired login sessions now and then, so the store
+// does not grow with every login forever.
+func (o *Origin) purgeSessions(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if !o.node.IsLeader() {
+			continue
+		}
+		if _, err := o.commit.Apply(ctx, &meta.SessionPurge{Before: time.Now().UTC()}); err != nil {
+			o.log.Warn("purging expired sessions", "err", err)
+		}
+	}
 }
 
 func (o *Origin) close() {

@@ -204,7 +204,7 @@ func (s *Server) wrap(a access, h handler) http.Handler {
 			s.writeErr(sw, r, err)
 		}
 		if isWrite(r.Method) && r.URL.Path != Prefix+"/auth/login" {
-			s.auditWrite(r, p, sw.Status)
+			s.AuditWrite(r, p, sw.Status)
 		}
 	})
 }
@@ -226,7 +226,9 @@ func (s *Server) gate(a access, p *auth.Principal, r *http.Request) error {
 	return nil
 }
 
-func (s *Server) auditWrite(r *http.Request, p *auth.Principal, status int) {
+// AuditWrite records one write in the audit log; the format paths use it
+// too, so every write of the origin is audited the same way.
+func (s *Server) AuditWrite(r *http.Request, p *auth.Principal, status int) {
 	outcome := "success"
 	switch {
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
@@ -269,6 +271,8 @@ func mapDomain(err error) *apierr.Error {
 	}
 	var fe *format.Error
 	switch {
+	case errors.Is(err, auth.ErrBadCredentials):
+		return apierr.New(apierr.Unauthorized, "invalid credentials")
 	case errors.As(err, &fe):
 		return &apierr.Error{Code: codeForStatus(fe.Status), Message: fe.Message}
 	case errors.Is(err, meta.ErrNotFound):

@@ -18,7 +18,9 @@ type FormatHandler struct {
 	ExternalURL string
 	// Writes false serves only Read routes (edges forward writes).
 	Writes bool
-	routes []format.Route
+	// OnWrite, when set, is told of every answered write (the audit log).
+	OnWrite func(r *http.Request, p *auth.Principal, status int)
+	routes  []format.Route
 }
 
 // NewFormatHandler mounts f.
@@ -48,6 +50,11 @@ func (h *FormatHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req.Params = params
+	if route.Op == format.Write && h.OnWrite != nil {
+		sw := &StatusWriter{ResponseWriter: w}
+		w = sw
+		defer func() { h.OnWrite(r, req.Principal, sw.Status) }()
+	}
 	p, err := h.Authn.Header(r.Header.Get("Authorization"))
 	if err != nil {
 		h.write(w, r, h.Format.Error(req, format.Unauthorized()))
