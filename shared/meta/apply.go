@@ -87,17 +87,13 @@ func (tx *Tx) userUpdate(c *UserUpdate) error {
 	}
 	u.UpdatedAt = c.At
 	if c.RevokeSessions {
-		var ids []string
-		err := each(tx, bSessions, func(s *Session) error {
-			if s.UserID == u.ID && s.ID != c.KeepSession && s.RevokedAt == nil {
-				ids = append(ids, s.ID)
-			}
-			return nil
-		})
+		live, err := ids(tx, bSessions, func(s *Session) bool {
+			return s.UserID == u.ID && s.ID != c.KeepSession && s.RevokedAt == nil
+		}, sessionID)
 		if err != nil {
 			return err
 		}
-		for _, id := range ids {
+		for _, id := range live {
 			if err := tx.sessionRevoke(&SessionRevoke{ID: id, At: c.At}); err != nil {
 				return err
 			}
@@ -120,24 +116,15 @@ func (tx *Tx) userDelete(c *UserDelete) error {
 			return err
 		}
 	}
-	var sessions, perms []string
+	sessions, err := ids(tx, bSessions, func(s *Session) bool { return s.UserID == u.ID }, sessionID)
+	if err != nil {
+		return err
+	}
+	perms, err := ids(tx, bPermissions, func(p *Permission) bool { return p.UserID == u.ID }, permissionID)
+	if err != nil {
+		return err
+	}
 	var groups []Group
-	if err := each(tx, bSessions, func(s *Session) error {
-		if s.UserID == u.ID {
-			sessions = append(sessions, s.ID)
-		}
-		return nil
-	}); err != nil {
-		return err
-	}
-	if err := each(tx, bPermissions, func(p *Permission) error {
-		if p.UserID == u.ID {
-			perms = append(perms, p.ID)
-		}
-		return nil
-	}); err != nil {
-		return err
-	}
 	if err := each(tx, bGroups, func(g *Group) error {
 		if i := sort.SearchStrings(g.Members, u.ID); i < len(g.Members) && g.Members[i] == u.ID {
 			g.Members = append(g.Members[:i], g.Members[i+1:]...)
@@ -147,15 +134,11 @@ func (tx *Tx) userDelete(c *UserDelete) error {
 	}); err != nil {
 		return err
 	}
-	for _, id := range sessions {
-		if err := tx.del(bSessions, []byte(id)); err != nil {
-			return err
-		}
+	if err := tx.delAll(bSessions, sessions); err != nil {
+		return err
 	}
-	for _, id := range perms {
-		if err := tx.del(bPermissions, []byte(id)); err != nil {
-			return err
-		}
+	if err := tx.delAll(bPermissions, perms); err != nil {
+		return err
 	}
 	for _, g := range groups {
 		if err := tx.put(bGroups, g.ID, g); err != nil {
@@ -224,21 +207,11 @@ func (tx *Tx) sessionRevoke(c *SessionRevoke) error {
 }
 
 func (tx *Tx) sessionPurge(c *SessionPurge) error {
-	var ids []string
-	if err := each(tx, bSessions, func(s *Session) error {
-		if s.ExpiresAt.Before(c.Before) {
-			ids = append(ids, s.ID)
-		}
-		return nil
-	}); err != nil {
+	expired, err := ids(tx, bSessions, func(s *Session) bool { return s.ExpiresAt.Before(c.Before) }, sessionID)
+	if err != nil {
 		return err
 	}
-	for _, id := range ids {
-		if err := tx.del(bSessions, []byte(id)); err != nil {
-			return err
-		}
-	}
-	return nil
+	return tx.delAll(bSessions, expired)
 }
 
 func (tx *Tx) groupCreate(c *GroupCreate) error {
@@ -386,19 +359,12 @@ func (tx *Tx) repoDelete(c *RepoDelete) error {
 			return err
 		}
 	}
-	var perms []string
-	if err := each(tx, bPermissions, func(p *Permission) error {
-		if p.RepositoryID == r.ID {
-			perms = append(perms, p.ID)
-		}
-		return nil
-	}); err != nil {
+	perms, err := ids(tx, bPermissions, func(p *Permission) bool { return p.RepositoryID == r.ID }, permissionID)
+	if err != nil {
 		return err
 	}
-	for _, id := range perms {
-		if err := tx.del(bPermissions, []byte(id)); err != nil {
-			return err
-		}
+	if err := tx.delAll(bPermissions, perms); err != nil {
+		return err
 	}
 	if err := tx.del(bRepoNames, []byte(lower(r.Name))); err != nil {
 		return err
@@ -475,3 +441,28 @@ func (tx *Tx) dropArtifact(id string, account bool) error {
 	r.SizeBytes -= a.SizeBytes
 	return tx.put(bRepos, r.ID, r)
 }
+
+// ids collects the ids of the records of a bucket that match.
+func ids[T any](tx *Tx, bucket []byte, match func(*T) bool, id func(*T) string) ([]string, error) {
+	var out []string
+	err := each(tx, bucket, func(v *T) error {
+		if match(v) {
+			out = append(out, id(v))
+		}
+		return nil
+	})
+	return out, err
+}
+
+// delAll deletes keys from a bucket.
+func (tx *Tx) delAll(bucket []byte, keys []string) error {
+	for _, k := range keys {
+		if err := tx.del(bucket, []byte(k)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func sessionID(s *Session) string       { return s.ID }
+func permissionID(p *Permission) string { return p.ID }

@@ -7,13 +7,7 @@ import (
 )
 
 // User returns a user by id.
-func (tx *Tx) User(id string) (*User, error) {
-	var u User
-	if err := tx.get(bUsers, id, &u); err != nil {
-		return nil, NotFoundf("user %s", id)
-	}
-	return &u, nil
-}
+func (tx *Tx) User(id string) (*User, error) { return byID[User](tx, bUsers, id, "user") }
 
 // UserByName returns a user by username, case-insensitively.
 func (tx *Tx) UserByName(name string) (*User, error) {
@@ -26,10 +20,7 @@ func (tx *Tx) UserByName(name string) (*User, error) {
 
 // Users lists all users ordered by username.
 func (tx *Tx) Users() ([]User, error) {
-	var out []User
-	err := each(tx, bUsers, func(u *User) error { out = append(out, *u); return nil })
-	sort.Slice(out, func(i, j int) bool { return lower(out[i].Username) < lower(out[j].Username) })
-	return out, err
+	return sorted(tx, bUsers, func(v *User) string { return lower(v.Username) })
 }
 
 // TokenByHash returns the token whose secret hashes to hash.
@@ -60,28 +51,15 @@ func (tx *Tx) TokensOf(userID string) ([]Token, error) {
 
 // Session returns a session by id.
 func (tx *Tx) Session(id string) (*Session, error) {
-	var s Session
-	if err := tx.get(bSessions, id, &s); err != nil {
-		return nil, NotFoundf("session %s", id)
-	}
-	return &s, nil
+	return byID[Session](tx, bSessions, id, "session")
 }
 
 // Group returns a group by id.
-func (tx *Tx) Group(id string) (*Group, error) {
-	var g Group
-	if err := tx.get(bGroups, id, &g); err != nil {
-		return nil, NotFoundf("group %s", id)
-	}
-	return &g, nil
-}
+func (tx *Tx) Group(id string) (*Group, error) { return byID[Group](tx, bGroups, id, "group") }
 
 // Groups lists all groups ordered by name.
 func (tx *Tx) Groups() ([]Group, error) {
-	var out []Group
-	err := each(tx, bGroups, func(g *Group) error { out = append(out, *g); return nil })
-	sort.Slice(out, func(i, j int) bool { return lower(out[i].Name) < lower(out[j].Name) })
-	return out, err
+	return sorted(tx, bGroups, func(v *Group) string { return lower(v.Name) })
 }
 
 // GroupsOf lists the ids of the groups a user belongs to.
@@ -98,11 +76,7 @@ func (tx *Tx) GroupsOf(userID string) ([]string, error) {
 
 // Permission returns a grant by id.
 func (tx *Tx) Permission(id string) (*Permission, error) {
-	var p Permission
-	if err := tx.get(bPermissions, id, &p); err != nil {
-		return nil, NotFoundf("permission %s", id)
-	}
-	return &p, nil
+	return byID[Permission](tx, bPermissions, id, "permission")
 }
 
 // Permissions lists grants, filtered by fn when it is not nil, oldest first.
@@ -120,11 +94,7 @@ func (tx *Tx) Permissions(fn func(*Permission) bool) ([]Permission, error) {
 
 // Repo returns a repository by id.
 func (tx *Tx) Repo(id string) (*Repository, error) {
-	var r Repository
-	if err := tx.get(bRepos, id, &r); err != nil {
-		return nil, NotFoundf("repository %s", id)
-	}
-	return &r, nil
+	return byID[Repository](tx, bRepos, id, "repository")
 }
 
 // RepoByName returns a repository by name, case-insensitively.
@@ -138,19 +108,12 @@ func (tx *Tx) RepoByName(name string) (*Repository, error) {
 
 // Repos lists repositories ordered by name.
 func (tx *Tx) Repos() ([]Repository, error) {
-	var out []Repository
-	err := each(tx, bRepos, func(r *Repository) error { out = append(out, *r); return nil })
-	sort.Slice(out, func(i, j int) bool { return lower(out[i].Name) < lower(out[j].Name) })
-	return out, err
+	return sorted(tx, bRepos, func(v *Repository) string { return lower(v.Name) })
 }
 
 // Artifact returns an artifact by id.
 func (tx *Tx) Artifact(id string) (*Artifact, error) {
-	var a Artifact
-	if err := tx.get(bArtifacts, id, &a); err != nil {
-		return nil, NotFoundf("artifact %s", id)
-	}
-	return &a, nil
+	return byID[Artifact](tx, bArtifacts, id, "artifact")
 }
 
 // ArtifactByPath returns the artifact at path in a repository.
@@ -307,4 +270,21 @@ func (tx *Tx) Stats() (Stats, error) {
 func (tx *Tx) HasUsers() bool {
 	k, _ := tx.tx.Bucket(bUsers).Cursor().First()
 	return k != nil
+}
+
+// byID reads one record of a bucket; absent is ErrNotFound naming what.
+func byID[T any](tx *Tx, bucket []byte, id, what string) (*T, error) {
+	var v T
+	if err := tx.get(bucket, id, &v); err != nil {
+		return nil, NotFoundf("%s %s", what, id)
+	}
+	return &v, nil
+}
+
+// sorted lists every record of a bucket ordered by a key.
+func sorted[T any](tx *Tx, bucket []byte, key func(*T) string) ([]T, error) {
+	var out []T
+	err := each(tx, bucket, func(v *T) error { out = append(out, *v); return nil })
+	sort.SliceStable(out, func(i, j int) bool { return key(&out[i]) < key(&out[j]) })
+	return out, err
 }
