@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -42,15 +43,33 @@ func freeAddr(t *testing.T) string {
 
 type proc struct {
 	cmd *exec.Cmd
-	out *bytes.Buffer
+	out *syncBuffer
 	url string
+}
+
+// syncBuffer collects a child's output while the test reads it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 func startOrigin(t *testing.T, bin, dataDir, listen, raftAddr string) *proc {
 	t.Helper()
 	cmd := exec.Command(bin, "origin", "--data-dir", dataDir, "--listen", listen, "--raft-addr", raftAddr)
 	cmd.Env = append(os.Environ(), "DEPOT_ADMIN_PASSWORD=initial-pw-123", "JWT_SECRET=crash-test-secret-crash-test-secret-0123")
-	out := &bytes.Buffer{}
+	out := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -30,7 +30,7 @@ func (s *Server) getArtifact(w http.ResponseWriter, r *http.Request, p *auth.Pri
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, viewArtifact(a, repo.Name))
+	return writeJSON(w, http.StatusOK, format.ViewArtifact(a, repo.Name))
 }
 
 func (s *Server) downloadArtifact(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {

@@ -236,14 +236,17 @@ func (s *Server) AuditWrite(r *http.Request, p *auth.Principal, status int) {
 	case status >= 400:
 		outcome = "failure"
 	}
-	e := audit.Event{Time: s.d.Now().UTC(), Actor: p.Name(), Action: r.Method + " " + r.Pattern,
+	// Routes are registered as "METHOD /path" patterns: the pattern names
+	// the action; the catch-all has no method, so method and path do.
+	action := r.Pattern
+	if !strings.HasPrefix(action, r.Method+" ") {
+		action = r.Method + " " + r.URL.Path
+	}
+	e := audit.Event{Time: s.d.Now().UTC(), Actor: p.Name(), Action: action,
 		Target: r.URL.Path, Remote: httpx.ClientIP(r), Outcome: outcome, Status: status,
 		RequestID: httpx.RequestID(r.Context())}
 	if !p.Anonymous() {
 		e.ActorID = p.UserID
-	}
-	if r.Pattern == "" {
-		e.Action = r.Method + " " + r.URL.Path
 	}
 	s.d.Audit.Record(e)
 }
@@ -326,6 +329,10 @@ func decode(r *http.Request, v any) error {
 			return apierr.New(apierr.PayloadTooLarge, "request body exceeds %d bytes", maxJSON)
 		case errors.Is(err, io.EOF):
 			return apierr.New(apierr.BadRequest, "request body is empty; a JSON object is expected")
+		case errors.As(err, &typ) && typ.Field == "":
+			// The body itself is not an object; its Go type is no business
+			// of the client.
+			return apierr.New(apierr.BadRequest, "request body must be a JSON object, not %s", typ.Value)
 		case errors.As(err, &typ):
 			return apierr.Invalid(typ.Field, "%s must be of type %s", typ.Field, typ.Type)
 		case errors.As(err, &syn):

@@ -3,7 +3,6 @@ package api
 import (
 	"time"
 
-	"github.com/depot-registry/depot/shared/blob"
 	"github.com/depot-registry/depot/shared/meta"
 )
 
@@ -60,25 +59,4 @@ type repoView struct {
 func viewRepo(r *meta.Repository) repoView {
 	return repoView{ID: r.ID, Name: r.Name, Format: r.Format, Description: r.Description, Public: r.Public,
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, ArtifactCount: r.ArtifactCount, SizeBytes: r.SizeBytes}
-}
-
-type artifactView struct {
-	ID             string         `json:"id"`
-	RepositoryID   string         `json:"repository_id"`
-	RepositoryName string         `json:"repository_name"`
-	PackageName    string         `json:"package_name"`
-	Version        string         `json:"version"`
-	Path           string         `json:"path"`
-	Format         string         `json:"format"`
-	SizeBytes      int64          `json:"size_bytes"`
-	ContentType    string         `json:"content_type"`
-	Checksums      blob.Checksums `json:"checksums"`
-	UploadedAt     time.Time      `json:"uploaded_at"`
-	UploadedBy     string         `json:"uploaded_by"`
-}
-
-func viewArtifact(a *meta.Artifact, repoName string) artifactView {
-	return artifactView{ID: a.ID, RepositoryID: a.RepositoryID, RepositoryName: repoName, PackageName: a.PackageName,
-		Version: a.Version, Path: a.Path, Format: a.Format, SizeBytes: a.SizeBytes, ContentType: a.ContentType,
-		Checksums: a.Checksums, UploadedAt: a.UploadedAt, UploadedBy: a.UploadedBy}
 }

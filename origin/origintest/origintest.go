@@ -68,6 +68,14 @@ func Start(t testing.TB, opts Options) *Env {
 	return e
 }
 
+// For returns a copy of e whose calls report to t: use it in subtests, so
+// a failed call stops the subtest and not its parent.
+func (e *Env) For(t testing.TB) *Env {
+	c := *e
+	c.T = t
+	return &c
+}
+
 // Response is a finished call.
 type Response struct {
 	T      testing.TB
@@ -113,10 +121,64 @@ func (r *Response) ErrorCode() string {
 	return b.Error.Code
 }
 
+// WantError fails the test unless the status is code and the body is the
+// spec's error body {"error":{"code","message","details"}} with errCode, a
+// non-empty message and an object as details. It returns r for chaining.
+func (r *Response) WantError(status int, errCode string) *Response {
+	r.T.Helper()
+	r.Want(status)
+	var b struct {
+		Error *struct {
+			Code    *string         `json:"code"`
+			Message *string         `json:"message"`
+			Details json.RawMessage `json:"details"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(r.Body, &b); err != nil || b.Error == nil || b.Error.Code == nil || b.Error.Message == nil {
+		r.T.Fatalf("status %d: body is not an error body: %s", r.Status, r.Body)
+	}
+	if *b.Error.Code != errCode {
+		r.T.Fatalf("status %d: error code %q, want %q; body: %s", r.Status, *b.Error.Code, errCode, r.Body)
+	}
+	if *b.Error.Message == "" {
+		r.T.Fatalf("status %d: empty error message: %s", r.Status, r.Body)
+	}
+	if d := bytes.TrimSpace(b.Error.Details); len(d) == 0 || d[0] != '{' {
+		r.T.Fatalf("status %d: error details is not an object: %s", r.Status, r.Body)
+	}
+	return r
+}
+
+// Details is error.details of an error body (nil when absent).
+func (r *Response) Details() map[string]any {
+	var b struct {
+		Error struct {
+			Details map[string]any `json:"details"`
+		} `json:"error"`
+	}
+	_ = json.Unmarshal(r.Body, &b)
+	return b.Error.Details
+}
+
+// WantField fails the test unless error.details.field is field.
+func (r *Response) WantField(field string) *Response {
+	r.T.Helper()
+	if got, _ := r.Details()["field"].(string); got != field {
+		r.T.Fatalf("error details.field %q, want %q; body: %s", got, field, r.Body)
+	}
+	return r
+}
+
 // Do calls the origin. body may be nil, []byte/string (sent raw) or any
 // value (sent as JSON). auth is a bearer token, "" for none, or a full
 // Authorization header value when it contains a space.
 func (e *Env) Do(method, path, auth string, body any) *Response {
+	e.T.Helper()
+	return e.DoHeader(method, path, auth, body, nil)
+}
+
+// DoHeader is Do with extra request headers.
+func (e *Env) DoHeader(method, path, auth string, body any, header map[string]string) *Response {
 	e.T.Helper()
 	var rd io.Reader
 	switch b := body.(type) {
@@ -142,6 +204,9 @@ func (e *Env) Do(method, path, auth string, body any) *Response {
 		} else {
 			req.Header.Set("Authorization", "Bearer "+auth)
 		}
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

@@ -45,11 +45,12 @@ func (p *Principal) scopeAllows(action, repoName string) bool {
 }
 
 // Can reports whether p may perform action (read, write, delete, admin) on
-// repo. Rules, in order: token scopes bound everything; public repositories
-// are readable by all; admins may do everything; viewers never write;
+// repo. Rules, in order: public repositories are readable by all (a
+// credential never reads less than no credential); token scopes bound
+// everything else; admins may do everything; viewers never write;
 // otherwise the user's own grants and their groups' grants decide.
 func Can(tx *meta.Tx, p *Principal, repo *meta.Repository, action string) bool {
-	if action == meta.ActionRead && repo.Public && (p.Anonymous() || p.scopeAllows(action, repo.Name)) {
+	if action == meta.ActionRead && repo.Public {
 		return true
 	}
 	if p.Anonymous() || p.MustChangePassword || !p.scopeAllows(action, repo.Name) {

@@ -91,7 +91,9 @@ func Allows(scopes []Scope, action, repoName string) bool {
 		if s.Global {
 			return true
 		}
-		if s.Repo != "" && s.Repo != repoName {
+		// Repository names are unique case-insensitively, so a narrowed
+		// scope matches the same way.
+		if s.Repo != "" && !strings.EqualFold(s.Repo, repoName) {
 			continue
 		}
 		if s.grants(action) {

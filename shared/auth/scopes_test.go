@@ -107,7 +107,7 @@ func TestAllows(t *testing.T) {
 		{[]string{"repository:delete"}, "libs", "R.D."},
 		{[]string{"repository:read"}, "libs", "R..."},
 		{[]string{"repository:read:libs"}, "libs", "R..."},
-		{[]string{"repository:read:libs"}, "Libs", "...."}, // case-sensitive
+		{[]string{"repository:read:libs"}, "Libs", "R..."}, // repository names are case-insensitive
 		{[]string{"repository:read:libs"}, "libs2", "...."},
 		{[]string{"repository:read:libs"}, "", "...."}, // narrowed scope never matches "no repo"
 		{[]string{"repository:write:libs"}, "other", "...."},

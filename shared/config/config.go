@@ -28,7 +28,9 @@ func New(name string, lookup func(string) (string, bool)) *Set {
 		lookup = os.LookupEnv
 	}
 	s := &Set{fs: flag.NewFlagSet(name, flag.ContinueOnError), lookup: lookup}
+	// Errors are reported by the caller, with a pointer to --help.
 	s.fs.Usage = func() {}
+	s.fs.SetOutput(io.Discard)
 	return s
 }
 
@@ -144,4 +146,3 @@ func (s *Set) PrintUsage(w io.Writer) {
 
 // IsHelp reports whether err is the flag package's answer to -h/--help.
 func IsHelp(err error) bool { return err == flag.ErrHelp }
-

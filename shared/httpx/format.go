@@ -101,4 +101,3 @@ func (h *FormatHandler) write(w http.ResponseWriter, r *http.Request, resp *form
 		_, _ = w.Write(resp.Body)
 	}
 }
-

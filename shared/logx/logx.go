@@ -80,4 +80,3 @@ func (b *bridge) Write(p []byte) (int, error) {
 }
 
 func str(v any) string { s, _ := v.(string); return s }
-

@@ -106,7 +106,7 @@ func (f *Format) put(ctx context.Context, r *format.Request) (*format.Response, 
 	format.SetIndex(resp.Header, idx)
 	resp.Header.Set("Location", r.BaseURL+f.Prefix()+"/"+c.Repo+"/"+c.Path())
 	resp.Header.Set("Content-Type", "application/json")
-	resp.Body, _ = json.Marshal(a)
+	resp.Body, _ = json.Marshal(format.ViewArtifact(a, repo.Name))
 	return resp, nil
 }
 
