@@ -38,11 +38,16 @@ func ParseLevel(s string) slog.Level {
 }
 
 // HCLog returns an hclog.Logger whose records end up in l, tagged with
-// the component name.
+// the component name. Raft and memberlist chat at info level about every
+// state change, so their info lines only show when l logs debug.
 func HCLog(l *slog.Logger, component string) hclog.Logger {
+	level := hclog.Warn
+	if l.Enabled(context.Background(), slog.LevelDebug) {
+		level = hclog.Debug
+	}
 	return hclog.New(&hclog.LoggerOptions{
 		Name:       component,
-		Level:      hclog.Info,
+		Level:      level,
 		JSONFormat: true,
 		Output:     &bridge{l: l},
 	})

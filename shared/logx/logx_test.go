@@ -1,0 +1,26 @@
+package logx
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func TestHCLogBridge(t *testing.T) {
+	var buf bytes.Buffer
+	l := New(&buf, "json", "debug")
+	h := HCLog(l, "raft")
+	h.Info("entering leader state", "term", 3)
+	h.Warn("heartbeat timeout")
+	out := buf.String()
+	for _, want := range []string{`"msg":"entering leader state"`, `"component":"raft"`, `"term":3`, `"level":"WARN"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("bridged log lacks %s:\n%s", want, out)
+		}
+	}
+	buf.Reset()
+	HCLog(New(&buf, "text", "info"), "raft").Info("chatty")
+	if buf.Len() != 0 {
+		t.Errorf("raft info lines shown at info level: %s", buf.String())
+	}
+}
