@@ -32,6 +32,10 @@ type Config struct {
 	LogFormat string
 	LogLevel  string
 
+	// Clock replaces the wall clock for expiry, rate limits and
+	// timestamps (tests move it forward instead of sleeping).
+	Clock func() time.Time
+
 	// RaftTimeout overrides raft's heartbeat and election timeouts (tests
 	// use short ones so a single node elects itself at once).
 	RaftTimeout time.Duration

@@ -106,20 +106,24 @@ func New(cfg Config, log *slog.Logger, out io.Writer) (o *Origin, err error) {
 	}
 
 	m := metrics.New()
-	dl := downloads.New(nil)
-	jwt := auth.NewJWT(secret, nil)
-	authn := &auth.Authenticator{Meta: o.store, JWT: jwt, Cache: auth.NewCredCache(time.Minute, 10000, nil)}
+	now := cfg.Clock
+	if now == nil {
+		now = time.Now
+	}
+	dl := downloads.New(now)
+	jwt := auth.NewJWT(secret, now)
+	authn := &auth.Authenticator{Meta: o.store, JWT: jwt, Cache: auth.NewCredCache(time.Minute, 10000, now), Now: now}
 	apiSrv := api.New(api.Config{
 		AccessTTL: cfg.AccessTTL, RefreshTTL: cfg.RefreshTTL, DemoMode: cfg.DemoMode,
 		RateLimit: int(cfg.RateLimit), RateLimitLogin: int(cfg.RateLimitLogin), RateWindow: cfg.RateWindow,
 		ExternalURL: cfg.ExternalURL, UsersCreateRepo: cfg.UsersCreateRepo, MaxUpload: cfg.MaxUploadBytes,
 	}, api.Deps{
 		Store: o.store, Blobs: blobs, Commit: commit, Authn: authn, JWT: jwt, Audit: o.audit, Downloads: dl,
-		Log: log, Health: o.health,
+		Log: log, Health: o.health, Now: now,
 	})
 
 	deps := &format.Deps{
-		Meta: o.store, Blobs: blobs, Commit: commit, Now: time.Now, NewID: auth.NewID, MaxUpload: cfg.MaxUploadBytes,
+		Meta: o.store, Blobs: blobs, Commit: commit, Now: now, NewID: auth.NewID, MaxUpload: cfg.MaxUploadBytes,
 		OnDownload: func(*format.Request, *meta.Artifact) { dl.Add() },
 	}
 	mux := http.NewServeMux()

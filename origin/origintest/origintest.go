@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
@@ -26,6 +27,27 @@ type Env struct {
 	URL     string // base URL, no trailing slash
 	DataDir string
 	Admin   string // access token of the admin, password already changed
+	Clock   *Clock // the origin's clock; Advance it instead of sleeping
+}
+
+// Clock is the wall clock plus an offset that tests move forward.
+type Clock struct {
+	mu     sync.Mutex
+	offset time.Duration
+}
+
+// Now is the shifted time.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Add(c.offset)
+}
+
+// Advance moves the clock forward by d.
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.offset += d
 }
 
 // Options tweak the origin; Config is applied over test defaults.
@@ -49,6 +71,8 @@ func Start(t testing.TB, opts Options) *Env {
 	cfg.JWTSecret = "test-secret-test-secret-test-secret-0123456789"
 	cfg.RateLimit = 0
 	cfg.RateLimitLogin = 1000
+	clock := &Clock{}
+	cfg.Clock = clock.Now
 	if opts.Config != nil {
 		opts.Config(&cfg)
 	}
@@ -59,7 +83,7 @@ func Start(t testing.TB, opts Options) *Env {
 	}
 	srv := httptest.NewServer(o.Handler())
 	t.Cleanup(func() { srv.Close(); o.Close() })
-	e := &Env{T: t, Origin: o, Server: srv, URL: srv.URL, DataDir: cfg.DataDir}
+	e := &Env{T: t, Origin: o, Server: srv, URL: srv.URL, DataDir: cfg.DataDir, Clock: clock}
 	if !opts.KeepInitialPassword {
 		tok := e.Login("admin", InitialAdminPassword)
 		e.Do("PUT", "/api/v1/users/me", tok, map[string]string{"current_password": InitialAdminPassword, "password": AdminPassword}).Want(200)
