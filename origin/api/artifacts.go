@@ -67,9 +67,5 @@ func (s *Server) deleteArtifact(w http.ResponseWriter, r *http.Request, p *auth.
 	if err != nil {
 		return err
 	}
-	if err := s.apply(r.Context(), w, &meta.ArtifactDelete{ID: a.ID}); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return s.applyNoContent(r.Context(), w, &meta.ArtifactDelete{ID: a.ID})
 }

@@ -106,11 +106,7 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request, p *auth.Principa
 	if p.SessionID == "" {
 		return apierr.New(apierr.BadRequest, "logout ends a login session; revoke an API token with DELETE %s/users/me/tokens/{id}", Prefix)
 	}
-	if err := s.apply(r.Context(), w, &meta.SessionRevoke{ID: p.SessionID, At: s.d.Now().UTC()}); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return s.applyNoContent(r.Context(), w, &meta.SessionRevoke{ID: p.SessionID, At: s.d.Now().UTC()})
 }
 
 // health answers a bare liveness document to anyone, and node details to

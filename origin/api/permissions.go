@@ -123,9 +123,5 @@ func (s *Server) deletePermission(w http.ResponseWriter, r *http.Request, p *aut
 	if err != nil {
 		return err
 	}
-	if err := s.apply(r.Context(), w, &meta.PermissionDelete{ID: id}); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return s.applyNoContent(r.Context(), w, &meta.PermissionDelete{ID: id})
 }

@@ -175,9 +175,5 @@ func (s *Server) deleteRepo(w http.ResponseWriter, r *http.Request, p *auth.Prin
 	if err != nil {
 		return err
 	}
-	if err := s.apply(r.Context(), w, &meta.RepoDelete{ID: id}); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return s.applyNoContent(r.Context(), w, &meta.RepoDelete{ID: id})
 }

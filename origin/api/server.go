@@ -360,6 +360,15 @@ func (s *Server) apply(ctx context.Context, w http.ResponseWriter, c meta.Comman
 	return err
 }
 
+// applyNoContent commits c and answers 204.
+func (s *Server) applyNoContent(ctx context.Context, w http.ResponseWriter, c meta.Command) error {
+	if err := s.apply(ctx, w, c); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
 func (s *Server) view(fn func(*meta.Tx) error) error { return s.d.Store.View(fn) }
 
 // page parses page and limit (1-based page, 1..100 items, default 20).

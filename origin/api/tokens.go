@@ -79,9 +79,5 @@ func (s *Server) listTokens(w http.ResponseWriter, r *http.Request, p *auth.Prin
 }
 
 func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
-	if err := s.apply(r.Context(), w, &meta.TokenRevoke{ID: r.PathValue("id"), UserID: p.UserID}); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return s.applyNoContent(r.Context(), w, &meta.TokenRevoke{ID: r.PathValue("id"), UserID: p.UserID})
 }

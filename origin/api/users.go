@@ -202,9 +202,5 @@ func (s *Server) deleteUser(w http.ResponseWriter, r *http.Request, p *auth.Prin
 	if err != nil {
 		return err
 	}
-	if err := s.apply(r.Context(), w, &meta.UserDelete{ID: id}); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return s.applyNoContent(r.Context(), w, &meta.UserDelete{ID: id})
 }
