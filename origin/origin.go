@@ -125,6 +125,7 @@ func New(cfg Config, log *slog.Logger, out io.Writer) (o *Origin, err error) {
 	deps := &format.Deps{
 		Meta: o.store, Blobs: blobs, Commit: commit, Now: now, NewID: auth.NewID, MaxUpload: cfg.MaxUploadBytes,
 		OnDownload: func(*format.Request, *meta.Artifact) { dl.Add() },
+		Tokens:     authn,
 	}
 	mux := http.NewServeMux()
 	mux.Handle(api.Prefix+"/", apiSrv)

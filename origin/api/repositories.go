@@ -25,6 +25,16 @@ func checkRepoName(name, fmtName string) error {
 	return nil
 }
 
+// checkSettings validates format-specific repository settings.
+func checkSettings(fmtName string, settings map[string]string) error {
+	for k, v := range settings {
+		if err := all.CheckSetting(fmtName, k, v); err != nil {
+			return apierr.Invalid("settings", "%s", err.Error()).With("setting", k)
+		}
+	}
+	return nil
+}
+
 // repoAccess loads a repository and checks that p may do action on it.
 func repoAccess(tx *meta.Tx, p *auth.Principal, id, action string) (*meta.Repository, error) {
 	repo, err := tx.Repo(id)
@@ -72,10 +82,11 @@ func (s *Server) listRepos(w http.ResponseWriter, r *http.Request, p *auth.Princ
 
 func (s *Server) createRepo(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
 	var req struct {
-		Name        string `json:"name"`
-		Format      string `json:"format"`
-		Description string `json:"description"`
-		Public      bool   `json:"public"`
+		Name        string            `json:"name"`
+		Format      string            `json:"format"`
+		Description string            `json:"description"`
+		Public      bool              `json:"public"`
+		Settings    map[string]string `json:"settings"`
 	}
 	if err := decode(r, &req); err != nil {
 		return err
@@ -100,9 +111,12 @@ func (s *Server) createRepo(w http.ResponseWriter, r *http.Request, p *auth.Prin
 	if len(req.Description) > 4096 {
 		return apierr.Invalid("description", "description is longer than 4096 characters")
 	}
+	if err := checkSettings(req.Format, req.Settings); err != nil {
+		return err
+	}
 	now := s.d.Now().UTC()
 	repo := meta.Repository{ID: s.d.NewID(), Name: req.Name, Format: req.Format, Description: req.Description,
-		Public: req.Public, CreatedBy: p.UserID, CreatedAt: now, UpdatedAt: now}
+		Public: req.Public, Settings: req.Settings, CreatedBy: p.UserID, CreatedAt: now, UpdatedAt: now}
 	cmd := &meta.RepoCreate{Repo: repo}
 	if p.Role != meta.RoleAdmin {
 		cmd.CreatorGrant = &meta.Permission{ID: s.d.NewID(), UserID: p.UserID, Permissions: []string{meta.ActionAdmin}, CreatedAt: now}
@@ -128,10 +142,11 @@ func (s *Server) getRepo(w http.ResponseWriter, r *http.Request, p *auth.Princip
 
 func (s *Server) updateRepo(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
 	var req struct {
-		Description *string `json:"description"`
-		Public      *bool   `json:"public"`
-		Name        *string `json:"name"`
-		Format      *string `json:"format"`
+		Description *string           `json:"description"`
+		Public      *bool             `json:"public"`
+		Name        *string           `json:"name"`
+		Format      *string           `json:"format"`
+		Settings    map[string]string `json:"settings"`
 	}
 	if err := decode(r, &req); err != nil {
 		return err
@@ -155,7 +170,10 @@ func (s *Server) updateRepo(w http.ResponseWriter, r *http.Request, p *auth.Prin
 	if req.Description != nil && len(*req.Description) > 4096 {
 		return apierr.Invalid("description", "description is longer than 4096 characters")
 	}
-	cmd := &meta.RepoUpdate{ID: id, Description: req.Description, Public: req.Public, At: s.d.Now().UTC()}
+	if err := checkSettings(repo.Format, req.Settings); err != nil {
+		return err
+	}
+	cmd := &meta.RepoUpdate{ID: id, Description: req.Description, Public: req.Public, Settings: req.Settings, At: s.d.Now().UTC()}
 	if err := s.apply(r.Context(), w, cmd); err != nil {
 		return err
 	}

@@ -387,3 +387,25 @@ func parseTime(t *testing.T, s string) time.Time {
 	}
 	return v
 }
+
+func TestRepositorySettings(t *testing.T) {
+	t.Parallel()
+	e := origintest.Start(t, origintest.Options{})
+	var r struct {
+		ID       string            `json:"id"`
+		Settings map[string]string `json:"settings"`
+	}
+	e.Do("POST", "/api/v1/repositories", e.Admin, map[string]any{"name": "rel", "format": "maven",
+		"settings": map[string]string{"version_policy": "release"}}).Want(201).JSON(&r)
+	if r.Settings["version_policy"] != "release" {
+		t.Fatalf("settings %v", r.Settings)
+	}
+	e.Do("POST", "/api/v1/repositories", e.Admin, map[string]any{"name": "bad", "format": "maven",
+		"settings": map[string]string{"version_policy": "sometimes"}}).WantError(400, "VALIDATION_FAILED").WantField("settings")
+	e.Do("POST", "/api/v1/repositories", e.Admin, map[string]any{"name": "bad", "format": "generic",
+		"settings": map[string]string{"version_policy": "release"}}).WantError(400, "VALIDATION_FAILED").WantField("settings")
+	e.Do("PUT", "/api/v1/repositories/"+r.ID, e.Admin, map[string]any{"settings": map[string]string{"version_policy": "snapshot"}}).Want(200).JSON(&r)
+	if r.Settings["version_policy"] != "snapshot" {
+		t.Fatalf("updated settings %v", r.Settings)
+	}
+}

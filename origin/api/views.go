@@ -45,18 +45,24 @@ func viewToken(t *meta.Token, now time.Time) tokenView {
 }
 
 type repoView struct {
-	ID            string    `json:"id"`
-	Name          string    `json:"name"`
-	Format        string    `json:"format"`
-	Description   string    `json:"description"`
-	Public        bool      `json:"public"`
-	CreatedAt     time.Time `json:"created_at"`
-	UpdatedAt     time.Time `json:"updated_at"`
-	ArtifactCount int64     `json:"artifact_count"`
-	SizeBytes     int64     `json:"size_bytes"`
+	ID            string            `json:"id"`
+	Name          string            `json:"name"`
+	Format        string            `json:"format"`
+	Description   string            `json:"description"`
+	Public        bool              `json:"public"`
+	CreatedAt     time.Time         `json:"created_at"`
+	UpdatedAt     time.Time         `json:"updated_at"`
+	ArtifactCount int64             `json:"artifact_count"`
+	SizeBytes     int64             `json:"size_bytes"`
+	Settings      map[string]string `json:"settings"`
 }
 
 func viewRepo(r *meta.Repository) repoView {
+	settings := r.Settings
+	if settings == nil {
+		settings = map[string]string{}
+	}
 	return repoView{ID: r.ID, Name: r.Name, Format: r.Format, Description: r.Description, Public: r.Public,
-		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, ArtifactCount: r.ArtifactCount, SizeBytes: r.SizeBytes}
+		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, ArtifactCount: r.ArtifactCount, SizeBytes: r.SizeBytes,
+		Settings: settings}
 }

@@ -73,11 +73,47 @@ func (a *Authenticator) Bearer(tok string) (*Principal, error) {
 	if a.JWT == nil || !LooksLikeJWT(tok) {
 		return nil, ErrBadCredentials
 	}
-	c, err := a.JWT.Parse(tok, AccessToken)
+	if c, err := a.JWT.Parse(tok, AccessToken); err == nil {
+		return a.session(c)
+	}
+	c, err := a.JWT.Parse(tok, RegistryToken)
 	if err != nil {
 		return nil, ErrBadCredentials
 	}
-	return a.session(c)
+	return a.registry(c)
+}
+
+// registry resolves a registry token: its user, and, when it came from an
+// API token, that token's scopes (a revoked or expired token ends it).
+func (a *Authenticator) registry(c *Claims) (*Principal, error) {
+	var p *Principal
+	err := a.Meta.View(func(tx *meta.Tx) error {
+		u, err := tx.User(c.Subject)
+		if err != nil {
+			return ErrBadCredentials
+		}
+		p = principalOf(u)
+		if c.TokenID == "" {
+			return nil
+		}
+		t, err := tx.TokenByID(c.TokenID)
+		if err != nil || t.UserID != u.ID || t.Expired(a.now()) {
+			return ErrBadCredentials
+		}
+		scopes, err := ParseScopes(t.Scopes)
+		if err != nil {
+			return ErrBadCredentials
+		}
+		p.TokenID, p.Scopes = t.ID, scopes
+		return nil
+	})
+	return p, err
+}
+
+// IssueRegistryToken hands p a short-lived registry token carrying the
+// same rights.
+func (a *Authenticator) IssueRegistryToken(p *Principal, ttl time.Duration) (string, time.Time, error) {
+	return a.JWT.IssueFor(RegistryToken, p.UserID, "", p.TokenID, ttl)
 }
 
 // Session checks that the session a JWT belongs to is still active and

@@ -16,6 +16,10 @@ type TokenKind string
 const (
 	AccessToken  TokenKind = "access"
 	RefreshToken TokenKind = "refresh"
+	// RegistryToken is what a registry token endpoint (docker's Bearer
+	// flow) hands out: short-lived, no session; when it was obtained with
+	// an API token it names that token, whose scopes still apply.
+	RegistryToken TokenKind = "registry"
 )
 
 const (
@@ -36,6 +40,7 @@ type Claims struct {
 	jwt.RegisteredClaims
 	Kind    TokenKind `json:"typ"`
 	Session string    `json:"sid"`
+	TokenID string    `json:"tid,omitempty"`
 }
 
 // JWT issues and verifies HS256 session tokens.
@@ -58,6 +63,11 @@ func NewJWT(secret []byte, now func() time.Time) *JWT {
 // expires ttl from now. exp is the expiry as encoded in the token (whole
 // seconds).
 func (j *JWT) Issue(kind TokenKind, userID, sessionID string, ttl time.Duration) (token string, exp time.Time, err error) {
+	return j.IssueFor(kind, userID, sessionID, "", ttl)
+}
+
+// IssueFor is Issue with the API token the credential derives from.
+func (j *JWT) IssueFor(kind TokenKind, userID, sessionID, tokenID string, ttl time.Duration) (token string, exp time.Time, err error) {
 	if err := j.checkSecret(); err != nil {
 		return "", time.Time{}, err
 	}
@@ -81,6 +91,7 @@ func (j *JWT) Issue(kind TokenKind, userID, sessionID string, ttl time.Duration)
 		},
 		Kind:    kind,
 		Session: sessionID,
+		TokenID: tokenID,
 	}
 	token, err = jwt.NewWithClaims(jwt.SigningMethodHS256, c).SignedString(j.secret)
 	if err != nil {
@@ -161,7 +172,7 @@ func isJWTSegment(s string) bool {
 	return true
 }
 
-func (k TokenKind) valid() bool { return k == AccessToken || k == RefreshToken }
+func (k TokenKind) valid() bool { return k == AccessToken || k == RefreshToken || k == RegistryToken }
 
 func (j *JWT) checkSecret() error {
 	if len(j.secret) < minJWTSecret {

@@ -2,11 +2,16 @@ package format
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"mime"
 	"net/http"
+	"net/url"
 	"path"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/depot-registry/depot/shared/auth"
@@ -17,16 +22,16 @@ import (
 // What every format shares: finding the repository a request names and
 // checking access, storing an upload as an artifact, and serving one.
 
-// Repo returns repository name if it has format fmtName and the caller may
+// Repo returns repository name if it has one of formats and the caller may
 // do action on it. An anonymous caller is asked to authenticate (401)
 // rather than told whether a private repository exists.
-func (d *Deps) Repo(r *Request, name, fmtName, action string) (*meta.Repository, error) {
+func (d *Deps) Repo(r *Request, name, action string, formats ...string) (*meta.Repository, error) {
 	var repo *meta.Repository
 	allowed := false
 	err := d.Meta.View(func(tx *meta.Tx) error {
 		var err error
 		repo, err = tx.RepoByName(name)
-		if err != nil || repo.Format != fmtName {
+		if err != nil || !slices.Contains(formats, repo.Format) {
 			repo = nil
 			return nil
 		}
@@ -68,6 +73,20 @@ func (d *Deps) Artifact(repo *meta.Repository, p string) (*meta.Artifact, error)
 	return a, err
 }
 
+// Overwrite says what storing at an existing path does.
+type Overwrite int
+
+// Overwrite policies.
+const (
+	// OverwriteIfDelete replaces when the caller may delete, else 409
+	// (generic files, the Artifactory rule).
+	OverwriteIfDelete Overwrite = iota
+	// OverwriteAlways replaces (maven metadata, snapshots).
+	OverwriteAlways
+	// OverwriteNever refuses (published npm versions, pypi files).
+	OverwriteNever
+)
+
 // Upload describes one file to store.
 type Upload struct {
 	Repo        *meta.Repository
@@ -77,23 +96,59 @@ type Upload struct {
 	ContentType string
 	Body        io.Reader
 	Expect      blob.Checksums // checksums the client announced, verified
+	Overwrite   Overwrite
+	Attrs       json.RawMessage // the format's record of the file
+	KV          []meta.KVOp     // format state changed with the file, atomically
 }
 
 // Store streams an upload into the blob store and then records it with one
-// command, so metadata never points at bytes that are not durable. An
-// existing path is a conflict unless the caller may delete (then it is
-// replaced). It returns the artifact and the command's log index.
+// command, so metadata never points at bytes that are not durable. It
+// returns the artifact and the command's log index.
 func (d *Deps) Store(ctx context.Context, r *Request, u Upload) (*meta.Artifact, uint64, error) {
 	if d.Commit == nil {
-		return nil, 0, Errorf(http.StatusMethodNotAllowed, "UNSUPPORTED", "writes are not served here")
+		return nil, 0, errNoWrites
 	}
-	replace := d.Can(r, u.Repo, meta.ActionDelete)
-	if !replace {
-		if _, err := d.Artifact(u.Repo, u.Path); err == nil {
-			return nil, 0, Conflict("%s already exists; deleting it first needs the delete permission", u.Path)
+	if _, err := d.checkOverwrite(r, u); err != nil {
+		return nil, 0, err
+	}
+	info, err := d.PutBlob(ctx, u.Body, u.Expect)
+	if err != nil {
+		return nil, 0, err
+	}
+	return d.Record(ctx, r, u, info)
+}
+
+var errNoWrites = Errorf(http.StatusMethodNotAllowed, "UNSUPPORTED", "writes are not served here")
+
+// checkOverwrite refuses early when the path exists and may not be
+// replaced; it says whether the record may replace (the command checks
+// again, so a concurrent upload cannot slip through).
+func (d *Deps) checkOverwrite(r *Request, u Upload) (bool, error) {
+	if u.Overwrite == OverwriteAlways || (u.Overwrite == OverwriteIfDelete && d.Can(r, u.Repo, meta.ActionDelete)) {
+		return true, nil
+	}
+	if _, err := d.Artifact(u.Repo, u.Path); err == nil {
+		if u.Overwrite == OverwriteNever {
+			return false, Conflict("%s already exists and cannot be replaced", u.Path)
 		}
+		return false, Conflict("%s already exists; replacing it needs the delete permission", u.Path)
 	}
-	info, err := d.Blobs.Put(ctx, u.Body, blob.PutOptions{MaxSize: d.MaxUpload, Expect: u.Expect})
+	return false, nil
+}
+
+// PutBlob stores bytes (bounded by MaxUpload, verified against expect)
+// without recording an artifact: for formats that look at the bytes before
+// deciding what they are, or that keep blobs beside artifacts (OCI layers).
+func (d *Deps) PutBlob(ctx context.Context, body io.Reader, expect blob.Checksums) (blob.Info, error) {
+	return d.Blobs.Put(ctx, body, blob.PutOptions{MaxSize: d.MaxUpload, Expect: expect})
+}
+
+// Record commits an artifact for a blob PutBlob stored (u.Body unused).
+func (d *Deps) Record(ctx context.Context, r *Request, u Upload, info blob.Info) (*meta.Artifact, uint64, error) {
+	if d.Commit == nil {
+		return nil, 0, errNoWrites
+	}
+	replace, err := d.checkOverwrite(r, u)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -110,22 +165,88 @@ func (d *Deps) Store(ctx context.Context, r *Request, u Upload) (*meta.Artifact,
 		ContentType:  u.ContentType,
 		UploadedAt:   d.now().UTC(),
 		UploadedBy:   r.Principal.Name(),
+		Attrs:        u.Attrs,
 	}
 	if !r.Principal.Anonymous() {
 		a.UploaderID = r.Principal.UserID
 	}
-	idx, err := d.Commit.Apply(ctx, &meta.ArtifactPut{Artifact: a, Replace: replace})
+	idx, err := d.Commit.Apply(ctx, &meta.ArtifactPut{Artifact: a, Replace: replace, KV: u.KV})
 	if err != nil {
 		return nil, 0, err
 	}
 	return &a, idx, nil
 }
 
+// Apply commits a command (format state changes without a file).
+func (d *Deps) Apply(ctx context.Context, c meta.Command) (uint64, error) {
+	if d.Commit == nil {
+		return 0, errNoWrites
+	}
+	return d.Commit.Apply(ctx, c)
+}
+
+// View runs fn on a consistent view of the metadata.
+func (d *Deps) View(fn func(*meta.Tx) error) error { return d.Meta.View(fn) }
+
+// List returns the artifacts of repo whose path starts with prefix.
+func (d *Deps) List(repo *meta.Repository, prefix string) ([]meta.Artifact, error) {
+	var out []meta.Artifact
+	err := d.Meta.View(func(tx *meta.Tx) error {
+		var err error
+		out, err = tx.ArtifactsUnder(repo.ID, prefix)
+		return err
+	})
+	return out, err
+}
+
+// KV decodes one key of repo's format keyspace into v; false when absent.
+func (d *Deps) KV(repo *meta.Repository, key string, v any) (bool, error) {
+	var raw json.RawMessage
+	var ok bool
+	_ = d.Meta.View(func(tx *meta.Tx) error { raw, ok = tx.KV(repo.ID, key); return nil })
+	if !ok {
+		return false, nil
+	}
+	return true, json.Unmarshal(raw, v)
+}
+
+// KVList lists repo's format keyspace under prefix.
+func (d *Deps) KVList(repo *meta.Repository, prefix string) []meta.KVPair {
+	var out []meta.KVPair
+	_ = d.Meta.View(func(tx *meta.Tx) error { out = tx.KVList(repo.ID, prefix); return nil })
+	return out
+}
+
+// KVSet is a KV op that stores v as JSON.
+func KVSet(key string, v any) meta.KVOp {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("format: KVSet %s: %v", key, err)) // only plain data is stored
+	}
+	return meta.KVOp{Key: key, Value: raw}
+}
+
+// KVDelete is a KV op that deletes key.
+func KVDelete(key string) meta.KVOp { return meta.KVOp{Key: key} }
+
+// URL builds an absolute URL under the format prefix from path segments,
+// each escaped: the one place index documents get their links from.
+func URL(r *Request, prefix string, segments ...string) string {
+	var b strings.Builder
+	b.WriteString(strings.TrimRight(r.BaseURL, "/"))
+	b.WriteString(prefix)
+	for _, s := range segments {
+		b.WriteByte('/')
+		b.WriteString(url.PathEscape(s))
+	}
+	return b.String()
+}
+
 // Delete removes an artifact's metadata (its blob is collected later, once
 // nothing references it).
 func (d *Deps) Delete(ctx context.Context, a *meta.Artifact) (uint64, error) {
 	if d.Commit == nil {
-		return 0, Errorf(http.StatusMethodNotAllowed, "UNSUPPORTED", "writes are not served here")
+		return 0, errNoWrites
 	}
 	return d.Commit.Apply(ctx, &meta.ArtifactDelete{ID: a.ID})
 }

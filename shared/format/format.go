@@ -33,9 +33,12 @@ type Handler func(ctx context.Context, r *Request) (*Response, error)
 // Route is one path of a format, relative to the format's prefix.
 // Path segments are literals, "{name}" (one segment) or, last, "{name...}"
 // (the rest of the path). A GET route also answers HEAD.
+// Formats whose paths a pattern cannot express (an OCI name holds
+// slashes) give Match instead of Path.
 type Route struct {
 	Method string
 	Path   string
+	Match  func(path string) (map[string]string, bool)
 	Op     Op
 	Handle Handler
 }
@@ -104,6 +107,13 @@ type Deps struct {
 	MaxUpload int64 // bytes; 0 = unlimited
 	// OnDownload is told of every served download (statistics, events).
 	OnDownload func(*Request, *meta.Artifact)
+	// Tokens issues registry tokens (docker's Bearer token flow).
+	Tokens TokenIssuer
+}
+
+// TokenIssuer hands a principal a short-lived token with its rights.
+type TokenIssuer interface {
+	IssueRegistryToken(p *auth.Principal, ttl time.Duration) (string, time.Time, error)
 }
 
 // Match finds the route for method and path, with its parameters.
@@ -114,7 +124,13 @@ func Match(routes []Route, method, path string) (*Route, map[string]string, bool
 	segs := splitPath(path)
 	pathMatched := false
 	for i := range routes {
-		params, ok := matchPath(routes[i].Path, segs)
+		var params map[string]string
+		var ok bool
+		if routes[i].Match != nil {
+			params, ok = routes[i].Match(path)
+		} else {
+			params, ok = matchPath(routes[i].Path, segs)
+		}
 		if !ok {
 			continue
 		}

@@ -45,6 +45,11 @@ func (tx *Tx) apply(c Command) error {
 		return tx.artifactPut(c)
 	case *ArtifactDelete:
 		return tx.artifactDelete(c)
+	case *KVApply:
+		if _, err := tx.Repo(c.RepoID); err != nil {
+			return err
+		}
+		return tx.kvApply(c.RepoID, c.Ops)
 	}
 	panic(fmt.Sprintf("meta: no apply for %T", c))
 }
@@ -366,6 +371,16 @@ func (tx *Tx) repoDelete(c *RepoDelete) error {
 	if err := tx.delAll(bPermissions, perms); err != nil {
 		return err
 	}
+	var kv [][]byte
+	cur = tx.tx.Bucket(bFormatKV).Cursor()
+	for k, _ := cur.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = cur.Next() {
+		kv = append(kv, append([]byte(nil), k...))
+	}
+	for _, k := range kv {
+		if err := tx.del(bFormatKV, k); err != nil {
+			return err
+		}
+	}
 	if err := tx.del(bRepoNames, []byte(lower(r.Name))); err != nil {
 		return err
 	}
@@ -380,6 +395,9 @@ func (tx *Tx) artifactPut(c *ArtifactPut) error {
 	}
 	if a.ID == "" || a.Path == "" || a.Digest == "" {
 		return fmt.Errorf("%w: artifact id, path and digest required", ErrInvalid)
+	}
+	if err := checkKV(c.KV); err != nil {
+		return err
 	}
 	if tx.tx.Bucket(bArtifacts).Get([]byte(a.ID)) != nil {
 		return Conflictf("artifact id %q exists", a.ID)
@@ -407,11 +425,84 @@ func (tx *Tx) artifactPut(c *ArtifactPut) error {
 	}
 	r.ArtifactCount++
 	r.SizeBytes += a.SizeBytes
-	return tx.put(bRepos, r.ID, r)
+	if err := tx.put(bRepos, r.ID, r); err != nil {
+		return err
+	}
+	return tx.kvApply(r.ID, c.KV)
 }
 
 func (tx *Tx) artifactDelete(c *ArtifactDelete) error {
-	return tx.dropArtifact(c.ID, true)
+	all := c.IDs
+	if c.ID != "" {
+		all = append([]string{c.ID}, c.IDs...)
+	}
+	repoID := c.RepoID
+	for _, id := range all {
+		a, err := tx.Artifact(id)
+		if err != nil {
+			return err
+		}
+		if repoID == "" {
+			repoID = a.RepositoryID
+		}
+		if a.RepositoryID != repoID {
+			return fmt.Errorf("%w: artifacts of several repositories in one delete", ErrInvalid)
+		}
+	}
+	if len(c.KV) > 0 {
+		if c.RepoID == "" {
+			return fmt.Errorf("%w: repo_id required with kv", ErrInvalid)
+		}
+		if _, err := tx.Repo(c.RepoID); err != nil {
+			return err
+		}
+		if err := checkKV(c.KV); err != nil {
+			return err
+		}
+	}
+	seen := map[string]bool{}
+	for _, id := range all {
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		if err := tx.dropArtifact(id, true); err != nil {
+			return err
+		}
+	}
+	return tx.kvApply(c.RepoID, c.KV)
+}
+
+// checkKV validates ops before anything is written.
+func checkKV(ops []KVOp) error {
+	for _, op := range ops {
+		if op.Key == "" || strings.ContainsRune(op.Key, 0) {
+			return fmt.Errorf("%w: empty or malformed kv key", ErrInvalid)
+		}
+	}
+	return nil
+}
+
+// kvApply sets or deletes keys of a repository's format keyspace; checkKV
+// has validated them.
+func (tx *Tx) kvApply(repoID string, ops []KVOp) error {
+	if err := checkKV(ops); err != nil {
+		return err
+	}
+	b := tx.tx.Bucket(bFormatKV)
+	for _, op := range ops {
+		k := key(repoID, op.Key)
+		var err error
+		if len(op.Value) == 0 {
+			err = b.Delete(k)
+		} else {
+			err = b.Put(k, op.Value)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // dropArtifact removes an artifact and its index entries; with account set

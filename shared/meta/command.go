@@ -30,6 +30,7 @@ const (
 	CmdArtifactPut      CmdType = 15
 	CmdArtifactDelete   CmdType = 16
 	CmdSessionPurge     CmdType = 17
+	CmdKVApply          CmdType = 18
 )
 
 // wireVersion is the first byte of every encoded command. A future change
@@ -136,15 +137,28 @@ type RepoDelete struct {
 }
 
 // ArtifactPut records an artifact whose blob is already durable. An
-// artifact at the same path is a conflict unless Replace is set.
+// artifact at the same path is a conflict unless Replace is set. KV ops of
+// the artifact's repository apply in the same transaction.
 type ArtifactPut struct {
 	Artifact Artifact `json:"artifact"`
 	Replace  bool     `json:"replace,omitempty"`
+	KV       []KVOp   `json:"kv,omitempty"`
 }
 
-// ArtifactDelete removes an artifact's metadata.
+// ArtifactDelete removes the metadata of artifact ID and of IDs (all of
+// one repository, or the command is refused), then applies KV ops to
+// RepoID (which must be set when KV is).
 type ArtifactDelete struct {
-	ID string `json:"id"`
+	ID     string   `json:"id,omitempty"`
+	IDs    []string `json:"ids,omitempty"`
+	RepoID string   `json:"repo_id,omitempty"`
+	KV     []KVOp   `json:"kv,omitempty"`
+}
+
+// KVApply changes a repository's format keyspace.
+type KVApply struct {
+	RepoID string `json:"repo_id"`
+	Ops    []KVOp `json:"ops"`
 }
 
 // Type implementations.
@@ -165,6 +179,7 @@ func (RepoUpdate) Type() CmdType       { return CmdRepoUpdate }
 func (RepoDelete) Type() CmdType       { return CmdRepoDelete }
 func (ArtifactPut) Type() CmdType      { return CmdArtifactPut }
 func (ArtifactDelete) Type() CmdType   { return CmdArtifactDelete }
+func (KVApply) Type() CmdType          { return CmdKVApply }
 
 // newPayload returns an empty payload for a type; unknown types are nil.
 func newPayload(t CmdType) Command {
@@ -203,6 +218,8 @@ func newPayload(t CmdType) Command {
 		return &ArtifactPut{}
 	case CmdArtifactDelete:
 		return &ArtifactDelete{}
+	case CmdKVApply:
+		return &KVApply{}
 	}
 	return nil
 }

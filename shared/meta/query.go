@@ -2,6 +2,7 @@ package meta
 
 import (
 	"bytes"
+	"encoding/json"
 	"sort"
 	"strings"
 )
@@ -35,6 +36,9 @@ func (tx *Tx) TokenByHash(hash string) (*Token, error) {
 	}
 	return &t, nil
 }
+
+// TokenByID returns a token by id.
+func (tx *Tx) TokenByID(id string) (*Token, error) { return byID[Token](tx, bTokens, id, "token") }
 
 // TokensOf lists a user's tokens, oldest first.
 func (tx *Tx) TokensOf(userID string) ([]Token, error) {
@@ -287,4 +291,26 @@ func sorted[T any](tx *Tx, bucket []byte, key func(*T) string) ([]T, error) {
 	err := each(tx, bucket, func(v *T) error { out = append(out, *v); return nil })
 	sort.SliceStable(out, func(i, j int) bool { return key(&out[i]) < key(&out[j]) })
 	return out, err
+}
+
+// KV reads one key of a repository's format keyspace.
+func (tx *Tx) KV(repoID, k string) (json.RawMessage, bool) {
+	v := tx.tx.Bucket(bFormatKV).Get(key(repoID, k))
+	if v == nil {
+		return nil, false
+	}
+	return append(json.RawMessage(nil), v...), true
+}
+
+// KVList lists the keys of a repository's format keyspace under prefix,
+// in key order.
+func (tx *Tx) KVList(repoID, prefix string) []KVPair {
+	var out []KVPair
+	p := key(repoID, prefix)
+	strip := len(key(repoID, ""))
+	cur := tx.tx.Bucket(bFormatKV).Cursor()
+	for k, v := cur.Seek(p); k != nil && bytes.HasPrefix(k, p); k, v = cur.Next() {
+		out = append(out, KVPair{Key: string(k[strip:]), Value: append(json.RawMessage(nil), v...)})
+	}
+	return out
 }

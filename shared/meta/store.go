@@ -30,9 +30,10 @@ var (
 	bArtifacts     = []byte("artifacts")
 	bArtifactPaths = []byte("artifact_paths") // repoID \0 path -> artifact id
 	bArtifactPkgs  = []byte("artifact_pkgs")  // repoID \0 package \0 version \0 artifact id -> ""
+	bFormatKV      = []byte("format_kv")      // repoID \0 key -> format's JSON
 
 	allBuckets = [][]byte{bSys, bUsers, bUserNames, bTokens, bTokenHashes, bSessions, bGroups,
-		bGroupNames, bPermissions, bRepos, bRepoNames, bArtifacts, bArtifactPaths, bArtifactPkgs}
+		bGroupNames, bPermissions, bRepos, bRepoNames, bArtifacts, bArtifactPaths, bArtifactPkgs, bFormatKV}
 
 	keyLastApplied = []byte("last_applied")
 )

@@ -2,6 +2,7 @@ package meta
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -47,11 +48,14 @@ func script() []Command {
 			SizeBytes: 10, Digest: "sha256:aa", Checksums: blob.Checksums{SHA256: "aa"}, UploadedAt: t0, UploadedBy: "alice"}},
 		&ArtifactPut{Artifact: Artifact{ID: "a2", RepositoryID: "r1", Path: "tool/1.0/t.bin", PackageName: "tool", Version: "1.0",
 			SizeBytes: 20, Digest: "sha256:bb", UploadedAt: t0.Add(time.Second), UploadedBy: "alice"}, Replace: true},
+		&KVApply{RepoID: "r1", Ops: []KVOp{{Key: "tag/latest", Value: json.RawMessage(`"a2"`)}, {Key: "tag/old", Value: json.RawMessage(`"x"`)}}},
 		&ArtifactPut{Artifact: Artifact{ID: "a3", RepositoryID: "r1", Path: "tool/2.0/t.bin", PackageName: "tool", Version: "2.0",
-			SizeBytes: 5, Digest: "sha256:cc", UploadedAt: t0.Add(2 * time.Second), UploadedBy: "bob"}},
+			SizeBytes: 5, Digest: "sha256:cc", UploadedAt: t0.Add(2 * time.Second), UploadedBy: "bob", Attrs: json.RawMessage(`{"k":1}`)},
+			KV: []KVOp{{Key: "tag/old"}, {Key: "tag/two", Value: json.RawMessage(`"a3"`)}}},
 		&ArtifactPut{Artifact: Artifact{ID: "a4", RepositoryID: "r2", Path: "x/-/x-1.tgz", PackageName: "x", Version: "1",
 			SizeBytes: 7, Digest: "sha256:dd", UploadedAt: t0}},
-		&ArtifactDelete{ID: "a3"},
+		&KVApply{RepoID: "r2", Ops: []KVOp{{Key: "dist-tags/x", Value: json.RawMessage(`{"latest":"1"}`)}}},
+		&ArtifactDelete{IDs: []string{"a3"}, RepoID: "r1", KV: []KVOp{{Key: "tag/two"}}},
 		&RepoDelete{ID: "r2"},
 		&UserDelete{ID: "u2"},
 	}
@@ -186,6 +190,15 @@ func TestCommandRoundTrip(t *testing.T) {
 		if err != nil || a.ID != "a2" || a.Format != "generic" {
 			t.Errorf("replaced artifact = %+v, %v", a, err)
 		}
+		if v, ok := tx.KV("r1", "tag/latest"); !ok || string(v) != `"a2"` {
+			t.Errorf("kv tag/latest = %s %v", v, ok)
+		}
+		if kv := tx.KVList("r1", "tag/"); len(kv) != 1 {
+			t.Errorf("kv of r1 = %+v, want only tag/latest", kv)
+		}
+		if kv := tx.KVList("r2", ""); len(kv) != 0 {
+			t.Errorf("kv of deleted repo r2 = %+v", kv)
+		}
 		perms, _ := tx.Permissions(nil)
 		if len(perms) != 2 {
 			t.Errorf("permissions = %+v, want p0 and p1", perms)
@@ -225,6 +238,10 @@ func TestFailedCommandChangesNothing(t *testing.T) {
 		{&TokenRevoke{ID: "t1", UserID: "u2"}, ErrNotFound},
 		{&ArtifactPut{Artifact: Artifact{ID: "a9", RepositoryID: "nope", Path: "p", Digest: "d"}}, ErrNotFound},
 		{&UserDelete{ID: "ghost"}, ErrNotFound},
+		{&KVApply{RepoID: "nope", Ops: []KVOp{{Key: "k", Value: json.RawMessage(`1`)}}}, ErrNotFound},
+		{&KVApply{RepoID: "r1", Ops: []KVOp{{Key: "ok", Value: json.RawMessage(`1`)}, {Key: ""}}}, ErrInvalid},
+		{&ArtifactPut{Artifact: Artifact{ID: "a9", RepositoryID: "r1", Path: "q", Digest: "d"}, KV: []KVOp{{Key: "a\x00b"}}}, ErrInvalid},
+		{&ArtifactDelete{IDs: []string{"ghost"}}, ErrNotFound},
 	}
 	for _, b := range bad {
 		before := dump(t, s)

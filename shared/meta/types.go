@@ -1,6 +1,7 @@
 package meta
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -167,6 +168,23 @@ type Artifact struct {
 	UploadedAt   time.Time      `json:"uploaded_at"`
 	UploadedBy   string         `json:"uploaded_by"`
 	UploaderID   string         `json:"uploader_id,omitempty"`
+	// Attrs is the format's own record of the file (an npm version
+	// manifest, a wheel's metadata, an OCI media type...), opaque here.
+	Attrs json.RawMessage `json:"attrs,omitempty"`
+}
+
+// KVOp sets (Value non-empty) or deletes (Value empty) one key of a
+// repository's format keyspace: the state a format keeps beside its
+// artifacts (tags, dist-tags, blob links...).
+type KVOp struct {
+	Key   string          `json:"key"`
+	Value json.RawMessage `json:"value,omitempty"`
+}
+
+// KVPair is one entry of a repository's format keyspace.
+type KVPair struct {
+	Key   string
+	Value json.RawMessage
 }
 
 // PackageSummary is one package of a repository, aggregated over versions.

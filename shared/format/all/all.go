@@ -3,6 +3,10 @@
 package all
 
 import (
+	"fmt"
+	"slices"
+	"strings"
+
 	"github.com/depot-registry/depot/shared/format"
 	"github.com/depot-registry/depot/shared/format/generic"
 )
@@ -12,15 +16,22 @@ import (
 type Entry struct {
 	Name string
 	New  func(*format.Deps) format.Format
+	// Settings are the repository settings the format understands, with
+	// their allowed values (the first is the default).
+	Settings map[string][]string
 }
+
+// mavenSettings: release and snapshot repositories are separate, as in
+// Nexus and Artifactory; "mixed" accepts both.
+var mavenSettings = map[string][]string{"version_policy": {"mixed", "release", "snapshot"}}
 
 // Entries lists every format identifier a repository may have. Formats
 // without a constructor are accepted for repositories before their client
 // paths exist.
 var Entries = []Entry{
 	{Name: "docker"},
-	{Name: "maven"},
-	{Name: "gradle"},
+	{Name: "maven", Settings: mavenSettings},
+	{Name: "gradle", Settings: mavenSettings},
 	{Name: "npm"},
 	{Name: "pypi"},
 	{Name: "crates"},
@@ -41,6 +52,25 @@ func Known(name string) bool {
 		}
 	}
 	return false
+}
+
+// CheckSetting reports whether a repository of format name may have
+// setting key = value; the error says what is allowed.
+func CheckSetting(name, key, value string) error {
+	for _, e := range Entries {
+		if e.Name != name {
+			continue
+		}
+		allowed, ok := e.Settings[key]
+		if !ok {
+			return fmt.Errorf("%s repositories have no setting %q", name, key)
+		}
+		if !slices.Contains(allowed, value) {
+			return fmt.Errorf("setting %s must be one of %s", key, strings.Join(allowed, ", "))
+		}
+		return nil
+	}
+	return fmt.Errorf("unknown format %q", name)
 }
 
 // Names lists the format identifiers.

@@ -133,7 +133,7 @@ func (f *Format) resolve(r *format.Request, action string) (Coords, *meta.Reposi
 	if err != nil {
 		return c, nil, err
 	}
-	repo, err := f.d.Repo(r, c.Repo, Name, action)
+	repo, err := f.d.Repo(r, c.Repo, action, Name)
 	return c, repo, err
 }
 
