@@ -126,20 +126,23 @@ func New(cfg Config, log *slog.Logger, out io.Writer) (o *Origin, err error) {
 		Meta: o.store, Blobs: blobs, Commit: commit, Now: now, NewID: auth.NewID, MaxUpload: cfg.MaxUploadBytes,
 		OnDownload: func(*format.Request, *meta.Artifact) { dl.Add() },
 		Tokens:     authn,
+		ScratchDir: filepath.Join(cfg.DataDir, "scratch"),
 	}
 	mux := http.NewServeMux()
 	mux.Handle(api.Prefix+"/", apiSrv)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
 	areas := map[string]string{}
 	for _, f := range all.Build(deps) {
-		h := httpx.NewFormatHandler(f, authn, log, cfg.ExternalURL)
-		h.OnWrite = apiSrv.AuditWrite
-		var fh http.Handler = h
-		if cfg.DemoMode {
-			fh = readOnly(fh)
+		for _, prefix := range format.Prefixes(f) {
+			h := httpx.NewFormatHandler(f, prefix, authn, log, cfg.ExternalURL)
+			h.OnWrite = apiSrv.AuditWrite
+			var fh http.Handler = h
+			if cfg.DemoMode {
+				fh = readOnly(fh)
+			}
+			mux.Handle(prefix+"/", fh)
+			areas[prefix] = f.Name()
 		}
-		mux.Handle(f.Prefix()+"/", fh)
-		areas[f.Prefix()] = f.Name()
 	}
 	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, apierr.New(apierr.NotFound, "nothing is served at %s; the API is under %s", r.URL.Path, api.Prefix))

@@ -83,3 +83,18 @@ func trimSentinel(err error) string {
 	}
 	return msg
 }
+
+// ErrorResponse renders err for a format: the status and code from
+// Classify, challenge as WWW-Authenticate on a 401, and the body render
+// returns in the client's native shape.
+func ErrorResponse(err error, challenge string, render func(*Error) (contentType string, body []byte)) *Response {
+	e := Classify(err)
+	resp := NewResponse(e.Status)
+	if e.Status == http.StatusUnauthorized && challenge != "" {
+		resp.Header.Set("WWW-Authenticate", challenge)
+	}
+	ct, body := render(e)
+	resp.Header.Set("Content-Type", ct)
+	resp.Body = body
+	return resp
+}

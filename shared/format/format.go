@@ -46,11 +46,26 @@ type Route struct {
 // Format is one package format.
 type Format interface {
 	Name() string   // repository format identifier, e.g. "generic"
-	Prefix() string // URL prefix, e.g. "/generic"
+	Prefix() string // URL prefix, e.g. "/generic"; see Prefixes for aliases
 	Routes() []Route
 	// Error renders err in the client's native shape; a 401 carries the
 	// format's WWW-Authenticate challenge.
 	Error(r *Request, err error) *Response
+}
+
+// Aliased is implemented by formats served under more than one prefix
+// (maven: /maven2 and /maven).
+type Aliased interface {
+	Aliases() []string
+}
+
+// Prefixes lists every prefix f is served under, its own first.
+func Prefixes(f Format) []string {
+	out := []string{f.Prefix()}
+	if a, ok := f.(Aliased); ok {
+		out = append(out, a.Aliases()...)
+	}
+	return out
 }
 
 // Header is the read side of request headers, whatever the transport.
@@ -61,7 +76,9 @@ type Header interface {
 // Request is a transport-neutral request.
 type Request struct {
 	Method        string
-	Path          string // below the format prefix, starting with "/"
+	Prefix        string // the prefix the request came in under (an alias, maybe)
+	Path          string // below the prefix, starting with "/", percent-decoded
+	RawPath       string // the same, still escaped (npm's "@scope%2fname")
 	Params        map[string]string
 	Query         url.Values
 	Header        Header
@@ -109,6 +126,10 @@ type Deps struct {
 	OnDownload func(*Request, *meta.Artifact)
 	// Tokens issues registry tokens (docker's Bearer token flow).
 	Tokens TokenIssuer
+	// ScratchDir is a private directory for in-progress state a format
+	// keeps on this node (OCI upload sessions); each format makes its own
+	// subdirectory.
+	ScratchDir string
 }
 
 // TokenIssuer hands a principal a short-lived token with its rights.

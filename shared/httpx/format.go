@@ -10,9 +10,11 @@ import (
 	"github.com/depot-registry/depot/shared/format"
 )
 
-// FormatHandler serves one format over net/http.
+// FormatHandler serves one format over net/http, under one of its
+// prefixes.
 type FormatHandler struct {
 	Format      format.Format
+	Prefix      string
 	Authn       *auth.Authenticator
 	Log         *slog.Logger
 	ExternalURL string
@@ -23,15 +25,17 @@ type FormatHandler struct {
 	routes  []format.Route
 }
 
-// NewFormatHandler mounts f.
-func NewFormatHandler(f format.Format, authn *auth.Authenticator, log *slog.Logger, externalURL string) *FormatHandler {
-	return &FormatHandler{Format: f, Authn: authn, Log: log, ExternalURL: externalURL, Writes: true, routes: f.Routes()}
+// NewFormatHandler mounts f under prefix (f.Prefix() or an alias).
+func NewFormatHandler(f format.Format, prefix string, authn *auth.Authenticator, log *slog.Logger, externalURL string) *FormatHandler {
+	return &FormatHandler{Format: f, Prefix: prefix, Authn: authn, Log: log, ExternalURL: externalURL, Writes: true, routes: f.Routes()}
 }
 
 func (h *FormatHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	req := &format.Request{
 		Method:        r.Method,
-		Path:          strings.TrimPrefix(r.URL.Path, h.Format.Prefix()),
+		Prefix:        h.Prefix,
+		Path:          strings.TrimPrefix(r.URL.Path, h.Prefix),
+		RawPath:       strings.TrimPrefix(r.URL.EscapedPath(), h.Prefix),
 		Query:         r.URL.Query(),
 		Header:        r.Header,
 		Body:          r.Body,

@@ -104,7 +104,7 @@ func (f *Format) put(ctx context.Context, r *format.Request) (*format.Response, 
 	}
 	resp := format.NewResponse(http.StatusCreated)
 	format.SetIndex(resp.Header, idx)
-	resp.Header.Set("Location", r.BaseURL+f.Prefix()+"/"+c.Repo+"/"+c.Path())
+	resp.Header.Set("Location", format.URL(r, r.Prefix, c.Repo, c.Package, c.Version, c.File))
 	resp.Header.Set("Content-Type", "application/json")
 	resp.Body, _ = json.Marshal(format.ViewArtifact(a, repo.Name))
 	return resp, nil
@@ -140,12 +140,7 @@ func (f *Format) resolve(r *format.Request, action string) (Coords, *meta.Reposi
 // Error renders errors with the REST API's error body; 401 challenges for
 // Basic credentials (curl, wget and CI scripts send them).
 func (f *Format) Error(r *format.Request, err error) *format.Response {
-	e := format.Classify(err)
-	resp := format.NewResponse(e.Status)
-	if e.Status == http.StatusUnauthorized {
-		resp.Header.Set("WWW-Authenticate", `Basic realm="Depot"`)
-	}
-	resp.Header.Set("Content-Type", "application/json")
-	resp.Body = apierr.Body(&apierr.Error{Code: apierr.Code(e.Code), Message: e.Message})
-	return resp
+	return format.ErrorResponse(err, `Basic realm="Depot"`, func(e *format.Error) (string, []byte) {
+		return "application/json", apierr.Body(&apierr.Error{Code: apierr.Code(e.Code), Message: e.Message})
+	})
 }
