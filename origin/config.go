@@ -3,6 +3,8 @@ package origin
 import (
 	"time"
 
+	"github.com/depot-registry/depot/shared/format"
+
 	"github.com/depot-registry/depot/shared/config"
 )
 
@@ -35,6 +37,10 @@ type Config struct {
 	// Clock replaces the wall clock for expiry, rate limits and
 	// timestamps (tests move it forward instead of sleeping).
 	Clock func() time.Time
+
+	// Formats, when set, replaces the formats of shared/format/all (tests
+	// of a format under construction).
+	Formats []func(*format.Deps) format.Format
 
 	// RaftTimeout overrides raft's heartbeat and election timeouts (tests
 	// use short ones so a single node elects itself at once).

@@ -132,7 +132,14 @@ func New(cfg Config, log *slog.Logger, out io.Writer) (o *Origin, err error) {
 	mux.Handle(api.Prefix+"/", apiSrv)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
 	areas := map[string]string{}
-	for _, f := range all.Build(deps) {
+	formats := all.Build(deps)
+	if cfg.Formats != nil {
+		formats = formats[:0]
+		for _, mk := range cfg.Formats {
+			formats = append(formats, mk(deps))
+		}
+	}
+	for _, f := range formats {
 		for _, prefix := range format.Prefixes(f) {
 			h := httpx.NewFormatHandler(f, prefix, authn, log, cfg.ExternalURL)
 			h.OnWrite = apiSrv.AuditWrite
