@@ -86,6 +86,9 @@ func (a *Authenticator) Bearer(tok string) (*Principal, error) {
 // registry resolves a registry token: its user, and, when it came from an
 // API token, that token's scopes (a revoked or expired token ends it).
 func (a *Authenticator) registry(c *Claims) (*Principal, error) {
+	if c.Subject == anonymousSubject {
+		return nil, nil
+	}
 	var p *Principal
 	err := a.Meta.View(func(tx *meta.Tx) error {
 		u, err := tx.User(c.Subject)
@@ -110,9 +113,17 @@ func (a *Authenticator) registry(c *Claims) (*Principal, error) {
 	return p, err
 }
 
+// anonymousSubject marks a registry token handed to nobody in particular
+// (docker clients want a token even for anonymous pulls); user ids are hex
+// and never look like this.
+const anonymousSubject = "~anonymous"
+
 // IssueRegistryToken hands p a short-lived registry token carrying the
-// same rights.
+// same rights; an anonymous p gets an anonymous token.
 func (a *Authenticator) IssueRegistryToken(p *Principal, ttl time.Duration) (string, time.Time, error) {
+	if p.Anonymous() {
+		return a.JWT.IssueFor(RegistryToken, anonymousSubject, "", "", ttl)
+	}
 	return a.JWT.IssueFor(RegistryToken, p.UserID, "", p.TokenID, ttl)
 }
 
