@@ -9,6 +9,7 @@ import (
 
 	"github.com/depot-registry/depot/shared/format"
 	"github.com/depot-registry/depot/shared/format/generic"
+	"github.com/depot-registry/depot/shared/format/maven"
 )
 
 // Entry is one format identifier and, once it has client paths, its
@@ -30,7 +31,7 @@ var mavenSettings = map[string][]string{"version_policy": {"mixed", "release", "
 // paths exist.
 var Entries = []Entry{
 	{Name: "docker"},
-	{Name: "maven", Settings: mavenSettings},
+	{Name: "maven", Settings: mavenSettings, New: func(d *format.Deps) format.Format { return maven.New(d) }},
 	{Name: "gradle", Settings: mavenSettings},
 	{Name: "npm"},
 	{Name: "pypi"},

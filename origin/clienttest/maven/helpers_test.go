@@ -1,0 +1,238 @@
+package maven_test
+
+import (
+	"archive/zip"
+	"bytes"
+	"crypto/sha1"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/depot-registry/depot/origin"
+	"github.com/depot-registry/depot/origin/clienttest"
+	"github.com/depot-registry/depot/origin/origintest"
+	"github.com/depot-registry/depot/shared/format"
+	mavenfmt "github.com/depot-registry/depot/shared/format/maven"
+)
+
+// debianRepo is Debian's system Maven repository: every plugin mvn needs
+// here (deploy plugin 3.0.0 included), so no run touches the internet.
+const debianRepo = "/usr/share/maven-repo"
+
+func start(t *testing.T) *origintest.Env {
+	t.Helper()
+	return origintest.Start(t, origintest.Options{Config: func(c *origin.Config) {
+		c.Formats = []func(*format.Deps) format.Format{func(d *format.Deps) format.Format { return mavenfmt.New(d) }}
+	}})
+}
+
+// mvn is one isolated Maven setup: a writable local repository (a symlink
+// copy of Debian's) and a settings.xml pinning every repository to ours.
+type mvn struct {
+	t        *testing.T
+	home     string
+	settings string
+	local    string
+}
+
+// newMvn writes settings for repository URL url with credentials user and
+// secret (a password or an API token) under the server id "depot".
+// "central" is redefined to our URL, so nothing ever asks the public one.
+func newMvn(t *testing.T, url, user, secret string) *mvn {
+	t.Helper()
+	clienttest.RequireClients(t, "mvn")
+	if _, err := os.Stat(debianRepo); err != nil {
+		if os.Getenv("DEPOT_REQUIRE_CLIENTS") != "" {
+			t.Fatalf("%s is required: %v", debianRepo, err)
+		}
+		t.Skipf("%s missing: %v", debianRepo, err)
+	}
+	m := &mvn{t: t, home: clienttest.Home(t)}
+	m.local = filepath.Join(t.TempDir(), "m2")
+	if err := os.MkdirAll(m.local, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("cp", "-rs", debianRepo+"/.", m.local+"/").CombinedOutput(); err != nil {
+		t.Fatalf("copy local repo: %v\n%s", err, out)
+	}
+	repo := func(kind string) string {
+		return fmt.Sprintf(`<%[1]s><id>central</id><url>%[2]s</url><releases><enabled>true</enabled></releases>
+          <snapshots><enabled>true</enabled><updatePolicy>always</updatePolicy></snapshots></%[1]s>`, kind, url)
+	}
+	m.settings = filepath.Join(m.home, "settings.xml")
+	clienttest.WriteFile(t, m.settings, `<settings>
+  <localRepository>`+m.local+`</localRepository>
+  <servers>
+    <server><id>depot</id><username>`+user+`</username><password>`+secret+`</password></server>
+    <server><id>central</id><username>`+user+`</username><password>`+secret+`</password></server>
+  </servers>
+  <profiles><profile><id>depot</id>
+    <repositories>`+repo("repository")+`</repositories>
+    <pluginRepositories>`+repo("pluginRepository")+`</pluginRepositories>
+  </profile></profiles>
+  <activeProfiles><activeProfile>depot</activeProfile></activeProfiles>
+</settings>
+`)
+	return m
+}
+
+func (m *mvn) cmd(dir string, args ...string) clienttest.Cmd {
+	return clienttest.Cmd{Dir: dir, Name: "mvn", Env: []string{"HOME=" + m.home, "MAVEN_OPTS=-Xmx256m"},
+		Args: append([]string{"-B", "-s", m.settings}, args...)}
+}
+
+// run runs mvn in dir and fails the test on failure.
+func (m *mvn) run(dir string, args ...string) string {
+	m.t.Helper()
+	return clienttest.Run(m.t, m.cmd(dir, args...))
+}
+
+// deployArgs are maven-deploy-plugin 3.0.0's deploy-file arguments.
+func deployArgs(url, file string, extra ...string) []string {
+	return append([]string{"org.apache.maven.plugins:maven-deploy-plugin:3.0.0:deploy-file", "-Dfile=" + file,
+		"-DrepositoryId=depot", "-Durl=" + url}, extra...)
+}
+
+// deployJar deploys a jar with the POM pom describes.
+func (m *mvn) deployJar(url, jar, pom string) string {
+	m.t.Helper()
+	return m.run(m.home, deployArgs(url, jar, "-DpomFile="+pom)...)
+}
+
+// deployPOM deploys a POM project (a parent or a BOM) described by pom.
+func (m *mvn) deployPOM(url, pom string) string {
+	m.t.Helper()
+	return m.run(m.home, deployArgs(url, pom, "-DpomFile="+pom)...)
+}
+
+// makeJar writes a small jar whose one resource holds marker.
+func makeJar(t *testing.T, dir, name, marker string) (string, []byte) {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	for _, f := range []struct{ name, body string }{
+		{"META-INF/MANIFEST.MF", "Manifest-Version: 1.0\r\nCreated-By: depot tests\r\n\r\n"},
+		{"depot/marker.txt", marker + "\n"},
+	} {
+		w, err := zw.Create(f.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Write([]byte(f.body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p, buf.Bytes()
+}
+
+func basic(user, secret string) string {
+	return "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+secret))
+}
+
+func sha1hex(b []byte) string {
+	s := sha1.Sum(b)
+	return hex.EncodeToString(s[:])
+}
+
+// repoStats are a repository's artifact_count and size_bytes.
+func repoStats(e *origintest.Env, id string) (int64, int64) {
+	e.T.Helper()
+	var r struct {
+		ArtifactCount int64 `json:"artifact_count"`
+		SizeBytes     int64 `json:"size_bytes"`
+	}
+	e.Do("GET", "/api/v1/repositories/"+id, e.Admin, nil).Want(200).JSON(&r)
+	return r.ArtifactCount, r.SizeBytes
+}
+
+type artifact struct {
+	ID          string `json:"id"`
+	Path        string `json:"path"`
+	PackageName string `json:"package_name"`
+	Version     string `json:"version"`
+	SizeBytes   int64  `json:"size_bytes"`
+	UploadedBy  string `json:"uploaded_by"`
+	Checksums   struct {
+		MD5, SHA1, SHA256, SHA512 string
+	} `json:"checksums"`
+}
+
+// assertListed checks the REST API shows version of pkg with files
+// uploaded by user: in the package list, its versions, and each
+// artifact's record with checksums and size.
+func assertListed(t *testing.T, e *origintest.Env, repoID, pkg, version string, files int, user string) {
+	t.Helper()
+	var pkgs struct {
+		Packages []struct {
+			Name   string `json:"name"`
+			Format string `json:"format"`
+		} `json:"packages"`
+	}
+	e.Do("GET", "/api/v1/packages?repository_id="+repoID+"&query="+pkg, e.Admin, nil).Want(200).JSON(&pkgs)
+	found := false
+	for _, p := range pkgs.Packages {
+		found = found || (p.Name == pkg && p.Format == "maven")
+	}
+	if !found {
+		t.Fatalf("package %s not listed: %+v", pkg, pkgs)
+	}
+	var versions struct {
+		Versions []struct {
+			Version    string `json:"version"`
+			ArtifactID string `json:"artifact_id"`
+			FileCount  int    `json:"file_count"`
+		} `json:"versions"`
+	}
+	e.Do("GET", "/api/v1/packages/"+pkg+"/versions?repository_id="+repoID, e.Admin, nil).Want(200).JSON(&versions)
+	for _, v := range versions.Versions {
+		if v.Version != version {
+			continue
+		}
+		if v.FileCount != files {
+			t.Errorf("%s %s has %d files, want %d", pkg, version, v.FileCount, files)
+		}
+		var a artifact
+		e.Do("GET", "/api/v1/artifacts/"+v.ArtifactID, e.Admin, nil).Want(200).JSON(&a)
+		if a.PackageName != pkg || a.Version != version || a.UploadedBy != user || a.SizeBytes <= 0 ||
+			len(a.Checksums.SHA1) != 40 || len(a.Checksums.MD5) != 32 || len(a.Checksums.SHA256) != 64 {
+			t.Errorf("artifact record %+v", a)
+		}
+		return
+	}
+	t.Fatalf("%s %s not in versions %+v", pkg, version, versions)
+}
+
+// unzipMarker returns depot/marker.txt of a jar's bytes.
+func unzipMarker(t *testing.T, jar string) string {
+	t.Helper()
+	zr, err := zip.NewReader(strings.NewReader(jar), int64(len(jar)))
+	if err != nil {
+		t.Fatalf("not a jar: %v", err)
+	}
+	for _, f := range zr.File {
+		if f.Name == "depot/marker.txt" {
+			rc, err := f.Open()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rc.Close()
+			b, _ := io.ReadAll(rc)
+			return string(b)
+		}
+	}
+	t.Fatal("jar has no marker")
+	return ""
+}

@@ -1,0 +1,191 @@
+package maven
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"path"
+	"strings"
+
+	"github.com/depot-registry/depot/shared/blob"
+	"github.com/depot-registry/depot/shared/format"
+	"github.com/depot-registry/depot/shared/meta"
+)
+
+// Attrs is the format's record of a stored file.
+type Attrs struct {
+	GroupID     string `json:"group_id"`
+	ArtifactID  string `json:"artifact_id"`
+	Version     string `json:"version"`
+	FileVersion string `json:"file_version,omitempty"` // "1.0-20261121.235031-2" for a unique snapshot file
+	Classifier  string `json:"classifier,omitempty"`
+	Extension   string `json:"extension"`
+}
+
+func (f *Format) put(ctx context.Context, r *format.Request) (*format.Response, error) {
+	c, repo, err := f.resolve(r, meta.ActionWrite)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkPolicy(repo, c.Version); err != nil {
+		return nil, err
+	}
+	switch {
+	case c.Checksum != "":
+		err = f.putSidecar(r, repo, c)
+	case c.Metadata:
+		err = putMetadata(r, c)
+	default:
+		return f.putFile(ctx, r, repo, c)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return created(r, c, 0), nil
+}
+
+// putFile stores an artifact file. Release files are immutable (a
+// redeploy is refused with 409); SNAPSHOT files may be replaced.
+func (f *Format) putFile(ctx context.Context, r *format.Request, repo *meta.Repository, c Coords) (*format.Response, error) {
+	ow := format.OverwriteNever
+	if c.Snapshot() {
+		ow = format.OverwriteAlways
+	}
+	at := Attrs{GroupID: c.GroupID, ArtifactID: c.ArtifactID, Version: c.Version, Classifier: c.Classifier, Extension: c.Extension}
+	if c.Timestamp != "" {
+		at.FileVersion = c.FileVersion()
+	}
+	raw, _ := json.Marshal(at)
+	_, idx, err := f.d.Store(ctx, r, format.Upload{
+		Repo: repo, Path: c.Path(), Package: c.Package(), Version: c.Version, ContentType: contentType(c),
+		Body: r.Body, Overwrite: ow, Attrs: raw,
+		// Checksums some clients announce (Maven 3.9's resolver, Nexus
+		// style): verified, so a corrupted transfer is never stored.
+		Expect: blob.Checksums{
+			MD5:    strings.ToLower(r.Header.Get("X-Checksum-Md5")),
+			SHA1:   strings.ToLower(r.Header.Get("X-Checksum-Sha1")),
+			SHA256: strings.ToLower(r.Header.Get("X-Checksum-Sha256")),
+			SHA512: strings.ToLower(r.Header.Get("X-Checksum-Sha512")),
+		},
+	})
+	if err != nil {
+		if errors.Is(err, meta.ErrConflict) {
+			// A concurrent deploy of the same release file won the race.
+			return nil, format.Conflict("%s already exists and cannot be replaced", c.Path())
+		}
+		return nil, err
+	}
+	return created(r, c, idx), nil
+}
+
+// putSidecar verifies an uploaded checksum against the stored file; it
+// stores nothing, since sidecars are served from the stored checksums.
+// One that arrives before its file (or names generated metadata, whose
+// bytes differ from the client's) is accepted once well-formed.
+func (f *Format) putSidecar(r *format.Request, repo *meta.Repository, c Coords) error {
+	body, err := readBounded(r.Body, MaxSidecar)
+	if err != nil {
+		return err
+	}
+	if c.Metadata {
+		_, err = ParseSidecar(c.Checksum, body)
+		return err
+	}
+	a, err := f.d.Artifact(repo, c.Path())
+	if errors.Is(err, meta.ErrNotFound) {
+		_, err = ParseSidecar(c.Checksum, body)
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	return VerifySidecar(c.Checksum, body, a.Checksums)
+}
+
+// putMetadata accepts a client's maven-metadata.xml after checking it is
+// one and is about this artifact, and drops it: the document served is
+// generated from the stored files, so it cannot disagree with them (a
+// client's copy may miss versions another deploy added meanwhile).
+func putMetadata(r *format.Request, c Coords) error {
+	body, err := readBounded(r.Body, MaxMetadata)
+	if err != nil {
+		return err
+	}
+	m, err := ParseMetadata(body)
+	if err != nil {
+		return err
+	}
+	if (m.GroupID != "" && m.GroupID != c.GroupID) || (m.ArtifactID != "" && m.ArtifactID != c.ArtifactID) {
+		return format.BadRequest("maven-metadata.xml is about %s:%s, not %s", m.GroupID, m.ArtifactID, c.Package())
+	}
+	if c.Version != "" && m.Version != "" && m.Version != c.Version {
+		return format.BadRequest("maven-metadata.xml is about version %s, not %s", m.Version, c.Version)
+	}
+	return nil
+}
+
+func (f *Format) delete(ctx context.Context, r *format.Request) (*format.Response, error) {
+	c, repo, err := f.resolve(r, meta.ActionDelete)
+	if err != nil {
+		return nil, err
+	}
+	if c.Metadata || c.Checksum != "" {
+		return nil, format.Errorf(http.StatusMethodNotAllowed, "UNSUPPORTED", "%s is generated; delete the files it describes", path.Base(r.Param("path")))
+	}
+	a, err := f.d.Artifact(repo, c.Path())
+	if err != nil {
+		return nil, format.NotFound("%s not found in repository %s", c.Path(), repo.Name)
+	}
+	idx, err := f.d.Delete(ctx, a)
+	if err != nil {
+		return nil, err
+	}
+	resp := format.NewResponse(http.StatusNoContent)
+	format.SetIndex(resp.Header, idx)
+	return resp, nil
+}
+
+func created(r *format.Request, c Coords, idx uint64) *format.Response {
+	resp := format.NewResponse(http.StatusCreated)
+	if idx != 0 {
+		format.SetIndex(resp.Header, idx)
+	}
+	resp.Header.Set("Location", format.URL(r, r.Prefix, strings.Split(strings.TrimPrefix(r.Param("path"), "/"), "/")...))
+	return resp
+}
+
+// readBounded reads a small document whole, refusing more than max bytes.
+func readBounded(body io.Reader, max int64) ([]byte, error) {
+	if body == nil {
+		return nil, nil
+	}
+	data, err := io.ReadAll(io.LimitReader(body, max+1))
+	if err != nil {
+		return nil, format.BadRequest("reading the request body: %v", err)
+	}
+	if int64(len(data)) > max {
+		return nil, format.Errorf(http.StatusRequestEntityTooLarge, "PAYLOAD_TOO_LARGE", "body is larger than %d bytes", max)
+	}
+	return data, nil
+}
+
+// contentType of a stored file, by its Maven extension.
+func contentType(c Coords) string {
+	switch path.Ext("." + c.Extension) {
+	case ".jar", ".war", ".ear", ".aar":
+		return "application/java-archive"
+	case ".pom":
+		return "application/xml"
+	case ".module":
+		return "application/json"
+	case ".asc":
+		return "application/pgp-signature"
+	}
+	if ct := mime.TypeByExtension(path.Ext(c.File)); ct != "" {
+		return ct
+	}
+	return "application/octet-stream"
+}
