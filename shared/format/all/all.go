@@ -10,6 +10,7 @@ import (
 	"github.com/depot-registry/depot/shared/format"
 	"github.com/depot-registry/depot/shared/format/generic"
 	"github.com/depot-registry/depot/shared/format/maven"
+	"github.com/depot-registry/depot/shared/format/npm"
 )
 
 // Entry is one format identifier and, once it has client paths, its
@@ -33,7 +34,7 @@ var Entries = []Entry{
 	{Name: "docker"},
 	{Name: "maven", Settings: mavenSettings, New: func(d *format.Deps) format.Format { return maven.New(d) }},
 	{Name: "gradle", Settings: mavenSettings},
-	{Name: "npm"},
+	{Name: "npm", New: func(d *format.Deps) format.Format { return npm.New(d) }},
 	{Name: "pypi"},
 	{Name: "crates"},
 	{Name: "helm"},

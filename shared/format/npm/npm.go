@@ -1,0 +1,160 @@
+package npm
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/depot-registry/depot/shared/format"
+	"github.com/depot-registry/depot/shared/meta"
+)
+
+// FormatName is the repository format this package serves.
+const FormatName = "npm"
+
+// Format is the npm registry format.
+type Format struct {
+	d   *format.Deps
+	lim Limits
+}
+
+var _ format.Format = (*Format)(nil)
+
+// New returns the npm format over deps; the server's upload limit, when
+// lower, bounds tarballs too.
+func New(d *format.Deps) *Format {
+	lim := DefaultLimits
+	if d.MaxUpload > 0 && d.MaxUpload < lim.MaxTarball {
+		lim.MaxTarball = d.MaxUpload
+	}
+	return &Format{d: d, lim: lim}
+}
+
+// Name implements format.Format.
+func (f *Format) Name() string { return FormatName }
+
+// Prefix implements format.Format.
+func (f *Format) Prefix() string { return "/npm" }
+
+// Routes implements format.Format. npm paths hold package names of one or
+// two segments, so one route per method hands the path to ParseRoute.
+func (f *Format) Routes() []format.Route {
+	return []format.Route{
+		{Method: http.MethodGet, Path: "/{path...}", Op: format.Read, Handle: f.serve},
+		{Method: http.MethodPut, Path: "/{path...}", Op: format.Write, Handle: f.serve},
+		{Method: http.MethodDelete, Path: "/{path...}", Op: format.Write, Handle: f.serve},
+	}
+}
+
+func (f *Format) serve(ctx context.Context, r *format.Request) (*format.Response, error) {
+	e, err := ParseRoute(r.Method, r.Path)
+	if err != nil {
+		return nil, err
+	}
+	switch e.Kind {
+	case KindPing:
+		return f.ping(r, e)
+	case KindWhoami:
+		return f.whoami(r, e)
+	case KindSearch:
+		return f.search(r, e)
+	case KindTags:
+		return f.tags(r, e)
+	case KindPackument:
+		return f.packument(r, e)
+	case KindVersion:
+		return f.version(r, e)
+	case KindTarball:
+		return f.tarball(ctx, r, e)
+	case KindPublish:
+		return f.publish(ctx, r, e)
+	case KindRevPut:
+		return f.revPut(ctx, r, e)
+	case KindPackageDelete:
+		return f.packageDelete(ctx, r, e)
+	case KindTarballDelete:
+		return f.tarballDelete(ctx, r, e)
+	case KindTagPut:
+		return f.tagPut(ctx, r, e)
+	case KindTagDelete:
+		return f.tagDelete(ctx, r, e)
+	}
+	return nil, notServed(r.Method, r.Path)
+}
+
+// Error renders npm's native error body, {"error": "..."}; a 401
+// challenges for Basic (npm sends credentials up front, but other
+// clients and proxies need the challenge).
+func (f *Format) Error(r *format.Request, err error) *format.Response {
+	return format.ErrorResponse(err, `Basic realm="Depot"`, func(e *format.Error) (string, []byte) {
+		return mediaJSON, mustJSON(map[string]string{"error": e.Message})
+	})
+}
+
+// repo resolves the request's repository for action.
+func (f *Format) repo(r *format.Request, e Endpoint, action string) (*meta.Repository, error) {
+	return f.d.Repo(r, e.Repo, action, FormatName)
+}
+
+// jsonResponse answers a small JSON document.
+func jsonResponse(status int, contentType string, v any) *format.Response {
+	resp := format.NewResponse(status)
+	resp.Header.Set("Content-Type", contentType)
+	resp.Body = mustJSON(v)
+	return resp
+}
+
+// documentResponse answers a rendered document with an ETag, so npm's
+// cache revalidates instead of downloading again; no-cache because
+// packuments change with every publish.
+func documentResponse(r *format.Request, contentType string, v any) *format.Response {
+	resp := jsonResponse(http.StatusOK, contentType, v)
+	sum := sha256.Sum256(resp.Body)
+	etag := `"` + hex.EncodeToString(sum[:16]) + `"`
+	resp.Header.Set("ETag", etag)
+	resp.Header.Set("Cache-Control", "no-cache")
+	resp.Header.Set("Vary", "Accept")
+	if r.Header != nil && r.Header.Get("If-None-Match") == etag {
+		resp.Status, resp.Body = http.StatusNotModified, nil
+	}
+	return resp
+}
+
+// okResponse answers a write with the log index of its command.
+func okResponse(status int, idx uint64, v any) *format.Response {
+	resp := jsonResponse(status, mediaJSON, v)
+	format.SetIndex(resp.Header, idx)
+	return resp
+}
+
+// readBody reads a request body of at most max bytes.
+func readBody(r *format.Request, max int64) ([]byte, error) {
+	if r.ContentLength > max {
+		return nil, tooLarge(max)
+	}
+	if r.Body == nil {
+		return nil, format.BadRequest("request body is empty")
+	}
+	b, err := io.ReadAll(io.LimitReader(r.Body, max+1))
+	if err != nil {
+		return nil, format.BadRequest("reading request body: %v", err)
+	}
+	if int64(len(b)) > max {
+		return nil, tooLarge(max)
+	}
+	return b, nil
+}
+
+func tooLarge(max int64) error {
+	return format.Errorf(http.StatusRequestEntityTooLarge, "PAYLOAD_TOO_LARGE", "request body exceeds %d bytes", max)
+}
+
+func (f *Format) now() time.Time {
+	if f.d.Now != nil {
+		return f.d.Now().UTC()
+	}
+	return time.Now().UTC()
+}

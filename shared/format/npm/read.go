@@ -1,0 +1,216 @@
+package npm
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/depot-registry/depot/shared/format"
+	"github.com/depot-registry/depot/shared/meta"
+)
+
+// load404 loads a package that must have at least one version.
+func (f *Format) load404(repo *meta.Repository, n Name) (*pkgState, error) {
+	st, err := f.load(repo, n)
+	if err != nil {
+		return nil, err
+	}
+	if len(st.Versions) == 0 {
+		// npm publish GETs the packument first and expects this 404.
+		return nil, format.NotFound("not found")
+	}
+	return st, nil
+}
+
+func (f *Format) packument(r *format.Request, e Endpoint) (*format.Response, error) {
+	repo, err := f.repo(r, e, meta.ActionRead)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.load404(repo, e.Name)
+	if err != nil {
+		return nil, err
+	}
+	// ?write=true (deprecate, unpublish) always gets the full document.
+	if wantsAbbreviated(r.Header.Get("Accept")) && r.Query.Get("write") != "true" {
+		return documentResponse(r, mediaAbbreviated, packument(r, repo.Name, st, true)), nil
+	}
+	return documentResponse(r, mediaJSON, packument(r, repo.Name, st, false)), nil
+}
+
+func (f *Format) version(r *format.Request, e Endpoint) (*format.Response, error) {
+	repo, err := f.repo(r, e, meta.ActionRead)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.load404(repo, e.Name)
+	if err != nil {
+		return nil, err
+	}
+	spec := e.Spec
+	if t, ok := st.distTags()[spec]; ok {
+		spec = t
+	}
+	v, ok := st.find(spec)
+	if !ok {
+		return nil, format.NotFound("version not found: %s@%s", e.Name, e.Spec)
+	}
+	return documentResponse(r, mediaJSON, versionDoc(r, repo.Name, st, v)), nil
+}
+
+func (f *Format) tarball(ctx context.Context, r *format.Request, e Endpoint) (*format.Response, error) {
+	repo, err := f.repo(r, e, meta.ActionRead)
+	if err != nil {
+		return nil, err
+	}
+	a, err := f.d.Artifact(repo, e.Name.String()+"/-/"+e.File)
+	if err != nil {
+		return nil, format.NotFound("not found: %s/-/%s", e.Name, e.File)
+	}
+	return f.d.Serve(ctx, r, a)
+}
+
+func (f *Format) tags(r *format.Request, e Endpoint) (*format.Response, error) {
+	repo, err := f.repo(r, e, meta.ActionRead)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.load404(repo, e.Name)
+	if err != nil {
+		return nil, err
+	}
+	return documentResponse(r, mediaJSON, st.distTags()), nil
+}
+
+func (f *Format) ping(r *format.Request, e Endpoint) (*format.Response, error) {
+	if _, err := f.repo(r, e, meta.ActionRead); err != nil {
+		return nil, err
+	}
+	return jsonResponse(http.StatusOK, mediaJSON, map[string]any{}), nil
+}
+
+func (f *Format) whoami(r *format.Request, e Endpoint) (*format.Response, error) {
+	if _, err := f.repo(r, e, meta.ActionRead); err != nil {
+		return nil, err
+	}
+	if r.Principal.Anonymous() {
+		return nil, format.Unauthorized()
+	}
+	return jsonResponse(http.StatusOK, mediaJSON, map[string]string{"username": r.Principal.Name()}), nil
+}
+
+// Search bounds.
+const (
+	searchDefaultSize = 20
+	searchMaxSize     = 250
+	searchMaxText     = 256
+)
+
+// searchHit is one object of a /-/v1/search answer.
+type searchHit struct {
+	Package struct {
+		Name        string              `json:"name"`
+		Version     string              `json:"version"`
+		Description string              `json:"description,omitempty"`
+		Keywords    []string            `json:"keywords,omitempty"`
+		Date        string              `json:"date"`
+		Links       map[string]string   `json:"links"`
+		Publisher   map[string]string   `json:"publisher"`
+		Maintainers []map[string]string `json:"maintainers"`
+	} `json:"package"`
+	Score struct {
+		Final  float64            `json:"final"`
+		Detail map[string]float64 `json:"detail"`
+	} `json:"score"`
+	SearchScore float64 `json:"searchScore"`
+}
+
+// search answers npm search: every word of text must occur in the name,
+// description or keywords of the package's latest version.
+func (f *Format) search(r *format.Request, e Endpoint) (*format.Response, error) {
+	repo, err := f.repo(r, e, meta.ActionRead)
+	if err != nil {
+		return nil, err
+	}
+	text := strings.ToLower(r.Query.Get("text"))
+	if len(text) > searchMaxText {
+		return nil, format.BadRequest("search text is longer than %d bytes", searchMaxText)
+	}
+	size := queryInt(r, "size", searchDefaultSize)
+	size = max(1, min(size, searchMaxSize))
+	from := max(0, queryInt(r, "from", 0))
+	var pkgs []meta.PackageSummary
+	if err := f.d.View(func(tx *meta.Tx) error {
+		var err error
+		pkgs, err = tx.Packages(meta.PackageFilter{RepoIDs: []string{repo.ID}})
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	terms := strings.Fields(text)
+	var hits []searchHit
+	for _, p := range pkgs {
+		n, err := ParseName(p.Name)
+		if err != nil {
+			continue
+		}
+		st, err := f.load(repo, n)
+		if err != nil {
+			return nil, err
+		}
+		if len(st.Versions) == 0 || !matches(st, terms) {
+			continue
+		}
+		v, _ := st.find(st.distTags()["latest"])
+		var h searchHit
+		h.Package.Name, h.Package.Version = n.String(), v.Raw
+		h.Package.Description, h.Package.Keywords = st.Meta.Description, st.Meta.Keywords
+		h.Package.Date = npmTime(v.A.UploadedAt)
+		h.Package.Links = map[string]string{"npm": format.URL(r, r.Prefix, repo.Name, n.String())}
+		h.Package.Publisher = map[string]string{"username": v.A.UploadedBy}
+		h.Package.Maintainers = []map[string]string{{"username": v.A.UploadedBy}}
+		h.Score.Final, h.Score.Detail = 1, map[string]float64{"quality": 1, "popularity": 1, "maintenance": 1}
+		h.SearchScore = 1
+		hits = append(hits, h)
+	}
+	sort.SliceStable(hits, func(i, j int) bool { return hits[i].Package.Name < hits[j].Package.Name })
+	total := len(hits)
+	from = min(from, total)
+	hits = hits[from:min(from+size, total)]
+	if hits == nil {
+		hits = []searchHit{}
+	}
+	return jsonResponse(http.StatusOK, mediaJSON, map[string]any{"objects": hits, "total": total,
+		"time": npmTime(f.now())}), nil
+}
+
+func matches(st *pkgState, terms []string) bool {
+	hay := strings.ToLower(st.Name.String() + " " + st.Meta.Description + " " + strings.Join(st.Meta.Keywords, " "))
+	for _, t := range terms {
+		if !strings.Contains(hay, t) {
+			return false
+		}
+	}
+	return true
+}
+
+func queryInt(r *format.Request, key string, def int) int {
+	n, err := strconv.Atoi(r.Query.Get(key))
+	if err != nil {
+		return def
+	}
+	return n
+}
+
+// keywords reads a manifest's keywords (a list of strings; anything else
+// is ignored).
+func keywords(manifest json.RawMessage) []string {
+	var m struct {
+		Keywords []string `json:"keywords"`
+	}
+	_ = json.Unmarshal(manifest, &m)
+	return m.Keywords
+}

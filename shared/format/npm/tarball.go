@@ -1,0 +1,81 @@
+package npm
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"io"
+	"path"
+	"strings"
+
+	"github.com/depot-registry/depot/shared/format"
+)
+
+// CheckTarball reads a package tarball through without unpacking it: it
+// must be gzip'd tar whose entries stay inside the package directory,
+// within lim, with a package.json at the top of the package directory
+// (npm strips the first path component on install).
+func CheckTarball(data []byte, lim Limits) error {
+	zr, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		return format.BadRequest("tarball is not gzip: %v", err)
+	}
+	tr := tar.NewReader(zr)
+	var total int64
+	entries := 0
+	manifest := false
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return format.BadRequest("malformed tarball: %v", err)
+		}
+		entries++
+		if entries > lim.MaxEntries {
+			return format.BadRequest("tarball has more than %d entries", lim.MaxEntries)
+		}
+		if err := checkEntryName(h.Name); err != nil {
+			return err
+		}
+		switch h.Typeflag {
+		case tar.TypeReg, tar.TypeDir:
+		default:
+			return format.BadRequest("tarball entry %q is not a file or directory", h.Name)
+		}
+		if h.Size < 0 || h.Size > lim.MaxUnpacked-total {
+			return format.BadRequest("tarball unpacks to more than %d bytes", lim.MaxUnpacked)
+		}
+		n, err := io.Copy(io.Discard, tr)
+		if err != nil {
+			return format.BadRequest("malformed tarball: %v", err)
+		}
+		total += n
+		if h.Typeflag == tar.TypeReg && strings.Count(strings.Trim(h.Name, "/"), "/") == 1 && path.Base(h.Name) == "package.json" {
+			manifest = true
+		}
+	}
+	// Reading to the end checks gzip's CRC and length.
+	if _, err := io.Copy(io.Discard, zr); err != nil {
+		return format.BadRequest("malformed tarball: %v", err)
+	}
+	if !manifest {
+		return format.BadRequest("tarball has no package.json in its package directory")
+	}
+	return nil
+}
+
+// checkEntryName refuses names that could escape the package directory.
+func checkEntryName(name string) error {
+	if name == "" || strings.HasPrefix(name, "/") || strings.ContainsAny(name, "\\\x00") {
+		return format.BadRequest("tarball entry %q has an unsafe name", name)
+	}
+	for _, seg := range strings.Split(name, "/") {
+		if seg == ".." {
+			return format.BadRequest("tarball entry %q climbs out of the package", name)
+		}
+	}
+	return nil
+}

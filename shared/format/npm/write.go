@@ -1,0 +1,312 @@
+package npm
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"sort"
+	"strings"
+
+	"github.com/depot-registry/depot/shared/blob"
+	"github.com/depot-registry/depot/shared/format"
+	"github.com/depot-registry/depot/shared/meta"
+)
+
+// maxTagBody bounds a dist-tag PUT body (a JSON string holding a version).
+const maxTagBody = 4 << 10
+
+// publish handles PUT /<name>: a new version (with its tarball in
+// _attachments), or, without attachments, npm deprecate sending the
+// packument back.
+func (f *Format) publish(ctx context.Context, r *format.Request, e Endpoint) (*format.Response, error) {
+	repo, err := f.repo(r, e, meta.ActionWrite)
+	if err != nil {
+		return nil, err
+	}
+	body, err := readBody(r, f.lim.MaxBody())
+	if err != nil {
+		return nil, err
+	}
+	doc, err := ParseDocument(body, e.Name)
+	if err != nil {
+		return nil, err
+	}
+	if !doc.Publishing() {
+		return f.deprecate(ctx, repo, e, doc)
+	}
+	p, err := doc.Publish(e.Name, f.lim)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.load(repo, e.Name)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := st.find(p.Version); ok {
+		return nil, format.Conflict("cannot publish over the previously published version %s of %s", p.Version, e.Name)
+	}
+	now := f.now()
+	m := st.Meta
+	if m.Created.IsZero() {
+		m.Created = now
+	}
+	m.Modified = now
+	if doc.Description != "" {
+		m.Description = doc.Description
+	}
+	if p.Readme != "" {
+		m.Readme = p.Readme
+	}
+	if kw := keywords(p.Manifest); kw != nil {
+		m.Keywords = kw
+	}
+	kv := []meta.KVOp{format.KVSet(pkgKey(e.Name), m)}
+	tags := p.Tags
+	if _, ok := st.Tags["latest"]; !ok && !containsString(tags, "latest") {
+		// A first publish under another tag still needs a latest.
+		tags = append(tags, "latest")
+	}
+	sort.Strings(tags)
+	for _, t := range tags {
+		kv = append(kv, format.KVSet(tagKey(e.Name, t), p.Version))
+	}
+	if p.Deprecated != "" {
+		kv = append(kv, format.KVSet(depKey(e.Name, p.Version), p.Deprecated))
+	}
+	_, idx, err := f.d.Store(ctx, r, format.Upload{
+		Repo: repo, Path: e.Name.Path(p.Version), Package: e.Name.String(), Version: p.Version,
+		ContentType: "application/octet-stream", Body: bytes.NewReader(p.Tarball),
+		Expect:    blob.Checksums{SHA1: p.SHA1, SHA512: p.SHA512},
+		Overwrite: format.OverwriteNever, Attrs: p.Manifest, KV: kv,
+	})
+	if err != nil {
+		if fe := format.Classify(err); fe.Status == http.StatusConflict {
+			// A concurrent publish of the same version won the race.
+			return nil, format.Conflict("cannot publish over the previously published version %s of %s", p.Version, e.Name)
+		}
+		return nil, err
+	}
+	return okResponse(http.StatusCreated, idx, map[string]any{"ok": true, "id": e.Name.String()}), nil
+}
+
+// deprecate applies the one change npm deprecate makes to the packument
+// it sends back: the deprecated message of versions. Everything else in
+// the document is ignored, and versions missing from it are kept (one
+// published meanwhile must not vanish).
+func (f *Format) deprecate(ctx context.Context, repo *meta.Repository, e Endpoint, doc *Document) (*format.Response, error) {
+	u, err := doc.Update()
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.load404(repo, e.Name)
+	if err != nil {
+		return nil, err
+	}
+	ops := f.deprecationOps(st, u)
+	if len(ops) == 0 {
+		return jsonResponse(http.StatusOK, mediaJSON, map[string]any{"ok": true}), nil
+	}
+	idx, err := f.d.Apply(ctx, &meta.KVApply{RepoID: repo.ID, Ops: ops})
+	if err != nil {
+		return nil, err
+	}
+	return okResponse(http.StatusOK, idx, map[string]any{"ok": true}), nil
+}
+
+// deprecationOps are the keyspace changes for the deprecations in u that
+// differ from the stored ones, plus the package's modified time.
+func (f *Format) deprecationOps(st *pkgState, u *Update) []meta.KVOp {
+	var ops []meta.KVOp
+	for _, v := range sortedKeys(u.Versions) {
+		msg := u.Versions[v]
+		if _, ok := st.find(v); !ok || st.Deprecated[v] == msg {
+			continue
+		}
+		if msg == "" {
+			ops = append(ops, format.KVDelete(depKey(st.Name, v)))
+		} else {
+			ops = append(ops, format.KVSet(depKey(st.Name, v), msg))
+		}
+	}
+	if len(ops) > 0 {
+		m := st.Meta
+		m.Modified = f.now()
+		ops = append(ops, format.KVSet(pkgKey(st.Name), m))
+	}
+	return ops
+}
+
+// revPut handles PUT /<name>/-rev/<rev>, unpublish's second step: the
+// versions missing from the document are removed.
+func (f *Format) revPut(ctx context.Context, r *format.Request, e Endpoint) (*format.Response, error) {
+	repo, err := f.repo(r, e, meta.ActionDelete)
+	if err != nil {
+		return nil, err
+	}
+	body, err := readBody(r, maxMetadata)
+	if err != nil {
+		return nil, err
+	}
+	doc, err := ParseDocument(body, e.Name)
+	if err != nil {
+		return nil, err
+	}
+	if doc.Publishing() {
+		return nil, format.BadRequest("attachments are not accepted when updating a package; publish with PUT /%s", e.Name)
+	}
+	u, err := doc.Update()
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.load404(repo, e.Name)
+	if err != nil {
+		return nil, err
+	}
+	gone := map[string]bool{}
+	for _, v := range st.Versions {
+		if _, ok := u.Versions[v.Raw]; !ok {
+			gone[v.Raw] = true
+		}
+	}
+	if len(gone) == 0 {
+		ops := f.deprecationOps(st, u)
+		if len(ops) == 0 {
+			return jsonResponse(http.StatusOK, mediaJSON, map[string]any{"ok": true}), nil
+		}
+		if !f.d.Can(r, repo, meta.ActionWrite) {
+			return nil, format.Forbidden("%s may not write in repository %s", r.Principal.Name(), repo.Name)
+		}
+		idx, err := f.d.Apply(ctx, &meta.KVApply{RepoID: repo.ID, Ops: ops})
+		if err != nil {
+			return nil, err
+		}
+		return okResponse(http.StatusOK, idx, map[string]any{"ok": true}), nil
+	}
+	return f.remove(ctx, repo, st, gone, u.Latest)
+}
+
+// tarballDelete handles DELETE /<name>/-/<file>/-rev/<rev>: unpublish's
+// last step (usually already done by revPut, so 404, which npm accepts).
+func (f *Format) tarballDelete(ctx context.Context, r *format.Request, e Endpoint) (*format.Response, error) {
+	repo, err := f.repo(r, e, meta.ActionDelete)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.load404(repo, e.Name)
+	if err != nil {
+		return nil, err
+	}
+	for _, v := range st.Versions {
+		if e.Name.File(v.Raw) == e.File {
+			return f.remove(ctx, repo, st, map[string]bool{v.Raw: true}, "")
+		}
+	}
+	return nil, format.NotFound("not found: %s/-/%s", e.Name, e.File)
+}
+
+// packageDelete handles DELETE /<name>/-rev/<rev>: the whole package.
+func (f *Format) packageDelete(ctx context.Context, r *format.Request, e Endpoint) (*format.Response, error) {
+	repo, err := f.repo(r, e, meta.ActionDelete)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.load404(repo, e.Name)
+	if err != nil {
+		return nil, err
+	}
+	gone := map[string]bool{}
+	for _, v := range st.Versions {
+		gone[v.Raw] = true
+	}
+	return f.remove(ctx, repo, st, gone, "")
+}
+
+// remove deletes the versions in gone with one command; removing the
+// last version removes the package's keyspace entries too.
+func (f *Format) remove(ctx context.Context, repo *meta.Repository, st *pkgState, gone map[string]bool, prefer string) (*format.Response, error) {
+	var ids []string
+	for _, v := range st.Versions {
+		if gone[v.Raw] {
+			ids = append(ids, v.A.ID)
+		}
+	}
+	ops := st.purgeOps()
+	if len(ids) < len(st.Versions) {
+		ops = st.dropOps(gone, prefer, f.now())
+	}
+	idx, err := f.d.Apply(ctx, &meta.ArtifactDelete{IDs: ids, RepoID: repo.ID, KV: ops})
+	if err != nil {
+		return nil, err
+	}
+	return okResponse(http.StatusOK, idx, map[string]any{"ok": true}), nil
+}
+
+// tagPut handles PUT /-/package/<name>/dist-tags/<tag>; the body is the
+// version as a JSON string.
+func (f *Format) tagPut(ctx context.Context, r *format.Request, e Endpoint) (*format.Response, error) {
+	repo, err := f.repo(r, e, meta.ActionWrite)
+	if err != nil {
+		return nil, err
+	}
+	body, err := readBody(r, maxTagBody)
+	if err != nil {
+		return nil, err
+	}
+	var v string
+	if err := json.Unmarshal(body, &v); err != nil {
+		return nil, format.BadRequest("dist-tag body must be a JSON string holding a version")
+	}
+	v = strings.TrimSpace(v)
+	st, err := f.load404(repo, e.Name)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := st.find(v); !ok {
+		return nil, format.NotFound("version not found: %s@%s", e.Name, v)
+	}
+	m := st.Meta
+	m.Modified = f.now()
+	idx, err := f.d.Apply(ctx, &meta.KVApply{RepoID: repo.ID, Ops: []meta.KVOp{
+		format.KVSet(tagKey(e.Name, e.Spec), v), format.KVSet(pkgKey(e.Name), m)}})
+	if err != nil {
+		return nil, err
+	}
+	return okResponse(http.StatusCreated, idx, map[string]any{"ok": true}), nil
+}
+
+// tagDelete handles DELETE /-/package/<name>/dist-tags/<tag>; latest
+// stays (clients need it).
+func (f *Format) tagDelete(ctx context.Context, r *format.Request, e Endpoint) (*format.Response, error) {
+	repo, err := f.repo(r, e, meta.ActionWrite)
+	if err != nil {
+		return nil, err
+	}
+	if e.Spec == "latest" {
+		return nil, format.BadRequest("the latest dist-tag cannot be removed")
+	}
+	st, err := f.load404(repo, e.Name)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := st.Tags[e.Spec]; !ok {
+		return nil, format.NotFound("%s is not a dist-tag on %s", e.Spec, e.Name)
+	}
+	m := st.Meta
+	m.Modified = f.now()
+	idx, err := f.d.Apply(ctx, &meta.KVApply{RepoID: repo.ID, Ops: []meta.KVOp{
+		format.KVDelete(tagKey(e.Name, e.Spec)), format.KVSet(pkgKey(e.Name), m)}})
+	if err != nil {
+		return nil, err
+	}
+	return okResponse(http.StatusOK, idx, map[string]any{"ok": true}), nil
+}
+
+func containsString(s []string, x string) bool {
+	for _, v := range s {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
