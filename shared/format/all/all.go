@@ -11,6 +11,7 @@ import (
 	"github.com/depot-registry/depot/shared/format/generic"
 	"github.com/depot-registry/depot/shared/format/maven"
 	"github.com/depot-registry/depot/shared/format/npm"
+	"github.com/depot-registry/depot/shared/format/oci"
 )
 
 // Entry is one format identifier and, once it has client paths, its
@@ -31,7 +32,7 @@ var mavenSettings = map[string][]string{"version_policy": {"mixed", "release", "
 // without a constructor are accepted for repositories before their client
 // paths exist.
 var Entries = []Entry{
-	{Name: "docker"},
+	{Name: "docker", New: func(d *format.Deps) format.Format { return oci.New(d) }},
 	{Name: "maven", Settings: mavenSettings, New: func(d *format.Deps) format.Format { return maven.New(d) }},
 	{Name: "gradle", Settings: mavenSettings},
 	{Name: "npm", New: func(d *format.Deps) format.Format { return npm.New(d) }},

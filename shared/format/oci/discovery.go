@@ -1,0 +1,126 @@
+package oci
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/depot-registry/depot/shared/auth"
+	"github.com/depot-registry/depot/shared/format"
+	"github.com/depot-registry/depot/shared/meta"
+)
+
+// maxPage bounds one page of tags or repositories.
+const maxPage = 10000
+
+// pageSize reads ?n=: absent means everything (up to maxPage).
+func pageSize(r *format.Request) (int, error) {
+	s := r.Query.Get("n")
+	if s == "" {
+		return maxPage, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return 0, errf(http.StatusBadRequest, codePaginationInvalid, "n must be a non-negative integer")
+	}
+	return min(n, maxPage), nil
+}
+
+// paged answers a list document with a Link to the next page when more
+// remain.
+func paged(r *format.Request, base string, key string, sorted []string, doc map[string]any) (*format.Response, error) {
+	n, err := pageSize(r)
+	if err != nil {
+		return nil, err
+	}
+	page, more := Page(sorted, n, r.Query.Get("last"))
+	if page == nil {
+		page = []string{}
+	}
+	doc[key] = page
+	resp := jsonResp(http.StatusOK, doc)
+	if more && len(page) > 0 {
+		q := url.Values{"n": {strconv.Itoa(n)}, "last": {page[len(page)-1]}}
+		resp.Header.Set("Link", "<"+base+"?"+q.Encode()+`>; rel="next"`)
+	}
+	return resp, nil
+}
+
+// tags lists an image's tags in lexical order.
+func (f *Format) tags(_ context.Context, r *format.Request) (*format.Response, error) {
+	n, repo, err := f.resolve(r, meta.ActionRead)
+	if err != nil {
+		return nil, err
+	}
+	arts, err := f.tagArtifacts(repo, n.Image)
+	if err != nil {
+		return nil, err
+	}
+	if len(arts) == 0 && len(f.d.KVList(repo, manifestKey(n.Image, ""))) == 0 {
+		return nil, nativeRepoErr(format.NotFound("no image"), n)
+	}
+	tags := make([]string, 0, len(arts))
+	for _, a := range arts {
+		tags = append(tags, strings.TrimPrefix(a.Path, n.Image+":"))
+	}
+	sort.Strings(tags)
+	return paged(r, nameURL(r, n, "tags", "list"), "tags", tags, map[string]any{"name": n.String()})
+}
+
+// catalog lists the images of the repositories the caller may read.
+func (f *Format) catalog(_ context.Context, r *format.Request) (*format.Response, error) {
+	var repos []meta.Repository
+	err := f.d.View(func(tx *meta.Tx) error {
+		all, err := tx.Repos()
+		for _, repo := range all {
+			if repo.Format == Name && auth.Can(tx, r.Principal, &repo, meta.ActionRead) {
+				repos = append(repos, repo)
+			}
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for i := range repos {
+		for _, img := range f.images(&repos[i]) {
+			names = append(names, strings.ToLower(repos[i].Name)+"/"+img)
+		}
+	}
+	sort.Strings(names)
+	return paged(r, format.URL(r, Prefix, "_catalog"), "repositories", names, map[string]any{})
+}
+
+// referrers lists the manifests whose subject is the digest, as an OCI
+// index; an unknown digest has an empty list, never a 404.
+func (f *Format) referrers(_ context.Context, r *format.Request) (*format.Response, error) {
+	n, repo, err := f.resolve(r, meta.ActionRead)
+	if err != nil {
+		return nil, err
+	}
+	digest := r.Param("ref")
+	if _, _, err := ParseDigest(digest); err != nil {
+		return nil, err
+	}
+	want := r.Query.Get("artifactType")
+	descs := []Descriptor{}
+	for _, kv := range f.d.KVList(repo, referrerKey(n.Image, digest, "")) {
+		var d Descriptor
+		if err := jsonUnmarshal(kv.Value, &d); err != nil {
+			return nil, err
+		}
+		if want == "" || d.ArtifactType == want {
+			descs = append(descs, d)
+		}
+	}
+	resp := jsonResp(http.StatusOK, map[string]any{"schemaVersion": 2, "mediaType": MediaOCIIndex, "manifests": descs})
+	resp.Header.Set("Content-Type", MediaOCIIndex)
+	if want != "" {
+		resp.Header.Set("OCI-Filters-Applied", "artifactType")
+	}
+	return resp, nil
+}

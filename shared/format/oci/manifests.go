@@ -1,0 +1,329 @@
+package oci
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/sha512"
+	"encoding/hex"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/depot-registry/depot/shared/blob"
+	"github.com/depot-registry/depot/shared/format"
+	"github.com/depot-registry/depot/shared/meta"
+)
+
+func manifestUnknown(ref string) error {
+	return withDetail(errf(http.StatusNotFound, codeManifestUnknown, "manifest %s is unknown to this repository", ref), map[string]string{"reference": ref})
+}
+
+// getManifest answers the stored bytes with the media type they were
+// pushed with, whatever Accept says (clients verify the digest of what
+// they get, so nothing may be converted).
+func (f *Format) getManifest(ctx context.Context, r *format.Request) (*format.Response, error) {
+	n, repo, err := f.resolve(r, meta.ActionRead)
+	if err != nil {
+		return nil, err
+	}
+	ref, err := ParseReference(r.Param("ref"))
+	if err != nil {
+		if !strings.Contains(r.Param("ref"), ":") {
+			return nil, manifestUnknown(r.Param("ref")) // no such tag can exist
+		}
+		return nil, err
+	}
+	digest := ref.Digest
+	var art *meta.Artifact
+	if ref.Tag != "" {
+		if art, err = f.d.Artifact(repo, tagPath(n.Image, ref.Tag)); err != nil {
+			return nil, manifestUnknown(ref.Tag)
+		}
+		digest = digestOf(art)
+	}
+	m, ok := f.manifest(repo, n.Image, digest)
+	if !ok {
+		return nil, manifestUnknown(r.Param("ref"))
+	}
+	fh, err := f.d.Blobs.Open(ctx, m.Addr)
+	if errors.Is(err, blob.ErrNotFound) {
+		return nil, manifestUnknown(r.Param("ref"))
+	}
+	if err != nil {
+		return nil, err
+	}
+	if r.Method == http.MethodGet && f.d.OnDownload != nil {
+		if art == nil {
+			art, _ = f.d.Artifact(repo, untaggedPath(n.Image, digest))
+		}
+		if art != nil {
+			f.d.OnDownload(r, art)
+		}
+	}
+	resp := newResp(http.StatusOK)
+	resp.File, resp.Name = fh, "manifest"
+	resp.Header.Set("Content-Type", m.MediaType)
+	resp.Header.Set("Docker-Content-Digest", digest)
+	resp.Header.Set("ETag", `"`+digest+`"`)
+	resp.Header.Set("Content-Length", strconv.FormatInt(m.Size, 10))
+	return resp, nil
+}
+
+// putManifest stores a manifest by tag or by digest (with optional
+// ?tag=), after checking that everything it references is in the image.
+func (f *Format) putManifest(ctx context.Context, r *format.Request) (*format.Response, error) {
+	n, repo, err := f.resolve(r, meta.ActionWrite)
+	if err != nil {
+		return nil, err
+	}
+	ref, err := ParseReference(r.Param("ref"))
+	if err != nil {
+		return nil, err
+	}
+	tags := r.Query["tag"]
+	if ref.Tag != "" {
+		tags = append([]string{ref.Tag}, tags...)
+	}
+	for _, t := range tags {
+		if !ValidTag(t) {
+			return nil, errf(http.StatusBadRequest, codeManifestInvalid, "invalid tag %q", t)
+		}
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, MaxManifestSize+1))
+	if err != nil {
+		return nil, err
+	}
+	mf, err := ParseManifest(r.Header.Get("Content-Type"), body)
+	if err != nil {
+		return nil, err
+	}
+	digest := manifestDigest(body, ref.Digest)
+	if ref.Digest != "" && digest != ref.Digest {
+		return nil, withDetail(errf(http.StatusBadRequest, codeDigestInvalid, "the manifest's digest is %s, not %s", digest, ref.Digest), map[string]string{"digest": ref.Digest})
+	}
+	rec, err := f.checkRefs(repo, n, mf)
+	if err != nil {
+		return nil, err
+	}
+	info, err := f.d.PutBlob(ctx, bytes.NewReader(body), blob.Checksums{})
+	if err != nil {
+		return nil, err
+	}
+	rec.Addr, rec.Size, rec.Checksums = info.Digest, info.Size, info.Checksums
+	idx, err := f.record(ctx, r, repo, n, digest, rec, mf, tags)
+	if err != nil {
+		return nil, err
+	}
+	resp := newResp(http.StatusCreated)
+	setIndex(resp, idx)
+	resp.Header.Set("Location", nameURL(r, n, "manifests", digest))
+	resp.Header.Set("Docker-Content-Digest", digest)
+	if mf.Subject != nil {
+		resp.Header.Set("OCI-Subject", mf.Subject.Digest)
+	}
+	if ref.Digest != "" {
+		for _, t := range tags {
+			resp.Header.Add("OCI-Tag", t)
+		}
+	}
+	resp.Header.Set("Content-Length", "0")
+	return resp, nil
+}
+
+// manifestDigest is the digest of body in the algorithm of want (sha256
+// unless the client pushed by a sha512 digest).
+func manifestDigest(body []byte, want string) string {
+	if algo, _, err := ParseDigest(want); err == nil && algo == "sha512" {
+		s := sha512.Sum512(body)
+		return "sha512:" + hex.EncodeToString(s[:])
+	}
+	s := sha256.Sum256(body)
+	return "sha256:" + hex.EncodeToString(s[:])
+}
+
+// checkRefs requires every blob an image manifest names, and every
+// manifest an index names, to be in the image with the size the
+// descriptor gives. The subject need not exist (referrers may come
+// first).
+func (f *Format) checkRefs(repo *meta.Repository, n ImageName, mf *Manifest) (manifestRec, error) {
+	rec := manifestRec{MediaType: mf.MediaType, ArtifactType: mf.RefArtifactType()}
+	if mf.Subject != nil {
+		rec.Subject = mf.Subject.Digest
+	}
+	missing := func(d Descriptor) error {
+		return withDetail(errf(http.StatusBadRequest, codeManifestBlobUnknown, "%s %s is not in %s", kindOf(mf), d.Digest, n.String()),
+			map[string]string{"digest": d.Digest})
+	}
+	wrongSize := func(d Descriptor, size int64) error {
+		return withDetail(errf(http.StatusBadRequest, codeManifestInvalid, "descriptor %s says %d bytes, the stored content has %d", d.Digest, d.Size, size),
+			map[string]string{"digest": d.Digest})
+	}
+	for _, d := range mf.Manifests {
+		m, ok := f.manifest(repo, n.Image, d.Digest)
+		if !ok {
+			return rec, missing(d)
+		}
+		if m.Size != d.Size {
+			return rec, wrongSize(d, m.Size)
+		}
+		rec.Refs, rec.RefsSize = append(rec.Refs, d.Digest), rec.RefsSize+d.Size
+	}
+	for _, d := range mf.Blobs() {
+		l, ok := f.blobLink(repo, n.Image, d.Digest)
+		if !ok {
+			return rec, missing(d)
+		}
+		if l.Size != d.Size {
+			return rec, wrongSize(d, l.Size)
+		}
+		rec.Refs, rec.RefsSize = append(rec.Refs, d.Digest), rec.RefsSize+d.Size
+	}
+	return rec, nil
+}
+
+func kindOf(mf *Manifest) string {
+	if IsIndex(mf.MediaType) {
+		return "manifest"
+	}
+	return "blob"
+}
+
+// record commits a pushed manifest. The first tag (or, untagged, the
+// digest artifact) goes in one command with the manifest's KV state;
+// further ?tag= values and restoring "one digest artifact exactly when a
+// manifest has no tag" need follow-up commands, each safe to repeat.
+func (f *Format) record(ctx context.Context, r *format.Request, repo *meta.Repository, n ImageName, digest string, rec manifestRec, mf *Manifest, tags []string) (uint64, error) {
+	kv := []meta.KVOp{format.KVSet(manifestKey(n.Image, digest), rec)}
+	if mf.Subject != nil {
+		kv = append(kv, format.KVSet(referrerKey(n.Image, mf.Subject.Digest, digest), Descriptor{
+			MediaType: mf.MediaType, Digest: digest, Size: rec.Size, ArtifactType: rec.ArtifactType, Annotations: mf.Annotations,
+		}))
+	}
+	_, existed := f.manifest(repo, n.Image, digest)
+	var idx uint64
+	var moved []string // manifests a tag moved away from
+	if len(tags) == 0 {
+		if existed {
+			return 0, nil // pushing the same bytes again changes nothing
+		}
+		u := format.Upload{Repo: repo, Path: untaggedPath(n.Image, digest), Package: n.Image, Version: digest,
+			ContentType: rec.MediaType, Overwrite: format.OverwriteAlways, Attrs: rec.attrs(digest), KV: kv}
+		_, i, err := f.d.Record(ctx, r, u, rec.info())
+		return i, err
+	}
+	for i, t := range tags {
+		old, err := f.d.Artifact(repo, tagPath(n.Image, t))
+		if err == nil && digestOf(old) == digest && existed {
+			continue // the tag is already there
+		}
+		if err == nil {
+			moved = append(moved, digestOf(old))
+		}
+		u := format.Upload{Repo: repo, Path: tagPath(n.Image, t), Package: n.Image, Version: t,
+			ContentType: rec.MediaType, Overwrite: format.OverwriteAlways, Attrs: rec.attrs(digest)}
+		if i == 0 || !existed {
+			u.KV, existed = kv, true
+		}
+		_, x, err := f.d.Record(ctx, r, u, rec.info())
+		if err != nil {
+			return idx, err
+		}
+		idx = x
+	}
+	for _, d := range append([]string{digest}, moved...) {
+		x, err := f.syncUntagged(ctx, r, repo, n.Image, d)
+		if err != nil {
+			return idx, err
+		}
+		idx = max(idx, x)
+	}
+	return idx, nil
+}
+
+// syncUntagged restores the invariant that a manifest with no tag has
+// exactly one digest artifact and a tagged one has none. It is a no-op,
+// or one command.
+func (f *Format) syncUntagged(ctx context.Context, r *format.Request, repo *meta.Repository, image, digest string) (uint64, error) {
+	rec, ok := f.manifest(repo, image, digest)
+	if !ok {
+		return 0, nil
+	}
+	tagged, err := f.tagsOf(repo, image, digest)
+	if err != nil {
+		return 0, err
+	}
+	a, aerr := f.d.Artifact(repo, untaggedPath(image, digest))
+	switch {
+	case len(tagged) > 0 && aerr == nil:
+		return f.d.Delete(ctx, a)
+	case len(tagged) == 0 && aerr != nil:
+		u := format.Upload{Repo: repo, Path: untaggedPath(image, digest), Package: image, Version: digest,
+			ContentType: rec.MediaType, Overwrite: format.OverwriteAlways, Attrs: rec.attrs(digest)}
+		_, idx, err := f.d.Record(ctx, r, u, rec.info())
+		return idx, err
+	}
+	return 0, nil
+}
+
+// deleteManifest removes a tag (the manifest stays, reachable by digest)
+// or a manifest with every tag pointing at it, in one command.
+func (f *Format) deleteManifest(ctx context.Context, r *format.Request) (*format.Response, error) {
+	n, repo, err := f.resolve(r, meta.ActionDelete)
+	if err != nil {
+		return nil, err
+	}
+	ref, err := ParseReference(r.Param("ref"))
+	if err != nil {
+		return nil, err
+	}
+	var idx uint64
+	if ref.Tag != "" {
+		a, err := f.d.Artifact(repo, tagPath(n.Image, ref.Tag))
+		if err != nil {
+			return nil, manifestUnknown(ref.Tag)
+		}
+		if idx, err = f.d.Delete(ctx, a); err != nil {
+			return nil, err
+		}
+		if x, err := f.syncUntagged(ctx, r, repo, n.Image, digestOf(a)); err != nil {
+			return nil, err
+		} else if x > 0 {
+			idx = x
+		}
+	} else {
+		rec, ok := f.manifest(repo, n.Image, ref.Digest)
+		if !ok {
+			return nil, manifestUnknown(ref.Digest)
+		}
+		tagged, err := f.tagsOf(repo, n.Image, ref.Digest)
+		if err != nil {
+			return nil, err
+		}
+		cmd := &meta.ArtifactDelete{RepoID: repo.ID, KV: []meta.KVOp{format.KVDelete(manifestKey(n.Image, ref.Digest))}}
+		for _, a := range tagged {
+			cmd.IDs = append(cmd.IDs, a.ID)
+		}
+		if a, err := f.d.Artifact(repo, untaggedPath(n.Image, ref.Digest)); err == nil {
+			cmd.IDs = append(cmd.IDs, a.ID)
+		}
+		if rec.Subject != "" {
+			cmd.KV = append(cmd.KV, format.KVDelete(referrerKey(n.Image, rec.Subject, ref.Digest)))
+		}
+		if idx, err = f.d.Apply(ctx, cmd); err != nil {
+			return nil, err
+		}
+	}
+	resp := newResp(http.StatusAccepted)
+	setIndex(resp, idx)
+	return resp, nil
+}
+
+// setIndex reports the log index of a write, when it made one.
+func setIndex(resp *format.Response, idx uint64) {
+	if idx > 0 {
+		format.SetIndex(resp.Header, idx)
+	}
+}
