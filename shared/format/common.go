@@ -152,6 +152,15 @@ func (d *Deps) Record(ctx context.Context, r *Request, u Upload, info blob.Info)
 	if err != nil {
 		return nil, 0, err
 	}
+	a := d.newArtifact(r, u, info)
+	idx, err := d.Commit.Apply(ctx, &meta.ArtifactPut{Artifact: a, Replace: replace, KV: u.KV})
+	if err != nil {
+		return nil, 0, err
+	}
+	return &a, idx, nil
+}
+
+func (d *Deps) newArtifact(r *Request, u Upload, info blob.Info) meta.Artifact {
 	a := meta.Artifact{
 		ID:           d.NewID(),
 		RepositoryID: u.Repo.ID,
@@ -170,11 +179,28 @@ func (d *Deps) Record(ctx context.Context, r *Request, u Upload, info blob.Info)
 	if !r.Principal.Anonymous() {
 		a.UploaderID = r.Principal.UserID
 	}
-	idx, err := d.Commit.Apply(ctx, &meta.ArtifactPut{Artifact: a, Replace: replace, KV: u.KV})
-	if err != nil {
-		return nil, 0, err
+	return a
+}
+
+// Placed is an upload whose blob is already stored.
+type Placed struct {
+	Upload
+	Info blob.Info
+}
+
+// Change commits, in one command, artifacts dropped, artifacts put (each
+// replacing whatever is at its path; Upload.Body, Overwrite and KV are not
+// used) and KV ops of repo.
+func (d *Deps) Change(ctx context.Context, r *Request, repo *meta.Repository, drop []*meta.Artifact, put []Placed, kv []meta.KVOp) (uint64, error) {
+	c := &meta.ArtifactsApply{RepoID: repo.ID, KV: kv}
+	for _, a := range drop {
+		c.Drop = append(c.Drop, a.ID)
 	}
-	return &a, idx, nil
+	for _, p := range put {
+		p.Repo = repo
+		c.Put = append(c.Put, d.newArtifact(r, p.Upload, p.Info))
+	}
+	return d.Apply(ctx, c)
 }
 
 // Apply commits a command (format state changes without a file).

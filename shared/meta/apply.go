@@ -45,6 +45,8 @@ func (tx *Tx) apply(c Command) error {
 		return tx.artifactPut(c)
 	case *ArtifactDelete:
 		return tx.artifactDelete(c)
+	case *ArtifactsApply:
+		return tx.artifactsApply(c)
 	case *KVApply:
 		if _, err := tx.Repo(c.RepoID); err != nil {
 			return err
@@ -471,6 +473,52 @@ func (tx *Tx) artifactDelete(c *ArtifactDelete) error {
 		}
 	}
 	return tx.kvApply(c.RepoID, c.KV)
+}
+
+func (tx *Tx) artifactsApply(c *ArtifactsApply) error {
+	r, err := tx.Repo(c.RepoID)
+	if err != nil {
+		return err
+	}
+	if err := checkKV(c.KV); err != nil {
+		return err
+	}
+	dropping := map[string]bool{}
+	for _, id := range c.Drop {
+		a, err := tx.Artifact(id)
+		if err != nil {
+			return err
+		}
+		if a.RepositoryID != r.ID {
+			return fmt.Errorf("%w: artifact %s is not in repository %s", ErrInvalid, id, r.Name)
+		}
+		dropping[id] = true
+	}
+	paths := map[string]bool{}
+	for _, a := range c.Put {
+		switch {
+		case a.RepositoryID != r.ID:
+			return fmt.Errorf("%w: artifact %s is not in repository %s", ErrInvalid, a.ID, r.Name)
+		case a.ID == "" || a.Path == "" || a.Digest == "":
+			return fmt.Errorf("%w: artifact id, path and digest required", ErrInvalid)
+		case paths[a.Path]:
+			return fmt.Errorf("%w: %s put twice", ErrInvalid, a.Path)
+		case tx.tx.Bucket(bArtifacts).Get([]byte(a.ID)) != nil:
+			return Conflictf("artifact id %q exists", a.ID)
+		}
+		paths[a.Path] = true
+	}
+	for _, id := range c.Drop {
+		if err := tx.dropArtifact(id, true); err != nil {
+			return err
+		}
+	}
+	for _, a := range c.Put {
+		if err := tx.artifactPut(&ArtifactPut{Artifact: a, Replace: true}); err != nil {
+			return err
+		}
+	}
+	return tx.kvApply(r.ID, c.KV)
 }
 
 // checkKV validates ops before anything is written.

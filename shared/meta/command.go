@@ -31,6 +31,7 @@ const (
 	CmdArtifactDelete   CmdType = 16
 	CmdSessionPurge     CmdType = 17
 	CmdKVApply          CmdType = 18
+	CmdArtifactsApply   CmdType = 19
 )
 
 // wireVersion is the first byte of every encoded command. A future change
@@ -155,6 +156,18 @@ type ArtifactDelete struct {
 	KV     []KVOp   `json:"kv,omitempty"`
 }
 
+// ArtifactsApply changes several artifacts of one repository and its
+// format keyspace at once: Drop removes artifacts (by id), then each of Put
+// is stored, replacing whatever is at its path, then KV applies. Formats
+// whose one client action touches several records (an OCI tag moving from
+// one manifest to another) stay a single command.
+type ArtifactsApply struct {
+	RepoID string     `json:"repo_id"`
+	Drop   []string   `json:"drop,omitempty"`
+	Put    []Artifact `json:"put,omitempty"`
+	KV     []KVOp     `json:"kv,omitempty"`
+}
+
 // KVApply changes a repository's format keyspace.
 type KVApply struct {
 	RepoID string `json:"repo_id"`
@@ -180,6 +193,7 @@ func (RepoDelete) Type() CmdType       { return CmdRepoDelete }
 func (ArtifactPut) Type() CmdType      { return CmdArtifactPut }
 func (ArtifactDelete) Type() CmdType   { return CmdArtifactDelete }
 func (KVApply) Type() CmdType          { return CmdKVApply }
+func (ArtifactsApply) Type() CmdType   { return CmdArtifactsApply }
 
 // newPayload returns an empty payload for a type; unknown types are nil.
 func newPayload(t CmdType) Command {
@@ -220,6 +234,8 @@ func newPayload(t CmdType) Command {
 		return &ArtifactDelete{}
 	case CmdKVApply:
 		return &KVApply{}
+	case CmdArtifactsApply:
+		return &ArtifactsApply{}
 	}
 	return nil
 }

@@ -55,6 +55,10 @@ func script() []Command {
 		&ArtifactPut{Artifact: Artifact{ID: "a4", RepositoryID: "r2", Path: "x/-/x-1.tgz", PackageName: "x", Version: "1",
 			SizeBytes: 7, Digest: "sha256:dd", UploadedAt: t0}},
 		&KVApply{RepoID: "r2", Ops: []KVOp{{Key: "dist-tags/x", Value: json.RawMessage(`{"latest":"1"}`)}}},
+		&ArtifactsApply{RepoID: "r2", Drop: []string{"a4"}, Put: []Artifact{
+			{ID: "a5", RepositoryID: "r2", Path: "x/-/x-2.tgz", PackageName: "x", Version: "2", SizeBytes: 9, Digest: "sha256:ee", UploadedAt: t0},
+			{ID: "a6", RepositoryID: "r2", Path: "x/-/x-3.tgz", PackageName: "x", Version: "3", SizeBytes: 1, Digest: "sha256:ff", UploadedAt: t0},
+		}, KV: []KVOp{{Key: "dist-tags/x", Value: json.RawMessage(`{"latest":"3"}`)}}},
 		&ArtifactDelete{IDs: []string{"a3"}, RepoID: "r1", KV: []KVOp{{Key: "tag/two"}}},
 		&RepoDelete{ID: "r2"},
 		&UserDelete{ID: "u2"},
@@ -242,6 +246,9 @@ func TestFailedCommandChangesNothing(t *testing.T) {
 		{&KVApply{RepoID: "r1", Ops: []KVOp{{Key: "ok", Value: json.RawMessage(`1`)}, {Key: ""}}}, ErrInvalid},
 		{&ArtifactPut{Artifact: Artifact{ID: "a9", RepositoryID: "r1", Path: "q", Digest: "d"}, KV: []KVOp{{Key: "a\x00b"}}}, ErrInvalid},
 		{&ArtifactDelete{IDs: []string{"ghost"}}, ErrNotFound},
+		{&ArtifactsApply{RepoID: "r1", Drop: []string{"ghost"}}, ErrNotFound},
+		{&ArtifactsApply{RepoID: "r1", Put: []Artifact{{ID: "n1", RepositoryID: "r2", Path: "p", Digest: "d"}}}, ErrInvalid},
+		{&ArtifactsApply{RepoID: "r1", Put: []Artifact{{ID: "n1", RepositoryID: "r1", Path: "p", Digest: "d"}, {ID: "n2", RepositoryID: "r1", Path: "p", Digest: "d"}}}, ErrInvalid},
 	}
 	for _, b := range bad {
 		before := dump(t, s)

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -191,10 +192,10 @@ func kindOf(mf *Manifest) string {
 	return "blob"
 }
 
-// record commits a pushed manifest. The first tag (or, untagged, the
-// digest artifact) goes in one command with the manifest's KV state;
-// further ?tag= values and restoring "one digest artifact exactly when a
-// manifest has no tag" need follow-up commands, each safe to repeat.
+// record commits a pushed manifest, its tags and its KV state in one
+// command. It keeps the invariant that a manifest with no tag has exactly
+// one digest artifact and a tagged one has none, also for manifests a
+// moved tag leaves behind.
 func (f *Format) record(ctx context.Context, r *format.Request, repo *meta.Repository, n ImageName, digest string, rec manifestRec, mf *Manifest, tags []string) (uint64, error) {
 	kv := []meta.KVOp{format.KVSet(manifestKey(n.Image, digest), rec)}
 	if mf.Subject != nil {
@@ -203,69 +204,85 @@ func (f *Format) record(ctx context.Context, r *format.Request, repo *meta.Repos
 		}))
 	}
 	_, existed := f.manifest(repo, n.Image, digest)
-	var idx uint64
-	var moved []string // manifests a tag moved away from
-	if len(tags) == 0 {
-		if existed {
-			return 0, nil // pushing the same bytes again changes nothing
+	var drop []*meta.Artifact
+	var put []format.Placed
+	leaving := map[string][]string{} // manifest digest -> tags moving away from it
+	seen := map[string]bool{}
+	for _, t := range tags {
+		if seen[t] {
+			continue
 		}
-		u := format.Upload{Repo: repo, Path: untaggedPath(n.Image, digest), Package: n.Image, Version: digest,
-			ContentType: rec.MediaType, Overwrite: format.OverwriteAlways, Attrs: rec.attrs(digest), KV: kv}
-		_, i, err := f.d.Record(ctx, r, u, rec.info())
-		return i, err
-	}
-	for i, t := range tags {
+		seen[t] = true
 		old, err := f.d.Artifact(repo, tagPath(n.Image, t))
-		if err == nil && digestOf(old) == digest && existed {
+		if err == nil && digestOf(old) == digest {
 			continue // the tag is already there
 		}
 		if err == nil {
-			moved = append(moved, digestOf(old))
+			leaving[digestOf(old)] = append(leaving[digestOf(old)], t)
 		}
-		u := format.Upload{Repo: repo, Path: tagPath(n.Image, t), Package: n.Image, Version: t,
-			ContentType: rec.MediaType, Overwrite: format.OverwriteAlways, Attrs: rec.attrs(digest)}
-		if i == 0 || !existed {
-			u.KV, existed = kv, true
-		}
-		_, x, err := f.d.Record(ctx, r, u, rec.info())
-		if err != nil {
-			return idx, err
-		}
-		idx = x
+		put = append(put, f.placed(repo, n.Image, tagPath(n.Image, t), t, digest, rec))
 	}
-	for _, d := range append([]string{digest}, moved...) {
-		x, err := f.syncUntagged(ctx, r, repo, n.Image, d)
-		if err != nil {
-			return idx, err
-		}
-		idx = max(idx, x)
+	if existed && len(put) == 0 {
+		return 0, nil // the same bytes and tags again change nothing
 	}
-	return idx, nil
-}
-
-// syncUntagged restores the invariant that a manifest with no tag has
-// exactly one digest artifact and a tagged one has none. It is a no-op,
-// or one command.
-func (f *Format) syncUntagged(ctx context.Context, r *format.Request, repo *meta.Repository, image, digest string) (uint64, error) {
-	rec, ok := f.manifest(repo, image, digest)
-	if !ok {
-		return 0, nil
-	}
-	tagged, err := f.tagsOf(repo, image, digest)
+	tagged, err := f.tagsOf(repo, n.Image, digest)
 	if err != nil {
 		return 0, err
 	}
-	a, aerr := f.d.Artifact(repo, untaggedPath(image, digest))
-	switch {
-	case len(tagged) > 0 && aerr == nil:
-		return f.d.Delete(ctx, a)
-	case len(tagged) == 0 && aerr != nil:
-		u := format.Upload{Repo: repo, Path: untaggedPath(image, digest), Package: image, Version: digest,
-			ContentType: rec.MediaType, Overwrite: format.OverwriteAlways, Attrs: rec.attrs(digest)}
-		_, idx, err := f.d.Record(ctx, r, u, rec.info())
-		return idx, err
+	untagged, uerr := f.d.Artifact(repo, untaggedPath(n.Image, digest))
+	switch hasTags := len(tagged) > 0 || len(put) > 0; {
+	case hasTags && uerr == nil:
+		drop = append(drop, untagged)
+	case !hasTags && uerr != nil:
+		put = append(put, f.placed(repo, n.Image, untaggedPath(n.Image, digest), digest, digest, rec))
 	}
-	return 0, nil
+	for _, old := range sortedKeys(leaving) {
+		p, ok, err := f.orphan(repo, n.Image, old, leaving[old])
+		if err != nil {
+			return 0, err
+		}
+		if ok {
+			put = append(put, p)
+		}
+	}
+	return f.d.Change(ctx, r, repo, drop, put, kv)
+}
+
+// placed is the artifact of a manifest at path (a tag or its digest).
+func (f *Format) placed(repo *meta.Repository, image, path, version, digest string, rec manifestRec) format.Placed {
+	return format.Placed{Upload: format.Upload{Repo: repo, Path: path, Package: image, Version: version,
+		ContentType: rec.MediaType, Attrs: rec.attrs(digest)}, Info: rec.info()}
+}
+
+// orphan returns the digest artifact a manifest needs once the tags in
+// losing leave it, if that leaves it with no tag and it has none yet.
+func (f *Format) orphan(repo *meta.Repository, image, digest string, losing []string) (format.Placed, bool, error) {
+	rec, ok := f.manifest(repo, image, digest)
+	if !ok {
+		return format.Placed{}, false, nil
+	}
+	tagged, err := f.tagsOf(repo, image, digest)
+	if err != nil {
+		return format.Placed{}, false, err
+	}
+	for _, a := range tagged {
+		if !slices.Contains(losing, a.Version) {
+			return format.Placed{}, false, nil // still tagged
+		}
+	}
+	if _, err := f.d.Artifact(repo, untaggedPath(image, digest)); err == nil {
+		return format.Placed{}, false, nil
+	}
+	return f.placed(repo, image, untaggedPath(image, digest), digest, digest, rec), true, nil
+}
+
+func sortedKeys(m map[string][]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }
 
 // deleteManifest removes a tag (the manifest stays, reachable by digest)
@@ -285,13 +302,18 @@ func (f *Format) deleteManifest(ctx context.Context, r *format.Request) (*format
 		if err != nil {
 			return nil, manifestUnknown(ref.Tag)
 		}
-		if idx, err = f.d.Delete(ctx, a); err != nil {
+		// Untagging keeps the manifest, reachable by digest: one command
+		// drops the tag and, if it was the last, adds the digest artifact.
+		var put []format.Placed
+		p, ok, err := f.orphan(repo, n.Image, digestOf(a), []string{ref.Tag})
+		if err != nil {
 			return nil, err
 		}
-		if x, err := f.syncUntagged(ctx, r, repo, n.Image, digestOf(a)); err != nil {
+		if ok {
+			put = append(put, p)
+		}
+		if idx, err = f.d.Change(ctx, r, repo, []*meta.Artifact{a}, put, nil); err != nil {
 			return nil, err
-		} else if x > 0 {
-			idx = x
 		}
 	} else {
 		rec, ok := f.manifest(repo, n.Image, ref.Digest)
