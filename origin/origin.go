@@ -113,25 +113,12 @@ func New(cfg Config, log *slog.Logger, out io.Writer) (o *Origin, err error) {
 	dl := downloads.New(now)
 	jwt := auth.NewJWT(secret, now)
 	authn := &auth.Authenticator{Meta: o.store, JWT: jwt, Cache: auth.NewCredCache(time.Minute, 10000, now), Now: now}
-	apiSrv := api.New(api.Config{
-		AccessTTL: cfg.AccessTTL, RefreshTTL: cfg.RefreshTTL, DemoMode: cfg.DemoMode,
-		RateLimit: int(cfg.RateLimit), RateLimitLogin: int(cfg.RateLimitLogin), RateWindow: cfg.RateWindow,
-		ExternalURL: cfg.ExternalURL, UsersCreateRepo: cfg.UsersCreateRepo, MaxUpload: cfg.MaxUploadBytes,
-	}, api.Deps{
-		Store: o.store, Blobs: blobs, Commit: commit, Authn: authn, JWT: jwt, Audit: o.audit, Downloads: dl,
-		Log: log, Health: o.health, Now: now,
-	})
-
 	deps := &format.Deps{
 		Meta: o.store, Blobs: blobs, Commit: commit, Now: now, NewID: auth.NewID, MaxUpload: cfg.MaxUploadBytes,
 		OnDownload: func(*format.Request, *meta.Artifact) { dl.Add() },
 		Tokens:     authn,
 		ScratchDir: filepath.Join(cfg.DataDir, "scratch"),
 	}
-	mux := http.NewServeMux()
-	mux.Handle(api.Prefix+"/", apiSrv)
-	mux.Handle("GET /metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
-	areas := map[string]string{}
 	formats := all.Build(deps)
 	if cfg.Formats != nil {
 		formats = formats[:0]
@@ -139,6 +126,23 @@ func New(cfg Config, log *slog.Logger, out io.Writer) (o *Origin, err error) {
 			formats = append(formats, mk(deps))
 		}
 	}
+	byName := map[string]format.Format{}
+	for _, f := range formats {
+		byName[f.Name()] = f
+	}
+	apiSrv := api.New(api.Config{
+		AccessTTL: cfg.AccessTTL, RefreshTTL: cfg.RefreshTTL, DemoMode: cfg.DemoMode,
+		RateLimit: int(cfg.RateLimit), RateLimitLogin: int(cfg.RateLimitLogin), RateWindow: cfg.RateWindow,
+		ExternalURL: cfg.ExternalURL, UsersCreateRepo: cfg.UsersCreateRepo, MaxUpload: cfg.MaxUploadBytes,
+	}, api.Deps{
+		Store: o.store, Blobs: blobs, Commit: commit, Authn: authn, JWT: jwt, Audit: o.audit, Downloads: dl,
+		Log: log, Health: o.health, Now: now, Formats: byName,
+	})
+
+	mux := http.NewServeMux()
+	mux.Handle(api.Prefix+"/", apiSrv)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
+	areas := map[string]string{}
 	for _, f := range formats {
 		for _, prefix := range format.Prefixes(f) {
 			h := httpx.NewFormatHandler(f, prefix, authn, log, cfg.ExternalURL)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/depot-registry/depot/shared/auth"
 	"github.com/depot-registry/depot/shared/format"
+	"github.com/depot-registry/depot/shared/httpx"
 	"github.com/depot-registry/depot/shared/meta"
 )
 
@@ -62,10 +63,25 @@ func (s *Server) downloadArtifact(w http.ResponseWriter, r *http.Request, p *aut
 	return nil
 }
 
+// deleteArtifact removes an artifact; a format that keeps state beside
+// its artifacts (OCI tags, npm dist-tags) does it, so that state follows.
 func (s *Server) deleteArtifact(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
-	a, _, err := s.artifactAccess(p, r.PathValue("id"), meta.ActionDelete)
+	a, repo, err := s.artifactAccess(p, r.PathValue("id"), meta.ActionDelete)
 	if err != nil {
 		return err
 	}
-	return s.applyNoContent(r.Context(), w, &meta.ArtifactDelete{ID: a.ID})
+	del, ok := s.d.Formats[repo.Format].(format.ArtifactDeleter)
+	if !ok {
+		return s.applyNoContent(r.Context(), w, &meta.ArtifactDelete{ID: a.ID})
+	}
+	req := &format.Request{Method: r.Method, Principal: p, RequestID: httpx.RequestID(r.Context())}
+	idx, err := del.DeleteArtifact(r.Context(), req, repo, a)
+	if idx > 0 {
+		format.SetIndex(w.Header(), idx)
+	}
+	if err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
 }

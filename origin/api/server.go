@@ -51,6 +51,7 @@ type Deps struct {
 	Downloads *downloads.Counter
 	Log       *slog.Logger
 	Health    Health
+	Formats   map[string]format.Format // by repository format, for deletes that formats handle
 	Now       func() time.Time
 	NewID     func() string
 }

@@ -68,6 +68,13 @@ func Prefixes(f Format) []string {
 	return out
 }
 
+// ArtifactDeleter is implemented by formats that keep state beside their
+// artifacts (tags, dist-tags): the REST API deletes their artifacts
+// through it, so that state follows.
+type ArtifactDeleter interface {
+	DeleteArtifact(ctx context.Context, r *Request, repo *meta.Repository, a *meta.Artifact) (uint64, error)
+}
+
 // Header is the read side of request headers, whatever the transport.
 type Header interface {
 	Get(key string) string

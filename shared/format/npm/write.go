@@ -225,6 +225,28 @@ func (f *Format) packageDelete(ctx context.Context, r *format.Request, e Endpoin
 // remove deletes the versions in gone with one command; removing the
 // last version removes the package's keyspace entries too.
 func (f *Format) remove(ctx context.Context, repo *meta.Repository, st *pkgState, gone map[string]bool, prefer string) (*format.Response, error) {
+	idx, err := f.removeVersions(ctx, repo, st, gone, prefer)
+	if err != nil {
+		return nil, err
+	}
+	return okResponse(http.StatusOK, idx, map[string]any{"ok": true}), nil
+}
+
+// DeleteArtifact is a REST delete of one version: an unpublish, so the
+// dist-tags and deprecations follow.
+func (f *Format) DeleteArtifact(ctx context.Context, _ *format.Request, repo *meta.Repository, a *meta.Artifact) (uint64, error) {
+	n, err := ParseName(a.PackageName)
+	if err != nil {
+		return 0, err
+	}
+	st, err := f.load404(repo, n)
+	if err != nil {
+		return 0, err
+	}
+	return f.removeVersions(ctx, repo, st, map[string]bool{a.Version: true}, "")
+}
+
+func (f *Format) removeVersions(ctx context.Context, repo *meta.Repository, st *pkgState, gone map[string]bool, prefer string) (uint64, error) {
 	var ids []string
 	for _, v := range st.Versions {
 		if gone[v.Raw] {
@@ -235,11 +257,7 @@ func (f *Format) remove(ctx context.Context, repo *meta.Repository, st *pkgState
 	if len(ids) < len(st.Versions) {
 		ops = st.dropOps(gone, prefer, f.now())
 	}
-	idx, err := f.d.Apply(ctx, &meta.ArtifactDelete{IDs: ids, RepoID: repo.ID, KV: ops})
-	if err != nil {
-		return nil, err
-	}
-	return okResponse(http.StatusOK, idx, map[string]any{"ok": true}), nil
+	return f.d.Apply(ctx, &meta.ArtifactDelete{IDs: ids, RepoID: repo.ID, KV: ops})
 }
 
 // tagPut handles PUT /-/package/<name>/dist-tags/<tag>; the body is the

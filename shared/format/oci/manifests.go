@@ -302,45 +302,63 @@ func (f *Format) deleteManifest(ctx context.Context, r *format.Request) (*format
 		if err != nil {
 			return nil, manifestUnknown(ref.Tag)
 		}
-		// Untagging keeps the manifest, reachable by digest: one command
-		// drops the tag and, if it was the last, adds the digest artifact.
-		var put []format.Placed
-		p, ok, err := f.orphan(repo, n.Image, digestOf(a), []string{ref.Tag})
+		idx, err = f.untag(ctx, r, repo, n.Image, a)
 		if err != nil {
 			return nil, err
 		}
-		if ok {
-			put = append(put, p)
-		}
-		if idx, err = f.d.Change(ctx, r, repo, []*meta.Artifact{a}, put, nil); err != nil {
-			return nil, err
-		}
-	} else {
-		rec, ok := f.manifest(repo, n.Image, ref.Digest)
-		if !ok {
-			return nil, manifestUnknown(ref.Digest)
-		}
-		tagged, err := f.tagsOf(repo, n.Image, ref.Digest)
-		if err != nil {
-			return nil, err
-		}
-		cmd := &meta.ArtifactDelete{RepoID: repo.ID, KV: []meta.KVOp{format.KVDelete(manifestKey(n.Image, ref.Digest))}}
-		for _, a := range tagged {
-			cmd.IDs = append(cmd.IDs, a.ID)
-		}
-		if a, err := f.d.Artifact(repo, untaggedPath(n.Image, ref.Digest)); err == nil {
-			cmd.IDs = append(cmd.IDs, a.ID)
-		}
-		if rec.Subject != "" {
-			cmd.KV = append(cmd.KV, format.KVDelete(referrerKey(n.Image, rec.Subject, ref.Digest)))
-		}
-		if idx, err = f.d.Apply(ctx, cmd); err != nil {
-			return nil, err
-		}
+	} else if idx, err = f.deleteDigest(ctx, repo, n.Image, ref.Digest); err != nil {
+		return nil, err
 	}
 	resp := newResp(http.StatusAccepted)
 	setIndex(resp, idx)
 	return resp, nil
+}
+
+// untag drops a tag artifact; the manifest stays, reachable by digest, so
+// when that was its last tag the same command adds its digest artifact.
+func (f *Format) untag(ctx context.Context, r *format.Request, repo *meta.Repository, image string, a *meta.Artifact) (uint64, error) {
+	var put []format.Placed
+	p, ok, err := f.orphan(repo, image, digestOf(a), []string{a.Version})
+	if err != nil {
+		return 0, err
+	}
+	if ok {
+		put = append(put, p)
+	}
+	return f.d.Change(ctx, r, repo, []*meta.Artifact{a}, put, nil)
+}
+
+// deleteDigest removes a manifest with every tag pointing at it, in one
+// command.
+func (f *Format) deleteDigest(ctx context.Context, repo *meta.Repository, image, digest string) (uint64, error) {
+	rec, ok := f.manifest(repo, image, digest)
+	if !ok {
+		return 0, manifestUnknown(digest)
+	}
+	tagged, err := f.tagsOf(repo, image, digest)
+	if err != nil {
+		return 0, err
+	}
+	cmd := &meta.ArtifactDelete{RepoID: repo.ID, KV: []meta.KVOp{format.KVDelete(manifestKey(image, digest))}}
+	for _, a := range tagged {
+		cmd.IDs = append(cmd.IDs, a.ID)
+	}
+	if a, err := f.d.Artifact(repo, untaggedPath(image, digest)); err == nil {
+		cmd.IDs = append(cmd.IDs, a.ID)
+	}
+	if rec.Subject != "" {
+		cmd.KV = append(cmd.KV, format.KVDelete(referrerKey(image, rec.Subject, digest)))
+	}
+	return f.d.Apply(ctx, cmd)
+}
+
+// DeleteArtifact is a REST delete of an image version: a tag is untagged,
+// a digest artifact deletes its manifest.
+func (f *Format) DeleteArtifact(ctx context.Context, r *format.Request, repo *meta.Repository, a *meta.Artifact) (uint64, error) {
+	if a.Path == tagPath(a.PackageName, a.Version) {
+		return f.untag(ctx, r, repo, a.PackageName, a)
+	}
+	return f.deleteDigest(ctx, repo, a.PackageName, digestOf(a))
 }
 
 // setIndex reports the log index of a write, when it made one.
