@@ -12,6 +12,7 @@ import (
 	"github.com/depot-registry/depot/shared/format/maven"
 	"github.com/depot-registry/depot/shared/format/npm"
 	"github.com/depot-registry/depot/shared/format/oci"
+	"github.com/depot-registry/depot/shared/format/pypi"
 )
 
 // Entry is one format identifier and, once it has client paths, its
@@ -36,7 +37,7 @@ var Entries = []Entry{
 	{Name: "maven", Settings: mavenSettings, New: func(d *format.Deps) format.Format { return maven.New(d) }},
 	{Name: "gradle", Settings: mavenSettings},
 	{Name: "npm", New: func(d *format.Deps) format.Format { return npm.New(d) }},
-	{Name: "pypi"},
+	{Name: "pypi", New: func(d *format.Deps) format.Format { return pypi.New(d) }},
 	{Name: "crates"},
 	{Name: "helm"},
 	{Name: "go"},

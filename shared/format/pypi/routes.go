@@ -1,0 +1,47 @@
+package pypi
+
+import (
+	"net/http"
+
+	"github.com/depot-registry/depot/shared/format"
+)
+
+// Name is the repository format this package serves.
+const Name = "pypi"
+
+// Format is the PyPI format.
+type Format struct {
+	d *format.Deps
+}
+
+var _ format.Format = (*Format)(nil)
+
+// New returns the PyPI format over deps.
+func New(d *format.Deps) *Format { return &Format{d: d} }
+
+// Name implements format.Format.
+func (f *Format) Name() string { return Name }
+
+// Prefix implements format.Format.
+func (f *Format) Prefix() string { return "/pypi" }
+
+// Routes implements format.Format. Trailing slashes do not matter to the
+// router: "/r/simple" and "/r/simple/" are one route.
+func (f *Format) Routes() []format.Route {
+	return []format.Route{
+		{Method: http.MethodGet, Path: "/{repo}/simple", Op: format.Read, Handle: f.projectList},
+		{Method: http.MethodGet, Path: "/{repo}/simple/{project}", Op: format.Read, Handle: f.projectPage},
+		{Method: http.MethodGet, Path: "/{repo}/files/{project}/{version}/{filename}", Op: format.Read, Handle: f.file},
+		// twine POSTs to exactly the --repository-url, "/pypi/<repo>/".
+		{Method: http.MethodPost, Path: "/{repo}", Op: format.Write, Handle: f.upload},
+	}
+}
+
+// Error renders errors as PyPI does: the status with a plain-text
+// message. A 401 challenges for Basic credentials, since pip only sends
+// them after a challenge unless they are in the index URL.
+func (f *Format) Error(r *format.Request, err error) *format.Response {
+	return format.ErrorResponse(err, `Basic realm="Depot"`, func(e *format.Error) (string, []byte) {
+		return "text/plain; charset=utf-8", []byte(e.Message + "\n")
+	})
+}

@@ -1,0 +1,152 @@
+package pypi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/depot-registry/depot/shared/blob"
+	"github.com/depot-registry/depot/shared/format"
+	"github.com/depot-registry/depot/shared/meta"
+)
+
+// upload is the legacy upload API (twine). The file streams into the blob
+// store as it arrives; only once the form, the digests and (for a wheel)
+// the archive have been checked is the artifact recorded, with one
+// command, so a rejected upload leaves no metadata behind.
+func (f *Format) upload(ctx context.Context, r *format.Request) (*format.Response, error) {
+	repo, err := f.d.Repo(r, r.Param("repo"), meta.ActionWrite, Name)
+	if err != nil {
+		return nil, err
+	}
+	var info *blob.Info
+	form, err := ParseUpload(r.Body, r.Header.Get("Content-Type"), DefaultLimits, func(form *Form, filename string, body io.Reader) error {
+		// twine sends the fields first: refuse a bad or duplicate file
+		// before storing its bytes when they are already known.
+		if name, version := form.Get("name"), form.Get("version"); name != "" && version != "" {
+			m := &UploadMeta{Name: name, Project: Normalize(name), Version: version, Filename: filename}
+			if err := CheckName(name); err != nil {
+				return err
+			}
+			if err := CheckVersion(version); err != nil {
+				return err
+			}
+			if _, err := CheckFilename(name, version, filename); err != nil {
+				return err
+			}
+			if err := f.checkNew(repo, m); err != nil {
+				return err
+			}
+		}
+		// Digests sent before the file let the blob store refuse a
+		// mismatch before anything is committed; later ones are checked
+		// after.
+		expect := blob.Checksums{SHA256: strings.ToLower(strings.TrimSpace(form.Get("sha256_digest"))),
+			MD5: strings.ToLower(strings.TrimSpace(form.Get("md5_digest")))}
+		if (expect.SHA256 != "" && !isHex(expect.SHA256, 64)) || (expect.MD5 != "" && !isHex(expect.MD5, 32)) {
+			return format.BadRequest("sha256_digest must be 64 and md5_digest 32 hex digits")
+		}
+		in, err := f.d.PutBlob(ctx, body, expect)
+		if errors.Is(err, blob.ErrDigestMismatch) {
+			return format.BadRequest("the digests sent do not match the uploaded file %q", filename)
+		}
+		if err != nil {
+			return err
+		}
+		info = &in
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	m, err := CheckUpload(form)
+	if err != nil {
+		return nil, err
+	}
+	if info == nil {
+		return nil, format.BadRequest("the upload has no file: send it as the form part \"content\"")
+	}
+	// Digests that came after the file are checked here.
+	if (m.SHA256 != "" && m.SHA256 != info.Checksums.SHA256) || (m.MD5 != "" && m.MD5 != info.Checksums.MD5) {
+		return nil, format.BadRequest("the digests sent do not match the uploaded file %q", m.Filename)
+	}
+	if err := f.checkNew(repo, m); err != nil {
+		return nil, err
+	}
+	at := fileAttrs{Name: m.Name, Filename: m.Filename, Filetype: m.Dist.Kind, PyVersion: m.PyVersion,
+		RequiresPython: m.RequiresPython, Summary: m.Summary, MetadataVersion: m.MetadataVersion}
+	if m.Dist.Kind == KindWheel {
+		if err := f.wheelMetadata(ctx, m, *info, &at); err != nil {
+			return nil, err
+		}
+	}
+	attrs, err := json.Marshal(at)
+	if err != nil {
+		return nil, err
+	}
+	ct := "application/gzip"
+	if !strings.HasSuffix(m.Filename, ".tar.gz") {
+		ct = "application/zip"
+	}
+	_, idx, err := f.d.Record(ctx, r, format.Upload{Repo: repo, Path: m.Path(), Package: m.Project, Version: m.Version,
+		ContentType: ct, Overwrite: format.OverwriteNever, Attrs: attrs}, *info)
+	var fe *format.Error
+	if errors.As(err, &fe) && fe.Status == http.StatusConflict || errors.Is(err, meta.ErrConflict) {
+		return nil, fileExists(m) // lost a race with the same upload
+	}
+	if err != nil {
+		return nil, err
+	}
+	resp := format.NewResponse(http.StatusOK)
+	format.SetIndex(resp.Header, idx)
+	resp.Header.Set("Content-Type", "text/plain; charset=utf-8")
+	resp.Body = []byte("OK\n")
+	return resp, nil
+}
+
+// checkNew refuses a file name that is already taken. PyPI never replaces
+// a released file, and answers 400 "File already exists", which
+// twine --skip-existing recognises.
+func (f *Format) checkNew(repo *meta.Repository, m *UploadMeta) error {
+	if _, err := f.d.Artifact(repo, m.Path()); err == nil {
+		return fileExists(m)
+	} else if !errors.Is(err, meta.ErrNotFound) {
+		return err
+	}
+	return nil
+}
+
+func fileExists(m *UploadMeta) error {
+	return format.BadRequest("File already exists: %s of %s %s cannot be replaced", m.Filename, m.Name, m.Version)
+}
+
+// wheelMetadata reads METADATA out of the stored wheel, checks it names
+// the same project and version as the form, and stores it as its own blob
+// for the PEP 658 ".metadata" URL.
+func (f *Format) wheelMetadata(ctx context.Context, m *UploadMeta, info blob.Info, at *fileAttrs) error {
+	wf, err := f.d.Blobs.Open(ctx, info.Digest)
+	if err != nil {
+		return err
+	}
+	defer wf.Close()
+	data, cm, err := WheelMetadata(wf, wf.Size(), m.Dist, DefaultWheelLimits)
+	if err != nil {
+		return err
+	}
+	if Normalize(cm.Name) != m.Project || !sameVersion(cm.Version, m.Version) {
+		return format.BadRequest("invalid wheel: METADATA says %s %s, the upload says %s %s", cm.Name, cm.Version, m.Name, m.Version)
+	}
+	if at.RequiresPython == "" {
+		at.RequiresPython = cm.RequiresPython
+	}
+	mi, err := f.d.PutBlob(ctx, bytes.NewReader(data), blob.Checksums{})
+	if err != nil {
+		return err
+	}
+	at.Metadata = &metadataRef{Digest: mi.Digest, SHA256: mi.Checksums.SHA256, Size: mi.Size}
+	return nil
+}
