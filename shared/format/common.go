@@ -268,6 +268,44 @@ func URL(r *Request, prefix string, segments ...string) string {
 	return b.String()
 }
 
+// ReadBody reads a small request body (a document, never a file: files
+// stream into PutBlob), refusing more than max bytes with 413.
+func ReadBody(r *Request, max int64) ([]byte, error) {
+	if r.ContentLength > max {
+		return nil, tooLarge(max)
+	}
+	if r.Body == nil {
+		return nil, nil
+	}
+	b, err := io.ReadAll(io.LimitReader(r.Body, max+1))
+	if err != nil {
+		return nil, BadRequest("reading the request body: %v", err)
+	}
+	if int64(len(b)) > max {
+		return nil, tooLarge(max)
+	}
+	return b, nil
+}
+
+func tooLarge(max int64) error {
+	return Errorf(http.StatusRequestEntityTooLarge, "PAYLOAD_TOO_LARGE", "request body exceeds %d bytes", max)
+}
+
+// DeleteAt deletes the artifact at path in repo and answers 204.
+func (d *Deps) DeleteAt(ctx context.Context, repo *meta.Repository, path string) (*Response, error) {
+	a, err := d.Artifact(repo, path)
+	if err != nil {
+		return nil, NotFound("%s not found in repository %s", path, repo.Name)
+	}
+	idx, err := d.Delete(ctx, a)
+	if err != nil {
+		return nil, err
+	}
+	resp := NewResponse(http.StatusNoContent)
+	SetIndex(resp.Header, idx)
+	return resp, nil
+}
+
 // Delete removes an artifact's metadata (its blob is collected later, once
 // nothing references it).
 func (d *Deps) Delete(ctx context.Context, a *meta.Artifact) (uint64, error) {

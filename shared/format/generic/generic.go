@@ -115,17 +115,7 @@ func (f *Format) delete(ctx context.Context, r *format.Request) (*format.Respons
 	if err != nil {
 		return nil, err
 	}
-	a, err := f.d.Artifact(repo, c.Path())
-	if err != nil {
-		return nil, format.NotFound("%s not found in repository %s", c.Path(), repo.Name)
-	}
-	idx, err := f.d.Delete(ctx, a)
-	if err != nil {
-		return nil, err
-	}
-	resp := format.NewResponse(http.StatusNoContent)
-	format.SetIndex(resp.Header, idx)
-	return resp, nil
+	return f.d.DeleteAt(ctx, repo, c.Path())
 }
 
 func (f *Format) resolve(r *format.Request, action string) (Coords, *meta.Repository, error) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"mime"
 	"net/http"
 	"path"
@@ -86,7 +85,7 @@ func (f *Format) putFile(ctx context.Context, r *format.Request, repo *meta.Repo
 // One that arrives before its file (or names generated metadata, whose
 // bytes differ from the client's) is accepted once well-formed.
 func (f *Format) putSidecar(r *format.Request, repo *meta.Repository, c Coords) error {
-	body, err := readBounded(r.Body, MaxSidecar)
+	body, err := format.ReadBody(r, MaxSidecar)
 	if err != nil {
 		return err
 	}
@@ -110,7 +109,7 @@ func (f *Format) putSidecar(r *format.Request, repo *meta.Repository, c Coords) 
 // generated from the stored files, so it cannot disagree with them (a
 // client's copy may miss versions another deploy added meanwhile).
 func putMetadata(r *format.Request, c Coords) error {
-	body, err := readBounded(r.Body, MaxMetadata)
+	body, err := format.ReadBody(r, MaxMetadata)
 	if err != nil {
 		return err
 	}
@@ -135,17 +134,7 @@ func (f *Format) delete(ctx context.Context, r *format.Request) (*format.Respons
 	if c.Metadata || c.Checksum != "" {
 		return nil, format.Errorf(http.StatusMethodNotAllowed, "UNSUPPORTED", "%s is generated; delete the files it describes", path.Base(r.Param("path")))
 	}
-	a, err := f.d.Artifact(repo, c.Path())
-	if err != nil {
-		return nil, format.NotFound("%s not found in repository %s", c.Path(), repo.Name)
-	}
-	idx, err := f.d.Delete(ctx, a)
-	if err != nil {
-		return nil, err
-	}
-	resp := format.NewResponse(http.StatusNoContent)
-	format.SetIndex(resp.Header, idx)
-	return resp, nil
+	return f.d.DeleteAt(ctx, repo, c.Path())
 }
 
 func created(r *format.Request, c Coords, idx uint64) *format.Response {
@@ -155,21 +144,6 @@ func created(r *format.Request, c Coords, idx uint64) *format.Response {
 	}
 	resp.Header.Set("Location", format.URL(r, r.Prefix, strings.Split(strings.TrimPrefix(r.Param("path"), "/"), "/")...))
 	return resp
-}
-
-// readBounded reads a small document whole, refusing more than max bytes.
-func readBounded(body io.Reader, max int64) ([]byte, error) {
-	if body == nil {
-		return nil, nil
-	}
-	data, err := io.ReadAll(io.LimitReader(body, max+1))
-	if err != nil {
-		return nil, format.BadRequest("reading the request body: %v", err)
-	}
-	if int64(len(data)) > max {
-		return nil, format.Errorf(http.StatusRequestEntityTooLarge, "PAYLOAD_TOO_LARGE", "body is larger than %d bytes", max)
-	}
-	return data, nil
 }
 
 // contentType of a stored file, by its Maven extension.

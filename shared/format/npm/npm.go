@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"io"
 	"net/http"
 	"time"
 
@@ -128,28 +127,6 @@ func okResponse(status int, idx uint64, v any) *format.Response {
 	resp := jsonResponse(status, mediaJSON, v)
 	format.SetIndex(resp.Header, idx)
 	return resp
-}
-
-// readBody reads a request body of at most max bytes.
-func readBody(r *format.Request, max int64) ([]byte, error) {
-	if r.ContentLength > max {
-		return nil, tooLarge(max)
-	}
-	if r.Body == nil {
-		return nil, format.BadRequest("request body is empty")
-	}
-	b, err := io.ReadAll(io.LimitReader(r.Body, max+1))
-	if err != nil {
-		return nil, format.BadRequest("reading request body: %v", err)
-	}
-	if int64(len(b)) > max {
-		return nil, tooLarge(max)
-	}
-	return b, nil
-}
-
-func tooLarge(max int64) error {
-	return format.Errorf(http.StatusRequestEntityTooLarge, "PAYLOAD_TOO_LARGE", "request body exceeds %d bytes", max)
 }
 
 func (f *Format) now() time.Time {

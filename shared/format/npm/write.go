@@ -24,7 +24,7 @@ func (f *Format) publish(ctx context.Context, r *format.Request, e Endpoint) (*f
 	if err != nil {
 		return nil, err
 	}
-	body, err := readBody(r, f.lim.MaxBody())
+	body, err := format.ReadBody(r, f.lim.MaxBody())
 	if err != nil {
 		return nil, err
 	}
@@ -144,7 +144,7 @@ func (f *Format) revPut(ctx context.Context, r *format.Request, e Endpoint) (*fo
 	if err != nil {
 		return nil, err
 	}
-	body, err := readBody(r, maxMetadata)
+	body, err := format.ReadBody(r, maxMetadata)
 	if err != nil {
 		return nil, err
 	}
@@ -267,7 +267,7 @@ func (f *Format) tagPut(ctx context.Context, r *format.Request, e Endpoint) (*fo
 	if err != nil {
 		return nil, err
 	}
-	body, err := readBody(r, maxTagBody)
+	body, err := format.ReadBody(r, maxTagBody)
 	if err != nil {
 		return nil, err
 	}
