@@ -1,17 +1,23 @@
 # Depot: build, run and test.
 GO      ?= go
-BIN     ?= bin/depot
+# The binary goes where `go install` puts binaries, not into the source tree.
+BINDIR  ?= $(shell $(GO) env GOBIN)
+ifeq ($(BINDIR),)
+BINDIR  := $(shell $(GO) env GOPATH)/bin
+endif
+BIN     ?= $(BINDIR)/depot
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X github.com/depot-registry/depot/origin.Version=$(VERSION)
 FUZZTIME ?= 20s
 
 .PHONY: build run test test-short lint fuzz clean
 
-build: ## build the depot binary into bin/
+build: ## build the depot binary (into $(BINDIR))
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/depot
+	@echo "built $(BIN)"
 
 run: build ## run a single-node origin with its data in ./data
-	./$(BIN) origin --data-dir ./data
+	$(BIN) origin --data-dir ./data
 
 test: lint ## run every test (CI runs this)
 	$(GO) test -race -count=1 -timeout 30m ./...
@@ -31,4 +37,4 @@ fuzz: ## run each fuzz test for FUZZTIME
 	  done; done
 
 clean:
-	rm -rf bin
+	rm -f $(BIN)
