@@ -286,6 +286,17 @@ func (e *Env) Token(access string, scopes []string, expires *time.Time) string {
 	return out.Token
 }
 
+// RepoCounters reads a repository's artifact_count and size_bytes.
+func (e *Env) RepoCounters(repoID string) (count, size int64) {
+	e.T.Helper()
+	var r struct {
+		ArtifactCount int64 `json:"artifact_count"`
+		SizeBytes     int64 `json:"size_bytes"`
+	}
+	e.Do("GET", "/api/v1/repositories/"+repoID, e.Admin, nil).Want(200).JSON(&r)
+	return r.ArtifactCount, r.SizeBytes
+}
+
 // Grant gives a user (or group, when group is true) permissions on a repo.
 func (e *Env) Grant(repoID, subjectID string, group bool, perms ...string) string {
 	e.T.Helper()

@@ -14,11 +14,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/depot-registry/depot/origin"
 	"github.com/depot-registry/depot/origin/clienttest"
 	"github.com/depot-registry/depot/origin/origintest"
-	"github.com/depot-registry/depot/shared/format"
-	mavenfmt "github.com/depot-registry/depot/shared/format/maven"
 )
 
 // debianRepo is Debian's system Maven repository: every plugin mvn needs
@@ -27,9 +24,7 @@ const debianRepo = "/usr/share/maven-repo"
 
 func start(t *testing.T) *origintest.Env {
 	t.Helper()
-	return origintest.Start(t, origintest.Options{Config: func(c *origin.Config) {
-		c.Formats = []func(*format.Deps) format.Format{func(d *format.Deps) format.Format { return mavenfmt.New(d) }}
-	}})
+	return origintest.Start(t, origintest.Options{})
 }
 
 // mvn is one isolated Maven setup: a writable local repository (a symlink
@@ -145,17 +140,6 @@ func basic(user, secret string) string {
 func sha1hex(b []byte) string {
 	s := sha1.Sum(b)
 	return hex.EncodeToString(s[:])
-}
-
-// repoStats are a repository's artifact_count and size_bytes.
-func repoStats(e *origintest.Env, id string) (int64, int64) {
-	e.T.Helper()
-	var r struct {
-		ArtifactCount int64 `json:"artifact_count"`
-		SizeBytes     int64 `json:"size_bytes"`
-	}
-	e.Do("GET", "/api/v1/repositories/"+id, e.Admin, nil).Want(200).JSON(&r)
-	return r.ArtifactCount, r.SizeBytes
 }
 
 type artifact struct {

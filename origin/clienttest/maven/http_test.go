@@ -41,7 +41,7 @@ func TestBadUploadsLeaveNothing(t *testing.T) {
 		t.Errorf("Location %q", loc)
 	}
 	e.Do("PUT", lib+"1.0/demo-1.0.pom", auth, pom).Want(201)
-	count, size := repoStats(e, repoID)
+	count, size := e.RepoCounters(repoID)
 	if count != 2 || size != int64(len(jar)+len(pom)) {
 		t.Fatalf("artifact_count %d size_bytes %d after two uploads of %d bytes", count, size, len(jar)+len(pom))
 	}
@@ -78,7 +78,7 @@ func TestBadUploadsLeaveNothing(t *testing.T) {
 			wantText(t, r, c.status, c.says)
 		})
 	}
-	if n, s := repoStats(e, repoID); n != count || s != size {
+	if n, s := e.RepoCounters(repoID); n != count || s != size {
 		t.Errorf("artifact_count/size_bytes %d/%d after refused uploads, want %d/%d", n, s, count, size)
 	}
 
@@ -97,7 +97,7 @@ func TestBadUploadsLeaveNothing(t *testing.T) {
 	e.Do("PUT", lib+"maven-metadata.xml", auth, `<?xml version="1.0"?><metadata><groupId>com.example</groupId>`+
 		`<artifactId>demo</artifactId><versioning><versions><version>9.9</version></versions></versioning></metadata>`).Want(201)
 	e.Do("PUT", lib+"maven-metadata.xml.sha1", auth, wrongSHA1).Want(201)
-	if n, s := repoStats(e, repoID); n != count || s != size {
+	if n, s := e.RepoCounters(repoID); n != count || s != size {
 		t.Errorf("artifact_count/size_bytes %d/%d after sidecars and metadata, want %d/%d", n, s, count, size)
 	}
 	md := string(e.Do("GET", lib+"maven-metadata.xml", auth, nil).Want(200).Body)
@@ -120,7 +120,7 @@ func TestBadUploadsLeaveNothing(t *testing.T) {
 	wantText(t, e.Do("DELETE", lib+"1.0/demo-1.0.pom", auth, nil), 403, "may not delete")
 	wantText(t, e.Do("DELETE", lib+"maven-metadata.xml", e.Admin, nil), 405, "generated")
 	e.Do("DELETE", lib+"1.0/demo-1.0.pom", e.Admin, nil).Want(204)
-	if n, s := repoStats(e, repoID); n != count-1 || s != size-int64(len(pom)) {
+	if n, s := e.RepoCounters(repoID); n != count-1 || s != size-int64(len(pom)) {
 		t.Errorf("after delete: %d/%d", n, s)
 	}
 }
@@ -155,7 +155,7 @@ func TestVersionPolicy(t *testing.T) {
 			rel.Want(201)
 			snap.Want(201)
 		}
-		n, _ := repoStats(e, repo.ID)
+		n, _ := e.RepoCounters(repo.ID)
 		if want := map[string]int64{"release": 1, "snapshot": 1, "mixed": 2}[policy]; n != want {
 			t.Errorf("%s: artifact_count %d, want %d", policy, n, want)
 		}
@@ -200,7 +200,7 @@ func TestAuthorization(t *testing.T) {
 	wantText(t, e.Do("GET", "/maven2/libs/"+file, basic(carol.Name, carol.Password), nil), 403, "may not read")
 	wantText(t, e.Do("GET", "/maven2/npmjs/"+file, basic(alice.Name, alice.Password), nil), 404, "repository npmjs not found")
 	wantText(t, e.Do("GET", "/maven2/nosuch/"+file, basic(alice.Name, alice.Password), nil), 404, "repository nosuch not found")
-	if n, _ := repoStats(e, privID); n != 1 {
+	if n, _ := e.RepoCounters(privID); n != 1 {
 		t.Errorf("artifact_count %d after refused writes, want 1", n)
 	}
 }

@@ -137,7 +137,7 @@ func TestMvnDeployAndResolve(t *testing.T) {
 
 	t.Run("redeploying a release is refused", func(t *testing.T) {
 		e := e.For(t)
-		before, size := repoStats(e, repoID)
+		before, size := e.RepoCounters(repoID)
 		m := newMvn(t, url, alice.Name, alice.Password)
 		jar, _ := makeJar(t, t.TempDir(), "demo-1.0.jar", "other bytes")
 		out, err := clienttest.TryRun(m.cmd(m.home, deployArgs(url, jar, "-DgroupId=com.example", "-DartifactId=demo",
@@ -145,7 +145,7 @@ func TestMvnDeployAndResolve(t *testing.T) {
 		if err == nil || !strings.Contains(out, "409") {
 			t.Fatalf("redeploy of a release: err %v, output:\n%s", err, out)
 		}
-		if n, s := repoStats(e, repoID); n != before || s != size {
+		if n, s := e.RepoCounters(repoID); n != before || s != size {
 			t.Errorf("artifact_count/size_bytes %d/%d after a refused deploy, want %d/%d", n, s, before, size)
 		}
 	})

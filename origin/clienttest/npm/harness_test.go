@@ -9,19 +9,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/depot-registry/depot/origin"
 	"github.com/depot-registry/depot/origin/clienttest"
 	"github.com/depot-registry/depot/origin/origintest"
-	"github.com/depot-registry/depot/shared/format"
-	"github.com/depot-registry/depot/shared/format/npm"
 )
 
-// start runs an origin serving only the npm format.
+// start runs an origin.
 func start(t *testing.T) *origintest.Env {
 	t.Helper()
-	return origintest.Start(t, origintest.Options{Config: func(c *origin.Config) {
-		c.Formats = []func(*format.Deps) format.Format{func(d *format.Deps) format.Format { return npm.New(d) }}
-	}})
+	return origintest.Start(t, origintest.Options{})
 }
 
 // client is one npm user: an isolated HOME and cache, with a .npmrc that
@@ -150,17 +145,6 @@ func readFile(t *testing.T, dir, rel string) string {
 		t.Fatal(err)
 	}
 	return string(b)
-}
-
-// repoCounts returns a repository's artifact_count and size_bytes.
-func repoCounts(e *origintest.Env, repoID string) (int64, int64) {
-	e.T.Helper()
-	var r struct {
-		ArtifactCount int64 `json:"artifact_count"`
-		SizeBytes     int64 `json:"size_bytes"`
-	}
-	e.Do("GET", "/api/v1/repositories/"+repoID, e.Admin, nil).Want(200).JSON(&r)
-	return r.ArtifactCount, r.SizeBytes
 }
 
 // setup starts an origin with a private npm repository "js" and a user

@@ -16,8 +16,6 @@ import (
 	"github.com/depot-registry/depot/origin"
 	"github.com/depot-registry/depot/origin/clienttest"
 	"github.com/depot-registry/depot/origin/origintest"
-	"github.com/depot-registry/depot/shared/format"
-	"github.com/depot-registry/depot/shared/format/npm"
 )
 
 // tgz builds a package tarball from name -> content.
@@ -89,7 +87,7 @@ func TestHTTPErrors(t *testing.T) {
 	alice := clienttest.NewUser(e, "alice")
 	e.Grant(repoID, alice.ID, false, "read", "write", "delete")
 	e.Do("PUT", "/npm/js/demo", alice.Token, publishDoc(t, "demo", "1.0.0", goodTgz(t), nil)).Want(201)
-	n0, size0 := repoCounts(e, repoID)
+	n0, size0 := e.RepoCounters(repoID)
 
 	traversal := tgz(t, map[string]string{"package/package.json": "{}", "package/../../evil": "x"})
 	noManifest := tgz(t, map[string]string{"package/index.js": "1"})
@@ -145,7 +143,7 @@ func TestHTTPErrors(t *testing.T) {
 			if !strings.Contains(string(r.Body), c.msg) {
 				t.Errorf("error %s does not mention %q", r.Body, c.msg)
 			}
-			if n, size := repoCounts(e.For(t), repoID); n != n0 || size != size0 {
+			if n, size := e.For(t).RepoCounters(repoID); n != n0 || size != size0 {
 				t.Errorf("repository changed: %d/%d -> %d/%d", n0, size0, n, size)
 			}
 		})
@@ -158,12 +156,11 @@ func TestHTTPErrors(t *testing.T) {
 func TestTooLarge(t *testing.T) {
 	e := origintest.Start(t, origintest.Options{Config: func(c *origin.Config) {
 		c.MaxUploadBytes = 1 << 10
-		c.Formats = []func(*format.Deps) format.Format{func(d *format.Deps) format.Format { return npm.New(d) }}
 	}})
 	repoID := e.CreateRepo("js", "npm", false)
 	big := append(goodTgz(t), bytes.Repeat([]byte{0}, 2<<10)...) // past the limit whatever it holds
 	wantNPMError(t, e.Do("PUT", "/npm/js/big", e.Admin, publishDoc(t, "big", "1.0.0", big, nil)), http.StatusRequestEntityTooLarge)
-	if n, _ := repoCounts(e, repoID); n != 0 {
+	if n, _ := e.RepoCounters(repoID); n != 0 {
 		t.Errorf("artifact_count %d", n)
 	}
 }
@@ -212,7 +209,7 @@ func TestAuthorization(t *testing.T) {
 	wantNPMError(t, e.Do("DELETE", "/npm/js/demo/-rev/1-0", writer.Token, nil), 403)
 	wantNPMError(t, e.Do("DELETE", "/npm/js/demo/-/demo-1.0.1.tgz/-rev/1-0", writer.Token, nil), 403)
 	wantNPMError(t, e.Do("PUT", "/npm/js/demo/-rev/1-0", writer.Token, `{"versions":{}}`), 403)
-	if n, _ := repoCounts(e, repoID); n != 2 {
+	if n, _ := e.RepoCounters(repoID); n != 2 {
 		t.Errorf("artifact_count %d, want 2", n)
 	}
 	// A repository of another format is not an npm registry.

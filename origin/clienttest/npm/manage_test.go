@@ -67,7 +67,7 @@ func TestUnpublish(t *testing.T) {
 	c.publish("demo-pkg", "1.1.0", "one-one")
 	c.publish("@acme/gone", "1.0.0", "gone")
 	c.npm(c.home, "dist-tag", "add", "demo-pkg@1.1.0", "beta")
-	if n, _ := repoCounts(e, repoID); n != 3 {
+	if n, _ := e.RepoCounters(repoID); n != 3 {
 		t.Fatalf("artifact_count %d, want 3", n)
 	}
 
@@ -83,7 +83,7 @@ func TestUnpublish(t *testing.T) {
 		t.Errorf("dist-tags after unpublish = %q", out)
 	}
 	e.Do("GET", "/npm/js/demo-pkg/-/demo-pkg-1.1.0.tgz", alice.Token, nil).Want(404)
-	if n, _ := repoCounts(e, repoID); n != 2 {
+	if n, _ := e.RepoCounters(repoID); n != 2 {
 		t.Errorf("artifact_count %d after unpublishing a version, want 2", n)
 	}
 
@@ -92,7 +92,7 @@ func TestUnpublish(t *testing.T) {
 		t.Errorf("npm view of an unpublished package: err %v\n%s", err, out)
 	}
 	c.npm(c.home, "unpublish", "demo-pkg", "--force")
-	if n, size := repoCounts(e, repoID); n != 0 || size != 0 {
+	if n, size := e.RepoCounters(repoID); n != 0 || size != 0 {
 		t.Errorf("artifact_count %d size_bytes %d after unpublishing everything", n, size)
 	}
 	// A removed package can be published afresh.

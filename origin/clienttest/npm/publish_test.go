@@ -102,7 +102,7 @@ func TestPublishInstallView(t *testing.T) {
 		t.Fatalf("scoped versions = %+v", vs.Versions)
 	}
 	total += vs.Versions[0].SizeBytes
-	if n, size := repoCounts(e, repoID); n != 3 || size != total {
+	if n, size := e.RepoCounters(repoID); n != 3 || size != total {
 		t.Errorf("repository artifact_count %d size_bytes %d, want 3 and %d", n, size, total)
 	}
 }
@@ -113,7 +113,7 @@ func TestRepublishRefused(t *testing.T) {
 	e, repoID, alice := setup(t)
 	c := newClient(t, e, "js", tokenAuth(alice))
 	c.publish("demo-pkg", "1.0.0", "first")
-	n, size := repoCounts(e, repoID)
+	n, size := e.RepoCounters(repoID)
 	out, err := c.tryNPM(c.pkg("demo-pkg", "1.0.0", "second"), "publish")
 	if err == nil {
 		t.Fatalf("republishing 1.0.0 succeeded:\n%s", out)
@@ -123,7 +123,7 @@ func TestRepublishRefused(t *testing.T) {
 	if !strings.Contains(out, "cannot publish over the previously published version") {
 		t.Errorf("npm output does not show the registry's refusal:\n%s", out)
 	}
-	if n2, size2 := repoCounts(e, repoID); n2 != n || size2 != size {
+	if n2, size2 := e.RepoCounters(repoID); n2 != n || size2 != size {
 		t.Errorf("repository changed: %d/%d -> %d/%d", n, size, n2, size2)
 	}
 	dir := c.project()

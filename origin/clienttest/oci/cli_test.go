@@ -83,7 +83,7 @@ func TestCLIClients(t *testing.T) {
 	}
 	run("crane", "delete", "--insecure", host+"/copies/img@"+digest)
 	fail("crane", "manifest", "--insecure", host+"/copies/img:1.0")
-	if n, _ := repoCounters(e, copyID); n != 0 {
+	if n, _ := e.RepoCounters(copyID); n != 0 {
 		t.Fatalf("copies holds %d artifacts after the delete", n)
 	}
 

@@ -151,7 +151,7 @@ func TestGoClient(t *testing.T) {
 		if dl := e.Do("GET", "/api/v1/artifacts/"+vs.Versions[0].ArtifactID+"/download", alice.Token, nil).Want(200); string(dl.Body) != string(raw) {
 			t.Fatalf("REST download is not the manifest: %s", dl.Body)
 		}
-		if n, s := repoCounters(e, imagesID); n != 1 || s != size {
+		if n, s := e.RepoCounters(imagesID); n != 1 || s != size {
 			t.Fatalf("repository counters %d/%d, want 1/%d", n, s, size)
 		}
 	})
@@ -274,7 +274,7 @@ func TestGoClient(t *testing.T) {
 		if err := remote.Write(ref, other, withToken); err != nil {
 			t.Fatal(err)
 		}
-		before, _ := repoCounters(e, imagesID)
+		before, _ := e.RepoCounters(imagesID)
 		d, _ := other.Digest()
 		byDigest := ref.Context().Digest(d.String())
 		if err := remote.Delete(ref, withToken); err != nil {
@@ -286,7 +286,7 @@ func TestGoClient(t *testing.T) {
 			t.Fatalf("untagging removed the manifest: %v", err)
 		}
 		// Untagged, the manifest is still one version (named by digest).
-		if n, _ := repoCounters(e, imagesID); n != before {
+		if n, _ := e.RepoCounters(imagesID); n != before {
 			t.Fatalf("artifact_count %d after untag, want %d", n, before)
 		}
 		if err := remote.Delete(byDigest, withToken); err != nil {
@@ -294,7 +294,7 @@ func TestGoClient(t *testing.T) {
 		}
 		_, err = remote.Get(byDigest, withToken)
 		wantCode(t, err, 404, "MANIFEST_UNKNOWN")
-		if n, _ := repoCounters(e, imagesID); n != before-1 {
+		if n, _ := e.RepoCounters(imagesID); n != before-1 {
 			t.Fatalf("artifact_count %d after delete, want %d", n, before-1)
 		}
 	})

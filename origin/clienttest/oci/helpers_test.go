@@ -9,16 +9,12 @@ import (
 	"github.com/depot-registry/depot/origin"
 	"github.com/depot-registry/depot/origin/clienttest"
 	"github.com/depot-registry/depot/origin/origintest"
-	"github.com/depot-registry/depot/shared/format"
-	"github.com/depot-registry/depot/shared/format/oci"
-	"github.com/depot-registry/depot/shared/meta"
 )
 
-// start runs an origin serving the OCI format (not yet in format/all).
+// start runs an origin; opts adjust its configuration.
 func start(t *testing.T, opts ...func(*origin.Config)) *origintest.Env {
 	t.Helper()
 	return origintest.Start(t, origintest.Options{Config: func(c *origin.Config) {
-		c.Formats = []func(*format.Deps) format.Format{func(d *format.Deps) format.Format { return oci.New(d) }}
 		for _, o := range opts {
 			o(c)
 		}
@@ -34,14 +30,6 @@ func writer(e *origintest.Env, name, repoID string) clienttest.User {
 
 func basic(user, pass string) string {
 	return "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+pass))
-}
-
-// repoCounters reads artifact_count and size_bytes from the REST API.
-func repoCounters(e *origintest.Env, id string) (count, size int64) {
-	e.T.Helper()
-	var r meta.Repository
-	e.Do("GET", "/api/v1/repositories/"+id, e.Admin, nil).Want(200).JSON(&r)
-	return r.ArtifactCount, r.SizeBytes
 }
 
 // recorder watches what a real client sends (it never answers for it).

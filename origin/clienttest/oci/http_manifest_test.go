@@ -25,7 +25,7 @@ func TestManifests(t *testing.T) {
 	t.Run("invalid pushes leave nothing", func(t *testing.T) {
 		e := e.For(t)
 		good := image(t, e, auth, "m/v", "v", "")
-		before, size := repoCounters(e, repoID)
+		before, size := e.RepoCounters(repoID)
 		missing := bytes.Replace(good, []byte(`"layers":[{"mediaType":"application/vnd.oci.image.layer.v1.tar","digest":"`),
 			[]byte(`"layers":[{"mediaType":"application/vnd.oci.image.layer.v1.tar","digest":"`+sha([]byte("absent"))+`","size":1},{"mediaType":"x","digest":"`), 1)
 		wantErr(t, putManifest(e, auth, "m/v", "1", missing), 400, "MANIFEST_BLOB_UNKNOWN")
@@ -40,7 +40,7 @@ func TestManifests(t *testing.T) {
 		big := append(good[:len(good)-1:len(good)-1], []byte(`,"annotations":{"pad":"`+strings.Repeat("x", 4<<20)+`"}}`)...)
 		wantErr(t, putManifest(e, auth, "m/v", "1", big), 413, "MANIFEST_INVALID")
 		wantErr(t, e.Do("GET", "/v2/m/v/manifests/1", auth, nil), 404, "MANIFEST_UNKNOWN")
-		if n, s := repoCounters(e, repoID); n != before || s != size {
+		if n, s := e.RepoCounters(repoID); n != before || s != size {
 			t.Fatalf("refused pushes changed the counters: %d/%d -> %d/%d", before, size, n, s)
 		}
 	})
@@ -76,7 +76,7 @@ func TestManifests(t *testing.T) {
 		e := e.For(t)
 		m := image(t, e, auth, "m/dig", "dig", "")
 		d := sha(m)
-		before, _ := repoCounters(e, repoID)
+		before, _ := e.RepoCounters(repoID)
 		putManifest(e, auth, "m/dig", d, m).Want(201)
 		if vs := versions(t, e, auth, repoID, "dig"); !slices.Equal(vs, []string{d}) {
 			t.Fatalf("untagged manifest versions %v", vs)
@@ -88,7 +88,7 @@ func TestManifests(t *testing.T) {
 		if vs := versions(t, e, auth, repoID, "dig"); !slices.Equal(vs, []string{"a", "b"}) {
 			t.Fatalf("tagged versions %v (the digest version must go)", vs)
 		}
-		if n, _ := repoCounters(e, repoID); n != before+2 {
+		if n, _ := e.RepoCounters(repoID); n != before+2 {
 			t.Fatalf("artifact_count %d, want %d", n, before+2)
 		}
 		e.Do("DELETE", "/v2/m/dig/manifests/a", auth, nil).Want(202)
@@ -101,7 +101,7 @@ func TestManifests(t *testing.T) {
 		e.Do("DELETE", "/v2/m/dig/manifests/"+d, auth, nil).Want(202)
 		wantErr(t, e.Do("GET", "/v2/m/dig/manifests/"+d, auth, nil), 404, "MANIFEST_UNKNOWN")
 		wantErr(t, e.Do("DELETE", "/v2/m/dig/manifests/"+d, auth, nil), 404, "MANIFEST_UNKNOWN")
-		if n, _ := repoCounters(e, repoID); n != before {
+		if n, _ := e.RepoCounters(repoID); n != before {
 			t.Fatalf("artifact_count %d after delete, want %d", n, before)
 		}
 	})

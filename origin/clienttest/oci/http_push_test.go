@@ -108,7 +108,7 @@ func TestBlobUploads(t *testing.T) {
 
 	t.Run("digests", func(t *testing.T) {
 		e := e.For(t)
-		before, size := repoCounters(e, repoID)
+		before, size := e.RepoCounters(repoID)
 		wrong := sha([]byte("something else"))
 		wantErr(t, e.Do("POST", "/v2/up/bad/blobs/uploads/?digest="+wrong, auth, data), 400, "DIGEST_INVALID")
 		wantErr(t, e.Do("GET", "/v2/up/bad/blobs/"+wrong, auth, nil), 404, "BLOB_UNKNOWN")
@@ -127,7 +127,7 @@ func TestBlobUploads(t *testing.T) {
 		if g := e.Do("GET", "/v2/up/s512/blobs/"+d512, auth, nil).Want(200); !bytes.Equal(g.Body, data) || g.Header.Get("Docker-Content-Digest") != d512 {
 			t.Fatalf("sha512 blob: %v", g.Header)
 		}
-		if n, sz := repoCounters(e, repoID); n != before || sz != size {
+		if n, sz := e.RepoCounters(repoID); n != before || sz != size {
 			t.Fatalf("blob uploads changed the artifact counters: %d/%d -> %d/%d", before, size, n, sz)
 		}
 	})

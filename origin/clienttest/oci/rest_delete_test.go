@@ -50,7 +50,7 @@ func TestRESTDelete(t *testing.T) {
 	}
 	e.Do("DELETE", "/api/v1/artifacts/"+artifactAt(digest), auth, nil).Want(204)
 	e.Do("GET", "/v2/imgs/app/manifests/"+digest, auth, nil).Want(404)
-	if n, _ := repoCounters(e, repoID); n != 0 {
+	if n, _ := e.RepoCounters(repoID); n != 0 {
 		t.Fatalf("artifact_count %d after deleting the manifest", n)
 	}
 }

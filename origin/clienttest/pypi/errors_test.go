@@ -86,7 +86,7 @@ func TestUploadErrors(t *testing.T) {
 				h["Content-Type"] = c.ct
 			}
 			call(t, "POST", url, alice.Name, alice.Token, h, body).want(t, http.StatusBadRequest, c.msg)
-			if n, size := repoCounts(e.For(t), repoID); n != 0 || size != 0 {
+			if n, size := e.For(t).RepoCounters(repoID); n != 0 || size != 0 {
 				t.Fatalf("rejected upload left %d artifacts, %d bytes", n, size)
 			}
 		})
@@ -106,7 +106,7 @@ func TestUploadErrors(t *testing.T) {
 		_ = w.Close()
 		call(t, "POST", url, alice.Name, alice.Token, map[string]string{"Content-Type": w.FormDataContentType()}, b.Bytes()).
 			want(t, http.StatusBadRequest, "digests")
-		if n, _ := repoCounts(e.For(t), repoID); n != 0 {
+		if n, _ := e.For(t).RepoCounters(repoID); n != 0 {
 			t.Fatalf("rejected upload left %d artifacts", n)
 		}
 	})
@@ -118,7 +118,7 @@ func TestUploadErrors(t *testing.T) {
 		body, h := uploadForm(t, f, wheelName, z)
 		call(t, "POST", url, alice.Name, alice.Token, h, body).want(t, http.StatusOK, "")
 		call(t, "POST", url, alice.Name, alice.Token, h, body).want(t, http.StatusBadRequest, "File already exists")
-		if n, size := repoCounts(e.For(t), repoID); n != 1 || size != int64(len(z)) {
+		if n, size := e.For(t).RepoCounters(repoID); n != 1 || size != int64(len(z)) {
 			t.Fatalf("after a duplicate: %d artifacts, %d bytes; want 1, %d", n, size, len(z))
 		}
 		// requires_python came in the form; the metadata file is served.
@@ -175,7 +175,7 @@ func TestAuthorization(t *testing.T) {
 		call(t, "GET", e.URL+"/pypi/js/simple/", "admin", origintest.AdminPassword, nil, nil).want(t, http.StatusNotFound, "repository js not found")
 		call(t, "POST", e.URL+"/pypi/js/", alice.Name, alice.Token, h, body).want(t, http.StatusNotFound, "repository js not found")
 	})
-	if n, _ := repoCounts(e, priv); n != 0 {
+	if n, _ := e.RepoCounters(priv); n != 0 {
 		t.Fatalf("refused uploads left %d artifacts", n)
 	}
 	t.Run("writer uploads", func(t *testing.T) {

@@ -9,20 +9,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/depot-registry/depot/origin"
 	"github.com/depot-registry/depot/origin/clienttest"
 	"github.com/depot-registry/depot/origin/origintest"
-	"github.com/depot-registry/depot/shared/format"
-	"github.com/depot-registry/depot/shared/format/pypi"
 )
 
-// start runs an origin that serves the pypi format (it is not in
-// shared/format/all yet).
+// start runs an origin.
 func start(t *testing.T) *origintest.Env {
 	t.Helper()
-	return origintest.Start(t, origintest.Options{Config: func(c *origin.Config) {
-		c.Formats = []func(*format.Deps) format.Format{func(d *format.Deps) format.Format { return pypi.New(d) }}
-	}})
+	return origintest.Start(t, origintest.Options{})
 }
 
 // debianPython has setuptools and wheel (the pyenv python lacks wheel), so
@@ -68,17 +62,6 @@ func sha256File(t *testing.T, path string) (string, int64) {
 	}
 	s := sha256.Sum256(b)
 	return hex.EncodeToString(s[:]), int64(len(b))
-}
-
-// repoCounts returns a repository's artifact_count and size_bytes.
-func repoCounts(e *origintest.Env, id string) (int64, int64) {
-	e.T.Helper()
-	var r struct {
-		ArtifactCount int64 `json:"artifact_count"`
-		SizeBytes     int64 `json:"size_bytes"`
-	}
-	e.Do("GET", "/api/v1/repositories/"+id, e.Admin, nil).Want(200).JSON(&r)
-	return r.ArtifactCount, r.SizeBytes
 }
 
 // twine runs twine upload against repo with the given credentials.

@@ -83,7 +83,7 @@ func checkREST(t *testing.T, e *origintest.Env, repoID string, ups []upload) {
 		count += int64(len(u.Files))
 		total += size
 	}
-	gotCount, gotSize := repoCounts(e, repoID)
+	gotCount, gotSize := e.RepoCounters(repoID)
 	if gotCount != count || gotSize != total {
 		t.Fatalf("repository totals: %d artifacts, %d bytes; want %d, %d", gotCount, gotSize, count, total)
 	}
