@@ -18,6 +18,9 @@ const FormatName = "npm"
 type Format struct {
 	d   *format.Deps
 	lim Limits
+	// writes serialises the writes of one package: each reads the
+	// package's state, decides, and commits one command.
+	writes format.KeyLock
 }
 
 var _ format.Format = (*Format)(nil)
@@ -52,6 +55,9 @@ func (f *Format) serve(ctx context.Context, r *format.Request) (*format.Response
 	e, err := ParseRoute(r.Method, r.Path)
 	if err != nil {
 		return nil, err
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead && e.Name.String() != "" {
+		defer f.writes.Lock(e.Repo + "\x00" + e.Name.String())()
 	}
 	switch e.Kind {
 	case KindPing:

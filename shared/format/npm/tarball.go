@@ -17,10 +17,12 @@ import (
 // within lim, with a package.json at the top of the package directory
 // (npm strips the first path component on install).
 func CheckTarball(data []byte, lim Limits) error {
-	zr, err := gzip.NewReader(bytes.NewReader(data))
+	br := bytes.NewReader(data) // a ByteReader: gzip reads no further than its member
+	zr, err := gzip.NewReader(br)
 	if err != nil {
 		return format.BadRequest("tarball is not gzip: %v", err)
 	}
+	zr.Multistream(false)
 	tr := tar.NewReader(zr)
 	var total int64
 	entries := 0
@@ -57,15 +59,26 @@ func CheckTarball(data []byte, lim Limits) error {
 			manifest = true
 		}
 	}
-	// Reading to the end checks gzip's CRC and length.
-	if _, err := io.Copy(io.Discard, zr); err != nil {
+	// Reading to the end checks gzip's CRC and length. Only tar's zero
+	// padding may follow the archive (a second gzip member is refused by
+	// Multistream(false) above): anything more could inflate without bound.
+	if n, err := io.Copy(io.Discard, io.LimitReader(zr, maxTrailer+1)); err != nil {
 		return format.BadRequest("malformed tarball: %v", err)
+	} else if n > maxTrailer {
+		return format.BadRequest("malformed tarball: data after the end of the archive")
+	}
+	if br.Len() != 0 {
+		return format.BadRequest("malformed tarball: data after the end of the gzip stream")
 	}
 	if !manifest {
 		return format.BadRequest("tarball has no package.json in its package directory")
 	}
 	return nil
 }
+
+// maxTrailer bounds what may follow the tar end marker (tar pads archives
+// to a 10 KiB record).
+const maxTrailer = 64 << 10
 
 // checkEntryName refuses names that could escape the package directory.
 func checkEntryName(name string) error {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/depot-registry/depot/shared/blob"
 	"github.com/depot-registry/depot/shared/format"
@@ -33,6 +34,9 @@ func (f *Format) publish(ctx context.Context, r *format.Request, e Endpoint) (*f
 		return nil, err
 	}
 	if !doc.Publishing() {
+		if int64(len(body)) > maxMetadata {
+			return nil, format.Errorf(http.StatusRequestEntityTooLarge, "PAYLOAD_TOO_LARGE", "a package document without attachments is limited to %d bytes", maxMetadata)
+		}
 		return f.deprecate(ctx, repo, e, doc)
 	}
 	p, err := doc.Publish(e.Name, f.lim)
@@ -52,11 +56,14 @@ func (f *Format) publish(ctx context.Context, r *format.Request, e Endpoint) (*f
 		m.Created = now
 	}
 	m.Modified = now
+	// The package record is rewritten by every later write of the
+	// package, so its free text is kept bounded (npm does the same to
+	// readmes).
 	if doc.Description != "" {
-		m.Description = doc.Description
+		m.Description = truncate(doc.Description, maxDescription)
 	}
 	if p.Readme != "" {
-		m.Readme = p.Readme
+		m.Readme = truncate(p.Readme, maxReadme)
 	}
 	if kw := keywords(p.Manifest); kw != nil {
 		m.Keywords = kw
@@ -162,6 +169,12 @@ func (f *Format) revPut(ctx context.Context, r *format.Request, e Endpoint) (*fo
 	st, err := f.load404(repo, e.Name)
 	if err != nil {
 		return nil, err
+	}
+	// The client removes versions from the document it read: if the
+	// package changed since (a publish in between), that document is stale
+	// and applying it would remove the new version too.
+	if e.Rev != st.rev() {
+		return nil, format.Conflict("the package changed since revision %s was read; retry", e.Rev)
 	}
 	gone := map[string]bool{}
 	for _, v := range st.Versions {
@@ -327,4 +340,21 @@ func containsString(s []string, x string) bool {
 		}
 	}
 	return false
+}
+
+// Bounds of the package record's free text.
+const (
+	maxReadme      = 64 << 10
+	maxDescription = 4 << 10
+)
+
+// truncate cuts s to at most n bytes on a rune boundary.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }

@@ -24,6 +24,25 @@ type WheelLimits struct {
 // ten thousand files) and far below what would hurt memory.
 var DefaultWheelLimits = WheelLimits{MaxEntries: 50000, MaxDirectory: 16 << 20, MaxMetadata: 4 << 20}
 
+// eocdLen is the size of the zip end-of-central-directory record.
+const eocdLen = 22
+
+// budgetReaderAt refuses reads once left bytes have been read.
+type budgetReaderAt struct {
+	ra   io.ReaderAt
+	left int64
+}
+
+var errBudget = errors.New("archive reads past its declared central directory")
+
+func (b *budgetReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	if int64(len(p)) > b.left {
+		return 0, errBudget
+	}
+	b.left -= int64(len(p))
+	return b.ra.ReadAt(p, off)
+}
+
 // CoreMetadata is what the index needs from a METADATA file.
 type CoreMetadata struct {
 	MetadataVersion string
@@ -45,7 +64,11 @@ func WheelMetadata(ra io.ReaderAt, size int64, d Dist, lim WheelLimits) ([]byte,
 	if err := checkDirectoryEnd(ra, size, lim); err != nil {
 		return nil, cm, err
 	}
-	zr, err := zip.NewReader(ra, size)
+	// archive/zip reads directory entries until one fails to parse, not
+	// as many as the end record says: a byte budget bounds what it can
+	// read (and so allocate) whatever the archive claims.
+	budget := &budgetReaderAt{ra: ra, left: lim.MaxDirectory + 2*(eocdLen+65535)}
+	zr, err := zip.NewReader(budget, size)
 	if err != nil {
 		return nil, cm, badWheel("not a zip archive (%v)", err)
 	}
@@ -85,6 +108,7 @@ func WheelMetadata(ra io.ReaderAt, size int64, d Dist, lim WheelLimits) ([]byte,
 	if found.UncompressedSize64 > uint64(lim.MaxMetadata) {
 		return nil, cm, badWheel("METADATA is larger than %d bytes", lim.MaxMetadata)
 	}
+	budget.left = 2*lim.MaxMetadata + 1<<16 // METADATA's local header and (compressed) data
 	rc, err := found.Open()
 	if err != nil {
 		return nil, cm, badWheel("METADATA cannot be read (%v)", err)
@@ -112,7 +136,6 @@ func WheelMetadata(ra io.ReaderAt, size int64, d Dist, lim WheelLimits) ([]byte,
 // archives (only needed past 65535 entries or 4 GiB) are refused for the
 // same reason.
 func checkDirectoryEnd(ra io.ReaderAt, size int64, lim WheelLimits) error {
-	const eocdLen = 22
 	if size < eocdLen {
 		return badWheel("not a zip archive (too short)")
 	}
@@ -128,8 +151,14 @@ func checkDirectoryEnd(ra io.ReaderAt, size int64, lim WheelLimits) error {
 	rec := buf[i:]
 	entries := binary.LittleEndian.Uint16(rec[10:12])
 	dirSize := binary.LittleEndian.Uint32(rec[12:16])
-	if entries == 0xFFFF || dirSize == 0xFFFFFFFF || binary.LittleEndian.Uint32(rec[16:20]) == 0xFFFFFFFF {
+	dirOffset := binary.LittleEndian.Uint32(rec[16:20])
+	// archive/zip looks for zip64 records when any of these is all ones.
+	if entries == 0xFFFF || dirSize == 0xFFFF || dirSize == 0xFFFFFFFF || dirOffset == 0xFFFFFFFF {
 		return badWheel("zip64 archives are not accepted")
+	}
+	// A well-formed archive's directory ends where the end record starts.
+	if int64(dirOffset)+int64(dirSize) != size-tail+int64(i) {
+		return badWheel("central directory does not end at the end record")
 	}
 	if int(entries) > lim.MaxEntries {
 		return badWheel("more than %d entries", lim.MaxEntries)
