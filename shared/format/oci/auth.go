@@ -3,7 +3,9 @@ package oci
 import (
 	"context"
 	"encoding/json"
+	"github.com/depot-registry/depot/shared/auth"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/depot-registry/depot/shared/format"
@@ -37,6 +39,13 @@ type tokenResponse struct {
 func (f *Format) token(_ context.Context, r *format.Request) (*format.Response, error) {
 	if f.d.Tokens == nil {
 		return nil, errf(http.StatusNotFound, codeUnsupported, "registry tokens are not issued here")
+	}
+	// A registry token must not buy its own successor: it would outlive
+	// the logout or password change that ended its origin. (A JWT without
+	// a session is a registry token; login sessions and API tokens may.)
+	if scheme, cred, _ := strings.Cut(r.Header.Get("Authorization"), " "); strings.EqualFold(scheme, "Bearer") &&
+		auth.LooksLikeJWT(strings.TrimSpace(cred)) && r.Principal != nil && r.Principal.SessionID == "" {
+		return nil, format.Unauthorized()
 	}
 	tok, exp, err := f.d.Tokens.IssueRegistryToken(r.Principal, TokenTTL)
 	if err != nil {

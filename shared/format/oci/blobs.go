@@ -53,6 +53,7 @@ func (f *Format) deleteBlob(ctx context.Context, r *format.Request) (*format.Res
 	if err != nil {
 		return nil, err
 	}
+	defer f.lockImage(repo, n.Image)()
 	digest := r.Param("ref")
 	if _, _, err := ParseDigest(digest); err != nil {
 		return nil, err
@@ -178,14 +179,13 @@ func (f *Format) session(r *format.Request) (ImageName, *meta.Repository, *sessi
 	if !ValidUploadID(id) {
 		return n, nil, nil, nil, errf(http.StatusNotFound, codeBlobUploadUnknown, "upload %s not found", id)
 	}
-	mu := f.lock(id)
-	mu.Lock()
+	unlock := f.sessions.Lock(id)
 	s, err := f.openSession(id, repo.ID, n.String(), r.Principal.UserID)
 	if err != nil {
-		mu.Unlock()
+		unlock()
 		return n, nil, nil, nil, err
 	}
-	return n, repo, s, mu.Unlock, nil
+	return n, repo, s, unlock, nil
 }
 
 func (f *Format) uploadStatus(_ context.Context, r *format.Request) (*format.Response, error) {

@@ -80,6 +80,7 @@ func (f *Format) putManifest(ctx context.Context, r *format.Request) (*format.Re
 	if err != nil {
 		return nil, err
 	}
+	defer f.lockImage(repo, n.Image)()
 	ref, err := ParseReference(r.Param("ref"))
 	if err != nil {
 		return nil, err
@@ -292,6 +293,7 @@ func (f *Format) deleteManifest(ctx context.Context, r *format.Request) (*format
 	if err != nil {
 		return nil, err
 	}
+	defer f.lockImage(repo, n.Image)()
 	ref, err := ParseReference(r.Param("ref"))
 	if err != nil {
 		return nil, err
@@ -355,10 +357,17 @@ func (f *Format) deleteDigest(ctx context.Context, repo *meta.Repository, image,
 // DeleteArtifact is a REST delete of an image version: a tag is untagged,
 // a digest artifact deletes its manifest.
 func (f *Format) DeleteArtifact(ctx context.Context, r *format.Request, repo *meta.Repository, a *meta.Artifact) (uint64, error) {
+	defer f.lockImage(repo, a.PackageName)()
 	if a.Path == tagPath(a.PackageName, a.Version) {
 		return f.untag(ctx, r, repo, a.PackageName, a)
 	}
 	return f.deleteDigest(ctx, repo, a.PackageName, digestOf(a))
+}
+
+// lockImage serialises the writes of one image: each reads its tags and
+// references, decides, and commits one command, so two must not interleave.
+func (f *Format) lockImage(repo *meta.Repository, image string) (unlock func()) {
+	return f.imageWrites.Lock(repo.ID + "\x00" + image)
 }
 
 // setIndex reports the log index of a write, when it made one.

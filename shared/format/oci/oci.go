@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/depot-registry/depot/shared/format"
@@ -29,9 +28,10 @@ const (
 // Format serves the OCI distribution API.
 type Format struct {
 	d *format.Deps
-	// locks serialise requests on one upload session (striped by id, so
-	// sessions never share state and the table never grows).
-	locks [64]sync.Mutex
+	// sessions serialises requests on one upload session; images
+	// serialises the manifest writes of one image (each reads the tags,
+	// decides and commits one command).
+	sessions, imageWrites format.KeyLock
 }
 
 var _ format.Format = (*Format)(nil)

@@ -6,13 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"io"
 	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 )
 
@@ -33,13 +31,6 @@ type session struct {
 }
 
 func (f *Format) uploadsDir() string { return filepath.Join(f.d.ScratchDir, "oci", "uploads") }
-
-// lock serialises requests on one session.
-func (f *Format) lock(id string) *sync.Mutex {
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(id))
-	return &f.locks[h.Sum32()%uint32(len(f.locks))]
-}
 
 func newUploadID() string {
 	b := make([]byte, 16)
