@@ -56,6 +56,7 @@ func (s *Server) downloadArtifact(w http.ResponseWriter, r *http.Request, p *aut
 	h.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": path.Base(a.Path)}))
 	h.Set("ETag", `"`+a.Checksums.SHA256+`"`)
 	format.SetChecksumHeaders(h, a.Checksums)
+	format.SetContentSafety(h)
 	if r.Method == http.MethodGet && s.d.Downloads != nil {
 		s.d.Downloads.Add()
 	}

@@ -51,6 +51,10 @@ func TestGeneric(t *testing.T) {
 		wantArtifactCount(t, e, repoID, 1)
 
 		g := e.Do("GET", "/generic/bin/tool/1.0/tool.txt", writer.token, nil).Want(200)
+		// Uploaded content never runs in a browser on the registry's origin.
+		if g.Header.Get("X-Content-Type-Options") != "nosniff" || !strings.Contains(g.Header.Get("Content-Security-Policy"), "sandbox") {
+			t.Fatalf("download lacks content safety headers: %v", g.Header)
+		}
 		if string(g.Body) != body || g.Header.Get("X-Checksum-Sha256") != wantSHA256 || !strings.HasPrefix(g.Header.Get("Content-Type"), "text/plain") {
 			t.Fatalf("GET answered %q with %v", g.Body, g.Header)
 		}

@@ -338,7 +338,16 @@ func (d *Deps) Serve(ctx context.Context, r *Request, a *meta.Artifact) (*Respon
 	h.Set("Content-Type", ct)
 	h.Set("ETag", `"`+a.Checksums.SHA256+`"`)
 	SetChecksumHeaders(h, a.Checksums)
+	SetContentSafety(h)
 	return resp, nil
+}
+
+// SetContentSafety keeps uploaded content inert in a browser: whatever
+// its type (an HTML or SVG file is a valid artifact), it is not sniffed
+// and runs no script on the registry's origin, where credentials live.
+func SetContentSafety(h http.Header) {
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Security-Policy", "default-src 'none'; sandbox")
 }
 
 // SetChecksumHeaders adds the X-Checksum-* headers that Artifactory and
