@@ -98,6 +98,7 @@ type Upload struct {
 	Expect      blob.Checksums // checksums the client announced, verified
 	Overwrite   Overwrite
 	Attrs       json.RawMessage // the format's record of the file
+	Refs        []string        // other blobs the file needs, kept with it
 	KV          []meta.KVOp     // format state changed with the file, atomically
 }
 
@@ -175,6 +176,7 @@ func (d *Deps) newArtifact(r *Request, u Upload, info blob.Info) meta.Artifact {
 		UploadedAt:   d.now().UTC(),
 		UploadedBy:   r.Principal.Name(),
 		Attrs:        u.Attrs,
+		Refs:         u.Refs,
 	}
 	if !r.Principal.Anonymous() {
 		a.UploaderID = r.Principal.UserID

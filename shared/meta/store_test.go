@@ -50,7 +50,7 @@ func script() []Command {
 			SizeBytes: 20, Digest: "sha256:bb", UploadedAt: t0.Add(time.Second), UploadedBy: "alice"}, Replace: true},
 		&KVApply{RepoID: "r1", Ops: []KVOp{{Key: "tag/latest", Value: json.RawMessage(`"a2"`)}, {Key: "tag/old", Value: json.RawMessage(`"x"`)}}},
 		&ArtifactPut{Artifact: Artifact{ID: "a3", RepositoryID: "r1", Path: "tool/2.0/t.bin", PackageName: "tool", Version: "2.0",
-			SizeBytes: 5, Digest: "sha256:cc", UploadedAt: t0.Add(2 * time.Second), UploadedBy: "bob", Attrs: json.RawMessage(`{"k":1}`)},
+			SizeBytes: 5, Digest: "sha256:cc", UploadedAt: t0.Add(2 * time.Second), UploadedBy: "bob", Attrs: json.RawMessage(`{"k":1}`), Refs: []string{"sha256:dd"}},
 			KV: []KVOp{{Key: "tag/old"}, {Key: "tag/two", Value: json.RawMessage(`"a3"`)}}},
 		&ArtifactPut{Artifact: Artifact{ID: "a4", RepositoryID: "r2", Path: "x/-/x-1.tgz", PackageName: "x", Version: "1",
 			SizeBytes: 7, Digest: "sha256:dd", UploadedAt: t0}},

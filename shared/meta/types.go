@@ -171,6 +171,9 @@ type Artifact struct {
 	// Attrs is the format's own record of the file (an npm version
 	// manifest, a wheel's metadata, an OCI media type...), opaque here.
 	Attrs json.RawMessage `json:"attrs,omitempty"`
+	// Refs are other blobs this artifact needs (a wheel's extracted
+	// METADATA): garbage collection keeps them as long as the artifact.
+	Refs []string `json:"refs,omitempty"`
 }
 
 // KVOp sets (Value non-empty) or deletes (Value empty) one key of a

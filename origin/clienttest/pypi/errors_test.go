@@ -111,6 +111,29 @@ func TestUploadErrors(t *testing.T) {
 		}
 	})
 
+	// A file name is never reused within a project, whatever spelling of
+	// the version the form declares.
+	t.Run("same file under another version spelling", func(t *testing.T) {
+		content := []byte("sdist of 1.0a1")
+		name := "Demo_Pkg-1.0a1.tar.gz"
+		body, h := uploadForm(t, fieldsFor("Demo_Pkg", "1.0a1", "sdist", content), name, content)
+		call(t, "POST", url, alice.Name, alice.Token, h, body).want(t, http.StatusOK, "")
+		body, h = uploadForm(t, fieldsFor("Demo_Pkg", "1.0A1", "sdist", content), name, content)
+		call(t, "POST", url, alice.Name, alice.Token, h, body).want(t, http.StatusBadRequest, "File already exists")
+		if n, _ := e.For(t).RepoCounters(repoID); n != 1 {
+			t.Fatalf("%d artifacts, want 1", n)
+		}
+		var pk struct {
+			Versions []struct {
+				ArtifactID string `json:"artifact_id"`
+			} `json:"versions"`
+		}
+		e.For(t).Do("GET", "/api/v1/packages/demo-pkg/versions?repository_id="+repoID, e.Admin, nil).Want(200).JSON(&pk)
+		for _, v := range pk.Versions { // leave the repository empty for the next cases
+			e.For(t).Do("DELETE", "/api/v1/artifacts/"+v.ArtifactID, e.Admin, nil).Want(204)
+		}
+	})
+
 	// A well-formed wheel is accepted, once; the duplicate is the 400
 	// "File already exists" that twine --skip-existing recognises.
 	t.Run("duplicate", func(t *testing.T) {

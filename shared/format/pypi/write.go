@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"path"
 	"strings"
 
 	"github.com/depot-registry/depot/shared/blob"
@@ -92,8 +93,12 @@ func (f *Format) upload(ctx context.Context, r *format.Request) (*format.Respons
 	if !strings.HasSuffix(m.Filename, ".tar.gz") {
 		ct = "application/zip"
 	}
+	var refs []string
+	if at.Metadata != nil {
+		refs = []string{at.Metadata.Digest}
+	}
 	_, idx, err := f.d.Record(ctx, r, format.Upload{Repo: repo, Path: m.Path(), Package: m.Project, Version: m.Version,
-		ContentType: ct, Overwrite: format.OverwriteNever, Attrs: attrs}, *info)
+		ContentType: ct, Overwrite: format.OverwriteNever, Attrs: attrs, Refs: refs}, *info)
 	var fe *format.Error
 	if errors.As(err, &fe) && fe.Status == http.StatusConflict || errors.Is(err, meta.ErrConflict) {
 		return nil, fileExists(m) // lost a race with the same upload
@@ -111,11 +116,17 @@ func (f *Format) upload(ctx context.Context, r *format.Request) (*format.Respons
 // checkNew refuses a file name that is already taken. PyPI never replaces
 // a released file, and answers 400 "File already exists", which
 // twine --skip-existing recognises.
+// checkNew refuses a file name the project already has, under any
+// version spelling (PyPI's rule: a file name is never reused).
 func (f *Format) checkNew(repo *meta.Repository, m *UploadMeta) error {
-	if _, err := f.d.Artifact(repo, m.Path()); err == nil {
-		return fileExists(m)
-	} else if !errors.Is(err, meta.ErrNotFound) {
+	files, err := f.d.List(repo, m.Project+"/")
+	if err != nil {
 		return err
+	}
+	for _, a := range files {
+		if strings.EqualFold(path.Base(a.Path), m.Filename) {
+			return fileExists(m)
+		}
 	}
 	return nil
 }
