@@ -140,9 +140,25 @@ func (s *Server) routes() {
 
 	s.handle("GET /admin/stats", adminOnly, s.stats)
 
-	s.mux.Handle(Prefix+"/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+}
+
+// unrouted answers a request no route matched: 405 with Allow when the
+// path exists under other methods, else 404, both in the API's error shape.
+func (s *Server) unrouted(w http.ResponseWriter, r *http.Request) {
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete} {
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := s.mux.Handler(probe); pattern != "" {
+			allow = append(allow, m)
+		}
+	}
+	if len(allow) == 0 {
 		apierr.Write(w, apierr.New(apierr.NotFound, "no API endpoint %s %s", r.Method, r.URL.Path))
-	}))
+		return
+	}
+	w.Header().Set("Allow", strings.Join(allow, ", "))
+	apierr.Write(w, apierr.New(apierr.MethodNotAllowed, "%s is not allowed on %s; use %s", r.Method, r.URL.Path, strings.Join(allow, ", ")))
 }
 
 // ServeHTTP applies the API-wide rules, then routes.
@@ -160,6 +176,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if s.cfg.DemoMode && isWrite(r.Method) && !demoExempt(r.URL.Path) {
 		apierr.Write(w, apierr.New(apierr.DemoMode, "this is a demo instance: only reads are allowed"))
+		return
+	}
+	if _, pattern := s.mux.Handler(r); pattern == "" {
+		s.unrouted(w, r)
 		return
 	}
 	s.mux.ServeHTTP(w, r)

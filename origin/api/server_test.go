@@ -292,3 +292,12 @@ func readLines(t *testing.T, path string) []string {
 }
 
 func countLines(t *testing.T, path string) int { return len(readLines(t, path)) }
+
+func TestMethodNotAllowed(t *testing.T) {
+	e := origintest.Start(t, origintest.Options{})
+	r := e.Do("PATCH", "/api/v1/repositories", e.Admin, "{}").WantError(405, "METHOD_NOT_ALLOWED")
+	if allow := r.Header.Get("Allow"); allow != "GET, POST" {
+		t.Fatalf("Allow %q, want GET, POST", allow)
+	}
+	e.Do("GET", "/api/v1/nothing-here", e.Admin, nil).WantError(404, "NOT_FOUND")
+}
