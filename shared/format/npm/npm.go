@@ -21,7 +21,13 @@ type Format struct {
 	// writes serialises the writes of one package: each reads the
 	// package's state, decides, and commits one command.
 	writes format.KeyLock
+	// publishing bounds concurrent publishes: each holds its whole
+	// document and decoded tarball in memory.
+	publishing chan struct{}
 }
+
+// maxConcurrentPublishes is how many publish bodies a node holds at once.
+const maxConcurrentPublishes = 4
 
 var _ format.Format = (*Format)(nil)
 
@@ -32,7 +38,7 @@ func New(d *format.Deps) *Format {
 	if d.MaxUpload > 0 && d.MaxUpload < lim.MaxTarball {
 		lim.MaxTarball = d.MaxUpload
 	}
-	return &Format{d: d, lim: lim}
+	return &Format{d: d, lim: lim, publishing: make(chan struct{}, maxConcurrentPublishes)}
 }
 
 // Name implements format.Format.

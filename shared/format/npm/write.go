@@ -25,6 +25,12 @@ func (f *Format) publish(ctx context.Context, r *format.Request, e Endpoint) (*f
 	if err != nil {
 		return nil, err
 	}
+	select {
+	case f.publishing <- struct{}{}:
+		defer func() { <-f.publishing }()
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 	body, err := format.ReadBody(r, f.lim.MaxBody())
 	if err != nil {
 		return nil, err
