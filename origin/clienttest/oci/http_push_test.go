@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/depot-registry/depot/origin"
+	"github.com/depot-registry/depot/shared/format/oci"
 )
 
 // TestBlobUploads covers the push category of the conformance suite at
@@ -171,6 +172,17 @@ func TestBlobUploads(t *testing.T) {
 		e.Do("DELETE", "/v2/up/del/blobs/"+bd, auth, nil).Want(202)
 		wantErr(t, e.Do("GET", "/v2/up/del/blobs/"+bd, auth, nil), 404, "BLOB_UNKNOWN")
 		wantErr(t, e.Do("DELETE", "/v2/up/del/blobs/"+bd, auth, nil), 404, "BLOB_UNKNOWN")
+	})
+
+	t.Run("one user cannot hold every upload session", func(t *testing.T) {
+		e := e.For(t)
+		greedy := writer(e, "greedy", repoID)
+		g := basic(greedy.Name, greedy.Token)
+		for i := 0; i < oci.MaxSessionsPerUser; i++ {
+			e.Do("POST", "/v2/up/many/blobs/uploads/", g, nil).Want(202)
+		}
+		wantErr(t, e.Do("POST", "/v2/up/many/blobs/uploads/", g, nil), 429, "TOOMANYREQUESTS")
+		e.Do("POST", "/v2/up/many/blobs/uploads/", auth, nil).Want(202) // others still can
 	})
 
 	t.Run("stale sessions are swept", func(t *testing.T) {

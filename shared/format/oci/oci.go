@@ -20,9 +20,10 @@ const Prefix = "/v2"
 
 // Defaults of the upload sessions and registry tokens.
 const (
-	SessionTTL  = 24 * time.Hour // an upload idle this long is dropped
-	MaxSessions = 1000           // concurrent uploads on one node
-	TokenTTL    = 5 * time.Minute
+	SessionTTL         = 6 * time.Hour // an upload idle this long is dropped
+	MaxSessions        = 1000          // concurrent uploads on one node
+	MaxSessionsPerUser = 100           // so one user cannot take them all
+	TokenTTL           = 5 * time.Minute
 )
 
 // Format serves the OCI distribution API.

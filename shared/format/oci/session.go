@@ -39,17 +39,18 @@ func newUploadID() string {
 }
 
 // sweep drops sessions idle for longer than SessionTTL and reports how
-// many remain, so abandoned uploads neither fill the disk nor the limit.
-func (f *Format) sweep() (int, error) {
+// many remain, in all and of owner, so abandoned uploads neither fill the
+// disk nor the limits.
+func (f *Format) sweep(owner string) (live, mine int, err error) {
 	dir := f.uploadsDir()
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
-		return 0, nil
+		return 0, 0, nil
 	}
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	now, live := f.now(), 0
+	now := f.now()
 	for _, e := range entries {
 		if !e.IsDir() || !ValidUploadID(e.Name()) {
 			continue
@@ -65,11 +66,17 @@ func (f *Format) sweep() (int, error) {
 		}
 		if now.Sub(fi.ModTime()) <= SessionTTL {
 			live++
+			if raw, err := os.ReadFile(filepath.Join(dir, e.Name(), "session.json")); err == nil {
+				var s session
+				if json.Unmarshal(raw, &s) == nil && s.Owner == owner {
+					mine++
+				}
+			}
 			continue
 		}
 		_ = os.RemoveAll(filepath.Join(dir, e.Name()))
 	}
-	return live, nil
+	return live, mine, nil
 }
 
 func (f *Format) now() time.Time {
@@ -81,11 +88,11 @@ func (f *Format) now() time.Time {
 
 // createSession starts an empty session.
 func (f *Format) createSession(repoID, name, owner string) (*session, error) {
-	live, err := f.sweep()
+	live, mine, err := f.sweep(owner)
 	if err != nil {
 		return nil, err
 	}
-	if live >= MaxSessions {
+	if live >= MaxSessions || mine >= MaxSessionsPerUser {
 		return nil, errf(http.StatusTooManyRequests, codeTooManyRequests, "too many uploads in progress; retry later")
 	}
 	s := &session{ID: newUploadID(), RepoID: repoID, Name: name, Owner: owner, Started: f.now().UTC().Format(time.RFC3339)}
