@@ -94,9 +94,12 @@ func (f *Format) putManifest(ctx context.Context, r *format.Request) (*format.Re
 			return nil, errf(http.StatusBadRequest, codeManifestInvalid, "invalid tag %q", t)
 		}
 	}
+	if r.ContentLength > MaxManifestSize {
+		return nil, errf(http.StatusRequestEntityTooLarge, codeManifestInvalid, "manifest is larger than %d bytes", MaxManifestSize)
+	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, MaxManifestSize+1))
 	if err != nil {
-		return nil, err
+		return nil, errf(http.StatusBadRequest, codeManifestInvalid, "reading the manifest: %v", err)
 	}
 	mf, err := ParseManifest(r.Header.Get("Content-Type"), body)
 	if err != nil {

@@ -45,7 +45,7 @@ func Normalize(name string) string {
 // digits, with ".", "_" and "-" inside.
 func CheckName(name string) error {
 	if name == "" || len(name) > maxNameLen {
-		return format.BadRequest("invalid project name %q: 1 to %d characters", name, maxNameLen)
+		return format.BadRequest("invalid project name %q: 1 to %d characters", trunc(name), maxNameLen)
 	}
 	for i := 0; i < len(name); i++ {
 		c := name[i]
@@ -55,7 +55,7 @@ func CheckName(name string) error {
 		if (c == '.' || c == '_' || c == '-') && i > 0 && i < len(name)-1 {
 			continue
 		}
-		return format.BadRequest("invalid project name %q: letters, digits and inner '.', '_', '-' only", name)
+		return format.BadRequest("invalid project name %q: letters, digits and inner '.', '_', '-' only", trunc(name))
 	}
 	return nil
 }
@@ -66,12 +66,12 @@ func CheckName(name string) error {
 // against the file name and used as a path segment.
 func CheckVersion(v string) error {
 	if v == "" || len(v) > maxVersionLen || !isAlnum(v[0]) {
-		return format.BadRequest("invalid version %q", v)
+		return format.BadRequest("invalid version %q", trunc(v))
 	}
 	for i := 0; i < len(v); i++ {
 		c := v[i]
 		if !isAlnum(c) && !strings.ContainsRune(".!+_-", rune(c)) {
-			return format.BadRequest("invalid version %q", v)
+			return format.BadRequest("invalid version %q", trunc(v))
 		}
 	}
 	return nil
