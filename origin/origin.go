@@ -297,24 +297,23 @@ func (o *Origin) ensureAdmin(ctx context.Context, commit leader.Applier) error {
 	return nil
 }
 
-// persisted returns given (saving it when the file is absent), else the
-// value in path, else a fresh one from gen, saved.
+// persisted returns the value kept in path, creating it from given (or,
+// when given is empty, from gen) the first time. A given value wins over
+// the kept one without rewriting it.
 func persisted(path, given string, gen func() string) (string, error) {
 	b, err := os.ReadFile(path)
 	switch {
-	case err == nil && given == "":
+	case err == nil && given != "":
+		return given, nil
+	case err == nil:
 		return strings.TrimSpace(string(b)), nil
-	case err != nil && !os.IsNotExist(err):
+	case !os.IsNotExist(err):
 		return "", err
 	}
-	v := given
-	if v == "" {
-		v = gen()
+	if given == "" {
+		given = gen()
 	}
-	if err == nil {
-		return v, nil // given overrides what is stored
-	}
-	return v, writeFileSync(path, []byte(v+"\n"))
+	return given, writeFileSync(path, []byte(given+"\n"))
 }
 
 func jwtSecret(cfg Config) ([]byte, bool, error) {

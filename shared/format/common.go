@@ -173,7 +173,7 @@ func (d *Deps) newArtifact(r *Request, u Upload, info blob.Info) meta.Artifact {
 		Digest:       info.Digest,
 		Checksums:    info.Checksums,
 		ContentType:  u.ContentType,
-		UploadedAt:   d.now().UTC(),
+		UploadedAt:   d.Time(),
 		UploadedBy:   r.Principal.Name(),
 		Attrs:        u.Attrs,
 		Refs:         u.Refs,
@@ -363,16 +363,24 @@ func SetChecksumHeaders(h http.Header, c blob.Checksums) {
 	}
 }
 
+// ExpectedChecksums are the checksums a client announced for its upload
+// in the X-Checksum-* headers Artifactory and Nexus clients send.
+func ExpectedChecksums(h Header) blob.Checksums {
+	get := func(k string) string { return strings.ToLower(strings.TrimSpace(h.Get(k))) }
+	return blob.Checksums{MD5: get("X-Checksum-Md5"), SHA1: get("X-Checksum-Sha1"),
+		SHA256: get("X-Checksum-Sha256"), SHA512: get("X-Checksum-Sha512")}
+}
+
 // SetIndex tells the client (and an edge in between) which log index holds
 // its write, so it can wait to read it.
 func SetIndex(h http.Header, idx uint64) {
 	h.Set("X-Depot-Index", strconv.FormatUint(idx, 10))
 }
 
-// now returns d.Now() or the wall clock.
-func (d *Deps) now() time.Time {
+// Time is the current time in UTC from d.Now, or the wall clock.
+func (d *Deps) Time() time.Time {
 	if d.Now != nil {
-		return d.Now()
+		return d.Now().UTC()
 	}
-	return time.Now()
+	return time.Now().UTC()
 }

@@ -98,3 +98,13 @@ func ErrorResponse(err error, challenge string, render func(*Error) (contentType
 	resp.Body = body
 	return resp
 }
+
+// BasicChallenge is the WWW-Authenticate value of formats whose clients
+// authenticate with HTTP Basic.
+const BasicChallenge = `Basic realm="Depot"`
+
+// PlainText renders an error as a line of text (maven, pypi: their
+// clients show the body as it is).
+func PlainText(e *Error) (string, []byte) {
+	return "text/plain; charset=utf-8", []byte(e.Message + "\n")
+}

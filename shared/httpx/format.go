@@ -1,7 +1,6 @@
 package httpx
 
 import (
-	"errors"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -67,13 +66,11 @@ func (h *FormatHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	req.Principal = p
 	resp, err := route.Handle(r.Context(), req)
 	if err != nil {
-		e := format.Classify(err)
-		if e.Status >= 500 {
+		// Formats render errors themselves (format.ErrorResponse); a 500's
+		// cause is logged, and the client gets only the request id.
+		if format.Classify(err).Status >= 500 {
 			h.Log.Error("format handler failed", "request_id", req.RequestID, "format", h.Format.Name(), "err", err)
-		}
-		var fe *format.Error
-		if !errors.As(err, &fe) {
-			err = e
+			err = format.Errorf(http.StatusInternalServerError, "INTERNAL", "internal error; quote request id %s to the administrator", req.RequestID)
 		}
 		h.write(w, r, h.Format.Error(req, err))
 		return

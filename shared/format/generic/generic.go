@@ -12,7 +12,6 @@ import (
 	"strings"
 
 	"github.com/depot-registry/depot/shared/apierr"
-	"github.com/depot-registry/depot/shared/blob"
 	"github.com/depot-registry/depot/shared/format"
 	"github.com/depot-registry/depot/shared/meta"
 )
@@ -93,11 +92,7 @@ func (f *Format) put(ctx context.Context, r *format.Request) (*format.Response, 
 	}
 	a, idx, err := f.d.Store(ctx, r, format.Upload{
 		Repo: repo, Path: c.Path(), Package: c.Package, Version: c.Version, ContentType: ct, Body: r.Body,
-		Expect: blob.Checksums{
-			MD5:    strings.ToLower(r.Header.Get("X-Checksum-Md5")),
-			SHA1:   strings.ToLower(r.Header.Get("X-Checksum-Sha1")),
-			SHA256: strings.ToLower(r.Header.Get("X-Checksum-Sha256")),
-		},
+		Expect: format.ExpectedChecksums(r.Header),
 	})
 	if err != nil {
 		return nil, err
@@ -130,7 +125,7 @@ func (f *Format) resolve(r *format.Request, action string) (Coords, *meta.Reposi
 // Error renders errors with the REST API's error body; 401 challenges for
 // Basic credentials (curl, wget and CI scripts send them).
 func (f *Format) Error(r *format.Request, err error) *format.Response {
-	return format.ErrorResponse(err, `Basic realm="Depot"`, func(e *format.Error) (string, []byte) {
+	return format.ErrorResponse(err, format.BasicChallenge, func(e *format.Error) (string, []byte) {
 		return "application/json", apierr.Body(&apierr.Error{Code: apierr.Code(e.Code), Message: e.Message})
 	})
 }

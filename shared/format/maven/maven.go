@@ -58,9 +58,7 @@ func (f *Format) Routes() []format.Route {
 // the status. A 401 challenges for Basic, without which mvn (whose GETs
 // are not preemptive) never sends its credentials.
 func (f *Format) Error(r *format.Request, err error) *format.Response {
-	return format.ErrorResponse(err, `Basic realm="Depot"`, func(e *format.Error) (string, []byte) {
-		return "text/plain; charset=utf-8", []byte(e.Message + "\n")
-	})
+	return format.ErrorResponse(err, format.BasicChallenge, format.PlainText)
 }
 
 // resolve parses the request path and finds the repository, checking the

@@ -9,7 +9,6 @@ import (
 	"path"
 	"strings"
 
-	"github.com/depot-registry/depot/shared/blob"
 	"github.com/depot-registry/depot/shared/format"
 	"github.com/depot-registry/depot/shared/meta"
 )
@@ -63,12 +62,7 @@ func (f *Format) putFile(ctx context.Context, r *format.Request, repo *meta.Repo
 		Body: r.Body, Overwrite: ow, Attrs: raw,
 		// Checksums some clients announce (Maven 3.9's resolver, Nexus
 		// style): verified, so a corrupted transfer is never stored.
-		Expect: blob.Checksums{
-			MD5:    strings.ToLower(r.Header.Get("X-Checksum-Md5")),
-			SHA1:   strings.ToLower(r.Header.Get("X-Checksum-Sha1")),
-			SHA256: strings.ToLower(r.Header.Get("X-Checksum-Sha256")),
-			SHA512: strings.ToLower(r.Header.Get("X-Checksum-Sha512")),
-		},
+		Expect: format.ExpectedChecksums(r.Header),
 	})
 	if err != nil {
 		if errors.Is(err, meta.ErrConflict) {

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"net/http"
-	"time"
 
 	"github.com/depot-registry/depot/shared/format"
 	"github.com/depot-registry/depot/shared/meta"
@@ -100,7 +99,7 @@ func (f *Format) serve(ctx context.Context, r *format.Request) (*format.Response
 // challenges for Basic (npm sends credentials up front, but other
 // clients and proxies need the challenge).
 func (f *Format) Error(r *format.Request, err error) *format.Response {
-	return format.ErrorResponse(err, `Basic realm="Depot"`, func(e *format.Error) (string, []byte) {
+	return format.ErrorResponse(err, format.BasicChallenge, func(e *format.Error) (string, []byte) {
 		return mediaJSON, mustJSON(map[string]string{"error": e.Message})
 	})
 }
@@ -108,6 +107,17 @@ func (f *Format) Error(r *format.Request, err error) *format.Response {
 // repo resolves the request's repository for action.
 func (f *Format) repo(r *format.Request, e Endpoint, action string) (*meta.Repository, error) {
 	return f.d.Repo(r, e.Repo, action, FormatName)
+}
+
+// pkg resolves the repository (checking action) and loads the package
+// the endpoint names; a package with no version is a 404.
+func (f *Format) pkg(r *format.Request, e Endpoint, action string) (*meta.Repository, *pkgState, error) {
+	repo, err := f.repo(r, e, action)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := f.load404(repo, e.Name)
+	return repo, st, err
 }
 
 // jsonResponse answers a small JSON document.
@@ -139,11 +149,4 @@ func okResponse(status int, idx uint64, v any) *format.Response {
 	resp := jsonResponse(status, mediaJSON, v)
 	format.SetIndex(resp.Header, idx)
 	return resp
-}
-
-func (f *Format) now() time.Time {
-	if f.d.Now != nil {
-		return f.d.Now().UTC()
-	}
-	return time.Now().UTC()
 }

@@ -26,11 +26,7 @@ func (f *Format) load404(repo *meta.Repository, n Name) (*pkgState, error) {
 }
 
 func (f *Format) packument(r *format.Request, e Endpoint) (*format.Response, error) {
-	repo, err := f.repo(r, e, meta.ActionRead)
-	if err != nil {
-		return nil, err
-	}
-	st, err := f.load404(repo, e.Name)
+	repo, st, err := f.pkg(r, e, meta.ActionRead)
 	if err != nil {
 		return nil, err
 	}
@@ -42,11 +38,7 @@ func (f *Format) packument(r *format.Request, e Endpoint) (*format.Response, err
 }
 
 func (f *Format) version(r *format.Request, e Endpoint) (*format.Response, error) {
-	repo, err := f.repo(r, e, meta.ActionRead)
-	if err != nil {
-		return nil, err
-	}
-	st, err := f.load404(repo, e.Name)
+	repo, st, err := f.pkg(r, e, meta.ActionRead)
 	if err != nil {
 		return nil, err
 	}
@@ -74,11 +66,7 @@ func (f *Format) tarball(ctx context.Context, r *format.Request, e Endpoint) (*f
 }
 
 func (f *Format) tags(r *format.Request, e Endpoint) (*format.Response, error) {
-	repo, err := f.repo(r, e, meta.ActionRead)
-	if err != nil {
-		return nil, err
-	}
-	st, err := f.load404(repo, e.Name)
+	_, st, err := f.pkg(r, e, meta.ActionRead)
 	if err != nil {
 		return nil, err
 	}
@@ -184,7 +172,7 @@ func (f *Format) search(r *format.Request, e Endpoint) (*format.Response, error)
 		hits = []searchHit{}
 	}
 	return jsonResponse(http.StatusOK, mediaJSON, map[string]any{"objects": hits, "total": total,
-		"time": npmTime(f.now())}), nil
+		"time": npmTime(f.d.Time())}), nil
 }
 
 func matches(st *pkgState, terms []string) bool {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -56,7 +57,7 @@ func (f *Format) publish(ctx context.Context, r *format.Request, e Endpoint) (*f
 	if _, ok := st.find(p.Version); ok {
 		return nil, format.Conflict("cannot publish over the previously published version %s of %s", p.Version, e.Name)
 	}
-	now := f.now()
+	now := f.d.Time()
 	m := st.Meta
 	if m.Created.IsZero() {
 		m.Created = now
@@ -76,7 +77,7 @@ func (f *Format) publish(ctx context.Context, r *format.Request, e Endpoint) (*f
 	}
 	kv := []meta.KVOp{format.KVSet(pkgKey(e.Name), m)}
 	tags := p.Tags
-	if _, ok := st.Tags["latest"]; !ok && !containsString(tags, "latest") {
+	if _, ok := st.Tags["latest"]; !ok && !slices.Contains(tags, "latest") {
 		// A first publish under another tag still needs a latest.
 		tags = append(tags, "latest")
 	}
@@ -144,7 +145,7 @@ func (f *Format) deprecationOps(st *pkgState, u *Update) []meta.KVOp {
 	}
 	if len(ops) > 0 {
 		m := st.Meta
-		m.Modified = f.now()
+		m.Modified = f.d.Time()
 		ops = append(ops, format.KVSet(pkgKey(st.Name), m))
 	}
 	return ops
@@ -208,11 +209,7 @@ func (f *Format) revPut(ctx context.Context, r *format.Request, e Endpoint) (*fo
 // tarballDelete handles DELETE /<name>/-/<file>/-rev/<rev>: unpublish's
 // last step (usually already done by revPut, so 404, which npm accepts).
 func (f *Format) tarballDelete(ctx context.Context, r *format.Request, e Endpoint) (*format.Response, error) {
-	repo, err := f.repo(r, e, meta.ActionDelete)
-	if err != nil {
-		return nil, err
-	}
-	st, err := f.load404(repo, e.Name)
+	repo, st, err := f.pkg(r, e, meta.ActionDelete)
 	if err != nil {
 		return nil, err
 	}
@@ -226,11 +223,7 @@ func (f *Format) tarballDelete(ctx context.Context, r *format.Request, e Endpoin
 
 // packageDelete handles DELETE /<name>/-rev/<rev>: the whole package.
 func (f *Format) packageDelete(ctx context.Context, r *format.Request, e Endpoint) (*format.Response, error) {
-	repo, err := f.repo(r, e, meta.ActionDelete)
-	if err != nil {
-		return nil, err
-	}
-	st, err := f.load404(repo, e.Name)
+	repo, st, err := f.pkg(r, e, meta.ActionDelete)
 	if err != nil {
 		return nil, err
 	}
@@ -274,7 +267,7 @@ func (f *Format) removeVersions(ctx context.Context, repo *meta.Repository, st *
 	}
 	ops := st.purgeOps()
 	if len(ids) < len(st.Versions) {
-		ops = st.dropOps(gone, prefer, f.now())
+		ops = st.dropOps(gone, prefer, f.d.Time())
 	}
 	return f.d.Apply(ctx, &meta.ArtifactDelete{IDs: ids, RepoID: repo.ID, KV: ops})
 }
@@ -303,7 +296,7 @@ func (f *Format) tagPut(ctx context.Context, r *format.Request, e Endpoint) (*fo
 		return nil, format.NotFound("version not found: %s@%s", e.Name, v)
 	}
 	m := st.Meta
-	m.Modified = f.now()
+	m.Modified = f.d.Time()
 	idx, err := f.d.Apply(ctx, &meta.KVApply{RepoID: repo.ID, Ops: []meta.KVOp{
 		format.KVSet(tagKey(e.Name, e.Spec), v), format.KVSet(pkgKey(e.Name), m)}})
 	if err != nil {
@@ -330,22 +323,13 @@ func (f *Format) tagDelete(ctx context.Context, r *format.Request, e Endpoint) (
 		return nil, format.NotFound("%s is not a dist-tag on %s", e.Spec, e.Name)
 	}
 	m := st.Meta
-	m.Modified = f.now()
+	m.Modified = f.d.Time()
 	idx, err := f.d.Apply(ctx, &meta.KVApply{RepoID: repo.ID, Ops: []meta.KVOp{
 		format.KVDelete(tagKey(e.Name, e.Spec)), format.KVSet(pkgKey(e.Name), m)}})
 	if err != nil {
 		return nil, err
 	}
 	return okResponse(http.StatusOK, idx, map[string]any{"ok": true}), nil
-}
-
-func containsString(s []string, x string) bool {
-	for _, v := range s {
-		if v == x {
-			return true
-		}
-	}
-	return false
 }
 
 // Bounds of the package record's free text.

@@ -146,14 +146,19 @@ func (f *Format) commit(ctx context.Context, r *format.Request, n ImageName, rep
 	return f.link(ctx, r, n, repo, digest, blobLink{Addr: info.Digest, Size: info.Size})
 }
 
-// link records that the image may use the blob: one KV command.
+// link records that the image may use the blob: one KV command, or none
+// when the image has that link already (a layer pushed again).
 func (f *Format) link(ctx context.Context, r *format.Request, n ImageName, repo *meta.Repository, digest string, l blobLink) (*format.Response, error) {
-	idx, err := f.d.Apply(ctx, &meta.KVApply{RepoID: repo.ID, Ops: []meta.KVOp{format.KVSet(blobKey(n.Image, digest), l)}})
-	if err != nil {
-		return nil, err
+	var idx uint64
+	if have, ok := f.blobLink(repo, n.Image, digest); !ok || have != l {
+		var err error
+		idx, err = f.d.Apply(ctx, &meta.KVApply{RepoID: repo.ID, Ops: []meta.KVOp{format.KVSet(blobKey(n.Image, digest), l)}})
+		if err != nil {
+			return nil, err
+		}
 	}
 	resp := newResp(http.StatusCreated)
-	format.SetIndex(resp.Header, idx)
+	setIndex(resp, idx)
 	resp.Header.Set("Location", nameURL(r, n, "blobs", digest))
 	resp.Header.Set("Docker-Content-Digest", digest)
 	return resp, nil

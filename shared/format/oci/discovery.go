@@ -2,6 +2,7 @@ package oci
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"sort"
@@ -110,7 +111,7 @@ func (f *Format) referrers(_ context.Context, r *format.Request) (*format.Respon
 	descs := []Descriptor{}
 	for _, kv := range f.d.KVList(repo, referrerKey(n.Image, digest, "")) {
 		var d Descriptor
-		if err := jsonUnmarshal(kv.Value, &d); err != nil {
+		if err := json.Unmarshal(kv.Value, &d); err != nil {
 			return nil, err
 		}
 		if want == "" || d.ArtifactType == want {

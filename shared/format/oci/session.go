@@ -50,7 +50,7 @@ func (f *Format) sweep(owner string) (live, mine int, err error) {
 	if err != nil {
 		return 0, 0, err
 	}
-	now := f.now()
+	now := f.d.Time()
 	for _, e := range entries {
 		if !e.IsDir() || !ValidUploadID(e.Name()) {
 			continue
@@ -79,13 +79,6 @@ func (f *Format) sweep(owner string) (live, mine int, err error) {
 	return live, mine, nil
 }
 
-func (f *Format) now() time.Time {
-	if f.d.Now != nil {
-		return f.d.Now()
-	}
-	return time.Now()
-}
-
 // createSession starts an empty session.
 func (f *Format) createSession(repoID, name, owner string) (*session, error) {
 	live, mine, err := f.sweep(owner)
@@ -95,7 +88,7 @@ func (f *Format) createSession(repoID, name, owner string) (*session, error) {
 	if live >= MaxSessions || mine >= MaxSessionsPerUser {
 		return nil, errf(http.StatusTooManyRequests, codeTooManyRequests, "too many uploads in progress; retry later")
 	}
-	s := &session{ID: newUploadID(), RepoID: repoID, Name: name, Owner: owner, Started: f.now().UTC().Format(time.RFC3339)}
+	s := &session{ID: newUploadID(), RepoID: repoID, Name: name, Owner: owner, Started: f.d.Time().UTC().Format(time.RFC3339)}
 	s.dir = filepath.Join(f.uploadsDir(), s.ID)
 	if err := os.MkdirAll(s.dir, 0o700); err != nil {
 		return nil, err
@@ -130,7 +123,7 @@ func (f *Format) openSession(id, repoID, name, owner string) (*session, error) {
 		return nil, unknown
 	}
 	fi, err := os.Stat(filepath.Join(dir, "data"))
-	if err != nil || f.now().Sub(fi.ModTime()) > SessionTTL {
+	if err != nil || f.d.Time().Sub(fi.ModTime()) > SessionTTL {
 		return nil, unknown
 	}
 	s.dir, s.size = dir, fi.Size()

@@ -123,5 +123,3 @@ func (f *Format) images(repo *meta.Repository) []string {
 	}
 	return out
 }
-
-func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }

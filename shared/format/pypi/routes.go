@@ -41,7 +41,5 @@ func (f *Format) Routes() []format.Route {
 // message. A 401 challenges for Basic credentials, since pip only sends
 // them after a challenge unless they are in the index URL.
 func (f *Format) Error(r *format.Request, err error) *format.Response {
-	return format.ErrorResponse(err, `Basic realm="Depot"`, func(e *format.Error) (string, []byte) {
-		return "text/plain; charset=utf-8", []byte(e.Message + "\n")
-	})
+	return format.ErrorResponse(err, format.BasicChallenge, format.PlainText)
 }
