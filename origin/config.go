@@ -1,8 +1,10 @@
 package origin
 
 import (
+	"io"
 	"time"
 
+	"github.com/depot-registry/depot/shared/diskspace"
 	"github.com/depot-registry/depot/shared/format"
 
 	"github.com/depot-registry/depot/shared/config"
@@ -18,6 +20,7 @@ type Config struct {
 	ExternalURL string
 
 	JWTSecret     string
+	ClusterKey    string // base64; see clusterKey
 	AccessTTL     time.Duration
 	RefreshTTL    time.Duration
 	AdminPassword string
@@ -30,6 +33,27 @@ type Config struct {
 	RateWindow      time.Duration
 	MaxUploadBytes  int64
 	UsersCreateRepo bool
+	// MinFreeBytes is the free space of the data directory's filesystem
+	// below which uploads are refused (507), so the raft log and the
+	// metadata on the same disk never run out; 0 = no minimum.
+	MinFreeBytes int64
+
+	// AuthFailures is how many failed credential checks one client address
+	// may make per RateWindow before password checks from it are refused
+	// (RateLimitLogin bounds them per address and username).
+	AuthFailures int64
+	// TrustedProxies lists the addresses or CIDR ranges (comma-separated)
+	// whose X-Forwarded-For/-Proto/-Host headers are believed.
+	TrustedProxies string
+	// CORSOrigins lists the browser origins (comma-separated, or "*") that
+	// may call the API from another site.
+	CORSOrigins string
+	// MinUploadRate is the slowest upload accepted, in bytes per second
+	// averaged over UploadRateWindow; 0 = no minimum.
+	MinUploadRate    int64
+	UploadRateWindow time.Duration
+	// BodyTimeout bounds reading an API request body (small JSON).
+	BodyTimeout time.Duration
 
 	LogFormat string
 	LogLevel  string
@@ -42,6 +66,12 @@ type Config struct {
 	// of a format under construction).
 	Formats []func(*format.Deps) format.Format
 
+	// Statfs replaces the reading of the data disk's free space, and
+	// BlobWriter wraps every write of blob bytes (tests simulate a nearly
+	// full disk and a full one with them).
+	Statfs     diskspace.StatFunc
+	BlobWriter func(io.Writer) io.Writer
+
 	// RaftTimeout overrides raft's heartbeat and election timeouts (tests
 	// use short ones so a single node elects itself at once).
 	RaftTimeout time.Duration
@@ -50,18 +80,23 @@ type Config struct {
 // DefaultConfig is a single-node origin on loopback with data in ./data.
 func DefaultConfig() Config {
 	return Config{
-		Listen:          "127.0.0.1:8080",
-		DataDir:         "./data",
-		RaftAddr:        "127.0.0.1:8300",
-		AccessTTL:       900 * time.Second,
-		RefreshTTL:      604800 * time.Second,
-		RateLimit:       1200,
-		RateLimitLogin:  10,
-		RateWindow:      60 * time.Second,
-		MaxUploadBytes:  10 << 30,
-		UsersCreateRepo: true,
-		LogFormat:       "text",
-		LogLevel:        "info",
+		Listen:           "127.0.0.1:8080",
+		DataDir:          "./data",
+		RaftAddr:         "127.0.0.1:8300",
+		AccessTTL:        900 * time.Second,
+		RefreshTTL:       604800 * time.Second,
+		RateLimit:        1200,
+		RateLimitLogin:   10,
+		RateWindow:       60 * time.Second,
+		MaxUploadBytes:   10 << 30,
+		MinFreeBytes:     2 << 30,
+		UsersCreateRepo:  true,
+		AuthFailures:     100,
+		MinUploadRate:    1024,
+		UploadRateWindow: 60 * time.Second,
+		BodyTimeout:      30 * time.Second,
+		LogFormat:        "text",
+		LogLevel:         "info",
 	}
 }
 
@@ -72,6 +107,7 @@ func (c *Config) Bind(s *config.Set) {
 	s.String(&c.RaftAddr, "raft-addr", "DEPOT_RAFT_ADDR", "address for raft traffic between origin peers")
 	s.String(&c.NodeID, "node-id", "DEPOT_NODE_ID", "stable node id (generated once and kept in the data dir when empty)")
 	s.String(&c.ExternalURL, "external-url", "DEPOT_EXTERNAL_URL", "public base URL for absolute links (default: from each request)")
+	s.String(&c.ClusterKey, "cluster-key", "DEPOT_CLUSTER_KEY", "key origin peers prove to each other on the raft port, the same on every origin ('depot keygen' prints one); required unless --raft-addr is loopback (then generated and kept in the data dir)")
 	s.String(&c.JWTSecret, "", "JWT_SECRET", "HS256 secret for access and refresh tokens; every origin of a cluster must share it (generated and kept in the data dir when empty)")
 	s.Seconds(&c.AccessTTL, "access-token-expiry", "JWT_ACCESS_TOKEN_EXPIRY", "access token lifetime in seconds")
 	s.Seconds(&c.RefreshTTL, "refresh-token-expiry", "JWT_REFRESH_TOKEN_EXPIRY", "refresh token lifetime in seconds")
@@ -84,6 +120,11 @@ func (c *Config) Bind(s *config.Set) {
 	s.Seconds(&c.RateWindow, "rate-limit-window", "RATE_LIMIT_WINDOW", "rate limit window in seconds")
 	s.Int(&c.MaxUploadBytes, "max-upload-bytes", "DEPOT_MAX_UPLOAD_BYTES", "largest accepted upload in bytes")
 	s.Bool(&c.UsersCreateRepo, "users-create-repos", "DEPOT_USERS_CREATE_REPOS", "let users with role 'user' create repositories")
+	s.Int(&c.MinFreeBytes, "min-free-bytes", "DEPOT_MIN_FREE_BYTES", "free space in bytes the data directory's disk keeps: below it uploads are refused with 507 and health says degraded (0 = no minimum)")
+	s.Int(&c.AuthFailures, "rate-limit-auth-failures", "RATE_LIMIT_AUTH_FAILURES", "failed credential checks allowed per client address per window before its password checks are refused")
+	s.String(&c.TrustedProxies, "trusted-proxies", "DEPOT_TRUSTED_PROXIES", "comma-separated addresses or CIDRs of reverse proxies whose X-Forwarded-* headers are trusted (default: none)")
+	s.String(&c.CORSOrigins, "cors-origins", "DEPOT_CORS_ORIGINS", "comma-separated browser origins (https://host[:port], or *) allowed to call the API from another site")
+	s.Int(&c.MinUploadRate, "min-upload-rate", "DEPOT_MIN_UPLOAD_RATE", "slowest accepted request body in bytes per second, averaged over 60-second windows (0 = no minimum)")
 	s.String(&c.LogFormat, "log-format", "DEPOT_LOG_FORMAT", "log format: text or json")
 	s.String(&c.LogLevel, "log-level", "DEPOT_LOG_LEVEL", "log level: debug, info, warn, error")
 }

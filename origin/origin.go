@@ -3,6 +3,7 @@
 package origin
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -26,6 +27,7 @@ import (
 	"github.com/depot-registry/depot/shared/apierr"
 	"github.com/depot-registry/depot/shared/auth"
 	"github.com/depot-registry/depot/shared/blob/fs"
+	"github.com/depot-registry/depot/shared/diskspace"
 	"github.com/depot-registry/depot/shared/format"
 	"github.com/depot-registry/depot/shared/format/all"
 	"github.com/depot-registry/depot/shared/httpx"
@@ -47,20 +49,30 @@ type Origin struct {
 	audit   *audit.Log
 	handler http.Handler
 	nodeID  string
+	space   *diskspace.Guard
 }
 
 // New opens the data directory and starts raft; Run serves.
 func New(cfg Config, log *slog.Logger, out io.Writer) (o *Origin, err error) {
+	if cfg.MinFreeBytes < 0 {
+		return nil, fmt.Errorf("--min-free-bytes must not be negative, got %d", cfg.MinFreeBytes)
+	}
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
 	o = &Origin{cfg: cfg, log: log, out: out}
+	// Every error return sets o to nil: close what was built through a copy.
+	built := o
 	defer func() {
 		if err != nil {
-			o.close()
+			built.close()
 		}
 	}()
 	if o.nodeID, err = persisted(filepath.Join(cfg.DataDir, "node-id"), cfg.NodeID, func() string { return "origin-" + auth.NewID()[:12] }); err != nil {
+		return nil, err
+	}
+	key, err := clusterKey(cfg)
+	if err != nil {
 		return nil, err
 	}
 	secret, generated, err := jwtSecret(cfg)
@@ -74,7 +86,7 @@ func New(cfg Config, log *slog.Logger, out io.Writer) (o *Origin, err error) {
 	if o.store, err = meta.Open(filepath.Join(cfg.DataDir, "meta.db")); err != nil {
 		return nil, err
 	}
-	blobs, err := fs.New(filepath.Join(cfg.DataDir, "blobs"))
+	blobs, err := fs.New(filepath.Join(cfg.DataDir, "blobs"), fs.WithWriter(cfg.BlobWriter))
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +100,7 @@ func New(cfg Config, log *slog.Logger, out io.Writer) (o *Origin, err error) {
 		}
 	}
 	o.node, err = raftnode.New(raftnode.Config{
-		NodeID: o.nodeID, BindAddr: cfg.RaftAddr, Dir: filepath.Join(cfg.DataDir, "raft"), Bootstrap: true, Logger: log,
+		NodeID: o.nodeID, BindAddr: cfg.RaftAddr, Dir: filepath.Join(cfg.DataDir, "raft"), Bootstrap: true, Key: key, Logger: log,
 		HeartbeatTimeout: cfg.RaftTimeout, ElectionTimeout: cfg.RaftTimeout,
 	}, fsm.New(o.store))
 	if err != nil {
@@ -110,14 +122,33 @@ func New(cfg Config, log *slog.Logger, out io.Writer) (o *Origin, err error) {
 	if now == nil {
 		now = time.Now
 	}
+	// The whole data directory (raft log, metadata, blobs, upload
+	// sessions) is one filesystem's worth: uploads stop while it still has
+	// MinFreeBytes, so the raft log never runs out.
+	o.space = diskspace.New(diskspace.Config{Dir: cfg.DataDir, MinFree: cfg.MinFreeBytes, Stat: cfg.Statfs, Now: now})
+	if st := o.space.Status(); len(st.Reasons) > 0 {
+		log.Warn("storage is degraded: uploads are refused until space is freed", "reasons", st.Reasons,
+			"free_bytes", st.Free, "min_free_bytes", st.MinFree)
+	}
 	dl := downloads.New(now)
 	jwt := auth.NewJWT(secret, now)
-	authn := &auth.Authenticator{Meta: o.store, JWT: jwt, Cache: auth.NewCredCache(time.Minute, 10000, now), Now: now}
+	proxies, err := httpx.ParseProxies(cfg.TrustedProxies)
+	if err != nil {
+		return nil, err
+	}
+	authn := &auth.Authenticator{Meta: o.store, JWT: jwt, Cache: auth.NewCredCache(time.Minute, 10000, now), Now: now,
+		Hasher: auth.NewHasher(0), Guard: auth.NewGuard(int(cfg.RateLimitLogin), int(cfg.AuthFailures), cfg.RateWindow, now),
+		OnFailure: func(ctx context.Context, f auth.Failure) {
+			m.AuthFailures.WithLabelValues(f.Reason).Inc()
+			o.audit.Record(audit.Event{Time: now().UTC(), Actor: cmp.Or(f.Username, "anonymous"), Action: "auth." + f.Scheme,
+				Remote: f.Remote, Outcome: "failure", Reason: f.Reason, RequestID: httpx.RequestID(ctx)})
+		}}
 	deps := &format.Deps{
 		Meta: o.store, Blobs: blobs, Commit: commit, Now: now, NewID: auth.NewID, MaxUpload: cfg.MaxUploadBytes,
 		OnDownload: func(*format.Request, *meta.Artifact) { dl.Add() },
 		Tokens:     authn,
 		ScratchDir: filepath.Join(cfg.DataDir, "scratch"),
+		Space:      o.space,
 	}
 	formats := all.Build(deps)
 	if cfg.Formats != nil {
@@ -126,14 +157,19 @@ func New(cfg Config, log *slog.Logger, out io.Writer) (o *Origin, err error) {
 			formats = append(formats, mk(deps))
 		}
 	}
+	// Keyed by every repository format served (gradle -> maven): the API
+	// refuses repositories of a format no handler serves.
 	byName := map[string]format.Format{}
 	for _, f := range formats {
-		byName[f.Name()] = f
+		for _, name := range format.RepoFormats(f) {
+			byName[name] = f
+		}
 	}
 	apiSrv := api.New(api.Config{
 		AccessTTL: cfg.AccessTTL, RefreshTTL: cfg.RefreshTTL, DemoMode: cfg.DemoMode,
 		RateLimit: int(cfg.RateLimit), RateLimitLogin: int(cfg.RateLimitLogin), RateWindow: cfg.RateWindow,
 		ExternalURL: cfg.ExternalURL, UsersCreateRepo: cfg.UsersCreateRepo, MaxUpload: cfg.MaxUploadBytes,
+		BodyTimeout: cfg.BodyTimeout, CORSOrigins: splitList(cfg.CORSOrigins),
 	}, api.Deps{
 		Store: o.store, Blobs: blobs, Commit: commit, Authn: authn, JWT: jwt, Audit: o.audit, Downloads: dl,
 		Log: log, Health: o.health, Now: now, Formats: byName,
@@ -147,7 +183,7 @@ func New(cfg Config, log *slog.Logger, out io.Writer) (o *Origin, err error) {
 		for _, prefix := range format.Prefixes(f) {
 			h := httpx.NewFormatHandler(f, prefix, authn, log, cfg.ExternalURL)
 			h.OnWrite = apiSrv.AuditWrite
-			var fh http.Handler = h
+			fh := httpx.MinRate(h, cfg.MinUploadRate, cfg.UploadRateWindow)
 			if cfg.DemoMode {
 				fh = readOnly(fh)
 			}
@@ -158,7 +194,7 @@ func New(cfg Config, log *slog.Logger, out io.Writer) (o *Origin, err error) {
 	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, apierr.New(apierr.NotFound, "nothing is served at %s; the API is under %s", r.URL.Path, api.Prefix))
 	}))
-	o.handler = httpx.Observe(mux, log, m, func(r *http.Request) string {
+	o.handler = httpx.Observe(httpx.Forwarded(mux, proxies, cfg.ExternalURL), log, m, func(r *http.Request) string {
 		p := r.URL.Path
 		if strings.HasPrefix(p, api.Prefix+"/") {
 			return "api"
@@ -171,6 +207,17 @@ func New(cfg Config, log *slog.Logger, out io.Writer) (o *Origin, err error) {
 		return "other"
 	})
 	return o, nil
+}
+
+// splitList splits a comma-separated setting, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // readOnly refuses format writes in demo mode, like the API does.
@@ -187,13 +234,12 @@ func readOnly(h http.Handler) http.Handler {
 // Handler is the origin's HTTP handler (tests mount it on httptest).
 func (o *Origin) Handler() http.Handler { return o.handler }
 
-// Run serves until ctx ends, then shuts down gracefully.
-func (o *Origin) Run(ctx context.Context) error {
+// Run serves on ln until ctx ends, then shuts down gracefully. The caller
+// binds ln before New, so a taken port fails before the data directory
+// (and a generated admin password nobody would see again) is created.
+func (o *Origin) Run(ctx context.Context, ln net.Listener) error {
 	defer o.close()
-	ln, err := net.Listen("tcp", o.cfg.Listen)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", o.cfg.Listen, err)
-	}
+	defer ln.Close()
 	srv := &http.Server{Handler: o.handler, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second,
 		ErrorLog: slog.NewLogLogger(o.log.Handler(), slog.LevelWarn)}
 	abs, _ := filepath.Abs(o.cfg.DataDir)
@@ -201,6 +247,20 @@ func (o *Origin) Run(ctx context.Context) error {
 		"raft_addr", o.cfg.RaftAddr, "version", Version)
 	fmt.Fprintf(o.out, "Depot origin %s listening on http://%s (API at http://%s%s)\n  data directory: %s\n  node id: %s, raft on %s\n",
 		Version, ln.Addr(), ln.Addr(), api.Prefix, abs, o.nodeID, o.cfg.RaftAddr)
+	if o.cfg.DemoMode {
+		o.log.Warn("demo mode is on: every write is refused except login, refresh, logout and a pending initial password change")
+		fmt.Fprint(o.out, "  demo mode: every write is refused (403 DEMO_MODE) except login, refresh, logout\n"+
+			"             and the initial password change\n")
+	}
+	if admin, err := o.serveAdmin(); err != nil {
+		o.log.Warn("no admin socket: 'depot admin reset-password' works only while the origin is stopped", "err", err)
+	} else {
+		defer func() { // before o.close: a reset in flight still needs the store
+			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_ = admin.Shutdown(sctx)
+		}()
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	go o.purgeSessions(ctx, time.Hour)
@@ -258,11 +318,24 @@ func (o *Origin) close() {
 // Close releases everything without serving (for tests that used Handler).
 func (o *Origin) Close() { o.close() }
 
-func (o *Origin) health() map[string]any {
+// reasonNoLeader: raft has no leader (this node lost leadership and no
+// other node took over), so no write can commit.
+const reasonNoLeader = "no_leader"
+
+// health says what makes the node degraded (raft without a leader,
+// storage low or failing) and, for signed-in callers, its details.
+func (o *Origin) health() ([]string, map[string]any) {
+	var reasons []string
 	addr, id := o.node.Raft.LeaderWithID()
-	return map[string]any{
+	if addr == "" {
+		reasons = append(reasons, reasonNoLeader)
+	}
+	st := o.space.Status()
+	reasons = append(reasons, st.Reasons...)
+	return reasons, map[string]any{
 		"node_id": o.nodeID, "raft_state": o.node.Raft.State().String(), "leader_id": string(id),
 		"leader_addr": string(addr), "last_applied": o.store.LastApplied(), "version": Version,
+		"storage": map[string]any{"free_bytes": st.Free, "total_bytes": st.Total, "min_free_bytes": st.MinFree},
 	}
 }
 

@@ -1,5 +1,6 @@
 // Package raftnode sets up one hashicorp/raft peer: raft-boltdb/v2 for the
-// log and stable store, a file snapshot store, a TCP transport, and
+// log and stable store, a file snapshot store, a transport whose peers
+// prove the cluster key before raft sees a byte (see streamlayer.go), and
 // bootstrap of a new single-voter cluster when asked.
 package raftnode
 
@@ -11,25 +12,31 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 
+	"github.com/depot-registry/depot/cluster/peerauth"
 	"github.com/depot-registry/depot/shared/logx"
 )
 
 // Config of a raft peer.
 type Config struct {
 	NodeID    string
-	BindAddr  string // host:port the transport listens on
-	Advertise string // address peers dial; BindAddr when empty
-	Dir       string // raft.db and snapshots/ live here
-	Bootstrap bool   // form a new cluster with this node as its only voter, if no state exists
+	BindAddr  string       // host:port the transport listens on
+	Advertise string       // address peers dial; BindAddr when empty
+	Dir       string       // raft.db and snapshots/ live here
+	Bootstrap bool         // form a new cluster with this node as its only voter, if no state exists
+	Key       peerauth.Key // the cluster key; a connection that does not prove it is refused
 	Logger    *slog.Logger
 	// Timeouts; zero uses raft's defaults.
 	HeartbeatTimeout time.Duration
 	ElectionTimeout  time.Duration
+	// HandshakeTimeout bounds how long a connection may take to prove the
+	// cluster key; zero is 5s.
+	HandshakeTimeout time.Duration
 }
 
 // Node is a running raft peer.
@@ -52,7 +59,14 @@ func New(cfg Config, fsm raft.FSM) (*Node, error) {
 	}
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(cfg.NodeID)
-	rc.Logger = logx.HCLog(cfg.Logger, "raft")
+	// A lone voter's every start times out waiting for a leader it cannot
+	// have and elects itself: raft's warning about it is noise there, and
+	// stays a warning when other voters should have been heard from.
+	var self atomic.Pointer[raft.Raft]
+	rc.Logger = logx.HCLogDemoting(cfg.Logger, "raft", func(msg string) bool {
+		r := self.Load()
+		return msg == electionWarning && r != nil && voters(r) == 1
+	})
 	// The store is durable on its own and knows its last applied index, so
 	// replaying a snapshot into it at every start would only cost time.
 	rc.NoSnapshotRestoreOnStart = true
@@ -84,11 +98,14 @@ func New(cfg Config, fsm raft.FSM) (*Node, error) {
 		}
 		advAddr = a
 	}
-	trans, err := raft.NewTCPTransportWithLogger(cfg.BindAddr, advAddr, 3, 10*time.Second, logx.HCLog(cfg.Logger, "raft-net"))
+	stream, err := listen(cfg.BindAddr, advAddr, cfg.Key, cfg.HandshakeTimeout, cfg.Logger)
 	if err != nil {
 		logStore.Close()
 		return nil, fmt.Errorf("raft transport on %s: %w", cfg.BindAddr, err)
 	}
+	trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream: stream, MaxPool: 3, Timeout: 10 * time.Second, Logger: logx.HCLog(cfg.Logger, "raft-net"),
+	})
 	if cfg.Bootstrap {
 		has, err := raft.HasExistingState(logStore, logStore, snaps)
 		if err != nil {
@@ -113,7 +130,24 @@ func New(cfg Config, fsm raft.FSM) (*Node, error) {
 		logStore.Close()
 		return nil, err
 	}
+	self.Store(r)
 	return &Node{Raft: r, transport: trans, logStore: logStore}, nil
+}
+
+// electionWarning is what raft logs when a follower's heartbeat timeout
+// starts an election.
+const electionWarning = "heartbeat timeout reached, starting election"
+
+// voters counts the voters of r's latest configuration. GetConfiguration
+// reads a copy, so raft's own goroutines may call it (from the logger).
+func voters(r *raft.Raft) int {
+	n := 0
+	for _, s := range r.GetConfiguration().Configuration().Servers {
+		if s.Suffrage == raft.Voter {
+			n++
+		}
+	}
+	return n
 }
 
 // Apply commits data and waits until the local FSM applied it. It returns
@@ -148,6 +182,9 @@ func (n *Node) WaitLeader(ctx context.Context) error {
 		}
 	}
 }
+
+// Voters is the number of voters in the latest cluster configuration.
+func (n *Node) Voters() int { return voters(n.Raft) }
 
 // IsLeader reports whether this node leads.
 func (n *Node) IsLeader() bool { return n.Raft.State() == raft.Leader }

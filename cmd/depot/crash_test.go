@@ -98,6 +98,9 @@ func call(t *testing.T, method, url, auth string, body io.Reader, want int) []by
 	if auth != "" {
 		req.Header.Set("Authorization", auth)
 	}
+	if body != nil && strings.Contains(url, "/api/v1/") {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, url, err)

@@ -6,10 +6,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"syscall"
 
+	"github.com/depot-registry/depot/cluster/peerauth"
 	"github.com/depot-registry/depot/origin"
 	"github.com/depot-registry/depot/shared/config"
 	"github.com/depot-registry/depot/shared/logx"
@@ -19,10 +21,14 @@ const usage = `Depot is a self-hosted artifact registry.
 
 Usage:
   depot origin [flags]   run an origin node: REST API at /api/v1, package formats, Raft metadata
+  depot keygen           print a new cluster key for DEPOT_CLUSTER_KEY (share it among the origins only)
+  depot admin reset-password [--data-dir DIR] [--username admin]
+                         give a user a new random password (lost admin password)
   depot version          print the version
   depot help [command]   show help
 
-Run 'depot help origin' for the origin's flags and environment variables.
+Run 'depot help origin' for the origin's flags and environment variables,
+'depot help admin' for the administration commands.
 `
 
 func main() {
@@ -37,15 +43,34 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "origin":
 		return runOrigin(args[1:], stdout, stderr)
+	case "keygen":
+		if len(args) > 1 {
+			fmt.Fprintf(stderr, "depot keygen takes no arguments\n\n%s", usage)
+			return 2
+		}
+		// Only stdout carries the key, so it can go straight into a
+		// secret store: DEPOT_CLUSTER_KEY=$(depot keygen).
+		fmt.Fprintln(stdout, peerauth.NewKey().Encode())
+		return 0
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "depot", origin.Version)
 		return 0
+	case "admin":
+		return runAdmin(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
-		if len(args) > 1 && args[1] == "origin" {
-			return runOrigin([]string{"--help"}, stdout, stderr)
+		if len(args) == 1 {
+			fmt.Fprint(stdout, usage)
+			return 0
 		}
-		fmt.Fprint(stdout, usage)
-		return 0
+		switch args[1] {
+		case "origin", "admin":
+			return run([]string{args[1], "--help"}, stdout, stderr)
+		case "keygen", "version", "help":
+			fmt.Fprint(stdout, usage)
+			return 0
+		}
+		fmt.Fprintf(stderr, "depot: unknown command %q\n\n%s", args[1], usage)
+		return 2
 	}
 	fmt.Fprintf(stderr, "depot: unknown command %q\n\n%s", args[0], usage)
 	return 2
@@ -67,12 +92,20 @@ func runOrigin(args []string, stdout, stderr io.Writer) int {
 	log := logx.New(stderr, cfg.LogFormat, cfg.LogLevel)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// Bind before New touches the data directory: a taken port must not
+	// leave a new admin behind whose generated password scrolled away.
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		fmt.Fprintf(stderr, "depot origin: cannot listen on %s (--listen): %v\n", cfg.Listen, err)
+		return 1
+	}
 	o, err := origin.New(cfg, log, stderr)
 	if err != nil {
+		ln.Close()
 		log.Error("origin failed to start", "err", err)
 		return 1
 	}
-	if err := o.Run(ctx); err != nil {
+	if err := o.Run(ctx, ln); err != nil {
 		log.Error("origin stopped with an error", "err", err)
 		return 1
 	}

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"errors"
 	"net/http"
 	"strings"
 	"time"
@@ -30,11 +31,13 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request, _ *auth.Principal
 	if err := decode(r, &req); err != nil {
 		return err
 	}
-	if req.Username == "" {
-		return apierr.Invalid("username", "username is required")
+	// Bounded before anything is done with them: a limiter key, a lookup,
+	// an audit line.
+	if req.Username == "" || len(req.Username) > auth.MaxUsernameBytes {
+		return apierr.Invalid("username", "username is required (at most %d bytes)", auth.MaxUsernameBytes)
 	}
-	if req.Password == "" {
-		return apierr.Invalid("password", "password is required")
+	if req.Password == "" || len(req.Password) > auth.MaxSecretBytes {
+		return apierr.Invalid("password", "password is required (at most %d bytes)", auth.MaxSecretBytes)
 	}
 	ip := httpx.ClientIP(r)
 	if d := s.loginLimit.Allow(ip + "\x00" + strings.ToLower(req.Username)); !d.Allowed {
@@ -42,10 +45,13 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request, _ *auth.Principal
 		tooMany(w, d.Reset.Sub(s.d.Now()))
 		return nil
 	}
-	p, err := s.d.Authn.Password(req.Username, req.Password)
-	if err != nil {
-		s.auditLogin(r, req.Username, "", "failure", http.StatusUnauthorized)
+	// Failures are audited by the authenticator, like those of every path.
+	p, err := s.d.Authn.Login(r.Context(), req.Username, req.Password, ip)
+	if errors.Is(err, auth.ErrBadCredentials) {
 		return apierr.New(apierr.Unauthorized, "invalid username or password")
+	}
+	if err != nil {
+		return err
 	}
 	now := s.d.Now().UTC()
 	sess := meta.Session{ID: s.d.NewID(), UserID: p.UserID, CreatedAt: now, ExpiresAt: now.Add(s.cfg.RefreshTTL)}
@@ -109,14 +115,23 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request, p *auth.Principa
 	return s.applyNoContent(r.Context(), w, &meta.SessionRevoke{ID: p.SessionID, At: s.d.Now().UTC()})
 }
 
-// health answers a bare liveness document to anyone, and node details to
-// a signed-in caller.
+// health answers anyone {status: "ok"} (200) or {status: "degraded",
+// reasons} (503, so that load balancers take the node out); a signed-in
+// caller also gets the node's details.
 func (s *Server) health(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
 	body := map[string]any{"status": "ok"}
-	if !p.Anonymous() && s.d.Health != nil {
-		for k, v := range s.d.Health() {
-			body[k] = v
+	code := http.StatusOK
+	if s.d.Health != nil {
+		reasons, details := s.d.Health()
+		if !p.Anonymous() {
+			for k, v := range details {
+				body[k] = v
+			}
+		}
+		if len(reasons) > 0 {
+			body["status"], body["reasons"] = "degraded", reasons
+			code = http.StatusServiceUnavailable
 		}
 	}
-	return writeJSON(w, http.StatusOK, body)
+	return writeJSON(w, code, body)
 }

@@ -174,8 +174,11 @@ func TestForcedPasswordChange(t *testing.T) {
 	other := login(e, "admin", initial).AccessToken
 
 	me := e.Do("GET", "/api/v1/users/me", tok, nil).Want(200).Map()
-	if me["username"] != "admin" || me["must_change_password"] != true {
+	if me["username"] != "admin" || me["password_change_required"] != true {
 		t.Fatalf("users/me before the change: %v", me)
+	}
+	if _, ok := me["must_change_password"]; ok {
+		t.Fatalf("the user object names the flag twice: %v", me)
 	}
 
 	blocked := []struct{ method, path string }{
@@ -228,8 +231,8 @@ func TestForcedPasswordChange(t *testing.T) {
 		e := e.For(t)
 		const newPW = "brand-New-pw1"
 		me := e.Do("PUT", "/api/v1/users/me", tok, map[string]string{"current_password": initial, "password": newPW}).Want(200).Map()
-		if me["must_change_password"] != false {
-			t.Fatalf("after the change must_change_password is %v", me["must_change_password"])
+		if me["password_change_required"] != false {
+			t.Fatalf("after the change password_change_required is %v", me["password_change_required"])
 		}
 		// The session that changed the password goes on and may do everything.
 		e.Do("GET", "/api/v1/repositories", tok, nil).Want(200)

@@ -18,6 +18,7 @@ func FuzzDecode(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body string) {
 		r := httptest.NewRequest("POST", "/api/v1/auth/login", strings.NewReader(body))
+		r.Header.Set("Content-Type", "application/json")
 		var v struct {
 			Username string   `json:"username"`
 			Scopes   []string `json:"scopes"`

@@ -3,6 +3,7 @@ package api
 import (
 	"net/http"
 	"regexp"
+	"slices"
 
 	"github.com/depot-registry/depot/shared/apierr"
 	"github.com/depot-registry/depot/shared/auth"
@@ -11,13 +12,18 @@ import (
 
 var groupNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9 ._-]{0,99}$`)
 
-func (s *Server) listGroups(w http.ResponseWriter, r *http.Request, _ *auth.Principal) error {
-	var groups []meta.Group
-	if err := s.view(func(tx *meta.Tx) error { var err error; groups, err = tx.Groups(); return err }); err != nil {
+// listGroups shows every group to admins and, to anyone else, the groups
+// they belong to: the member list of a group is not everyone's business.
+func (s *Server) listGroups(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	var all []meta.Group
+	if err := s.view(func(tx *meta.Tx) error { var err error; all, err = tx.Groups(); return err }); err != nil {
 		return err
 	}
-	if groups == nil {
-		groups = []meta.Group{}
+	groups := []meta.Group{}
+	for _, g := range all {
+		if p.IsAdmin() || slices.Contains(g.Members, p.UserID) {
+			groups = append(groups, g)
+		}
 	}
 	return writeJSON(w, http.StatusOK, map[string]any{"groups": groups, "total": len(groups)})
 }

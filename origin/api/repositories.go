@@ -3,6 +3,7 @@ package api
 import (
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/depot-registry/depot/shared/apierr"
@@ -80,6 +81,17 @@ func (s *Server) listRepos(w http.ResponseWriter, r *http.Request, p *auth.Princ
 		"repositories": append([]repoView{}, visible[from:to]...), "total": len(visible), "page": pg, "limit": lim})
 }
 
+// servedFormats lists, sorted, the repository formats that have client
+// paths on this node.
+func (s *Server) servedFormats() []string {
+	out := make([]string, 0, len(s.d.Formats))
+	for name := range s.d.Formats {
+		out = append(out, name)
+	}
+	slices.Sort(out)
+	return out
+}
+
 func (s *Server) createRepo(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
 	var req struct {
 		Name        string            `json:"name"`
@@ -99,11 +111,15 @@ func (s *Server) createRepo(w http.ResponseWriter, r *http.Request, p *auth.Prin
 	case p.TokenID != "" && !auth.Allows(p.Scopes, meta.ActionAdmin, req.Name):
 		return apierr.New(apierr.Forbidden, "this token's scopes do not allow creating repositories")
 	}
-	if req.Format == "" {
-		return apierr.Invalid("format", "format is required; one of %s", strings.Join(all.Names(), ", "))
-	}
-	if !all.Known(req.Format) {
-		return apierr.Invalid("format", "unknown format %q; one of %s", req.Format, strings.Join(all.Names(), ", "))
+	served := s.servedFormats()
+	switch _, ok := s.d.Formats[req.Format]; {
+	case req.Format == "":
+		return apierr.Invalid("format", "format is required; one of %s", strings.Join(served, ", ")).With("served", served)
+	case !all.Known(req.Format):
+		return apierr.Invalid("format", "unknown format %q; one of %s", req.Format, strings.Join(served, ", ")).With("served", served)
+	case !ok:
+		// A repository nothing serves would answer 404 on every client path.
+		return apierr.Invalid("format", "format %q is not served yet; one of %s", req.Format, strings.Join(served, ", ")).With("served", served)
 	}
 	if err := checkRepoName(req.Name, req.Format); err != nil {
 		return err

@@ -2,15 +2,29 @@ package api_test
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/depot-registry/depot/origin/origintest"
+	"github.com/depot-registry/depot/shared/format"
+	"github.com/depot-registry/depot/shared/format/all"
 )
 
 // specFormats are the format identifiers of the spec, plus generic.
 var specFormats = []string{"docker", "maven", "npm", "pypi", "crates", "helm", "go", "nuget", "rubygems", "composer", "gradle", "conda", "generic"}
+
+// servedFormats are the repository formats with client paths, from the
+// one list of formats, sorted.
+func servedFormats() []string {
+	var out []string
+	for _, f := range all.Build(&format.Deps{}) {
+		out = append(out, format.RepoFormats(f)...)
+	}
+	slices.Sort(out)
+	return out
+}
 
 type repoList struct {
 	Repositories []repo `json:"repositories"`
@@ -65,14 +79,37 @@ func TestRepositories(t *testing.T) {
 		}
 	})
 
-	t.Run("every format", func(t *testing.T) {
+	t.Run("every served format", func(t *testing.T) {
 		e := e.For(t)
+		served := servedFormats()
+		if !slices.Contains(served, "gradle") {
+			t.Fatalf("gradle is not served (maven serves it): %v", served)
+		}
+		unserved := 0
 		for _, f := range specFormats {
+			if !slices.Contains(served, f) {
+				// A repository nothing serves would answer 404 on every
+				// client path: refused, naming the formats that are served.
+				r := e.Do("POST", "/api/v1/repositories", e.Admin, map[string]any{"name": "fmt-" + f, "format": f}).
+					WantError(400, "VALIDATION_FAILED").WantField("format")
+				var b struct {
+					Error struct{ Message string } `json:"error"`
+				}
+				r.JSON(&b)
+				if !strings.Contains(b.Error.Message, fmt.Sprintf("%q", f)) || fmt.Sprint(r.Details()["served"]) != fmt.Sprint(served) {
+					t.Fatalf("format %s refused without naming it and the served formats %v: %s", f, served, r.Body)
+				}
+				unserved++
+				continue
+			}
 			var r repo
 			e.Do("POST", "/api/v1/repositories", e.Admin, map[string]any{"name": "fmt-" + f, "format": f}).Want(201).JSON(&r)
 			if r.Format != f {
 				t.Fatalf("format %s created as %q", f, r.Format)
 			}
+		}
+		if l := listRepos(e, e.Admin, "?limit=100"); *l.Total != 1+len(specFormats)-unserved {
+			t.Fatalf("%d repositories after creating one per served format: %v", *l.Total, repoNames(l.Repositories))
 		}
 	})
 
@@ -364,7 +401,10 @@ func TestPublicRepositories(t *testing.T) {
 		e.Do("GET", "/api/v1/repositories/"+pubID, u.token, nil).Want(200)
 		e.Do("GET", "/generic/pub/tool/1.0/tool.txt", u.token, nil).Want(200)
 		e.Do("GET", "/api/v1/repositories/"+privID, u.token, nil).WantError(403, "FORBIDDEN")
-		e.Do("GET", "/generic/priv/tool/1.0/tool.txt", u.token, nil).WantError(403, "FORBIDDEN")
+		// On a package path a private repository one cannot read looks
+		// like a missing one.
+		e.Do("GET", "/generic/priv/tool/1.0/tool.txt", u.token, nil).WantError(404, "NOT_FOUND")
+		e.Do("GET", "/generic/no-such-repo/tool/1.0/tool.txt", u.token, nil).WantError(404, "NOT_FOUND")
 		e.Do("PUT", "/generic/pub/tool/1.0/new.txt", u.token, "x").WantError(403, "FORBIDDEN")
 	})
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/depot-registry/depot/shared/format"
 	"github.com/depot-registry/depot/shared/httpx"
 	"github.com/depot-registry/depot/shared/meta"
+	"github.com/depot-registry/depot/shared/ratelimit"
 )
 
 // Prefix is where the API is mounted.
@@ -35,10 +37,17 @@ type Config struct {
 	ExternalURL     string
 	UsersCreateRepo bool // role "user" may create repositories
 	MaxUpload       int64
+	// BodyTimeout bounds reading a request body (they are small JSON
+	// documents); 0 means no bound.
+	BodyTimeout time.Duration
+	// CORSOrigins are the browser origins (scheme://host[:port]) allowed
+	// to call the API from another site; "*" allows any.
+	CORSOrigins []string
 }
 
-// Health is what an authenticated health check reports about the node.
-type Health func() map[string]any
+// Health reports on the node: why it is degraded (stable reason codes,
+// none when healthy; shown to anyone) and details for signed-in callers.
+type Health func() (reasons []string, details map[string]any)
 
 // Deps are the API's collaborators.
 type Deps struct {
@@ -61,8 +70,8 @@ type Server struct {
 	cfg        Config
 	d          Deps
 	mux        *http.ServeMux
-	apiLimit   *httpx.Limiter
-	loginLimit *httpx.Limiter
+	apiLimit   *ratelimit.Limiter
+	loginLimit *ratelimit.Limiter
 }
 
 // New builds the API.
@@ -77,8 +86,8 @@ func New(cfg Config, d Deps) *Server {
 		cfg:        cfg,
 		d:          d,
 		mux:        http.NewServeMux(),
-		apiLimit:   httpx.NewLimiter(cfg.RateLimit, cfg.RateWindow, d.Now),
-		loginLimit: httpx.NewLimiter(cfg.RateLimitLogin, cfg.RateWindow, d.Now),
+		apiLimit:   ratelimit.New(cfg.RateLimit, cfg.RateWindow, d.Now),
+		loginLimit: ratelimit.New(cfg.RateLimitLogin, cfg.RateWindow, d.Now),
 	}
 	s.routes()
 	return s
@@ -161,9 +170,29 @@ func (s *Server) unrouted(w http.ResponseWriter, r *http.Request) {
 	apierr.Write(w, apierr.New(apierr.MethodNotAllowed, "%s is not allowed on %s; use %s", r.Method, r.URL.Path, strings.Join(allow, ", ")))
 }
 
-// ServeHTTP applies the API-wide rules, then routes.
+// ServeHTTP applies the API-wide rules, then routes: cross-site writes are
+// refused, the caller is authenticated once, and the request rate is
+// limited per user or token (per address for anonymous callers, so
+// everyone behind one proxy does not share a bucket).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	d := s.apiLimit.Allow(httpx.ClientIP(r))
+	if s.cors(w, r) {
+		return
+	}
+	// JSON bodies are small: a client that cannot send one in this time
+	// is holding a connection, not uploading.
+	if s.cfg.BodyTimeout > 0 && r.ContentLength != 0 {
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout))
+	}
+	p, authErr := s.d.Authn.Authenticate(r.Context(), r.Header.Get("Authorization"), httpx.ClientIP(r))
+	if authErr == nil && !p.AcceptedOn(Prefix) {
+		// Registry tokens serve their format's paths only.
+		p, authErr = nil, auth.ErrBadCredentials
+	}
+	key := "a:" + httpx.ClientIP(r)
+	if !p.Anonymous() {
+		key = "u:" + p.UserID + ":" + p.TokenID
+	}
+	d := s.apiLimit.Allow(key)
 	if d.Limit > 0 {
 		h := w.Header()
 		h.Set("X-RateLimit-Limit", strconv.Itoa(d.Limit))
@@ -174,16 +203,24 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		tooMany(w, d.Reset.Sub(s.d.Now()))
 		return
 	}
-	if s.cfg.DemoMode && isWrite(r.Method) && !demoExempt(r.URL.Path) {
-		apierr.Write(w, apierr.New(apierr.DemoMode, "this is a demo instance: only reads are allowed"))
+	if s.cfg.DemoMode && isWrite(r.Method) && !demoExempt(r) {
+		apierr.Write(w, errDemoMode())
 		return
 	}
 	if _, pattern := s.mux.Handler(r); pattern == "" {
 		s.unrouted(w, r)
 		return
 	}
-	s.mux.ServeHTTP(w, r)
+	s.mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, caller{p, authErr})))
 }
+
+// caller is who ServeHTTP authenticated, handed to the route.
+type caller struct {
+	p   *auth.Principal
+	err error
+}
+
+type callerKey struct{}
 
 func tooMany(w http.ResponseWriter, retry time.Duration) {
 	secs := int(retry.Round(time.Second) / time.Second)
@@ -202,30 +239,40 @@ func isWrite(method string) bool {
 	return false
 }
 
-func demoExempt(path string) bool {
-	switch strings.TrimPrefix(path, Prefix) {
+func demoExempt(r *http.Request) bool {
+	switch strings.TrimPrefix(r.URL.Path, Prefix) {
 	case "/auth/login", "/auth/refresh", "/auth/logout":
 		return true
+	case "/users/me":
+		// Without the forced initial password change a fresh demo instance
+		// is unusable; updateMe lets exactly that change through.
+		return r.Method == http.MethodPut
 	}
 	return false
+}
+
+func errDemoMode() *apierr.Error {
+	return apierr.New(apierr.DemoMode, "this is a demo instance: only reads are allowed")
 }
 
 // wrap authenticates, gates, runs h, renders its error and audits writes.
 func (s *Server) wrap(a access, h handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		sw := &httpx.StatusWriter{ResponseWriter: w}
-		p, err := s.d.Authn.Header(r.Header.Get("Authorization"))
+		c, _ := r.Context().Value(callerKey{}).(caller)
+		p, err := c.p, c.err
 		if err == nil {
 			err = s.gate(a, p, r)
+		}
+		if isWrite(r.Method) && r.URL.Path != Prefix+"/auth/login" {
+			// Deferred: a request aborted for a client gone is audited too.
+			defer func() { s.AuditWrite(r, p, sw.Status) }()
 		}
 		if err == nil {
 			err = h(sw, r, p)
 		}
 		if err != nil {
 			s.writeErr(sw, r, err)
-		}
-		if isWrite(r.Method) && r.URL.Path != Prefix+"/auth/login" {
-			s.AuditWrite(r, p, sw.Status)
 		}
 	})
 }
@@ -275,7 +322,13 @@ func (s *Server) AuditWrite(r *http.Request, p *auth.Principal, status int) {
 // writeErr renders err; unknown errors are logged with the request id and
 // answered without internals.
 func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) {
+	if httpx.ClientGone(r, err) {
+		httpx.Abort(w) // nobody to answer: a 499, not an error
+	}
 	e := apierr.As(err, mapDomain)
+	if e != nil && e.Code == apierr.InsufficientStorage {
+		s.d.Log.Warn("api request refused: insufficient storage", "request_id", httpx.RequestID(r.Context()), "err", err)
+	}
 	if e == nil {
 		id := httpx.RequestID(r.Context())
 		s.d.Log.Error("api request failed", "request_id", id, "method", r.Method, "path", r.URL.Path, "err", err)
@@ -283,6 +336,13 @@ func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	if e.Code == apierr.Unauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="Depot"`)
+	}
+	if e.Code == apierr.RequestTimeout {
+		// The rest of the body will not come: do not wait for it.
+		w.Header().Set("Connection", "close")
+	}
+	if secs, ok := e.Details["retry_after"].(int); ok {
+		w.Header().Set("Retry-After", strconv.Itoa(max(secs, 1)))
 	}
 	apierr.Write(w, e)
 }
@@ -297,6 +357,13 @@ func mapDomain(err error) *apierr.Error {
 	switch {
 	case errors.Is(err, auth.ErrBadCredentials):
 		return apierr.New(apierr.Unauthorized, "invalid credentials")
+	case errors.As(err, new(*auth.ThrottledError)):
+		var t *auth.ThrottledError
+		errors.As(err, &t)
+		secs := int(t.RetryAfter.Round(time.Second) / time.Second)
+		return apierr.New(apierr.RateLimited, "%s", t.Error()).With("retry_after", secs)
+	case errors.Is(err, auth.ErrBusy):
+		return apierr.New(apierr.Unavailable, "the server is busy verifying passwords; retry shortly").With("retry_after", 1)
 	case errors.As(err, &fe):
 		return &apierr.Error{Code: codeForStatus(fe.Status), Message: fe.Message}
 	case errors.Is(err, meta.ErrNotFound):
@@ -309,6 +376,8 @@ func mapDomain(err error) *apierr.Error {
 		return apierr.New(apierr.NotFound, "artifact content not found")
 	case errors.Is(err, blob.ErrTooLarge):
 		return apierr.New(apierr.PayloadTooLarge, "body exceeds the size limit")
+	case errors.Is(err, blob.ErrNoSpace):
+		return apierr.New(apierr.InsufficientStorage, "not enough free storage on this node; retry later")
 	case errors.Is(err, context.DeadlineExceeded):
 		return apierr.New(apierr.Unavailable, "the cluster did not answer in time; retry")
 	}
@@ -329,6 +398,8 @@ func codeForStatus(status int) apierr.Code {
 		return apierr.PayloadTooLarge
 	case http.StatusBadRequest:
 		return apierr.BadRequest
+	case http.StatusInsufficientStorage:
+		return apierr.InsufficientStorage
 	}
 	return apierr.Internal
 }
@@ -339,6 +410,9 @@ const maxJSON = 1 << 20
 // decode reads a JSON body into v. Unknown fields are ignored (clients
 // written for other registries send extras); syntax errors are 400s.
 func decode(r *http.Request, v any) error {
+	if !isJSON(r) && r.ContentLength != 0 {
+		return apierr.New(apierr.UnsupportedMediaType, "the request body must be JSON, sent with Content-Type: application/json")
+	}
 	body := http.MaxBytesReader(nil, r.Body, maxJSON)
 	dec := json.NewDecoder(body)
 	if err := dec.Decode(v); err != nil {
@@ -348,6 +422,8 @@ func decode(r *http.Request, v any) error {
 		switch {
 		case errors.As(err, &tooBig):
 			return apierr.New(apierr.PayloadTooLarge, "request body exceeds %d bytes", maxJSON)
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			return apierr.New(apierr.RequestTimeout, "the request body did not arrive in time")
 		case errors.Is(err, io.EOF):
 			return apierr.New(apierr.BadRequest, "request body is empty; a JSON object is expected")
 		case errors.As(err, &typ) && typ.Field == "":

@@ -116,9 +116,18 @@ func TestRateLimit(t *testing.T) {
 	if r.Header.Get("X-RateLimit-Remaining") != "0" {
 		t.Fatalf("429 with X-RateLimit-Remaining %q", r.Header.Get("X-RateLimit-Remaining"))
 	}
-	// Every API route is limited, login included, whoever asks.
+	// Every API route is limited, login included.
 	e.Do("POST", "/api/v1/auth/login", "", map[string]string{"username": "admin", "password": origintest.InitialAdminPassword}).WantError(429, "RATE_LIMITED")
-	e.Do("GET", "/api/v1/repositories", basic("admin", origintest.InitialAdminPassword), nil).WantError(429, "RATE_LIMITED")
+	// A signed-in caller has a bucket of its own, not its address's (behind
+	// a proxy everyone would share one), and is limited in it.
+	admin := basic("admin", origintest.InitialAdminPassword)
+	for i := 1; i <= 5; i++ {
+		if r := e.Do("GET", "/api/v1/users/me", admin, nil).Want(200); r.Header.Get("X-RateLimit-Remaining") != strconv.Itoa(5-i) {
+			t.Fatalf("signed-in request %d: remaining %q", i, r.Header.Get("X-RateLimit-Remaining"))
+		}
+	}
+	e.Do("GET", "/api/v1/users/me", admin, nil).WantError(429, "RATE_LIMITED")
+	e.Do("GET", "/api/v1/health", "", nil).WantError(429, "RATE_LIMITED") // the address's bucket is still spent
 }
 
 func TestLoginRateLimit(t *testing.T) {
@@ -207,6 +216,34 @@ func TestDemoMode(t *testing.T) {
 	})
 }
 
+// TestDemoModeFreshInstall: a new demo instance must let its admin through
+// the forced initial password change (and nothing else), or it is unusable.
+func TestDemoModeFreshInstall(t *testing.T) {
+	t.Parallel()
+	e := origintest.Start(t, origintest.Options{KeepInitialPassword: true, Config: func(c *origin.Config) { c.DemoMode = true }})
+	s := login(e, "admin", origintest.InitialAdminPassword)
+	if !s.PasswordChangeRequired {
+		t.Fatal("a fresh install's admin does not have to change the password")
+	}
+	tok := s.AccessToken
+	// The pending change lets a password through, not other changes with it.
+	e.Do("PUT", "/api/v1/users/me", tok, map[string]string{"email": "x@example.com",
+		"current_password": origintest.InitialAdminPassword, "password": origintest.AdminPassword}).WantError(403, "DEMO_MODE")
+	e.Do("PUT", "/api/v1/users/me", tok, map[string]string{"email": "x@example.com"}).WantError(403, "DEMO_MODE")
+
+	e.Do("PUT", "/api/v1/users/me", tok, map[string]string{
+		"current_password": origintest.InitialAdminPassword, "password": origintest.AdminPassword}).Want(200)
+	tok = login(e, "admin", origintest.AdminPassword).AccessToken
+	e.Do("GET", "/api/v1/repositories", tok, nil).Want(200)
+	e.Do("POST", "/api/v1/repositories", tok, map[string]any{"name": "x", "format": "generic"}).WantError(403, "DEMO_MODE")
+	e.Do("PUT", "/api/v1/users/me", tok, map[string]string{"email": "x@example.com"}).WantError(403, "DEMO_MODE")
+	e.Do("PUT", "/api/v1/users/me", tok, map[string]string{
+		"current_password": origintest.AdminPassword, "password": "another-Password-2"}).WantError(403, "DEMO_MODE")
+	if me := e.Do("GET", "/api/v1/users/me", tok, nil).Want(200).Map(); me["email"] != "admin@localhost" {
+		t.Fatalf("a refused demo write changed the user: %v", me)
+	}
+}
+
 func TestAuditLog(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "audit", "audit.log")
@@ -230,8 +267,8 @@ func TestAuditLog(t *testing.T) {
 	e.Do("GET", "/api/v1/repositories", e.Admin, nil).Want(200)              // reads are not audited
 
 	lines := readLines(t, path)[start:]
-	if len(lines) != 7 {
-		t.Fatalf("audit lines for two logins and five writes: %d\n%s", len(lines), strings.Join(lines, "\n"))
+	if len(lines) != 8 {
+		t.Fatalf("audit lines for two logins, a failed Basic check and five writes: %d\n%s", len(lines), strings.Join(lines, "\n"))
 	}
 	type event struct {
 		Time    *string `json:"time"`
@@ -247,6 +284,7 @@ func TestAuditLog(t *testing.T) {
 		{"audited", "POST /api/v1/repositories", "failure"},
 		{"audited", "DELETE /api/v1/repositories/{id}", "denied"},
 		{"admin", "PUT /generic/owned-by-admin/p/1/f.txt", "success"},
+		{"audited", "auth.basic", "failure"}, // every failed check, whatever the path and scheme
 		{"anonymous", "PUT /generic/owned-by-admin/p/1/g.txt", "denied"},
 	}
 	for i, line := range lines {

@@ -12,8 +12,8 @@ import (
 
 func (s *Server) createToken(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
 	// A token minting tokens could widen its own scopes.
-	if p.TokenID != "" && !auth.AllowsGlobalAdmin(p.Scopes) {
-		return apierr.New(apierr.Forbidden, "API tokens cannot create tokens; sign in with a password")
+	if err := manageAccount(p); err != nil {
+		return err
 	}
 	var req struct {
 		Name      string     `json:"name"`
@@ -63,6 +63,9 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request, p *auth.Pri
 }
 
 func (s *Server) listTokens(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	if err := manageAccount(p); err != nil {
+		return err
+	}
 	out := []tokenView{}
 	now := s.d.Now()
 	err := s.view(func(tx *meta.Tx) error {
@@ -79,5 +82,8 @@ func (s *Server) listTokens(w http.ResponseWriter, r *http.Request, p *auth.Prin
 }
 
 func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	if err := manageAccount(p); err != nil {
+		return err
+	}
 	return s.applyNoContent(r.Context(), w, &meta.TokenRevoke{ID: r.PathValue("id"), UserID: p.UserID})
 }

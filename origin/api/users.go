@@ -78,7 +78,7 @@ func (s *Server) createUser(w http.ResponseWriter, r *http.Request, _ *auth.Prin
 	if !req.Role.Valid() {
 		return apierr.Invalid("role", "role must be admin, user or viewer")
 	}
-	hash, err := auth.HashPassword(req.Password)
+	hash, err := s.d.Authn.Hasher.Hash(r.Context(), req.Password)
 	if err != nil {
 		return err
 	}
@@ -121,6 +121,12 @@ func (s *Server) updateMe(w http.ResponseWriter, r *http.Request, p *auth.Princi
 	if err := decode(r, &req); err != nil {
 		return err
 	}
+	if s.cfg.DemoMode && !(p.MustChangePassword && req.Password != nil && req.Email == nil) {
+		return errDemoMode() // only the pending initial password change is let through
+	}
+	if err := manageAccount(p); err != nil {
+		return err
+	}
 	if p.TokenID != "" && req.Password != nil {
 		return apierr.New(apierr.Forbidden, "an API token cannot change the password; sign in with the password")
 	}
@@ -148,7 +154,9 @@ func (s *Server) updateMe(w http.ResponseWriter, r *http.Request, p *auth.Princi
 		if req.CurrentPassword == "" {
 			return apierr.Invalid("current_password", "current_password is required to change the password")
 		}
-		if !auth.VerifyPassword(u.PasswordHash, req.CurrentPassword) {
+		if ok, err := s.d.Authn.Hasher.Verify(r.Context(), u.PasswordHash, req.CurrentPassword); err != nil {
+			return err
+		} else if !ok {
 			return apierr.Invalid("current_password", "current_password is not correct")
 		}
 		if err := checkPassword("password", *req.Password); err != nil {
@@ -157,7 +165,7 @@ func (s *Server) updateMe(w http.ResponseWriter, r *http.Request, p *auth.Princi
 		if *req.Password == req.CurrentPassword {
 			return apierr.Invalid("password", "the new password must differ from the current one")
 		}
-		hash, err := auth.HashPassword(*req.Password)
+		hash, err := s.d.Authn.Hasher.Hash(r.Context(), *req.Password)
 		if err != nil {
 			return err
 		}
@@ -203,4 +211,14 @@ func (s *Server) deleteUser(w http.ResponseWriter, r *http.Request, p *auth.Prin
 		return err
 	}
 	return s.applyNoContent(r.Context(), w, &meta.UserDelete{ID: id})
+}
+
+// manageAccount refuses account management (profile, API tokens) to a
+// credential meant for repositories: a token narrowed to one repository
+// must not change its user's email or revoke the user's other tokens.
+func manageAccount(p *auth.Principal) error {
+	if !p.ManagesAccount() {
+		return apierr.New(apierr.Forbidden, "managing the account needs a login session or password (or an admin-scoped token); this API token acts on repositories only")
+	}
+	return nil
 }

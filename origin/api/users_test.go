@@ -307,9 +307,16 @@ func TestGroups(t *testing.T) {
 		var out struct {
 			Groups []struct{ ID, Name string } `json:"groups"`
 		}
-		e.Do("GET", "/api/v1/groups", a.token, nil).Want(200).JSON(&out)
+		e.Do("GET", "/api/v1/groups", e.Admin, nil).Want(200).JSON(&out)
 		if len(out.Groups) != 1 || out.Groups[0].ID != g.ID {
 			t.Fatalf("group list %+v", out.Groups)
+		}
+		// Anyone else sees only the groups they belong to.
+		outsider := newUser(e, "outsider", "user")
+		out.Groups = nil
+		e.Do("GET", "/api/v1/groups", outsider.token, nil).Want(200).JSON(&out)
+		if len(out.Groups) != 0 {
+			t.Fatalf("a non-member listed groups: %+v", out.Groups)
 		}
 	})
 
@@ -458,7 +465,7 @@ func TestPermissions(t *testing.T) {
 			WantError(403, "FORBIDDEN")
 		e.Do("DELETE", "/api/v1/permissions/"+p.ID, writer.token, nil).WantError(403, "FORBIDDEN")
 		e.Do("DELETE", "/api/v1/permissions/"+p.ID, owner.token, nil).Want(204)
-		e.Do("PUT", "/generic/libs/p/1/h", u.token, "x").WantError(403, "FORBIDDEN")
+		e.Do("PUT", "/generic/libs/p/1/h", u.token, "x").WantError(404, "NOT_FOUND") // libs is private: u no longer sees it
 		// A token's scopes bound grant management too.
 		tok := e.Token(owner.token, []string{"repository:read:libs"}, nil)
 		e.Do("POST", "/api/v1/permissions", tok, body).WantError(403, "FORBIDDEN")

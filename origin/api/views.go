@@ -16,7 +16,7 @@ type userView struct {
 	Role               meta.Role `json:"role"`
 	CreatedAt          time.Time `json:"created_at"`
 	UpdatedAt          time.Time `json:"updated_at"`
-	MustChangePassword bool      `json:"must_change_password"`
+	MustChangePassword bool      `json:"password_change_required"` // the login answer's name
 	Source             string    `json:"source"`
 }
 

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -55,6 +56,8 @@ type Options struct {
 	Config func(*origin.Config)
 	// KeepInitialPassword leaves the admin's forced password change pending.
 	KeepInitialPassword bool
+	// Log receives the origin's log (text lines); nil discards it.
+	Log io.Writer
 }
 
 // InitialAdminPassword is the password the admin starts with.
@@ -76,7 +79,11 @@ func Start(t testing.TB, opts Options) *Env {
 	if opts.Config != nil {
 		opts.Config(&cfg)
 	}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	logw := opts.Log
+	if logw == nil {
+		logw = io.Discard
+	}
+	log := slog.New(slog.NewTextHandler(logw, nil))
 	o, err := origin.New(cfg, log, io.Discard)
 	if err != nil {
 		t.Fatalf("start origin: %v", err)
@@ -228,6 +235,10 @@ func (e *Env) DoHeader(method, path, auth string, body any, header map[string]st
 		} else {
 			req.Header.Set("Authorization", "Bearer "+auth)
 		}
+	}
+	if rd != nil && strings.HasPrefix(path, "/api/") {
+		// The API takes JSON only; a test of another type says so.
+		req.Header.Set("Content-Type", "application/json")
 	}
 	for k, v := range header {
 		req.Header.Set(k, v)

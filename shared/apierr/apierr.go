@@ -29,6 +29,8 @@ const (
 	RateLimited            Code = "RATE_LIMITED"
 	Internal               Code = "INTERNAL"
 	Unavailable            Code = "UNAVAILABLE"
+	RequestTimeout         Code = "REQUEST_TIMEOUT"
+	InsufficientStorage    Code = "INSUFFICIENT_STORAGE"
 )
 
 var statuses = map[Code]int{
@@ -46,6 +48,8 @@ var statuses = map[Code]int{
 	RateLimited:            http.StatusTooManyRequests,
 	Internal:               http.StatusInternalServerError,
 	Unavailable:            http.StatusServiceUnavailable,
+	RequestTimeout:         http.StatusRequestTimeout,
+	InsufficientStorage:    http.StatusInsufficientStorage,
 }
 
 // Status returns the HTTP status of a code (500 for an unknown one).

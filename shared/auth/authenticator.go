@@ -1,7 +1,11 @@
 package auth
 
 import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"strings"
 	"time"
@@ -13,6 +17,10 @@ import (
 // (unknown user, wrong password, expired or revoked token). The message
 // deliberately does not say which.
 var ErrBadCredentials = errors.New("invalid credentials")
+
+// ErrPasswordChange refuses a registry token to an account whose initial
+// password must still be changed.
+var ErrPasswordChange = errors.New("the password must be changed before a registry token is issued")
 
 // Viewer is the read side of the metadata store.
 type Viewer interface {
@@ -26,6 +34,12 @@ type Authenticator struct {
 	JWT   *JWT
 	Cache *CredCache // verified passwords, so Basic auth skips argon2 on a hit
 	Now   func() time.Time
+	// Hasher bounds concurrent argon2 runs; Guard throttles addresses and
+	// usernames that fail too often. Nil disables either (unit tests).
+	Hasher *Hasher
+	Guard  *Guard
+	// OnFailure is told of every failed credential check (the audit log).
+	OnFailure func(ctx context.Context, f Failure)
 }
 
 func (a *Authenticator) now() time.Time {
@@ -35,37 +49,68 @@ func (a *Authenticator) now() time.Time {
 	return time.Now()
 }
 
-// Header authenticates an Authorization header value: "Bearer <jwt or API
-// token>", "Basic <b64 user:pass>", or a bare API token (cargo, gem send
-// the token as is). An empty header is anonymous: (nil, nil).
-func (a *Authenticator) Header(h string) (*Principal, error) {
-	h = strings.TrimSpace(h)
+// Authenticate checks an Authorization header value presented from remote:
+// "Bearer <jwt or API token>", "Token <...>", "Basic <b64 user:pass>", or a
+// bare API token (cargo and gem send the token as is). An empty header is
+// anonymous: (nil, nil). Failures are counted and reported; a password
+// check for an address or username past its failure limit is refused
+// with a *ThrottledError before any hashing.
+func (a *Authenticator) Authenticate(ctx context.Context, header, remote string) (*Principal, error) {
+	h := strings.TrimSpace(header)
 	if h == "" {
 		return nil, nil
+	}
+	if len(h) > maxHeaderBytes {
+		return nil, a.fail(ctx, Failure{Remote: remote, Scheme: "oversized"}, ErrBadCredentials)
 	}
 	scheme, rest, _ := strings.Cut(h, " ")
 	rest = strings.TrimSpace(rest)
 	switch strings.ToLower(scheme) {
 	case "bearer", "token":
-		return a.Bearer(rest)
+		p, err := a.Bearer(rest)
+		if err != nil {
+			return nil, a.fail(ctx, Failure{Remote: remote, Scheme: strings.ToLower(scheme)}, err)
+		}
+		return p, nil
 	case "basic":
 		raw, err := base64.StdEncoding.DecodeString(rest)
-		if err != nil {
-			return nil, ErrBadCredentials
-		}
 		user, pass, ok := strings.Cut(string(raw), ":")
-		if !ok {
-			return nil, ErrBadCredentials
+		if err != nil || !ok {
+			return nil, a.fail(ctx, Failure{Remote: remote, Scheme: "basic"}, ErrBadCredentials)
 		}
-		return a.Basic(user, pass)
+		return a.Basic(ctx, user, pass, remote)
 	}
 	if strings.HasPrefix(h, TokenPrefix) {
-		return a.Bearer(h)
+		p, err := a.APIToken(h)
+		if err != nil {
+			return nil, a.fail(ctx, Failure{Remote: remote, Scheme: "token"}, err)
+		}
+		return p, nil
 	}
-	return nil, ErrBadCredentials
+	return nil, a.fail(ctx, Failure{Remote: remote, Scheme: "unknown"}, ErrBadCredentials)
 }
 
-// Bearer authenticates an access JWT or an API token.
+// fail counts and reports a failed check and returns err.
+func (a *Authenticator) fail(ctx context.Context, f Failure, err error) error {
+	switch {
+	case errors.Is(err, ErrBusy):
+		f.Reason = "busy"
+	case errors.As(err, new(*ThrottledError)):
+		f.Reason = "throttled"
+	default:
+		f.Reason = "bad_credentials"
+		a.Guard.Fail(f.Remote, f.Username)
+	}
+	if len(f.Username) > 64 {
+		f.Username = f.Username[:64] + "..."
+	}
+	if a.OnFailure != nil {
+		a.OnFailure(ctx, f)
+	}
+	return err
+}
+
+// Bearer authenticates an access JWT, a registry token or an API token.
 func (a *Authenticator) Bearer(tok string) (*Principal, error) {
 	if strings.HasPrefix(tok, TokenPrefix) {
 		return a.APIToken(tok)
@@ -74,7 +119,7 @@ func (a *Authenticator) Bearer(tok string) (*Principal, error) {
 		return nil, ErrBadCredentials
 	}
 	if c, err := a.JWT.Parse(tok, AccessToken); err == nil {
-		return a.session(c)
+		return a.session(c, CredSession)
 	}
 	c, err := a.JWT.Parse(tok, RegistryToken)
 	if err != nil {
@@ -83,34 +128,50 @@ func (a *Authenticator) Bearer(tok string) (*Principal, error) {
 	return a.registry(c)
 }
 
-// registry resolves a registry token: its user, and, when it came from an
-// API token, that token's scopes (a revoked or expired token ends it).
+// registry resolves a registry token. It lives only as long as the
+// credential it came from: the session, the API token (and its scopes), or
+// the password it was issued for.
 func (a *Authenticator) registry(c *Claims) (*Principal, error) {
 	if c.Subject == anonymousSubject {
 		return nil, nil
 	}
+	if len(c.Audience) != 1 {
+		return nil, ErrBadCredentials
+	}
 	var p *Principal
-	err := a.Meta.View(func(tx *meta.Tx) error {
-		u, err := tx.User(c.Subject)
-		if err != nil {
-			return ErrBadCredentials
-		}
-		p = principalOf(u)
-		if c.TokenID == "" {
+	var err error
+	switch {
+	case c.Session != "":
+		p, err = a.session(c, CredRegistry)
+	case c.TokenID != "":
+		err = a.Meta.View(func(tx *meta.Tx) error {
+			t, err := tx.TokenByID(c.TokenID)
+			if err != nil || t.UserID != c.Subject {
+				return ErrBadCredentials
+			}
+			p, err = a.tokenPrincipal(tx, t)
+			return err
+		})
+	case c.PwVersion != "":
+		err = a.Meta.View(func(tx *meta.Tx) error {
+			u, err := tx.User(c.Subject)
+			if err != nil || subtle.ConstantTimeCompare([]byte(passwordVersion(u.PasswordHash)), []byte(c.PwVersion)) != 1 {
+				return ErrBadCredentials
+			}
+			p = principalOf(u)
 			return nil
-		}
-		t, err := tx.TokenByID(c.TokenID)
-		if err != nil || t.UserID != u.ID || t.Expired(a.now()) {
-			return ErrBadCredentials
-		}
-		scopes, err := ParseScopes(t.Scopes)
-		if err != nil {
-			return ErrBadCredentials
-		}
-		p.TokenID, p.Scopes = t.ID, scopes
-		return nil
-	})
-	return p, err
+		})
+	default:
+		return nil, ErrBadCredentials
+	}
+	if err != nil {
+		return nil, ErrBadCredentials
+	}
+	if p.MustChangePassword {
+		return nil, ErrBadCredentials
+	}
+	p.Via, p.Audience, p.Access = CredRegistry, c.Audience[0], c.Access
+	return p, nil
 }
 
 // anonymousSubject marks a registry token handed to nobody in particular
@@ -118,18 +179,49 @@ func (a *Authenticator) registry(c *Claims) (*Principal, error) {
 // and never look like this.
 const anonymousSubject = "~anonymous"
 
-// IssueRegistryToken hands p a short-lived registry token carrying the
-// same rights; an anonymous p gets an anonymous token.
-func (a *Authenticator) IssueRegistryToken(p *Principal, ttl time.Duration) (string, time.Time, error) {
-	if p.Anonymous() {
-		return a.JWT.IssueFor(RegistryToken, anonymousSubject, "", "", ttl)
-	}
-	return a.JWT.IssueFor(RegistryToken, p.UserID, "", p.TokenID, ttl)
+// RegistryGrant is what a registry token carries: the format it is valid
+// on and the access granted there.
+type RegistryGrant struct {
+	Audience string
+	Access   []Access
 }
 
-// Session checks that the session a JWT belongs to is still active and
+// IssueRegistryToken hands p a short-lived registry token for g, tied to
+// the credential p presented. A registry token never buys its successor
+// (it would outlive the logout or password change that ended its source),
+// and an account that must change its password gets none.
+func (a *Authenticator) IssueRegistryToken(p *Principal, g RegistryGrant, ttl time.Duration) (string, time.Time, error) {
+	c := Claims{Kind: RegistryToken, Access: g.Access}
+	c.Audience = []string{g.Audience}
+	switch {
+	case p.Anonymous():
+		c.Subject = anonymousSubject
+	case p.Via == CredRegistry:
+		return "", time.Time{}, ErrBadCredentials
+	case p.MustChangePassword:
+		return "", time.Time{}, ErrPasswordChange
+	case p.Via == CredSession:
+		c.Subject, c.Session = p.UserID, p.SessionID
+	case p.Via == CredAPIToken:
+		c.Subject, c.TokenID = p.UserID, p.TokenID
+	case p.Via == CredPassword && p.pwVersion != "":
+		c.Subject, c.PwVersion = p.UserID, p.pwVersion
+	default:
+		return "", time.Time{}, ErrBadCredentials
+	}
+	return a.JWT.sign(c, ttl)
+}
+
+// passwordVersion fingerprints a password hash; a new password (new salt)
+// gives a new version.
+func passwordVersion(hash string) string {
+	sum := sha256.Sum256([]byte(hash))
+	return hex.EncodeToString(sum[:12])
+}
+
+// session checks that the session a JWT belongs to is still active and
 // returns its user.
-func (a *Authenticator) session(c *Claims) (*Principal, error) {
+func (a *Authenticator) session(c *Claims, via Credential) (*Principal, error) {
 	var p *Principal
 	err := a.Meta.View(func(tx *meta.Tx) error {
 		s, err := tx.Session(c.Session)
@@ -141,7 +233,7 @@ func (a *Authenticator) session(c *Claims) (*Principal, error) {
 			return ErrBadCredentials
 		}
 		p = principalOf(u)
-		p.SessionID = s.ID
+		p.SessionID, p.Via = s.ID, via
 		return nil
 	})
 	return p, err
@@ -157,74 +249,118 @@ func (a *Authenticator) Refresh(tok string) (*Principal, error) {
 	if err != nil {
 		return nil, ErrBadCredentials
 	}
-	return a.session(c)
+	return a.session(c, CredSession)
 }
 
 // APIToken authenticates an API token secret.
 func (a *Authenticator) APIToken(secret string) (*Principal, error) {
+	if len(secret) > MaxSecretBytes {
+		return nil, ErrBadCredentials
+	}
 	hash := HashAPIToken(secret)
 	var p *Principal
 	err := a.Meta.View(func(tx *meta.Tx) error {
 		t, err := tx.TokenByHash(hash)
-		if err != nil || t.Expired(a.now()) {
-			return ErrBadCredentials
-		}
-		u, err := tx.User(t.UserID)
 		if err != nil {
 			return ErrBadCredentials
 		}
-		scopes, err := ParseScopes(t.Scopes)
-		if err != nil {
-			return ErrBadCredentials
-		}
-		p = principalOf(u)
-		p.TokenID, p.Scopes = t.ID, scopes
-		return nil
+		p, err = a.tokenPrincipal(tx, t)
+		return err
 	})
 	return p, err
+}
+
+func (a *Authenticator) tokenPrincipal(tx *meta.Tx, t *meta.Token) (*Principal, error) {
+	if t.Expired(a.now()) {
+		return nil, ErrBadCredentials
+	}
+	u, err := tx.User(t.UserID)
+	if err != nil {
+		return nil, ErrBadCredentials
+	}
+	scopes, err := ParseScopes(t.Scopes)
+	if err != nil {
+		return nil, ErrBadCredentials
+	}
+	p := principalOf(u)
+	p.TokenID, p.Scopes, p.Via = t.ID, scopes, CredAPIToken
+	return p, nil
 }
 
 // Basic authenticates a username with a password or an API token (package
 // clients put tokens in the password field; the username must then be the
 // token's owner, or anything for clients like twine that send __token__).
-func (a *Authenticator) Basic(user, pass string) (*Principal, error) {
+func (a *Authenticator) Basic(ctx context.Context, user, pass, remote string) (*Principal, error) {
 	if strings.HasPrefix(pass, TokenPrefix) {
 		p, err := a.APIToken(pass)
-		if err != nil {
-			return nil, err
+		if err == nil && !strings.EqualFold(user, p.Username) && user != "__token__" && user != "" {
+			err = ErrBadCredentials
 		}
-		if !strings.EqualFold(user, p.Username) && user != "__token__" && user != "" {
-			return nil, ErrBadCredentials
+		if err != nil {
+			return nil, a.fail(ctx, Failure{Remote: remote, Username: user, Scheme: "basic"}, err)
 		}
 		return p, nil
 	}
-	return a.Password(user, pass)
+	return a.password(ctx, user, pass, remote, "basic")
 }
 
-// Password verifies a username and password. A verified pair is cached
-// with the hash it matched, so a password change invalidates the entry.
-func (a *Authenticator) Password(user, pass string) (*Principal, error) {
+// Login verifies a username and password for POST /auth/login.
+func (a *Authenticator) Login(ctx context.Context, user, pass, remote string) (*Principal, error) {
+	return a.password(ctx, user, pass, remote, "login")
+}
+
+// password verifies a username and password, unless the address or the
+// username has spent its failure budget. A verified pair is cached with the
+// hash it matched, so a password change invalidates the entry and a cached
+// credential costs no argon2 run. Otherwise the check waits for a hashing
+// slot and checks the budget again there (a burst of bad guesses all
+// arrives before the first of them has failed).
+func (a *Authenticator) password(ctx context.Context, user, pass, remote, scheme string) (*Principal, error) {
+	f := Failure{Remote: remote, Username: user, Scheme: scheme}
+	if user == "" || len(user) > MaxUsernameBytes || len(pass) > MaxSecretBytes {
+		return nil, a.fail(ctx, f, ErrBadCredentials)
+	}
 	var u *meta.User
-	err := a.Meta.View(func(tx *meta.Tx) error {
+	_ = a.Meta.View(func(tx *meta.Tx) error {
 		var err error
 		u, err = tx.UserByName(user)
 		return err
 	})
-	if err != nil || u.PasswordHash == "" {
-		// Spend the time a real check costs, so timing does not reveal
-		// which usernames exist.
-		VerifyPassword(dummyHash, pass)
-		return nil, ErrBadCredentials
+	// The limits come first, even before the cache: a throttled address
+	// must not keep guessing against the cache of recent sign-ins.
+	if err := a.Guard.Check(remote, user); err != nil {
+		return nil, a.fail(ctx, f, err)
 	}
-	cacheKey := u.ID + "\x00" + pass
-	if h, ok := a.Cache.Get(cacheKey); ok && h == u.PasswordHash {
-		return principalOf(u), nil
+	hash := dummyHash
+	if u != nil && u.PasswordHash != "" {
+		hash = u.PasswordHash
+		if h, ok := a.Cache.Get(u.ID + "\x00" + pass); ok && h == hash {
+			return a.passwordPrincipal(u), nil
+		}
 	}
-	if !VerifyPassword(u.PasswordHash, pass) {
-		return nil, ErrBadCredentials
+	release, err := a.Hasher.acquire(ctx)
+	if err != nil {
+		return nil, a.fail(ctx, f, err)
 	}
-	a.Cache.Put(cacheKey, u.PasswordHash)
-	return principalOf(u), nil
+	if err := a.Guard.Check(remote, user); err != nil {
+		release()
+		return nil, a.fail(ctx, f, err)
+	}
+	// An unknown user costs the time a real check does, so timing does
+	// not reveal which usernames exist.
+	ok := VerifyPassword(hash, pass)
+	release()
+	if !ok || hash == dummyHash {
+		return nil, a.fail(ctx, f, ErrBadCredentials)
+	}
+	a.Cache.Put(u.ID+"\x00"+pass, hash)
+	return a.passwordPrincipal(u), nil
+}
+
+func (a *Authenticator) passwordPrincipal(u *meta.User) *Principal {
+	p := principalOf(u)
+	p.Via, p.pwVersion = CredPassword, passwordVersion(u.PasswordHash)
+	return p
 }
 
 // dummyHash is a valid argon2id encoding of a random password.

@@ -16,6 +16,49 @@ type Principal struct {
 	Scopes  []Scope
 	// SessionID is set for JWT sessions (logout revokes it).
 	SessionID string
+	// Via is the kind of credential the request presented.
+	Via Credential
+	// Audience and Access are set for registry tokens: the format they
+	// were issued for and what they grant there (docker's access claim).
+	Audience string
+	Access   []Access
+	// pwVersion fingerprints the password hash a password credential
+	// matched, so a registry token derived from it dies with the password.
+	pwVersion string
+}
+
+// Credential is the kind of credential a principal presented.
+type Credential uint8
+
+// Credential kinds.
+const (
+	CredNone     Credential = iota
+	CredPassword            // username and password (Basic or login)
+	CredSession             // access JWT of a login session
+	CredAPIToken            // API token
+	CredRegistry            // registry token from a format's token endpoint
+)
+
+// ManagesAccount reports whether p may manage its own account (profile,
+// API tokens): a login session or password, or a token with the global
+// admin scope. A token narrowed to repositories acts on repositories only.
+func (p *Principal) ManagesAccount() bool {
+	if p.Anonymous() {
+		return false
+	}
+	switch p.Via {
+	case CredSession, CredPassword:
+		return true
+	case CredAPIToken:
+		return AllowsGlobalAdmin(p.Scopes)
+	}
+	return false
+}
+
+// AcceptedOn reports whether p's credential may be used in area (a format
+// name, or "api"): a registry token only where it was issued.
+func (p *Principal) AcceptedOn(area string) bool {
+	return p == nil || p.Via != CredRegistry || p.Audience == area
 }
 
 // Anonymous reports whether p is nobody.

@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"context"
 	"path/filepath"
 	"testing"
 	"time"
@@ -25,7 +26,7 @@ func FuzzAuthorizationHeader(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, h string) {
-		p, err := a.Header(h)
+		p, err := a.Authenticate(context.Background(), h, "192.0.2.1")
 		if err == nil && p != nil {
 			t.Fatalf("header %q authenticated as %+v", h, p)
 		}

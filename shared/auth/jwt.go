@@ -41,6 +41,10 @@ type Claims struct {
 	Kind    TokenKind `json:"typ"`
 	Session string    `json:"sid"`
 	TokenID string    `json:"tid,omitempty"`
+	// Registry tokens: the password version they derive from (when not
+	// a session or API token) and what they grant.
+	PwVersion string   `json:"pwv,omitempty"`
+	Access    []Access `json:"access,omitempty"`
 }
 
 // JWT issues and verifies HS256 session tokens.
@@ -68,31 +72,30 @@ func (j *JWT) Issue(kind TokenKind, userID, sessionID string, ttl time.Duration)
 
 // IssueFor is Issue with the API token the credential derives from.
 func (j *JWT) IssueFor(kind TokenKind, userID, sessionID, tokenID string, ttl time.Duration) (token string, exp time.Time, err error) {
+	return j.sign(Claims{Kind: kind, Session: sessionID, TokenID: tokenID,
+		RegisteredClaims: jwt.RegisteredClaims{Subject: userID}}, ttl)
+}
+
+// sign fills in the registered claims of c (issuer, id, times) and signs
+// it; the caller sets the kind, subject and its own claims.
+func (j *JWT) sign(c Claims, ttl time.Duration) (token string, exp time.Time, err error) {
 	if err := j.checkSecret(); err != nil {
 		return "", time.Time{}, err
 	}
-	if !kind.valid() {
-		return "", time.Time{}, fmt.Errorf("auth: unknown token kind %q", kind)
+	if !c.Kind.valid() {
+		return "", time.Time{}, fmt.Errorf("auth: unknown token kind %q", c.Kind)
 	}
-	if userID == "" {
+	if c.Subject == "" {
 		return "", time.Time{}, errors.New("auth: token subject is empty")
 	}
 	if ttl <= 0 {
 		return "", time.Time{}, errors.New("auth: token ttl must be positive")
 	}
 	now := j.now()
-	c := Claims{
-		RegisteredClaims: jwt.RegisteredClaims{
-			Issuer:    jwtIssuer,
-			Subject:   userID,
-			ID:        NewID(),
-			IssuedAt:  jwt.NewNumericDate(now),
-			ExpiresAt: jwt.NewNumericDate(now.Add(ttl)),
-		},
-		Kind:    kind,
-		Session: sessionID,
-		TokenID: tokenID,
-	}
+	c.Issuer = jwtIssuer
+	c.ID = NewID()
+	c.IssuedAt = jwt.NewNumericDate(now)
+	c.ExpiresAt = jwt.NewNumericDate(now.Add(ttl))
 	token, err = jwt.NewWithClaims(jwt.SigningMethodHS256, c).SignedString(j.secret)
 	if err != nil {
 		return "", time.Time{}, fmt.Errorf("auth: signing token: %w", err)

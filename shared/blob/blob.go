@@ -3,8 +3,10 @@ package blob
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
+	"syscall"
 )
 
 // Checksums of one blob, lowercase hex.
@@ -32,7 +34,26 @@ var (
 	ErrDigestMismatch = errors.New("blob: digest mismatch")
 	// ErrInvalidDigest is returned for a malformed digest string.
 	ErrInvalidDigest = errors.New("blob: invalid digest")
+	// ErrNoSpace is returned when there is no room for a write: the disk
+	// or the quota is full, or free space is below the configured
+	// minimum. Nothing is stored.
+	ErrNoSpace = errors.New("blob: insufficient storage")
 )
+
+// DiskFull reports whether err is the filesystem saying it is full.
+func DiskFull(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
+}
+
+// NoSpace marks a disk-full error as ErrNoSpace (keeping the cause in the
+// chain) and returns any other error unchanged, so callers test one
+// sentinel whatever the platform's errno.
+func NoSpace(err error) error {
+	if err == nil || errors.Is(err, ErrNoSpace) || !DiskFull(err) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrNoSpace, err)
+}
 
 // Putter stores content.
 type Putter interface {

@@ -2,7 +2,10 @@ package blob_test
 
 import (
 	"errors"
+	"fmt"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/depot-registry/depot/shared/blob"
@@ -74,4 +77,26 @@ func FuzzParseDigest(f *testing.F) {
 			t.Fatalf("ParseDigest(%q) accepted non-lowercase-hex %q", d, hx)
 		}
 	})
+}
+
+// TestNoSpace: a full disk or quota, however deeply wrapped, becomes
+// ErrNoSpace with the cause kept; other errors are left alone.
+func TestNoSpace(t *testing.T) {
+	for _, errno := range []syscall.Errno{syscall.ENOSPC, syscall.EDQUOT} {
+		cause := fmt.Errorf("writing: %w", &os.PathError{Op: "write", Path: "f", Err: errno})
+		err := blob.NoSpace(cause)
+		if !errors.Is(err, blob.ErrNoSpace) || !errors.Is(err, errno) || !blob.DiskFull(err) {
+			t.Errorf("NoSpace(%v) = %v", cause, err)
+		}
+		if again := blob.NoSpace(err); again != err {
+			t.Errorf("NoSpace is not idempotent: %v", again)
+		}
+	}
+	other := errors.New("permission denied")
+	if err := blob.NoSpace(other); err != other {
+		t.Errorf("NoSpace(other) = %v", err)
+	}
+	if blob.NoSpace(nil) != nil {
+		t.Error("NoSpace(nil) != nil")
+	}
 }

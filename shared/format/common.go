@@ -3,6 +3,7 @@ package format
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -27,7 +28,7 @@ import (
 // rather than told whether a private repository exists.
 func (d *Deps) Repo(r *Request, name, action string, formats ...string) (*meta.Repository, error) {
 	var repo *meta.Repository
-	allowed := false
+	allowed, visible := false, false
 	err := d.Meta.View(func(tx *meta.Tx) error {
 		var err error
 		repo, err = tx.RepoByName(name)
@@ -36,21 +37,22 @@ func (d *Deps) Repo(r *Request, name, action string, formats ...string) (*meta.R
 			return nil
 		}
 		allowed = auth.Can(tx, r.Principal, repo, action)
+		visible = allowed || auth.Can(tx, r.Principal, repo, meta.ActionRead)
 		return nil
 	})
 	switch {
 	case err != nil:
 		return nil, err
-	case repo == nil && r.Principal.Anonymous():
-		return nil, Unauthorized()
-	case repo == nil:
-		return nil, NotFound("repository %s not found", name)
 	case allowed:
 		return repo, nil
 	case r.Principal.Anonymous():
 		return nil, Unauthorized()
-	case r.Principal.MustChangePassword:
+	case repo != nil && r.Principal.MustChangePassword:
 		return nil, Forbidden("password change required before using this account")
+	case repo == nil || !visible:
+		// A private repository the caller cannot read is indistinguishable
+		// from one that does not exist.
+		return nil, NotFound("repository %s not found", name)
 	}
 	return nil, Forbidden("%s may not %s in repository %s", r.Principal.Name(), action, name)
 }
@@ -140,8 +142,45 @@ func (d *Deps) checkOverwrite(r *Request, u Upload) (bool, error) {
 // PutBlob stores bytes (bounded by MaxUpload, verified against expect)
 // without recording an artifact: for formats that look at the bytes before
 // deciding what they are, or that keep blobs beside artifacts (OCI layers).
+// Every upload goes through here, so here the free-space guard applies; a
+// body that declares its length (Sized) is refused before it is read.
 func (d *Deps) PutBlob(ctx context.Context, body io.Reader, expect blob.Checksums) (blob.Info, error) {
-	return d.Blobs.Put(ctx, body, blob.PutOptions{MaxSize: d.MaxUpload, Expect: expect})
+	var n int64
+	if s, ok := body.(Sized); ok {
+		n = s.Size()
+	}
+	body, err := d.GuardUpload(body, n)
+	if err != nil {
+		return blob.Info{}, err
+	}
+	info, err := d.Blobs.Put(ctx, body, blob.PutOptions{MaxSize: d.MaxUpload, Expect: expect})
+	return info, d.WriteErr(err)
+}
+
+// GuardUpload admits an upload of n bytes (n <= 0: unknown) and returns
+// body wrapped so that it stops with blob.ErrNoSpace if free space runs
+// low while it streams. For bytes a format writes to disk itself (OCI
+// upload sessions); PutBlob does it for the blob store.
+func (d *Deps) GuardUpload(body io.Reader, n int64) (io.Reader, error) {
+	if d.Space == nil {
+		return body, nil
+	}
+	if err := d.Space.Admit(n); err != nil {
+		return nil, err
+	}
+	return d.Space.Reader(body), nil
+}
+
+// WriteErr returns the error of a write to disk, a full disk marked as
+// blob.ErrNoSpace (507 rather than 500), and tells the guard.
+func (d *Deps) WriteErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	if d.Space != nil {
+		d.Space.Observe(err)
+	}
+	return blob.NoSpace(err)
 }
 
 // Record commits an artifact for a blob PutBlob stored (u.Body unused).
@@ -280,6 +319,9 @@ func ReadBody(r *Request, max int64) ([]byte, error) {
 		return nil, nil
 	}
 	b, err := io.ReadAll(io.LimitReader(r.Body, max+1))
+	if errors.Is(err, ErrSlowBody) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, BadRequest("reading the request body: %v", err)
 	}
@@ -287,6 +329,36 @@ func ReadBody(r *Request, max int64) ([]byte, error) {
 		return nil, tooLarge(max)
 	}
 	return b, nil
+}
+
+// BodyReader is the request body for a handler that streams it: reading
+// past max bytes fails with 413 (at once when Content-Length says so) and
+// a failed read with 400, as ReadBody answers.
+func BodyReader(r *Request, max int64) (io.Reader, error) {
+	if r.ContentLength > max {
+		return nil, tooLarge(max)
+	}
+	if r.Body == nil {
+		return strings.NewReader(""), nil
+	}
+	return &bodyReader{r: io.LimitReader(r.Body, max+1), max: max}, nil
+}
+
+type bodyReader struct {
+	r    io.Reader
+	max  int64
+	read int64
+}
+
+func (b *bodyReader) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if b.read += int64(n); b.read > b.max {
+		return 0, tooLarge(b.max)
+	}
+	if err != nil && err != io.EOF && !errors.Is(err, ErrSlowBody) {
+		err = BadRequest("reading the request body: %v", err)
+	}
+	return n, err
 }
 
 func tooLarge(max int64) error {

@@ -24,6 +24,10 @@ func Errorf(status int, code, format string, args ...any) *Error {
 	return &Error{Status: status, Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
+// ErrSlowBody is what reading a request body returns when the client sent
+// it slower than the minimum transfer rate.
+var ErrSlowBody = errors.New("the request body arrived slower than the minimum transfer rate")
+
 // Common errors.
 func NotFound(format string, args ...any) *Error {
 	return Errorf(http.StatusNotFound, "NOT_FOUND", format, args...)
@@ -49,6 +53,12 @@ func Forbidden(format string, args ...any) *Error {
 	return Errorf(http.StatusForbidden, "FORBIDDEN", format, args...)
 }
 
+// InsufficientStorage refuses an upload the node has no room for (507):
+// the disk is full, or free space is below the configured minimum.
+func InsufficientStorage() *Error {
+	return Errorf(http.StatusInsufficientStorage, "INSUFFICIENT_STORAGE", "not enough free storage on this node for the upload; retry later")
+}
+
 // Classify maps any handler error to an Error. Unknown errors become a
 // 500 whose message says nothing about the cause (the transport logs it).
 func Classify(err error) *Error {
@@ -68,6 +78,10 @@ func Classify(err error) *Error {
 		return BadRequest("checksum does not match the uploaded bytes")
 	case errors.Is(err, blob.ErrInvalidDigest):
 		return BadRequest("invalid digest")
+	case errors.Is(err, blob.ErrNoSpace):
+		return InsufficientStorage()
+	case errors.Is(err, ErrSlowBody):
+		return Errorf(http.StatusRequestTimeout, "REQUEST_TIMEOUT", "%s", ErrSlowBody.Error())
 	}
 	return Errorf(http.StatusInternalServerError, "INTERNAL", "internal error")
 }

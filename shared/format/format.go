@@ -68,6 +68,20 @@ func Prefixes(f Format) []string {
 	return out
 }
 
+// MultiRepo is implemented by formats that serve repositories of more
+// than one format identifier (maven also serves "gradle").
+type MultiRepo interface {
+	RepoFormats() []string // every identifier served, its own name included
+}
+
+// RepoFormats lists the repository format identifiers f serves.
+func RepoFormats(f Format) []string {
+	if m, ok := f.(MultiRepo); ok {
+		return m.RepoFormats()
+	}
+	return []string{f.Name()}
+}
+
 // ArtifactDeleter is implemented by formats that keep state beside their
 // artifacts (tags, dist-tags): the REST API deletes their artifacts
 // through it, so that state follows.
@@ -137,11 +151,32 @@ type Deps struct {
 	// keeps on this node (OCI upload sessions); each format makes its own
 	// subdirectory.
 	ScratchDir string
+	// Space, when set, refuses uploads while the data disk is nearly full
+	// and hears of writes that found it full (see GuardUpload).
+	Space SpaceGuard
 }
 
-// TokenIssuer hands a principal a short-lived token with its rights.
+// SpaceGuard keeps uploads from filling the data disk
+// (diskspace.Guard on the origin). Its refusals wrap blob.ErrNoSpace.
+type SpaceGuard interface {
+	// Admit refuses an upload of n bytes (n <= 0: length unknown).
+	Admit(n int64) error
+	// Reader makes body fail once free space runs low while it streams.
+	Reader(body io.Reader) io.Reader
+	// Observe is told how a write ended, so a full disk shows in health.
+	Observe(err error)
+}
+
+// Sized is a body that knows its length before it is read: a request
+// body with a declared Content-Length (-1 when none), a bytes.Reader.
+type Sized interface {
+	Size() int64
+}
+
+// TokenIssuer hands a principal a short-lived registry token carrying a
+// grant (docker's Bearer token flow).
 type TokenIssuer interface {
-	IssueRegistryToken(p *auth.Principal, ttl time.Duration) (string, time.Time, error)
+	IssueRegistryToken(p *auth.Principal, g auth.RegistryGrant, ttl time.Duration) (string, time.Time, error)
 }
 
 // Match finds the route for method and path, with its parameters.

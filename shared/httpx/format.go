@@ -1,9 +1,12 @@
 package httpx
 
 import (
+	"errors"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/depot-registry/depot/shared/auth"
 	"github.com/depot-registry/depot/shared/format"
@@ -30,6 +33,7 @@ func NewFormatHandler(f format.Format, prefix string, authn *auth.Authenticator,
 }
 
 func (h *FormatHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body := &requestBody{r: r.Body, n: r.ContentLength}
 	req := &format.Request{
 		Method:        r.Method,
 		Prefix:        h.Prefix,
@@ -37,7 +41,7 @@ func (h *FormatHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		RawPath:       strings.TrimPrefix(r.URL.EscapedPath(), h.Prefix),
 		Query:         r.URL.Query(),
 		Header:        r.Header,
-		Body:          r.Body,
+		Body:          body,
 		ContentLength: r.ContentLength,
 		BaseURL:       BaseURL(r, h.ExternalURL),
 		RemoteAddr:    ClientIP(r),
@@ -58,19 +62,35 @@ func (h *FormatHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w = sw
 		defer func() { h.OnWrite(r, req.Principal, sw.Status) }()
 	}
-	p, err := h.Authn.Header(r.Header.Get("Authorization"))
+	p, err := h.Authn.Authenticate(r.Context(), r.Header.Get("Authorization"), req.RemoteAddr)
+	if err == nil && !p.AcceptedOn(h.Format.Name()) {
+		// A registry token serves only the format it was issued for.
+		err = auth.ErrBadCredentials
+	}
 	if err != nil {
-		h.write(w, r, h.Format.Error(req, format.Unauthorized()))
+		h.write(w, r, authFailure(h.Format.Error(req, formatAuthError(err)), err))
 		return
 	}
 	req.Principal = p
 	resp, err := route.Handle(r.Context(), req)
 	if err != nil {
+		// A body cut for being too slow is our refusal (net/http cancels the
+		// request's context all the same): it gets its 408.
+		if TooSlow(r) {
+			err = format.ErrSlowBody
+		}
+		if !errors.Is(err, format.ErrSlowBody) && (body.broken.Load() || ClientGone(r, err)) {
+			// Whatever the handler made of it, nobody is there to answer.
+			Abort(w)
+		}
 		// Formats render errors themselves (format.ErrorResponse); a 500's
 		// cause is logged, and the client gets only the request id.
-		if format.Classify(err).Status >= 500 {
+		switch format.Classify(err).Status {
+		case http.StatusInternalServerError:
 			h.Log.Error("format handler failed", "request_id", req.RequestID, "format", h.Format.Name(), "err", err)
 			err = format.Errorf(http.StatusInternalServerError, "INTERNAL", "internal error; quote request id %s to the administrator", req.RequestID)
+		case http.StatusInsufficientStorage:
+			h.Log.Warn("upload refused: insufficient storage", "request_id", req.RequestID, "format", h.Format.Name(), "err", err)
 		}
 		h.write(w, r, h.Format.Error(req, err))
 		return
@@ -101,4 +121,29 @@ func (h *FormatHandler) write(w http.ResponseWriter, r *http.Request, resp *form
 	if len(resp.Body) > 0 {
 		_, _ = w.Write(resp.Body)
 	}
+}
+
+// formatAuthError is how a failed credential check reads in a format's
+// own error shape.
+func formatAuthError(err error) error {
+	var t *auth.ThrottledError
+	switch {
+	case errors.As(err, &t):
+		return format.Errorf(http.StatusTooManyRequests, "TOO_MANY_REQUESTS", "%s", t.Error())
+	case errors.Is(err, auth.ErrBusy):
+		return format.Errorf(http.StatusServiceUnavailable, "UNAVAILABLE", "the server is busy verifying passwords; retry shortly")
+	}
+	return format.Unauthorized()
+}
+
+// authFailure adds Retry-After to a throttled or busy answer.
+func authFailure(resp *format.Response, err error) *format.Response {
+	var t *auth.ThrottledError
+	switch {
+	case errors.As(err, &t):
+		resp.Header.Set("Retry-After", strconv.Itoa(max(1, int(t.RetryAfter.Round(time.Second)/time.Second))))
+	case errors.Is(err, auth.ErrBusy):
+		resp.Header.Set("Retry-After", "1")
+	}
+	return resp
 }

@@ -8,10 +8,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"log/slog"
-	"net"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/depot-registry/depot/shared/metrics"
@@ -65,7 +63,8 @@ type AreaFunc func(*http.Request) string
 
 // Observe wraps h with a request id, a structured access log, metrics and
 // panic recovery. A panic answers 500 with the request id, which is logged
-// with the cause.
+// with the cause. A request aborted because its client went away (Abort)
+// is accounted as 499, not as an error.
 func Observe(h http.Handler, log *slog.Logger, m *metrics.Metrics, area AreaFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -78,10 +77,16 @@ func Observe(h http.Handler, log *slog.Logger, m *metrics.Metrics, area AreaFunc
 		sw := &StatusWriter{ResponseWriter: w}
 		a := area(r)
 		defer func() {
-			if p := recover(); p != nil {
-				if p == http.ErrAbortHandler {
-					panic(p)
+			p := recover()
+			aborted := p == http.ErrAbortHandler
+			switch {
+			case aborted:
+				// Nothing was answered: the client went away (Abort) or
+				// the response could not be completed.
+				if sw.Status == 0 {
+					sw.Status = StatusClientClosed
 				}
+			case p != nil:
 				log.Error("panic serving request", "request_id", id, "panic", p, "path", r.URL.Path)
 				if sw.Status == 0 {
 					http.Error(sw, `{"error":{"code":"INTERNAL","message":"internal error; quote request id `+id+`","details":{"request_id":"`+id+`"}}}`, http.StatusInternalServerError)
@@ -95,38 +100,10 @@ func Observe(h http.Handler, log *slog.Logger, m *metrics.Metrics, area AreaFunc
 			}
 			log.Info("request", "request_id", id, "method", r.Method, "path", r.URL.Path, "status", sw.Status,
 				"bytes", sw.Bytes, "duration_ms", d.Milliseconds(), "remote", ClientIP(r), "area", a)
+			if aborted {
+				panic(p) // net/http closes the connection quietly
+			}
 		}()
 		h.ServeHTTP(sw, r)
 	})
-}
-
-// ClientIP is the address of the direct peer. X-Forwarded-For is not
-// trusted: rate limits and audit logs must not be spoofable by a header.
-func ClientIP(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
-}
-
-// BaseURL is the scheme://host the client used, or external when set.
-// X-Forwarded-Proto and X-Forwarded-Host are honoured so a reverse proxy
-// in front gets URLs that point back at itself.
-func BaseURL(r *http.Request, external string) string {
-	if external != "" {
-		return strings.TrimRight(external, "/")
-	}
-	scheme := "http"
-	if r.TLS != nil {
-		scheme = "https"
-	}
-	if p := r.Header.Get("X-Forwarded-Proto"); p == "https" || p == "http" {
-		scheme = p
-	}
-	host := r.Host
-	if h := r.Header.Get("X-Forwarded-Host"); h != "" && !strings.ContainsAny(h, "/ ,") {
-		host = h
-	}
-	return scheme + "://" + host
 }

@@ -41,6 +41,13 @@ func ParseLevel(s string) slog.Level {
 // the component name. Raft and memberlist chat at info level about every
 // state change, so their info lines only show when l logs debug.
 func HCLog(l *slog.Logger, component string) hclog.Logger {
+	return HCLogDemoting(l, component, nil)
+}
+
+// HCLogDemoting is HCLog, except that the messages for which demote
+// reports true are logged at debug level, whatever level the library gave
+// them (a warning that is normal in this process's situation).
+func HCLogDemoting(l *slog.Logger, component string, demote func(msg string) bool) hclog.Logger {
 	level := hclog.Warn
 	if l.Enabled(context.Background(), slog.LevelDebug) {
 		level = hclog.Debug
@@ -49,12 +56,15 @@ func HCLog(l *slog.Logger, component string) hclog.Logger {
 		Name:       component,
 		Level:      level,
 		JSONFormat: true,
-		Output:     &bridge{l: l},
+		Output:     &bridge{l: l, demote: demote},
 	})
 }
 
 // bridge re-emits hclog's JSON lines as slog records.
-type bridge struct{ l *slog.Logger }
+type bridge struct {
+	l      *slog.Logger
+	demote func(msg string) bool
+}
 
 func (b *bridge) Write(p []byte) (int, error) {
 	for _, line := range bytes.Split(bytes.TrimSpace(p), []byte("\n")) {
@@ -65,6 +75,9 @@ func (b *bridge) Write(p []byte) (int, error) {
 		}
 		msg, _ := rec["@message"].(string)
 		lvl := ParseLevel(str(rec["@level"]))
+		if lvl > slog.LevelDebug && b.demote != nil && b.demote(msg) {
+			lvl = slog.LevelDebug
+		}
 		attrs := []any{}
 		if m, ok := rec["@module"]; ok {
 			attrs = append(attrs, "component", m)

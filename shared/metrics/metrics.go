@@ -19,6 +19,9 @@ type Metrics struct {
 	Registry *prometheus.Registry
 	HTTP     HTTP
 	Uploads  *prometheus.CounterVec
+	// AuthFailures counts failed credential checks by reason
+	// (bad_credentials, throttled, busy).
+	AuthFailures *prometheus.CounterVec
 }
 
 // New registers the collectors in a fresh registry.
@@ -41,8 +44,11 @@ func New() *Metrics {
 		Uploads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "depot_artifacts_uploaded_total", Help: "Artifacts stored, by format.",
 		}, []string{"format"}),
+		AuthFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "depot_auth_failures_total", Help: "Failed credential checks, by reason.",
+		}, []string{"reason"}),
 	}
-	reg.MustRegister(m.HTTP.Requests, m.HTTP.Duration, m.HTTP.Bytes, m.Uploads,
+	reg.MustRegister(m.HTTP.Requests, m.HTTP.Duration, m.HTTP.Bytes, m.Uploads, m.AuthFailures,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

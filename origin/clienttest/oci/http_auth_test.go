@@ -87,7 +87,9 @@ func TestAuthorization(t *testing.T) {
 		putManifest(e, aliceBasic, "priv/app", "1", m).Want(201)
 		e.Do("GET", "/v2/priv/app/manifests/1", basic(reader.Name, reader.Token), nil).Want(200)
 		wantErr(t, e.Do("GET", "/v2/priv/app/manifests/1", "", nil), 401, "UNAUTHORIZED")
-		wantErr(t, e.Do("GET", "/v2/priv/app/manifests/1", basic(stranger.Name, stranger.Token), nil), 403, "DENIED")
+		// A stranger cannot tell a private repository from a missing one.
+		wantErr(t, e.Do("GET", "/v2/priv/app/manifests/1", basic(stranger.Name, stranger.Token), nil), 404, "NAME_UNKNOWN")
+		e.Do("HEAD", "/v2/priv/app/blobs/"+sha([]byte("x")), basic(stranger.Name, stranger.Token), nil).Want(404)
 		wantErr(t, putManifest(e, basic(reader.Name, reader.Token), "priv/app", "2", m), 403, "DENIED")
 		wantErr(t, e.Do("DELETE", "/v2/priv/app/manifests/1", basic(reader.Name, reader.Token), nil), 403, "DENIED")
 		wantErr(t, e.Do("POST", "/v2/priv/app/blobs/uploads/", basic(reader.Name, reader.Token), nil), 403, "DENIED")

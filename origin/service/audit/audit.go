@@ -21,7 +21,22 @@ type Event struct {
 	Remote    string    `json:"remote"`             // client address
 	Outcome   string    `json:"outcome"`            // success | failure | denied
 	Status    int       `json:"status,omitempty"`
+	Reason    string    `json:"reason,omitempty"` // why a credential check failed
 	RequestID string    `json:"request_id,omitempty"`
+}
+
+// Bounds on what an event echoes from a request: a 1 MB username must
+// not become a 1 MB log line.
+const (
+	maxActor  = 128
+	maxTarget = 1024
+)
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
 }
 
 // Log appends events to a writer; a nil *Log discards them.
@@ -50,6 +65,8 @@ func (l *Log) Record(e Event) {
 	if e.Time.IsZero() {
 		e.Time = time.Now().UTC()
 	}
+	e.Actor, e.Target = clip(e.Actor, maxActor), clip(e.Target, maxTarget)
+	e.Action, e.RequestID = clip(e.Action, maxTarget), clip(e.RequestID, maxActor)
 	b, err := json.Marshal(e)
 	if err != nil {
 		return

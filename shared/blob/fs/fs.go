@@ -39,19 +39,33 @@ const (
 type FS struct {
 	blobs string // <dir>/sha256
 	tmp   string // <dir>/tmp
+	wrap  func(io.Writer) io.Writer
 }
 
 var _ blob.Store = (*FS)(nil)
 
+// Option tunes an FS.
+type Option func(*FS)
+
+// WithWriter routes the bytes of every Put through wrap on their way to
+// the temp file: tests use it to make a write fail as a full disk does.
+// A nil wrap changes nothing.
+func WithWriter(wrap func(io.Writer) io.Writer) Option {
+	return func(s *FS) { s.wrap = wrap }
+}
+
 // New opens (creating if needed) a store rooted at dir and removes temp
 // files left behind by a crash.
-func New(dir string) (*FS, error) {
+func New(dir string, opts ...Option) (*FS, error) {
 	if dir == "" {
 		return nil, errors.New("blob/fs: empty directory")
 	}
 	s := &FS{
 		blobs: filepath.Join(dir, "sha256"),
 		tmp:   filepath.Join(dir, "tmp"),
+	}
+	for _, o := range opts {
+		o(s)
 	}
 	for _, d := range []string{s.blobs, s.tmp} {
 		if err := os.MkdirAll(d, dirMode); err != nil {
@@ -85,8 +99,17 @@ func (s *FS) path(digest string) (string, error) {
 	return filepath.Join(s.blobs, hx[:2], hx), nil
 }
 
-// Put implements blob.Putter.
+// Put implements blob.Putter. A full disk (or quota) yields an error
+// wrapping blob.ErrNoSpace; as with any failure, nothing is left behind.
 func (s *FS) Put(ctx context.Context, r io.Reader, opts blob.PutOptions) (blob.Info, error) {
+	info, err := s.put(ctx, r, opts)
+	if err != nil {
+		return blob.Info{}, blob.NoSpace(err)
+	}
+	return info, nil
+}
+
+func (s *FS) put(ctx context.Context, r io.Reader, opts blob.PutOptions) (blob.Info, error) {
 	if opts.MaxSize < 0 {
 		return blob.Info{}, fmt.Errorf("blob/fs: negative MaxSize %d", opts.MaxSize)
 	}
@@ -119,7 +142,11 @@ func (s *FS) Put(ctx context.Context, r io.Reader, opts blob.PutOptions) (blob.I
 		// without draining an arbitrarily long body.
 		src = io.LimitReader(src, opts.MaxSize+1)
 	}
-	dst := io.MultiWriter(md5h, sha1h, sha256h, sha512h, tmp)
+	var file io.Writer = tmp
+	if s.wrap != nil {
+		file = s.wrap(tmp)
+	}
+	dst := io.MultiWriter(md5h, sha1h, sha256h, sha512h, file)
 	n, err := io.CopyBuffer(dst, src, make([]byte, 32<<10))
 	if err != nil {
 		// Covers reader, write and ctx errors (ctxReader returns ctx.Err()).

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/depot-registry/depot/shared/blob"
@@ -209,5 +211,33 @@ func TestExpectIgnoresHexCase(t *testing.T) {
 func TestNewEmptyDir(t *testing.T) {
 	if _, err := fs.New(""); err == nil {
 		t.Fatal("New(\"\") succeeded")
+	}
+}
+
+// TestPutDiskFull: a write that hits ENOSPC fails the Put with
+// blob.ErrNoSpace (the cause kept), and leaves neither a blob nor a temp
+// file behind.
+func TestPutDiskFull(t *testing.T) {
+	dir := t.TempDir()
+	disk := blobtest.NewDiskFull(100 << 10)
+	s, err := fs.New(dir, fs.WithWriter(disk.Wrap))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Put(t.Context(), bytes.NewReader(bytes.Repeat([]byte("x"), 1<<20)), blob.PutOptions{})
+	if !errors.Is(err, blob.ErrNoSpace) || !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("Put on a full disk: err = %v, want ErrNoSpace wrapping ENOSPC", err)
+	}
+	if names := tmpEntries(t, dir); len(names) != 0 {
+		t.Fatalf("tmp/ not empty after a disk-full put: %v", names)
+	}
+	if err := s.Walk(t.Context(), func(d string, _ int64) error { return fmt.Errorf("blob %s stored", d) }); err != nil {
+		t.Fatal(err)
+	}
+
+	// Once there is room again, the same store works.
+	disk.SetRoom(2 << 20)
+	if _, err := s.Put(t.Context(), strings.NewReader("fits"), blob.PutOptions{}); err != nil {
+		t.Fatalf("Put with room: %v", err)
 	}
 }

@@ -27,8 +27,9 @@ type Format struct {
 }
 
 var (
-	_ format.Format  = (*Format)(nil)
-	_ format.Aliased = (*Format)(nil)
+	_ format.Format    = (*Format)(nil)
+	_ format.Aliased   = (*Format)(nil)
+	_ format.MultiRepo = (*Format)(nil)
 )
 
 // New returns the maven format over deps.
@@ -43,6 +44,9 @@ func (f *Format) Prefix() string { return "/maven2" }
 // Aliases implements format.Aliased: /maven is the path a migration
 // example uses.
 func (f *Format) Aliases() []string { return []string{"/maven"} }
+
+// RepoFormats implements format.MultiRepo.
+func (f *Format) RepoFormats() []string { return Formats }
 
 // Routes implements format.Format. Every path is a file of the tree; GET
 // routes also answer HEAD (Gradle and wagon existence checks).

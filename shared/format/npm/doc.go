@@ -11,8 +11,10 @@
 // dist-tags and deprecations, each version or tag under its own key so
 // that concurrent writes to different versions never overwrite each other.
 //
-// The parsers (name.go, route.go, publish.go, tarball.go) are pure and
-// bounded; the handlers (read.go, write.go) only resolve the repository,
-// check access and commit one command per write, after the tarball is
-// durable.
+// The parsers (name.go, route.go, stream.go, publish.go, tarball.go) are
+// pure and bounded; the handlers (read.go, write.go) only resolve the
+// repository, check access and commit one command per write, after the
+// tarball is durable. A publish streams: its tarball is decoded from the
+// document as it arrives into a scratch file (spill.go), so memory holds
+// only the metadata, and nothing shared is held while a client sends.
 package npm

@@ -18,14 +18,19 @@ type Format struct {
 	d   *format.Deps
 	lim Limits
 	// writes serialises the writes of one package: each reads the
-	// package's state, decides, and commits one command.
+	// package's state, decides, and commits one command. It is taken once
+	// the request body is read, so a slow client holds nothing others wait
+	// for (see lock).
 	writes format.KeyLock
-	// publishing bounds concurrent publishes: each holds its whole
-	// document and decoded tarball in memory.
+	// publishing bounds the publishes a node checks and stores at once
+	// (inflating, hashing and copying up to MaxTarball bytes each). It is
+	// taken once the tarball is on local disk: only the node's own work
+	// holds it, never a client's upload speed.
 	publishing chan struct{}
 }
 
-// maxConcurrentPublishes is how many publish bodies a node holds at once.
+// maxConcurrentPublishes is how many publishes a node checks and stores
+// at once.
 const maxConcurrentPublishes = 4
 
 var _ format.Format = (*Format)(nil)
@@ -60,9 +65,6 @@ func (f *Format) serve(ctx context.Context, r *format.Request) (*format.Response
 	e, err := ParseRoute(r.Method, r.Path)
 	if err != nil {
 		return nil, err
-	}
-	if r.Method != http.MethodGet && r.Method != http.MethodHead && e.Name.String() != "" {
-		defer f.writes.Lock(e.Repo + "\x00" + e.Name.String())()
 	}
 	switch e.Kind {
 	case KindPing:
@@ -102,6 +104,12 @@ func (f *Format) Error(r *format.Request, err error) *format.Response {
 	return format.ErrorResponse(err, format.BasicChallenge, func(e *format.Error) (string, []byte) {
 		return mediaJSON, mustJSON(map[string]string{"error": e.Message})
 	})
+}
+
+// lock serialises the writes of e's package; writes call it after reading
+// their body.
+func (f *Format) lock(e Endpoint) (unlock func()) {
+	return f.writes.Lock(e.Repo + "\x00" + e.Name.String())
 }
 
 // repo resolves the request's repository for action.

@@ -8,7 +8,10 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"hash"
+	"io"
+	"net/http"
 	"strings"
 
 	"github.com/depot-registry/depot/shared/format"
@@ -22,8 +25,8 @@ type Limits struct {
 }
 
 // DefaultLimits are generous for npm packages (the public registry caps
-// tarballs lower) while keeping a publish, which arrives as one JSON
-// document, within memory.
+// tarballs lower); a publish streams its tarball to disk (ReadDocument),
+// so they bound disk and checking time, not memory.
 var DefaultLimits = Limits{MaxTarball: 128 << 20, MaxUnpacked: 1 << 30, MaxEntries: 100_000}
 
 // maxMetadata bounds everything in a document besides the tarball
@@ -40,41 +43,97 @@ func (l Limits) MaxBody() int64 { return (l.MaxTarball+2)/3*4 + maxMetadata }
 
 // Document is the JSON body of PUT /<name>: a publish (with
 // _attachments) or the packument sent back by deprecate and unpublish.
+// ReadDocument fills it; the attachment's bytes are in Tarball.
 type Document struct {
-	ID          string                     `json:"_id"`
-	Name        string                     `json:"name"`
-	Description string                     `json:"description"`
-	Readme      string                     `json:"readme"`
-	DistTags    map[string]string          `json:"dist-tags"`
-	Versions    map[string]json.RawMessage `json:"versions"`
-	Attachments map[string]Attachment      `json:"_attachments"`
+	ID          string
+	Name        string
+	Description string
+	Readme      string
+	DistTags    map[string]string
+	Versions    map[string]json.RawMessage
+	Attachments map[string]Attachment // by file name, without the data
+	Tarball     Tarball               // the decoded data; nil when none came
 }
 
-// Attachment is one base64 file of a publish; encoding/json decodes the
-// base64 straight into Data.
+// Attachment is what a publish says about its file besides the data.
 type Attachment struct {
 	ContentType string `json:"content_type"`
-	Data        []byte `json:"data"`
 	Length      *int64 `json:"length"`
 }
 
-// ParseDocument decodes a PUT body for package name. The caller bounds
-// the body (Limits.MaxBody).
+// Tarball is the decoded attachment of a publish, kept wherever its Sink
+// put it (a scratch file on the origin) rather than in the document.
+type Tarball interface {
+	Size() int64
+	// Sum is the digest of the bytes by an integrity algorithm name
+	// (sha1, sha256, sha384, sha512).
+	Sum(algo string) ([]byte, error)
+	// Reader reads the bytes from the start.
+	Reader() io.Reader
+	Close() error
+}
+
+// ParseDocument decodes a PUT body already in memory (its attachment
+// too). The caller bounds the body.
 func ParseDocument(body []byte, name Name) (*Document, error) {
-	var d Document
-	if err := json.Unmarshal(body, &d); err != nil {
-		return nil, format.BadRequest("invalid package document: %v", jsonMessage(err))
-	}
-	full := name.String()
-	if d.Name != "" && d.Name != full || d.ID != "" && d.ID != full {
-		return nil, format.BadRequest("document names %q, the URL %q", firstNonEmpty(d.Name, d.ID), full)
-	}
-	return &d, nil
+	return ReadDocument(bytes.NewReader(body), name, func(data io.Reader) (Tarball, error) {
+		b, err := io.ReadAll(data)
+		return memTarball(b), err
+	})
 }
 
 // Publishing reports whether the document carries a tarball (a publish)
 // rather than metadata changes.
 func (d *Document) Publishing() bool { return len(d.Attachments) > 0 }
+
+// Close releases the tarball.
+func (d *Document) Close() error {
+	if d == nil || d.Tarball == nil {
+		return nil
+	}
+	return d.Tarball.Close()
+}
+
+// memTarball is a tarball held in memory.
+type memTarball []byte
+
+func (b memTarball) Size() int64                     { return int64(len(b)) }
+func (b memTarball) Sum(algo string) ([]byte, error) { return sum(algo, b.Reader()) }
+func (b memTarball) Reader() io.Reader               { return bytes.NewReader(b) }
+func (b memTarball) Close() error                    { return nil }
+
+// newHash returns the hash of an integrity algorithm, nil for one not
+// supported.
+func newHash(algo string) hash.Hash {
+	switch algo {
+	case "sha1":
+		return sha1.New()
+	case "sha256":
+		return sha256.New()
+	case "sha384":
+		return sha512.New384()
+	case "sha512":
+		return sha512.New()
+	}
+	return nil
+}
+
+// sum hashes r with an integrity algorithm.
+func sum(algo string, r io.Reader) ([]byte, error) {
+	h := newHash(algo)
+	if h == nil {
+		return nil, fmt.Errorf("npm: unsupported hash %q", algo)
+	}
+	if _, err := io.Copy(h, r); err != nil {
+		return nil, err
+	}
+	return h.Sum(nil), nil
+}
+
+// tarballTooLarge refuses a tarball past lim.MaxTarball.
+func tarballTooLarge(max int64) error {
+	return format.Errorf(http.StatusRequestEntityTooLarge, "PAYLOAD_TOO_LARGE", "tarball exceeds %d bytes", max)
+}
 
 // Publish is a validated new version.
 type Publish struct {
@@ -83,9 +142,9 @@ type Publish struct {
 	Deprecated string
 	Tags       []string // dist-tags to point at Version
 	Readme     string
-	Tarball    []byte
-	SHA1       string // hex, verified
-	SHA512     string // hex, verified
+	Tarball    Tarball // owned by the Document
+	SHA1       string  // hex, verified
+	SHA512     string  // hex, verified
 }
 
 // Publish validates a publish of name: exactly one version and its
@@ -102,21 +161,25 @@ func (d *Document) Publish(name Name, lim Limits) (*Publish, error) {
 	if _, ok := ParseVersion(p.Version); !ok {
 		return nil, format.BadRequest("version %q is not valid semver", p.Version)
 	}
+	var size int64
+	if d.Tarball != nil {
+		size = d.Tarball.Size()
+	}
 	for file, a := range d.Attachments {
 		if file != name.String()+"-"+p.Version+".tgz" && file != name.File(p.Version) {
 			return nil, format.BadRequest("attachment %q is not the tarball of %s@%s", file, name, p.Version)
 		}
-		p.Tarball = a.Data
-		if a.Length != nil && *a.Length != int64(len(a.Data)) {
-			return nil, format.BadRequest("attachment length %d does not match its %d decoded bytes", *a.Length, len(a.Data))
+		if a.Length != nil && *a.Length != size {
+			return nil, format.BadRequest("attachment length %d does not match its %d decoded bytes", *a.Length, size)
 		}
 	}
-	if len(p.Tarball) == 0 {
+	if size == 0 {
 		return nil, format.BadRequest("the tarball is empty")
 	}
-	if int64(len(p.Tarball)) > lim.MaxTarball {
-		return nil, format.Errorf(413, "PAYLOAD_TOO_LARGE", "tarball exceeds %d bytes", lim.MaxTarball)
+	if size > lim.MaxTarball {
+		return nil, tarballTooLarge(lim.MaxTarball)
 	}
+	p.Tarball = d.Tarball
 	m, err := d.manifest(name, p.Version, raw)
 	if err != nil {
 		return nil, err
@@ -124,7 +187,7 @@ func (d *Document) Publish(name Name, lim Limits) (*Publish, error) {
 	if err := p.verify(m); err != nil {
 		return nil, err
 	}
-	if err := CheckTarball(p.Tarball, lim); err != nil {
+	if err := CheckTarball(p.Tarball.Reader(), lim); err != nil {
 		return nil, err
 	}
 	p.Readme = d.Readme
@@ -174,9 +237,15 @@ func (p *Publish) verify(m map[string]json.RawMessage) error {
 	if err := json.Unmarshal(m["dist"], &dist); err != nil || dist == nil {
 		return format.BadRequest("manifest has no dist object")
 	}
-	sum1 := sha1.Sum(p.Tarball)
-	sum512 := sha512.Sum512(p.Tarball)
-	p.SHA1, p.SHA512 = hex.EncodeToString(sum1[:]), hex.EncodeToString(sum512[:])
+	sum1, err := p.Tarball.Sum("sha1")
+	if err != nil {
+		return err
+	}
+	sum512, err := p.Tarball.Sum("sha512")
+	if err != nil {
+		return err
+	}
+	p.SHA1, p.SHA512 = hex.EncodeToString(sum1), hex.EncodeToString(sum512)
 	shasum, hasShasum := stringField(dist, "shasum")
 	integrity, hasIntegrity := stringField(dist, "integrity")
 	if !hasShasum && !hasIntegrity {
@@ -186,7 +255,7 @@ func (p *Publish) verify(m map[string]json.RawMessage) error {
 		return format.BadRequest("dist.shasum does not match the tarball")
 	}
 	if hasIntegrity {
-		if err := CheckIntegrity(integrity, p.Tarball); err != nil {
+		if err := CheckIntegrity(integrity, p.Tarball.Sum); err != nil {
 			return err
 		}
 	}
@@ -196,9 +265,10 @@ func (p *Publish) verify(m map[string]json.RawMessage) error {
 }
 
 // CheckIntegrity verifies a Subresource Integrity string ("sha512-<b64>",
-// several space-separated hashes allowed): every hash of a known
-// algorithm must match data, and at least one must be known.
-func CheckIntegrity(sri string, data []byte) error {
+// several space-separated hashes allowed) against the digests of the
+// data, which sum gives by algorithm: every hash of a known algorithm must
+// match, and at least one must be known.
+func CheckIntegrity(sri string, sum func(algo string) ([]byte, error)) error {
 	if len(sri) > 4096 {
 		return format.BadRequest("dist.integrity is too long")
 	}
@@ -210,30 +280,21 @@ func CheckIntegrity(sri string, data []byte) error {
 			return format.BadRequest("malformed dist.integrity %q", h)
 		}
 		digest, _, _ = strings.Cut(digest, "?")
-		var hf hash.Hash
-		switch algo {
-		case "sha1":
-			hf = sha1.New()
-		case "sha256":
-			hf = sha256.New()
-		case "sha384":
-			hf = sha512.New384()
-		case "sha512":
-			hf = sha512.New()
-		default:
+		if newHash(algo) == nil {
 			continue
 		}
 		want, err := base64.StdEncoding.DecodeString(digest)
 		if err != nil {
 			return format.BadRequest("malformed dist.integrity %q", h)
 		}
-		sum, ok := sums[algo]
+		got, ok := sums[algo]
 		if !ok {
-			hf.Write(data)
-			sum = hf.Sum(nil)
-			sums[algo] = sum
+			if got, err = sum(algo); err != nil {
+				return err
+			}
+			sums[algo] = got
 		}
-		if !bytes.Equal(sum, want) {
+		if !bytes.Equal(got, want) {
 			return format.BadRequest("dist.integrity (%s) does not match the tarball", algo)
 		}
 		known++

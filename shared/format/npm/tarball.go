@@ -2,7 +2,7 @@ package npm
 
 import (
 	"archive/tar"
-	"bytes"
+	"bufio"
 	"compress/gzip"
 	"errors"
 	"io"
@@ -12,12 +12,22 @@ import (
 	"github.com/depot-registry/depot/shared/format"
 )
 
-// CheckTarball reads a package tarball through without unpacking it: it
-// must be gzip'd tar whose entries stay inside the package directory,
-// within lim, with a package.json at the top of the package directory
-// (npm strips the first path component on install).
-func CheckTarball(data []byte, lim Limits) error {
-	br := bytes.NewReader(data) // a ByteReader: gzip reads no further than its member
+// CheckTarball reads a package tarball through without unpacking it or
+// holding it: it must be gzip'd tar whose entries stay inside the package
+// directory, within lim, with a package.json at the top of the package
+// directory (npm strips the first path component on install). A failure
+// to read r itself is returned as it is (not the client's fault).
+func CheckTarball(r io.Reader, lim Limits) error {
+	src := &errReader{r: r}
+	err := checkTarball(bufio.NewReader(src), lim)
+	if src.err != nil {
+		return src.err
+	}
+	return err
+}
+
+func checkTarball(br *bufio.Reader, lim Limits) error {
+	// br is a ByteReader, so gzip reads no further than its member.
 	zr, err := gzip.NewReader(br)
 	if err != nil {
 		return format.BadRequest("tarball is not gzip: %v", err)
@@ -67,7 +77,7 @@ func CheckTarball(data []byte, lim Limits) error {
 	} else if n > maxTrailer {
 		return format.BadRequest("malformed tarball: data after the end of the archive")
 	}
-	if br.Len() != 0 {
+	if _, err := br.ReadByte(); !errors.Is(err, io.EOF) {
 		return format.BadRequest("malformed tarball: data after the end of the gzip stream")
 	}
 	if !manifest {

@@ -1,7 +1,6 @@
 package npm
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -26,30 +25,38 @@ func (f *Format) publish(ctx context.Context, r *format.Request, e Endpoint) (*f
 	if err != nil {
 		return nil, err
 	}
+	body, err := format.BodyReader(r, f.lim.MaxBody())
+	if err != nil {
+		return nil, err
+	}
+	// The tarball goes to this node's disk, so the free-space guard
+	// admits the body.
+	if body, err = f.d.GuardUpload(body, r.ContentLength); err != nil {
+		return nil, err
+	}
+	// The whole body is read, the tarball into a scratch file, before
+	// anything shared is taken: however slowly a client sends, it holds
+	// only its own connection.
+	doc, err := ReadDocument(body, e.Name, spillTarball(spillDir(f.d.ScratchDir), f.lim.MaxTarball))
+	if err != nil {
+		return nil, f.d.WriteErr(err)
+	}
+	defer doc.Close()
+	if !doc.Publishing() {
+		defer f.lock(e)()
+		return f.deprecate(ctx, repo, e, doc)
+	}
 	select {
 	case f.publishing <- struct{}{}:
 		defer func() { <-f.publishing }()
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	body, err := format.ReadBody(r, f.lim.MaxBody())
-	if err != nil {
-		return nil, err
-	}
-	doc, err := ParseDocument(body, e.Name)
-	if err != nil {
-		return nil, err
-	}
-	if !doc.Publishing() {
-		if int64(len(body)) > maxMetadata {
-			return nil, format.Errorf(http.StatusRequestEntityTooLarge, "PAYLOAD_TOO_LARGE", "a package document without attachments is limited to %d bytes", maxMetadata)
-		}
-		return f.deprecate(ctx, repo, e, doc)
-	}
 	p, err := doc.Publish(e.Name, f.lim)
 	if err != nil {
 		return nil, err
 	}
+	defer f.lock(e)()
 	st, err := f.load(repo, e.Name)
 	if err != nil {
 		return nil, err
@@ -90,7 +97,7 @@ func (f *Format) publish(ctx context.Context, r *format.Request, e Endpoint) (*f
 	}
 	_, idx, err := f.d.Store(ctx, r, format.Upload{
 		Repo: repo, Path: e.Name.Path(p.Version), Package: e.Name.String(), Version: p.Version,
-		ContentType: "application/octet-stream", Body: bytes.NewReader(p.Tarball),
+		ContentType: "application/octet-stream", Body: p.Tarball.Reader(),
 		Expect:    blob.Checksums{SHA1: p.SHA1, SHA512: p.SHA512},
 		Overwrite: format.OverwriteNever, Attrs: p.Manifest, KV: kv,
 	})
@@ -162,6 +169,7 @@ func (f *Format) revPut(ctx context.Context, r *format.Request, e Endpoint) (*fo
 	if err != nil {
 		return nil, err
 	}
+	defer f.lock(e)()
 	doc, err := ParseDocument(body, e.Name)
 	if err != nil {
 		return nil, err
@@ -209,6 +217,7 @@ func (f *Format) revPut(ctx context.Context, r *format.Request, e Endpoint) (*fo
 // tarballDelete handles DELETE /<name>/-/<file>/-rev/<rev>: unpublish's
 // last step (usually already done by revPut, so 404, which npm accepts).
 func (f *Format) tarballDelete(ctx context.Context, r *format.Request, e Endpoint) (*format.Response, error) {
+	defer f.lock(e)()
 	repo, st, err := f.pkg(r, e, meta.ActionDelete)
 	if err != nil {
 		return nil, err
@@ -223,6 +232,7 @@ func (f *Format) tarballDelete(ctx context.Context, r *format.Request, e Endpoin
 
 // packageDelete handles DELETE /<name>/-rev/<rev>: the whole package.
 func (f *Format) packageDelete(ctx context.Context, r *format.Request, e Endpoint) (*format.Response, error) {
+	defer f.lock(e)()
 	repo, st, err := f.pkg(r, e, meta.ActionDelete)
 	if err != nil {
 		return nil, err
@@ -283,6 +293,7 @@ func (f *Format) tagPut(ctx context.Context, r *format.Request, e Endpoint) (*fo
 	if err != nil {
 		return nil, err
 	}
+	defer f.lock(e)()
 	var v string
 	if err := json.Unmarshal(body, &v); err != nil {
 		return nil, format.BadRequest("dist-tag body must be a JSON string holding a version")
@@ -315,6 +326,7 @@ func (f *Format) tagDelete(ctx context.Context, r *format.Request, e Endpoint) (
 	if e.Spec == "latest" {
 		return nil, format.BadRequest("the latest dist-tag cannot be removed")
 	}
+	defer f.lock(e)()
 	st, err := f.load404(repo, e.Name)
 	if err != nil {
 		return nil, err

@@ -86,7 +86,7 @@ func (f *Format) startUpload(ctx context.Context, r *format.Request) (*format.Re
 	}
 	s, err := f.createSession(repo.ID, n.String(), r.Principal.UserID)
 	if err != nil {
-		return nil, err
+		return nil, f.d.WriteErr(err)
 	}
 	return f.sessionResp(r, n, s, http.StatusAccepted), nil
 }
@@ -103,6 +103,9 @@ func (f *Format) mount(ctx context.Context, r *format.Request, n ImageName, repo
 		if src, err = ParseName(from); err != nil {
 			return nil, nil
 		}
+	}
+	if granted(r, src, meta.ActionRead) != nil {
+		return nil, nil // the token may not read the source
 	}
 	srcRepo := repo
 	if src.Repo != n.Repo {
@@ -218,10 +221,15 @@ func (f *Format) patchUpload(_ context.Context, r *format.Request) (*format.Resp
 }
 
 func (f *Format) appendChunk(r *format.Request, n ImageName, s *session) error {
+	// Session data is on the data disk too: the free-space guard applies.
+	body, err := f.d.GuardUpload(r.Body, r.ContentLength)
+	if err != nil {
+		return err
+	}
 	cr := r.Header.Get("Content-Range")
 	if cr == "" {
-		_, err := s.appendData(r.Body, f.d.MaxUpload)
-		return err
+		_, err := s.appendData(body, f.d.MaxUpload)
+		return f.d.WriteErr(err)
 	}
 	start, end, ok := ParseContentRange(cr)
 	if !ok || start != s.size {
@@ -229,9 +237,9 @@ func (f *Format) appendChunk(r *format.Request, n ImageName, s *session) error {
 		return withHeader(e, "Location", nameURL(r, n, "blobs", "uploads", s.ID), "Range", s.rangeHeader(), "Docker-Upload-UUID", s.ID)
 	}
 	before := s.size
-	written, err := s.appendData(io.LimitReader(r.Body, end-start+2), f.d.MaxUpload)
+	written, err := s.appendData(io.LimitReader(body, end-start+2), f.d.MaxUpload)
 	if err != nil {
-		return err
+		return f.d.WriteErr(err)
 	}
 	if written != end-start+1 {
 		if err := s.truncate(before); err != nil {

@@ -73,6 +73,9 @@ func (f *Format) tags(_ context.Context, r *format.Request) (*format.Response, e
 
 // catalog lists the images of the repositories the caller may read.
 func (f *Format) catalog(_ context.Context, r *format.Request) (*format.Response, error) {
+	if !r.Principal.Granted("registry", "catalog", "*") {
+		return nil, errf(http.StatusUnauthorized, codeUnauthorized, "the token does not grant the catalog")
+	}
 	var repos []meta.Repository
 	err := f.d.View(func(tx *meta.Tx) error {
 		all, err := tx.Repos()

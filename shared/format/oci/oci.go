@@ -102,6 +102,9 @@ func (f *Format) resolve(r *format.Request, action string) (ImageName, *meta.Rep
 	if err != nil {
 		return n, nil, nativeRepoErr(err, n)
 	}
+	if err := granted(r, n, action); err != nil {
+		return n, nil, err
+	}
 	return n, repo, nil
 }
 

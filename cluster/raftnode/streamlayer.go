@@ -1,0 +1,160 @@
+package raftnode
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/depot-registry/depot/cluster/peerauth"
+)
+
+const (
+	defaultHandshakeTimeout = 5 * time.Second
+	// maxHandshakes bounds the handshakes in flight, so a crowd of silent
+	// clients costs a bounded number of goroutines and buffers.
+	maxHandshakes = 64
+)
+
+// streamLayer is raft's network over mutually authenticated TLS: Accept
+// hands raft only connections whose peer proved it holds the cluster key,
+// so a stranger is dropped before raft reads a byte from it.
+type streamLayer struct {
+	ln        net.Listener
+	advertise net.Addr
+	tls       *tls.Config
+	timeout   time.Duration // for a handshake
+	log       *slog.Logger
+
+	ready     chan net.Conn // authenticated, waiting for Accept
+	acceptErr chan error    // listener errors, for raft's own backoff
+	sem       chan struct{} // a slot per handshake in flight
+	ctx       context.Context
+	cancel    context.CancelFunc
+	closeOnce sync.Once
+}
+
+var _ raft.StreamLayer = (*streamLayer)(nil)
+
+// listen starts a stream layer on bind. advertise, when not nil, is the
+// address peers are told to dial; handshakeTimeout, when not zero, bounds
+// how long an incoming connection may take to prove the key.
+func listen(bind string, advertise net.Addr, key peerauth.Key, handshakeTimeout time.Duration, log *slog.Logger) (*streamLayer, error) {
+	conf, err := key.TLSConfig()
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", bind)
+	if err != nil {
+		return nil, err
+	}
+	if advertise == nil {
+		advertise = ln.Addr()
+	}
+	// Peers cannot dial "any address": the same rule as raft's TCP transport.
+	if a, ok := advertise.(*net.TCPAddr); !ok || a.IP == nil || a.IP.IsUnspecified() {
+		ln.Close()
+		return nil, fmt.Errorf("%s is not an address peers can dial: listen on a specific address or advertise one", advertise)
+	}
+	if handshakeTimeout <= 0 {
+		handshakeTimeout = defaultHandshakeTimeout
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	l := &streamLayer{
+		ln: ln, advertise: advertise, tls: conf, timeout: handshakeTimeout, log: log,
+		ready: make(chan net.Conn), acceptErr: make(chan error), sem: make(chan struct{}, maxHandshakes),
+		ctx: ctx, cancel: cancel,
+	}
+	go l.serve()
+	return l, nil
+}
+
+// serve accepts raw connections and authenticates each in its own
+// goroutine, so a slow or silent client holds one slot, not the loop.
+func (l *streamLayer) serve() {
+	for {
+		c, err := l.ln.Accept()
+		if err != nil {
+			if l.ctx.Err() != nil {
+				return
+			}
+			// Raft's Accept loop backs off after an error before asking
+			// again, which paces this loop too.
+			select {
+			case l.acceptErr <- err:
+				continue
+			case <-l.ctx.Done():
+				return
+			}
+		}
+		select {
+		case l.sem <- struct{}{}:
+		case <-l.ctx.Done():
+			c.Close()
+			return
+		}
+		go l.authenticate(c)
+	}
+}
+
+func (l *streamLayer) authenticate(c net.Conn) {
+	defer func() { <-l.sem }()
+	ctx, cancel := context.WithTimeout(l.ctx, l.timeout)
+	defer cancel()
+	tc := tls.Server(c, l.tls)
+	if err := tc.HandshakeContext(ctx); err != nil {
+		c.Close()
+		if l.ctx.Err() == nil {
+			l.log.Warn("raft: refused a connection that did not prove the cluster key", "remote", c.RemoteAddr().String(), "err", err)
+		}
+		return
+	}
+	select {
+	case l.ready <- tc:
+	case <-l.ctx.Done():
+		tc.Close()
+	}
+}
+
+// Accept returns the next authenticated connection.
+func (l *streamLayer) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.ready:
+		return c, nil
+	case err := <-l.acceptErr:
+		return nil, err
+	case <-l.ctx.Done():
+		return nil, net.ErrClosed
+	}
+}
+
+// Dial connects to a peer and authenticates both ends within timeout.
+func (l *streamLayer) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	ctx := l.ctx
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	d := tls.Dialer{Config: l.tls}
+	return d.DialContext(ctx, "tcp", string(addr))
+}
+
+// Close stops accepting and aborts handshakes in flight. Connections
+// already handed to raft are raft's to close.
+func (l *streamLayer) Close() error {
+	err := net.ErrClosed
+	l.closeOnce.Do(func() {
+		l.cancel()
+		err = l.ln.Close()
+	})
+	return err
+}
+
+// Addr is the address peers dial.
+func (l *streamLayer) Addr() net.Addr { return l.advertise }

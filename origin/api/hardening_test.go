@@ -1,0 +1,227 @@
+package api_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/depot-registry/depot/origin"
+	"github.com/depot-registry/depot/origin/origintest"
+)
+
+// TestFailedCredentialsAreLimitedEverywhere: wrong passwords through Basic
+// on a package path, on the API and at the docker token realm all count
+// toward one per-address-and-username limit, and past it the password is
+// not even checked (429 with Retry-After), while another address is not
+// affected.
+func TestFailedCredentialsAreLimitedEverywhere(t *testing.T) {
+	t.Parallel()
+	e := origintest.Start(t, origintest.Options{Config: func(c *origin.Config) {
+		c.RateLimitLogin = 5
+		c.AuthFailures = 1000
+	}})
+	newUser(e, "target", "user")
+	e.CreateRepo("files", "generic", false)
+	bad := basic("target", "Wrong-Password-1")
+	paths := []string{"/generic/files/p/1/f.txt", "/api/v1/users/me", "/v2/token?service=x"}
+	for i := 0; i < 5; i++ {
+		if r := e.Do("GET", paths[i%3], bad, nil); r.Status != 401 {
+			t.Fatalf("failure %d on %s: %d", i, paths[i%3], r.Status)
+		}
+	}
+	for _, p := range paths {
+		r := e.Do("GET", p, bad, nil).Want(429)
+		if r.Header.Get("Retry-After") == "" {
+			t.Fatalf("%s: 429 without Retry-After", p)
+		}
+	}
+	// Even the right password waits out the window from this address...
+	e.Do("GET", "/api/v1/users/me", basic("target", userPW), nil).Want(429)
+	e.Do("POST", "/api/v1/auth/login", "", map[string]string{"username": "target", "password": userPW}).WantError(429, "RATE_LIMITED")
+	// ...but a session or token is not a password guess.
+	e.Do("GET", "/api/v1/users/me", e.Admin, nil).Want(200)
+	e.Clock.Advance(61 * time.Second)
+	e.Do("GET", "/api/v1/users/me", basic("target", userPW), nil).Want(200)
+}
+
+// TestFailedCredentialsPerAddress: guessing different usernames from one
+// address is limited too.
+func TestFailedCredentialsPerAddress(t *testing.T) {
+	t.Parallel()
+	e := origintest.Start(t, origintest.Options{Config: func(c *origin.Config) { c.AuthFailures = 10 }})
+	for i := 0; i < 10; i++ {
+		e.Do("GET", "/api/v1/users/me", basic(fmt.Sprintf("nobody%d", i), "Wrong-Password-1"), nil).WantError(401, "UNAUTHORIZED")
+	}
+	e.Do("GET", "/api/v1/users/me", basic("nobody-else", "Wrong-Password-1"), nil).WantError(429, "RATE_LIMITED")
+	e.Do("GET", "/generic/x/p/1/f", basic("nobody-else", "Wrong-Password-1"), nil).Want(429)
+}
+
+// TestHugeCredentialsAreRefusedCheaply: a 1 MB username is refused before
+// it becomes a limiter key or an audit line.
+func TestHugeCredentialsAreRefusedCheaply(t *testing.T) {
+	t.Parallel()
+	audit := t.TempDir() + "/audit.log"
+	e := origintest.Start(t, origintest.Options{Config: func(c *origin.Config) {
+		c.AuditEnabled, c.AuditPath = true, audit
+	}})
+	huge := strings.Repeat("u", 1<<20)
+	e.Do("POST", "/api/v1/auth/login", "", map[string]string{"username": huge[:1000], "password": "x-password"}).
+		WantError(400, "VALIDATION_FAILED").WantField("username")
+	e.Do("POST", "/api/v1/auth/login", "", map[string]string{"username": "admin", "password": huge[:2000]}).
+		WantError(400, "VALIDATION_FAILED").WantField("password")
+	for i := 0; i < 20; i++ {
+		e.Do("GET", "/generic/x/p/1/f", basic(huge[:100_000], "pw-pw-pw-pw"), nil).Want(401)
+	}
+	b, err := os.ReadFile(audit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) > 20*2048 {
+		t.Fatalf("20 failed checks wrote %d bytes of audit log", len(b))
+	}
+}
+
+// TestCrossSiteWritesAreRefused: a page of another site cannot use a
+// browser's cached credentials to change anything; JSON endpoints take
+// JSON only; an origin allowed by the CORS setting gets through.
+func TestCrossSiteWritesAreRefused(t *testing.T) {
+	t.Parallel()
+	e := origintest.Start(t, origintest.Options{Config: func(c *origin.Config) { c.CORSOrigins = "https://ui.example.com" }})
+	body := map[string]string{"username": "evil", "email": "evil@example.com", "password": "evil-Password-1", "role": "admin"}
+	admin := basic("admin", origintest.AdminPassword)
+	e.DoHeader("POST", "/api/v1/users", admin, body, map[string]string{"Origin": "https://evil.example.net"}).WantError(403, "FORBIDDEN")
+	e.DoHeader("POST", "/api/v1/users", admin, body, map[string]string{"Sec-Fetch-Site": "cross-site"}).WantError(403, "FORBIDDEN")
+	e.DoHeader("POST", "/api/v1/users", admin, body, map[string]string{"Origin": "null"}).WantError(403, "FORBIDDEN")
+	raw, _ := json.Marshal(body)
+	e.DoHeader("POST", "/api/v1/users", admin, raw, map[string]string{"Content-Type": "text/plain"}).WantError(415, "UNSUPPORTED_MEDIA_TYPE")
+	e.DoHeader("POST", "/api/v1/users", admin, raw, map[string]string{"Content-Type": "application/x-www-form-urlencoded"}).WantError(415, "UNSUPPORTED_MEDIA_TYPE")
+	var users struct {
+		Users []struct{ Username string } `json:"users"`
+	}
+	e.Do("GET", "/api/v1/users", e.Admin, nil).Want(200).JSON(&users)
+	for _, u := range users.Users {
+		if u.Username == "evil" {
+			t.Fatal("a cross-site request created a user")
+		}
+	}
+	// Reads from anywhere, and writes from the same origin, are fine.
+	e.DoHeader("GET", "/api/v1/users", admin, nil, map[string]string{"Origin": "https://evil.example.net"}).Want(200)
+	host := strings.TrimPrefix(e.URL, "http://")
+	e.DoHeader("POST", "/api/v1/groups", admin, map[string]string{"name": "same-origin"}, map[string]string{"Origin": "http://" + host, "Sec-Fetch-Site": "same-origin"}).Want(201)
+	// The allowed origin: preflight, then the call, with CORS headers.
+	r := e.DoHeader("OPTIONS", "/api/v1/groups", "", nil, map[string]string{"Origin": "https://ui.example.com", "Access-Control-Request-Method": "POST"}).Want(204)
+	if r.Header.Get("Access-Control-Allow-Origin") != "https://ui.example.com" || !strings.Contains(r.Header.Get("Access-Control-Allow-Headers"), "Authorization") {
+		t.Fatalf("preflight headers %v", r.Header)
+	}
+	r = e.DoHeader("POST", "/api/v1/groups", e.Admin, map[string]string{"name": "from-ui"}, map[string]string{"Origin": "https://ui.example.com", "Sec-Fetch-Site": "cross-site"}).Want(201)
+	if r.Header.Get("Access-Control-Allow-Origin") != "https://ui.example.com" {
+		t.Fatalf("no CORS header for the allowed origin: %v", r.Header)
+	}
+	e.DoHeader("OPTIONS", "/api/v1/groups", "", nil, map[string]string{"Origin": "https://evil.example.net", "Access-Control-Request-Method": "POST"}).WantError(403, "FORBIDDEN")
+	// A browser is never asked for Basic credentials by the API.
+	if c := e.Do("GET", "/api/v1/users/me", "", nil).Want(401).Header.Get("WWW-Authenticate"); !strings.HasPrefix(c, "Bearer") {
+		t.Fatalf("API challenge %q", c)
+	}
+}
+
+// TestNarrowTokensCannotManageTheAccount: a token scoped to a repository
+// cannot change its user's email, list or revoke the user's tokens.
+func TestNarrowTokensCannotManageTheAccount(t *testing.T) {
+	t.Parallel()
+	e := origintest.Start(t, origintest.Options{})
+	u := newUser(e, "owner", "user")
+	narrow := e.Token(u.token, []string{"repository:read:x"}, nil)
+	other := e.Token(u.token, []string{"repository:write"}, nil)
+	e.Do("PUT", "/api/v1/users/me", narrow, map[string]string{"email": "attacker@example.com"}).WantError(403, "FORBIDDEN")
+	e.Do("GET", "/api/v1/users/me/tokens", narrow, nil).WantError(403, "FORBIDDEN")
+	e.Do("POST", "/api/v1/users/me/tokens", narrow, map[string]any{"name": "more", "scopes": []string{"repository:admin"}}).WantError(403, "FORBIDDEN")
+	var toks struct {
+		Tokens []struct{ ID string } `json:"tokens"`
+	}
+	e.Do("GET", "/api/v1/users/me/tokens", u.token, nil).Want(200).JSON(&toks)
+	for _, tk := range toks.Tokens {
+		e.Do("DELETE", "/api/v1/users/me/tokens/"+tk.ID, narrow, nil).WantError(403, "FORBIDDEN")
+	}
+	e.Do("GET", "/api/v1/users/me", other, nil).Want(200) // reading the profile is fine
+	if me := e.Do("GET", "/api/v1/users/me", u.token, nil).Want(200).Map(); me["email"] != "owner@example.com" {
+		t.Fatalf("email changed: %v", me)
+	}
+	// A session manages the account.
+	e.Do("PUT", "/api/v1/users/me", u.token, map[string]string{"email": "new@example.com"}).Want(200)
+}
+
+// TestForwardedHeadersNeedATrustedProxy: X-Forwarded-For does not pick a
+// client's rate-limit bucket, and X-Forwarded-Host does not steer absolute
+// URLs, unless the peer is a configured proxy.
+func TestForwardedHeadersNeedATrustedProxy(t *testing.T) {
+	t.Parallel()
+	for _, trusted := range []bool{false, true} {
+		e := origintest.Start(t, origintest.Options{Config: func(c *origin.Config) {
+			c.RateLimit = 5
+			if trusted {
+				c.TrustedProxies = "127.0.0.0/8, ::1"
+			}
+		}})
+		limited := 0
+		for i := 0; i < 10; i++ {
+			r := e.DoHeader("GET", "/api/v1/health", "", nil, map[string]string{"X-Forwarded-For": fmt.Sprintf("203.0.113.%d", i)})
+			if r.Status == 429 {
+				limited++
+			}
+		}
+		if (limited > 0) == trusted {
+			t.Fatalf("trusted=%v: %d of 10 requests from spoofed addresses were limited", trusted, limited)
+		}
+		// The docker token realm in a challenge is an absolute URL.
+		r := e.DoHeader("GET", "/v2/", "", nil, map[string]string{"X-Forwarded-Host": "evil.example.net", "X-Forwarded-Proto": "https"}).Want(401)
+		c := r.Header.Get("WWW-Authenticate")
+		if got := strings.Contains(c, "https://evil.example.net/v2/token"); got != trusted {
+			t.Fatalf("trusted=%v: challenge %q", trusted, c)
+		}
+		if !strings.Contains(r.Header.Get("Vary"), "X-Forwarded-Host") {
+			t.Fatalf("no Vary on an answer built from the request's host: %v", r.Header)
+		}
+	}
+}
+
+// TestSlowBodiesAreCut: an upload dribbling below the minimum rate is cut
+// off (408) instead of holding its connection forever, and nothing is
+// stored; a JSON body must arrive within the body timeout.
+func TestSlowBodiesAreCut(t *testing.T) {
+	t.Parallel()
+	e := origintest.Start(t, origintest.Options{Config: func(c *origin.Config) {
+		c.MinUploadRate, c.UploadRateWindow = 1000, time.Second
+		c.BodyTimeout = 500 * time.Millisecond
+	}})
+	e.CreateRepo("files", "generic", false)
+	for _, tc := range []struct{ method, path, ctype string }{
+		{"PUT", "/generic/files/p/1/slow.bin", "application/octet-stream"},
+		{"POST", "/api/v1/groups", "application/json"},
+	} {
+		conn, err := net.Dial("tcp", strings.TrimPrefix(e.URL, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		// One byte of a 100 kB body, then nothing: the server must give up
+		// on its own.
+		fmt.Fprintf(conn, "%s %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: %s\r\nContent-Length: 100000\r\n\r\n{",
+			tc.method, tc.path, e.Admin, tc.ctype)
+		_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatalf("%s: no answer to a stalled body: %v", tc.path, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusRequestTimeout {
+			t.Fatalf("%s: a stalled body answered %d, want 408", tc.path, resp.StatusCode)
+		}
+	}
+	e.Do("GET", "/generic/files/p/1/slow.bin", e.Admin, nil).Want(404) // nothing half-written
+}

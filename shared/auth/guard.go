@@ -1,0 +1,143 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/depot-registry/depot/shared/ratelimit"
+)
+
+// Bounds on presented credentials, checked before any work is done with
+// them (a lookup, a hash, a rate-limiter key, an audit line).
+const (
+	MaxUsernameBytes = 256
+	MaxSecretBytes   = 1024 // passwords and API tokens; JWTs have maxJWTLen
+	maxHeaderBytes   = maxJWTLen + 512
+)
+
+// ErrBusy means no password check could start before the request's
+// deadline: the node is verifying as many passwords as it has cores.
+var ErrBusy = errors.New("auth: too many password checks at once")
+
+// ThrottledError refuses a password check for an address or username that
+// failed too often in the current window.
+type ThrottledError struct{ RetryAfter time.Duration }
+
+func (e *ThrottledError) Error() string {
+	return fmt.Sprintf("too many failed sign-ins; retry in %d seconds", int(e.RetryAfter.Seconds()))
+}
+
+// Hasher runs argon2id with bounded concurrency. Each check takes
+// DefaultPasswordParams.Memory (19 MiB) for its duration, so unbounded
+// concurrent checks are a memory switch anyone can flip with bad passwords;
+// with at most one per core, memory is bounded and throughput is the same.
+type Hasher struct {
+	slots chan struct{}
+	// MaxWait bounds queueing when the request has no deadline of its own.
+	MaxWait time.Duration
+}
+
+// NewHasher allows n concurrent checks; n <= 0 means one per core.
+func NewHasher(n int) *Hasher {
+	if n <= 0 {
+		n = runtime.GOMAXPROCS(0)
+	}
+	return &Hasher{slots: make(chan struct{}, n), MaxWait: 10 * time.Second}
+}
+
+// acquire takes a slot, waiting at most until ctx ends or MaxWait.
+func (h *Hasher) acquire(ctx context.Context) (release func(), err error) {
+	if h == nil {
+		return func() {}, nil
+	}
+	if _, ok := ctx.Deadline(); !ok && h.MaxWait > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, h.MaxWait)
+		defer cancel()
+	}
+	select {
+	case h.slots <- struct{}{}:
+		return func() { <-h.slots }, nil
+	case <-ctx.Done():
+		return nil, ErrBusy
+	}
+}
+
+// Verify checks pw against an encoded hash in a slot.
+func (h *Hasher) Verify(ctx context.Context, encoded, pw string) (bool, error) {
+	release, err := h.acquire(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer release()
+	return VerifyPassword(encoded, pw), nil
+}
+
+// Hash hashes pw with the default parameters in a slot.
+func (h *Hasher) Hash(ctx context.Context, pw string) (string, error) {
+	release, err := h.acquire(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer release()
+	return HashPassword(pw)
+}
+
+// Guard counts failed credential checks per client address and per
+// address and username, and refuses password checks past the limits, so
+// a burst of bad passwords costs a map lookup instead of an argon2 run.
+// Keying the username limit by address too means nobody can lock a user
+// out from elsewhere.
+type Guard struct {
+	perUser *ratelimit.Limiter
+	perAddr *ratelimit.Limiter
+	now     func() time.Time
+}
+
+// NewGuard allows perUser failures per address and username and perAddr
+// failures per address in each window; 0 disables a limit.
+func NewGuard(perUser, perAddr int, window time.Duration, now func() time.Time) *Guard {
+	if now == nil {
+		now = time.Now
+	}
+	return &Guard{perUser: ratelimit.New(perUser, window, now), perAddr: ratelimit.New(perAddr, window, now), now: now}
+}
+
+func userKey(remote, user string) string { return remote + "\x00" + strings.ToLower(user) }
+
+// Check refuses when either limit is spent.
+func (g *Guard) Check(remote, user string) error {
+	if g == nil {
+		return nil
+	}
+	for _, d := range []ratelimit.Decision{g.perAddr.Peek(remote), g.perUser.Peek(userKey(remote, user))} {
+		if !d.Allowed {
+			return &ThrottledError{RetryAfter: d.RetryAfter(g.now())}
+		}
+	}
+	return nil
+}
+
+// Fail counts one failed check.
+func (g *Guard) Fail(remote, user string) {
+	if g == nil {
+		return
+	}
+	g.perAddr.Allow(remote)
+	if user != "" {
+		g.perUser.Allow(userKey(remote, user))
+	}
+}
+
+// Failure describes a failed credential check, for the audit log. It never
+// holds the secret; Username is cut to a bounded length.
+type Failure struct {
+	Remote   string
+	Username string
+	Scheme   string // basic, bearer, token, login
+	Reason   string // bad_credentials, throttled, busy
+}

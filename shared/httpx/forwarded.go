@@ -1,0 +1,148 @@
+package httpx
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+)
+
+// Proxies are the reverse proxies whose X-Forwarded-* headers are
+// believed. By default none are: a client that could set those headers
+// would pick its own rate-limit bucket and audit address, and control the
+// absolute URLs in index documents (npm tarballs, PyPI links, the docker
+// token realm).
+type Proxies struct {
+	prefixes []netip.Prefix
+}
+
+// ParseProxies reads a comma-separated list of addresses and CIDR ranges.
+func ParseProxies(s string) (Proxies, error) {
+	var p Proxies
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		if pre, err := netip.ParsePrefix(f); err == nil {
+			p.prefixes = append(p.prefixes, pre.Masked())
+			continue
+		}
+		a, err := netip.ParseAddr(f)
+		if err != nil {
+			return Proxies{}, fmt.Errorf("trusted proxy %q is not an address or CIDR range", f)
+		}
+		p.prefixes = append(p.prefixes, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
+	}
+	return p, nil
+}
+
+func (p Proxies) trusts(addr string) bool {
+	a, err := netip.ParseAddr(addr)
+	if err != nil {
+		return false
+	}
+	a = a.Unmap()
+	for _, pre := range p.prefixes {
+		if pre.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+type origin struct {
+	client string // the client's address
+	base   string // scheme://host the client used
+}
+
+type originKey struct{}
+
+// Forwarded works out, once per request, who the client is and which base
+// URL it used: the peer address and Host, or, when the peer is a trusted
+// proxy, what its X-Forwarded-For/-Proto/-Host say. external, when set,
+// is the base URL whatever the request says.
+func Forwarded(h http.Handler, proxies Proxies, external string) http.Handler {
+	external = strings.TrimRight(external, "/")
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		o := origin{client: peer(r)}
+		scheme, host := "http", r.Host
+		if r.TLS != nil {
+			scheme = "https"
+		}
+		if proxies.trusts(o.client) {
+			o.client = forwardedFor(r, proxies, o.client)
+			if p := r.Header.Get("X-Forwarded-Proto"); p == "https" || p == "http" {
+				scheme = p
+			}
+			if fh := r.Header.Get("X-Forwarded-Host"); fh != "" && !strings.ContainsAny(fh, "/ ,@\\") {
+				host = fh
+			}
+		}
+		o.base = scheme + "://" + host
+		if external != "" {
+			o.base = external
+		} else {
+			// Index documents carry absolute URLs built from these.
+			w.Header().Add("Vary", "Host, X-Forwarded-Proto, X-Forwarded-Host")
+		}
+		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), originKey{}, o)))
+	})
+}
+
+// forwardedFor walks X-Forwarded-For from the right, skipping trusted
+// proxies: the first address not ours is the client (anything left of it
+// was written by the client and proves nothing).
+func forwardedFor(r *http.Request, proxies Proxies, peerAddr string) string {
+	var hops []string
+	for _, v := range r.Header.Values("X-Forwarded-For") {
+		hops = append(hops, strings.Split(v, ",")...)
+	}
+	client := peerAddr
+	for i := len(hops) - 1; i >= 0; i-- {
+		a, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
+		if err != nil {
+			break
+		}
+		client = a.Unmap().String()
+		if !proxies.trusts(client) {
+			break
+		}
+	}
+	return client
+}
+
+func peer(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// ClientIP is the client's address as Forwarded decided (the direct peer
+// when the request did not pass through it).
+func ClientIP(r *http.Request) string {
+	if o, ok := r.Context().Value(originKey{}).(origin); ok {
+		return o.client
+	}
+	return peer(r)
+}
+
+// BaseURL is the scheme://host the client used, as Forwarded decided, or
+// external when set.
+func BaseURL(r *http.Request, external string) string {
+	if external != "" {
+		return strings.TrimRight(external, "/")
+	}
+	if o, ok := r.Context().Value(originKey{}).(origin); ok {
+		return o.base
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
+}
