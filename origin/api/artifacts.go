@@ -1,7 +1,6 @@
 package api
 
 import (
-	"mime"
 	"net/http"
 	"path"
 
@@ -44,19 +43,7 @@ func (s *Server) downloadArtifact(w http.ResponseWriter, r *http.Request, p *aut
 		return err
 	}
 	defer f.Close()
-	ct := a.ContentType
-	if ct == "" {
-		ct = mime.TypeByExtension(path.Ext(a.Path))
-	}
-	if ct == "" {
-		ct = "application/octet-stream"
-	}
-	h := w.Header()
-	h.Set("Content-Type", ct)
-	h.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": path.Base(a.Path)}))
-	h.Set("ETag", `"`+a.Checksums.SHA256+`"`)
-	format.SetChecksumHeaders(h, a.Checksums)
-	format.SetContentSafety(h)
+	format.SetFileHeaders(w.Header(), a, true)
 	if r.Method == http.MethodGet && s.d.Downloads != nil {
 		s.d.Downloads.Add()
 	}

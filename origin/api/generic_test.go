@@ -1,7 +1,10 @@
 package api_test
 
 import (
+	"io/fs"
 	"net/http"
+	"net/url"
+	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
@@ -250,4 +253,98 @@ func putNoRedirect(t *testing.T, url, token, body string) int {
 	}
 	resp.Body.Close()
 	return resp.StatusCode
+}
+
+// TestGenericActiveContentIsDownloaded: a file uploaded with a type a
+// browser would render or run (HTML, SVG, XML, a UTF-7 text) is served as
+// application/octet-stream in an attachment, on the generic path and
+// through the API; inert types keep theirs.
+func TestGenericActiveContentIsDownloaded(t *testing.T) {
+	t.Parallel()
+	e := origintest.Start(t, origintest.Options{})
+	e.CreateRepo("web", "generic", true)
+	const png = "\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"
+	for _, c := range []struct {
+		file, ct, body string
+		active         bool
+	}{
+		{"page.html", "text/html", "<script>alert(document.cookie)</script>", true},
+		{"page.txt", "text/html; charset=utf-8", "<script>alert(1)</script>", true},
+		{"pic.svg", "image/svg+xml", `<svg xmlns="http://www.w3.org/2000/svg" onload="alert(1)"/>`, true},
+		{"notes.txt", "text/plain; charset=utf-7", "+ADw-script+AD4-alert(1)+ADw-/script+AD4-", true},
+		{"feed.xml", "application/xml", "<x/>", true},
+		{"app.js", "application/javascript", "alert(1)", true},
+		{"bad.bin", "text/html;;", "x", true},
+		{"pic.png", "image/png", png, false},
+		{"data.json", "application/json", `{"a":1}`, false},
+		{"readme.txt", "text/plain; charset=utf-8", "hello", false},
+	} {
+		t.Run(c.file, func(t *testing.T) {
+			e := e.For(t)
+			var a artifact
+			e.DoHeader("PUT", "/generic/web/site/1.0/"+c.file, e.Admin, c.body, map[string]string{"Content-Type": c.ct}).Want(201).JSON(&a)
+			for _, p := range []string{"/generic/web/site/1.0/" + c.file, "/api/v1/artifacts/" + a.ID + "/download"} {
+				for _, method := range []string{"GET", "HEAD"} {
+					r := e.Do(method, p, "", nil).Want(200)
+					h := r.Header
+					api := strings.HasPrefix(p, "/api/")
+					wantCT, wantCD := c.ct, ""
+					if c.active {
+						wantCT = "application/octet-stream"
+					}
+					if c.active || api {
+						wantCD = "attachment; filename=" + c.file
+					}
+					if h.Get("Content-Type") != wantCT || h.Get("Content-Disposition") != wantCD {
+						t.Errorf("%s %s: Content-Type %q, Content-Disposition %q; want %q, %q",
+							method, p, h.Get("Content-Type"), h.Get("Content-Disposition"), wantCT, wantCD)
+					}
+					if h.Get("X-Content-Type-Options") != "nosniff" || !strings.Contains(h.Get("Content-Security-Policy"), "sandbox") {
+						t.Errorf("%s %s: no content safety headers: %v", method, p, h)
+					}
+					if method == "GET" && string(r.Body) != c.body {
+						t.Errorf("GET %s answered %q", p, r.Body)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestGenericRefusesHiddenCharacters: a name holding a bidi control or an
+// invisible character ("evil<U+202E>gpj.exe" lists as "evilexe.jpg") is
+// refused with 400 naming the code point, and nothing is stored.
+func TestGenericRefusesHiddenCharacters(t *testing.T) {
+	t.Parallel()
+	e := origintest.Start(t, origintest.Options{})
+	repoID := e.CreateRepo("bin", "generic", false)
+	for _, c := range []struct{ path, cp string }{
+		{"tool/1.0/" + url.PathEscape("evil\u202Egpj.exe"), "U+202E"},
+		{url.PathEscape("to\u200Bol") + "/1.0/tool.exe", "U+200B"},
+		{"tool/" + url.PathEscape("1.0\u2066") + "/tool.exe", "U+2066"},
+		{"tool/1.0/" + url.PathEscape("\uFEFFtool.exe"), "U+FEFF"},
+		{"tool/1.0/" + url.PathEscape("soft\u00ADhyphen"), "U+00AD"},
+		{"tool/1.0/" + url.PathEscape("c1\u009Bcontrol"), "U+009B"},
+	} {
+		r := e.Do("PUT", "/generic/bin/"+c.path, e.Admin, "MZ payload").WantError(400, "BAD_REQUEST")
+		if !strings.Contains(string(r.Body), c.cp) {
+			t.Errorf("PUT %s: the answer does not name %s: %s", c.path, c.cp, r.Body)
+		}
+	}
+	wantArtifactCount(t, e, repoID, 0)
+	var s stats
+	e.Do("GET", "/api/v1/admin/stats", e.Admin, nil).Want(200).JSON(&s)
+	if *s.Artifacts != 0 {
+		t.Fatalf("refused uploads stored %d artifacts", *s.Artifacts)
+	}
+	blobs := 0
+	_ = filepath.WalkDir(filepath.Join(e.DataDir, "blobs"), func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			blobs++
+		}
+		return nil
+	})
+	if blobs != 0 {
+		t.Fatalf("refused uploads left %d files in the blob store", blobs)
+	}
 }

@@ -187,6 +187,8 @@ func (s *Server) deleteUser(w http.ResponseWriter, r *http.Request, p *auth.Prin
 	if id == p.UserID {
 		return apierr.New(apierr.Conflict, "you cannot delete your own account")
 	}
+	// A fast refusal only: two admins deleting each other both pass it,
+	// and the command refuses the second (meta.ErrLastAdmin).
 	err := s.view(func(tx *meta.Tx) error {
 		u, err := tx.User(id)
 		if err != nil {
@@ -203,7 +205,7 @@ func (s *Server) deleteUser(w http.ResponseWriter, r *http.Request, p *auth.Prin
 			}
 		}
 		if err == nil && admins <= 1 {
-			return apierr.New(apierr.Conflict, "cannot delete the last administrator")
+			return meta.ErrLastAdmin
 		}
 		return err
 	})

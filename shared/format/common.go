@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
 	"net/url"
 	"path"
@@ -111,6 +110,9 @@ func (d *Deps) Store(ctx context.Context, r *Request, u Upload) (*meta.Artifact,
 	if d.Commit == nil {
 		return nil, 0, errNoWrites
 	}
+	if err := checkUpload(&u); err != nil {
+		return nil, 0, err // before a byte is stored
+	}
 	if _, err := d.checkOverwrite(r, u); err != nil {
 		return nil, 0, err
 	}
@@ -188,6 +190,9 @@ func (d *Deps) Record(ctx context.Context, r *Request, u Upload, info blob.Info)
 	if d.Commit == nil {
 		return nil, 0, errNoWrites
 	}
+	if err := checkUpload(&u); err != nil {
+		return nil, 0, err
+	}
 	replace, err := d.checkOverwrite(r, u)
 	if err != nil {
 		return nil, 0, err
@@ -238,6 +243,9 @@ func (d *Deps) Change(ctx context.Context, r *Request, repo *meta.Repository, dr
 		c.Drop = append(c.Drop, a.ID)
 	}
 	for _, p := range put {
+		if err := checkUpload(&p.Upload); err != nil {
+			return 0, err
+		}
 		p.Repo = repo
 		c.Put = append(c.Put, d.newArtifact(r, p.Upload, p.Info))
 	}
@@ -401,18 +409,7 @@ func (d *Deps) Serve(ctx context.Context, r *Request, a *meta.Artifact) (*Respon
 	}
 	resp := NewResponse(http.StatusOK)
 	resp.File, resp.Name, resp.ModTime = f, path.Base(a.Path), a.UploadedAt
-	ct := a.ContentType
-	if ct == "" {
-		ct = mime.TypeByExtension(path.Ext(a.Path))
-	}
-	if ct == "" {
-		ct = "application/octet-stream"
-	}
-	h := resp.Header
-	h.Set("Content-Type", ct)
-	h.Set("ETag", `"`+a.Checksums.SHA256+`"`)
-	SetChecksumHeaders(h, a.Checksums)
-	SetContentSafety(h)
+	SetFileHeaders(resp.Header, a, false)
 	return resp, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"unicode"
 )
 
 func TestMatch(t *testing.T) {
@@ -68,14 +69,15 @@ func FuzzMatch(f *testing.F) {
 }
 
 func FuzzCheckSegment(f *testing.F) {
-	for _, s := range []string{"a", "..", ".", "a/b", "a\\b", "\x00", "ok-1.0"} {
+	for _, s := range []string{"a", "..", ".", "a/b", "a\\b", "\x00", "ok-1.0", "a\u202eb", "\ufeff"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		if CheckSegment("x", s) != nil {
 			return
 		}
-		if s == "" || s == "." || s == ".." || strings.ContainsAny(s, "/\\\x00") || len(s) > MaxSegment {
+		if s == "" || s == "." || s == ".." || strings.ContainsAny(s, "/\\\x00") || len(s) > MaxSegment ||
+			strings.IndexFunc(s, func(r rune) bool { return unicode.In(r, unicode.Cc, unicode.Cf) }) >= 0 {
 			t.Fatalf("unsafe segment %q accepted", s)
 		}
 	})

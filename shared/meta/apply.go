@@ -87,6 +87,11 @@ func (tx *Tx) userUpdate(c *UserUpdate) error {
 		u.PasswordHash = *c.PasswordHash
 	}
 	if c.Role != nil {
+		if *c.Role != RoleAdmin {
+			if err := tx.keepAdmin(u); err != nil {
+				return err
+			}
+		}
 		u.Role = *c.Role
 	}
 	if c.MustChangePassword != nil {
@@ -112,6 +117,9 @@ func (tx *Tx) userUpdate(c *UserUpdate) error {
 func (tx *Tx) userDelete(c *UserDelete) error {
 	u, err := tx.User(c.ID)
 	if err != nil {
+		return err
+	}
+	if err := tx.keepAdmin(u); err != nil {
 		return err
 	}
 	toks, err := tx.TokensOf(u.ID)
@@ -156,6 +164,32 @@ func (tx *Tx) userDelete(c *UserDelete) error {
 		return err
 	}
 	return tx.del(bUsers, []byte(u.ID))
+}
+
+// keepAdmin refuses to take the admin role away from u (delete or
+// demotion) when no other administrator would remain. It is checked here,
+// in the command, and not only by the handler that decided: two admins
+// removing each other at once both read "two admins" before either
+// commits, and only the log order can tell which one comes second.
+func (tx *Tx) keepAdmin(u *User) error {
+	if u.Role != RoleAdmin {
+		return nil
+	}
+	other := false
+	err := each(tx, bUsers, func(o *User) error {
+		if o.ID != u.ID && o.Role == RoleAdmin {
+			other = true
+			return errStop
+		}
+		return nil
+	})
+	switch {
+	case other:
+		return nil
+	case err != nil:
+		return err
+	}
+	return ErrLastAdmin
 }
 
 func (tx *Tx) tokenCreate(c *TokenCreate) error {

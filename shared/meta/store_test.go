@@ -23,7 +23,7 @@ func ptr[T any](v T) *T { return &v }
 // which must succeed on the state the previous ones built.
 func script() []Command {
 	exp := t0.Add(time.Hour)
-	role := RoleViewer
+	role := RoleAdmin // u2, the other admin, is deleted at the end
 	return []Command{
 		&UserCreate{User: User{ID: "u1", Username: "alice", Email: "a@x", Role: RoleUser, PasswordHash: "h1", CreatedAt: t0, UpdatedAt: t0}},
 		&UserCreate{User: User{ID: "u2", Username: "bob", Email: "b@x", Role: RoleAdmin, PasswordHash: "h2", MustChangePassword: true, CreatedAt: t0}},
@@ -158,7 +158,7 @@ func TestCommandRoundTrip(t *testing.T) {
 	// The state the script built, read back through the queries.
 	err := s.View(func(tx *Tx) error {
 		u, err := tx.UserByName("ALICE")
-		if err != nil || u.Email != "alice@x" || u.Role != RoleViewer || u.PasswordHash != "h1b" {
+		if err != nil || u.Email != "alice@x" || u.Role != RoleAdmin || u.PasswordHash != "h1b" {
 			t.Errorf("alice = %+v, %v", u, err)
 		}
 		if _, err := tx.User("u2"); !errors.Is(err, ErrNotFound) {

@@ -15,6 +15,10 @@ var (
 	ErrNotFound = errors.New("not found")
 	ErrConflict = errors.New("conflict")
 	ErrInvalid  = errors.New("invalid")
+
+	// ErrLastAdmin refuses a delete or demotion that would leave no
+	// administrator.
+	ErrLastAdmin = fmt.Errorf("%w: cannot remove the last administrator", ErrConflict)
 )
 
 // NotFoundf wraps ErrNotFound with a message meant for the client.

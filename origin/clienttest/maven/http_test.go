@@ -58,6 +58,8 @@ func TestBadUploadsLeaveNothing(t *testing.T) {
 		{"release redeploy", lib + "1.0/demo-1.0.jar", "other", nil, 409, "cannot be replaced"},
 		{"forbidden character", lib + "1.0/demo:1.0.jar", "x", nil, 400, "forbidden character"},
 		{"star", lib + "1.0/demo-1.0*.jar", "x", nil, 400, "forbidden character"},
+		{"bidi control", lib + "1.0/demo-1.0%E2%80%AEraj.exe", "x", nil, 400, "U+202E"},
+		{"zero-width space", "/maven2/libs/com/example/demo/1.0%E2%80%8B/demo-1.0%E2%80%8B.jar", "x", nil, 400, "U+200B"},
 		{"file of another artifact", lib + "1.0/other-1.0.jar", "x", nil, 400, "does not follow"},
 		{"file of another version", lib + "1.0/demo-1.1.jar", "x", nil, 400, "does not follow"},
 		{"dot in a group directory", "/maven2/libs/com/exa.mple/demo/1.0/demo-1.0.jar", "x", nil, 400, "contains a dot"},
@@ -197,7 +199,8 @@ func TestAuthorization(t *testing.T) {
 
 	e.Do("GET", "/maven2/libs/"+file, basic(bob.Name, bob.Token), nil).Want(200)
 	wantText(t, e.Do("PUT", "/maven2/libs/com/example/demo/1.1/demo-1.1.jar", basic(bob.Name, bob.Password), "jar"), 403, "may not write")
-	wantText(t, e.Do("GET", "/maven2/libs/"+file, basic(carol.Name, carol.Password), nil), 403, "may not read")
+	// carol cannot read libs: to her it looks like a repository that does not exist.
+	wantText(t, e.Do("GET", "/maven2/libs/"+file, basic(carol.Name, carol.Password), nil), 404, "repository libs not found")
 	wantText(t, e.Do("GET", "/maven2/npmjs/"+file, basic(alice.Name, alice.Password), nil), 404, "repository npmjs not found")
 	wantText(t, e.Do("GET", "/maven2/nosuch/"+file, basic(alice.Name, alice.Password), nil), 404, "repository nosuch not found")
 	if n, _ := e.RepoCounters(privID); n != 1 {

@@ -46,6 +46,7 @@ func TestUploadErrors(t *testing.T) {
 		{name: "file of another project", fields: good, filename: "other-1.0.tar.gz", content: sdist, msg: "does not belong"},
 		{name: "file of another version", fields: good, filename: "Demo_Pkg-2.0.tar.gz", content: sdist, msg: "does not match version"},
 		{name: "path traversal", fields: good, filename: "../Demo_Pkg-1.0.tar.gz", content: sdist, msg: "filename"},
+		{name: "bidi control", fields: good, filename: "Demo_Pkg-1.0\u202e.tar.gz", content: sdist, msg: "U+202E"},
 		{name: "unknown extension", fields: good, filename: "Demo_Pkg-1.0.exe", content: sdist, msg: ".whl, .tar.gz or .zip"},
 		{name: "bad wheel name", fields: good, filename: "Demo_Pkg-1.0-py3.whl", content: sdist, msg: "invalid wheel file name"},
 		{name: "filetype mismatch", fields: replace(good, "filetype", "bdist_wheel"), filename: "Demo_Pkg-1.0.tar.gz", content: sdist, msg: "filetype"},
@@ -149,8 +150,11 @@ func TestUploadErrors(t *testing.T) {
 		if !strings.Contains(page.Body, "data-core-metadata=") {
 			t.Fatalf("wheel page lacks core metadata: %s", page.Body)
 		}
-		call(t, "GET", e.URL+"/pypi/py/files/demo-pkg/1.0/"+wheelName+".metadata", alice.Name, alice.Token, nil, nil).
+		md := call(t, "GET", e.URL+"/pypi/py/files/demo-pkg/1.0/"+wheelName+".metadata", alice.Name, alice.Token, nil, nil).
 			want(t, 200, "Name: Demo_Pkg")
+		if md.Header.Get("X-Content-Type-Options") != "nosniff" { // the uploader wrote it
+			t.Fatalf("metadata file served without nosniff: %v", md.Header)
+		}
 	})
 }
 

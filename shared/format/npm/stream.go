@@ -43,7 +43,7 @@ func ReadDocument(r io.Reader, name Name, sink Sink) (d *Document, err error) {
 			d = nil
 		}
 	}()
-	c, err := s.peek()
+	c, err := s.peekValue()
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +90,7 @@ func (s *scanner) field(d *Document, key string, sink Sink) error {
 
 // attachments reads _attachments: null, or an object of at most one file.
 func (s *scanner) attachments(d *Document, sink Sink) error {
-	c, err := s.peek()
+	c, err := s.peekValue()
 	if err != nil {
 		return err
 	}
@@ -105,7 +105,7 @@ func (s *scanner) attachments(d *Document, sink Sink) error {
 			d.Attachments = map[string]Attachment{}
 		}
 		var a Attachment
-		c, err := s.peek()
+		c, err := s.peekValue()
 		if err != nil {
 			return err
 		}
@@ -131,7 +131,7 @@ func (s *scanner) attachments(d *Document, sink Sink) error {
 
 // data streams the attachment's base64 string into sink.
 func (s *scanner) data(d *Document, sink Sink) error {
-	c, err := s.peek()
+	c, err := s.peekValue()
 	if err != nil {
 		return err
 	}
@@ -208,7 +208,7 @@ func (s *scanner) peek() (byte, error) {
 // readError is the error of a body that ended or failed mid-document;
 // the body's own errors (413, 400) pass through.
 func (s *scanner) readError(err error) error {
-	if errors.Is(err, io.EOF) {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return invalidDocument("unexpected end of JSON input")
 	}
 	return err

@@ -101,8 +101,14 @@ func TestReadDocumentEscapes(t *testing.T) {
 func TestReadDocumentErrors(t *testing.T) {
 	n := Name{Base: "demo"}
 	cases := map[string]string{
-		`{"name":`:          "unexpected end",
-		`{"name":"demo"} x`: "after the document",
+		``:                                 "unexpected end",
+		`  `:                               "unexpected end",
+		`{"_attachments":`:                 "unexpected end",
+		`{"_attachments":{"a":`:            "unexpected end",
+		`{"_attachments":{"a":{"data":`:    "unexpected end",
+		`{"_attachments":{"a":{"data":"AA`: "unexpected end",
+		`{"name":`:                         "unexpected end",
+		`{"name":"demo"} x`:                "after the document",
 		`{"_attachments":{"demo-1.0.0.tgz":{"data":"!!"}}}`:                 "invalid package document",
 		`{"_attachments":{"demo-1.0.0.tgz":{"data":"AAA"}}}`:                "invalid package document",
 		`{"_attachments":{"demo-1.0.0.tgz":{"data":"AA\u0000=="}}}`:         "invalid package document",
@@ -207,7 +213,8 @@ func TestReadDocumentMemory(t *testing.T) {
 }
 
 // FuzzReadDocument: what the stream parser accepts is JSON, and the
-// attachment bytes are those encoding/json decodes from the same body.
+// attachment bytes are those encoding/json decodes from the same body;
+// what it refuses is the client's fault.
 func FuzzReadDocument(f *testing.F) {
 	f.Add(encode(f, doc(f, "demo", "1.0.0", pkgTgz(f))))
 	f.Add([]byte(`{"_attachments":{"demo-1.0.0.tgz":{"data":"QU\/B\u0042Qg==","length":5}}}`))
@@ -216,6 +223,9 @@ func FuzzReadDocument(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		d, err := ParseDocument(body, Name{Base: "demo"})
 		if err != nil {
+			if fe := format.Classify(err); fe.Status/100 != 4 {
+				t.Fatalf("%q: %d %s, want a client error", body, fe.Status, err)
+			}
 			return
 		}
 		if !json.Valid(body) {

@@ -39,6 +39,8 @@ func (f *Format) getBlob(ctx context.Context, r *format.Request) (*format.Respon
 	resp.Header.Set("Docker-Content-Digest", digest)
 	resp.Header.Set("ETag", `"`+digest+`"`)
 	resp.Header.Set("Cache-Control", "max-age=31536000") // content-addressed
+	// Pushed bytes: never sniffed or run by a browser.
+	format.SetContentSafety(resp.Header)
 	return resp, nil
 }
 

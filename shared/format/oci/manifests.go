@@ -70,6 +70,7 @@ func (f *Format) getManifest(ctx context.Context, r *format.Request) (*format.Re
 	resp.Header.Set("Docker-Content-Digest", digest)
 	resp.Header.Set("ETag", `"`+digest+`"`)
 	resp.Header.Set("Content-Length", strconv.FormatInt(m.Size, 10))
+	format.SetContentSafety(resp.Header)
 	return resp, nil
 }
 

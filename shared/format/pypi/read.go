@@ -165,5 +165,6 @@ func (f *Format) file(ctx context.Context, r *format.Request) (*format.Response,
 	resp.File, resp.Name, resp.ModTime = blobFile, filename, a.UploadedAt
 	resp.Header.Set("Content-Type", "text/plain; charset=utf-8")
 	resp.Header.Set("ETag", `"`+at.Metadata.SHA256+`"`)
+	format.SetContentSafety(resp.Header) // the uploader wrote it
 	return resp, nil
 }
