@@ -338,7 +338,7 @@ func (a *Authenticator) password(ctx context.Context, user, pass, remote, scheme
 			return a.passwordPrincipal(u), nil
 		}
 	}
-	release, err := a.Hasher.acquire(ctx)
+	release, err := a.Hasher.acquire(ctx, func() bool { return a.Guard.Suspect(remote) })
 	if err != nil {
 		return nil, a.fail(ctx, f, err)
 	}

@@ -35,22 +35,30 @@ func (e *ThrottledError) Error() string {
 // DefaultPasswordParams.Memory (19 MiB) for its duration, so unbounded
 // concurrent checks are a memory switch anyone can flip with bad passwords;
 // with at most one per core, memory is bounded and throughput is the same.
+// Checks from addresses that failed recently wait for slots of their own,
+// so a flood of guesses queues behind itself, not in front of a good login
+// from elsewhere.
 type Hasher struct {
-	slots chan struct{}
+	slots   chan struct{} // for everyone
+	suspect chan struct{} // for addresses with recent failures
 	// MaxWait bounds queueing when the request has no deadline of its own.
 	MaxWait time.Duration
 }
 
-// NewHasher allows n concurrent checks; n <= 0 means one per core.
+// NewHasher allows n concurrent checks (and half as many, at least one,
+// more for suspect addresses); n <= 0 means one per core.
 func NewHasher(n int) *Hasher {
 	if n <= 0 {
 		n = runtime.GOMAXPROCS(0)
 	}
-	return &Hasher{slots: make(chan struct{}, n), MaxWait: 10 * time.Second}
+	return &Hasher{slots: make(chan struct{}, n), suspect: make(chan struct{}, max(1, n/2)), MaxWait: 10 * time.Second}
 }
 
-// acquire takes a slot, waiting at most until ctx ends or MaxWait.
-func (h *Hasher) acquire(ctx context.Context) (release func(), err error) {
+// acquire takes a slot, waiting at most until ctx ends or MaxWait. While
+// suspect reports true the caller waits in the suspect pool; it is asked
+// again once a general slot is won, since an address can turn suspect
+// while its requests queue (a burst arrives before its first failure).
+func (h *Hasher) acquire(ctx context.Context, suspect func() bool) (release func(), err error) {
 	if h == nil {
 		return func() {}, nil
 	}
@@ -59,17 +67,28 @@ func (h *Hasher) acquire(ctx context.Context) (release func(), err error) {
 		ctx, cancel = context.WithTimeout(ctx, h.MaxWait)
 		defer cancel()
 	}
-	select {
-	case h.slots <- struct{}{}:
-		return func() { <-h.slots }, nil
-	case <-ctx.Done():
-		return nil, ErrBusy
+	pool := h.slots
+	if suspect != nil && suspect() {
+		pool = h.suspect
+	}
+	for {
+		select {
+		case pool <- struct{}{}:
+		case <-ctx.Done():
+			return nil, ErrBusy
+		}
+		if pool == h.suspect || suspect == nil || !suspect() {
+			p := pool
+			return func() { <-p }, nil
+		}
+		<-pool
+		pool = h.suspect
 	}
 }
 
 // Verify checks pw against an encoded hash in a slot.
 func (h *Hasher) Verify(ctx context.Context, encoded, pw string) (bool, error) {
-	release, err := h.acquire(ctx)
+	release, err := h.acquire(ctx, nil)
 	if err != nil {
 		return false, err
 	}
@@ -79,7 +98,7 @@ func (h *Hasher) Verify(ctx context.Context, encoded, pw string) (bool, error) {
 
 // Hash hashes pw with the default parameters in a slot.
 func (h *Hasher) Hash(ctx context.Context, pw string) (string, error) {
-	release, err := h.acquire(ctx)
+	release, err := h.acquire(ctx, nil)
 	if err != nil {
 		return "", err
 	}
@@ -120,6 +139,15 @@ func (g *Guard) Check(remote, user string) error {
 		}
 	}
 	return nil
+}
+
+// Suspect reports whether remote failed a check in the current window.
+func (g *Guard) Suspect(remote string) bool {
+	if g == nil {
+		return false
+	}
+	d := g.perAddr.Peek(remote)
+	return d.Limit > 0 && d.Remaining < d.Limit-1
 }
 
 // Fail counts one failed check.

@@ -17,8 +17,8 @@ import (
 func TestHasherBoundsConcurrentChecks(t *testing.T) {
 	h := NewHasher(2)
 	enc, _ := HashPasswordWith(PasswordParams{Memory: 64, Iterations: 1, Parallelism: 1}, "pw-pw-pw-pw")
-	r1, _ := h.acquire(context.Background())
-	r2, _ := h.acquire(context.Background())
+	r1, _ := h.acquire(context.Background(), nil)
+	r2, _ := h.acquire(context.Background(), nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
 	if _, err := h.Verify(ctx, enc, "pw-pw-pw-pw"); !errors.Is(err, ErrBusy) {
@@ -60,7 +60,7 @@ func TestGuardRefusesBeforeHashing(t *testing.T) {
 		}
 	}
 	// Hold the only slot: a check that got past the guard would block.
-	release, _ := a.Hasher.acquire(ctx)
+	release, _ := a.Hasher.acquire(ctx, nil)
 	var th *ThrottledError
 	if _, err := a.Basic(ctx, "alice", "right-password", "192.0.2.1"); !errors.As(err, &th) || th.RetryAfter <= 0 {
 		t.Fatalf("right password past the username budget (even cached): %v", err)
@@ -82,5 +82,49 @@ func TestGuardRefusesBeforeHashing(t *testing.T) {
 	now = now.Add(time.Minute)
 	if _, err := a.Login(ctx, "alice", "right-password", "192.0.2.1"); err != nil {
 		t.Fatalf("a new window: %v", err)
+	}
+}
+
+// TestSuspectAddressesQueueApart: checks from an address that failed
+// recently wait for the suspect slot, leaving the general slots to
+// everyone else, even when the address turned suspect while it queued.
+func TestSuspectAddressesQueueApart(t *testing.T) {
+	h := NewHasher(2)
+	suspect := func() bool { return true }
+	clean := func() bool { return false }
+	held, _ := h.acquire(context.Background(), suspect) // the only suspect slot
+	short := func() context.Context {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		t.Cleanup(cancel)
+		return ctx
+	}
+	if _, err := h.acquire(short(), suspect); !errors.Is(err, ErrBusy) {
+		t.Fatalf("a second suspect check ran: %v", err)
+	}
+	r1, err := h.acquire(short(), clean)
+	if err != nil {
+		t.Fatalf("a clean check waited behind suspects: %v", err)
+	}
+	// Clean when it queued, suspect when it won a slot: it gives the slot
+	// back and waits for the suspect one.
+	var flips atomic.Int32
+	turning := func() bool { return flips.Add(1) > 1 }
+	if _, err := h.acquire(short(), turning); !errors.Is(err, ErrBusy) {
+		t.Fatalf("an address that turned suspect kept a general slot: %v", err)
+	}
+	if len(h.slots) != 1 {
+		t.Fatalf("%d general slots taken, want 1", len(h.slots))
+	}
+	r1()
+	held()
+
+	now := time.Unix(1_800_000_000, 0)
+	g := NewGuard(3, 5, time.Minute, func() time.Time { return now })
+	if g.Suspect("192.0.2.1") {
+		t.Fatal("suspect before any failure")
+	}
+	g.Fail("192.0.2.1", "x")
+	if !g.Suspect("192.0.2.1") || g.Suspect("192.0.2.2") {
+		t.Fatal("suspect is per address, from the first failure")
 	}
 }

@@ -74,7 +74,8 @@ func (l *Limiter) WithMaxKeys(n int) *Limiter {
 // Allow counts one event for key, unless the key is already at its limit.
 func (l *Limiter) Allow(key string) Decision { return l.decide(key, true) }
 
-// Peek says whether one more event would be allowed, counting nothing.
+// Peek says whether one more event would be allowed, and what would then
+// remain, counting nothing.
 func (l *Limiter) Peek(key string) Decision { return l.decide(key, false) }
 
 // Len is the number of keys remembered.
@@ -99,7 +100,7 @@ func (l *Limiter) decide(key string, count bool) Decision {
 	}
 	if w == nil {
 		if !count {
-			return Decision{Allowed: true, Limit: l.limit, Remaining: l.limit, Reset: now.Add(l.window)}
+			return Decision{Allowed: true, Limit: l.limit, Remaining: l.limit - 1, Reset: now.Add(l.window)}
 		}
 		// Full of live windows: forget the oldest. Under a flood of
 		// distinct keys that is the flood's own keys, and memory stays
