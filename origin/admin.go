@@ -175,16 +175,12 @@ func (o *Origin) adminReset(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, apierr.Invalid("username", "a JSON object with username is expected"))
 		return
 	}
-	now := time.Now
-	if o.cfg.Clock != nil {
-		now = o.cfg.Clock
-	}
-	pw, err := resetPassword(r.Context(), o.store, o.commit, now(), req.Username)
+	pw, err := resetPassword(r.Context(), o.store, o.commit, o.now(), req.Username)
 	outcome := "success"
 	if err != nil {
 		outcome = "failure"
 	}
-	o.audit.Record(audit.Event{Time: now().UTC(), Actor: "local-admin", Action: "admin.reset-password",
+	o.audit.Record(audit.Event{Time: o.now().UTC(), Actor: "local-admin", Action: "admin.reset-password",
 		Target: req.Username, Remote: "unix:" + AdminSocket, Outcome: outcome})
 	var client *apierr.Error
 	switch {

@@ -50,6 +50,7 @@ type Origin struct {
 	handler http.Handler
 	nodeID  string
 	space   *diskspace.Guard
+	now     func() time.Time // cfg.Clock or the wall clock
 }
 
 // New opens the data directory and starts raft; Run serves.
@@ -122,6 +123,7 @@ func New(cfg Config, log *slog.Logger, out io.Writer) (o *Origin, err error) {
 	if now == nil {
 		now = time.Now
 	}
+	o.now = now
 	// The whole data directory (raft log, metadata, blobs, upload
 	// sessions) is one filesystem's worth: uploads stop while it still has
 	// MinFreeBytes, so the raft log never runs out.
@@ -168,20 +170,19 @@ func New(cfg Config, log *slog.Logger, out io.Writer) (o *Origin, err error) {
 	apiSrv := api.New(api.Config{
 		AccessTTL: cfg.AccessTTL, RefreshTTL: cfg.RefreshTTL, DemoMode: cfg.DemoMode,
 		RateLimit: int(cfg.RateLimit), RateLimitLogin: int(cfg.RateLimitLogin), RateWindow: cfg.RateWindow,
-		ExternalURL: cfg.ExternalURL, UsersCreateRepo: cfg.UsersCreateRepo, MaxUpload: cfg.MaxUploadBytes,
-		BodyTimeout: cfg.BodyTimeout, CORSOrigins: splitList(cfg.CORSOrigins),
+		UsersCreateRepo: cfg.UsersCreateRepo, MaxUpload: cfg.MaxUploadBytes, CORSOrigins: splitList(cfg.CORSOrigins),
 	}, api.Deps{
 		Store: o.store, Blobs: blobs, Commit: commit, Authn: authn, JWT: jwt, Audit: o.audit, Downloads: dl,
 		Log: log, Health: o.health, Now: now, Formats: byName,
 	})
 
 	mux := http.NewServeMux()
-	mux.Handle(api.Prefix+"/", apiSrv)
+	mux.Handle(api.Prefix+"/", httpx.BodyDeadline(apiSrv, cfg.BodyTimeout))
 	mux.Handle("GET /metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
 	areas := map[string]string{}
 	for _, f := range formats {
 		for _, prefix := range format.Prefixes(f) {
-			h := httpx.NewFormatHandler(f, prefix, authn, log, cfg.ExternalURL)
+			h := httpx.NewFormatHandler(f, prefix, authn, log)
 			h.OnWrite = apiSrv.AuditWrite
 			fh := httpx.MinRate(h, cfg.MinUploadRate, cfg.UploadRateWindow)
 			if cfg.DemoMode {
@@ -194,7 +195,9 @@ func New(cfg Config, log *slog.Logger, out io.Writer) (o *Origin, err error) {
 	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, apierr.New(apierr.NotFound, "nothing is served at %s; the API is under %s", r.URL.Path, api.Prefix))
 	}))
-	o.handler = httpx.Observe(httpx.Forwarded(mux, proxies, cfg.ExternalURL), log, m, func(r *http.Request) string {
+	// Forwarded goes outside: the access log and everything below it see
+	// the client address and base URL it decided.
+	o.handler = httpx.Forwarded(httpx.Observe(mux, log, m, func(r *http.Request) string {
 		p := r.URL.Path
 		if strings.HasPrefix(p, api.Prefix+"/") {
 			return "api"
@@ -205,7 +208,7 @@ func New(cfg Config, log *slog.Logger, out io.Writer) (o *Origin, err error) {
 			}
 		}
 		return "other"
-	})
+	}), proxies, cfg.ExternalURL)
 	return o, nil
 }
 

@@ -4,7 +4,6 @@ import (
 	"crypto/ed25519"
 	"crypto/hkdf"
 	"crypto/sha256"
-	"crypto/subtle"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
@@ -62,11 +61,7 @@ func (k Key) TLSConfig() (*tls.Config, error) {
 		// No resumption: every connection proves the key afresh.
 		SessionTicketsDisabled: true,
 		VerifyConnection: func(cs tls.ConnectionState) error {
-			if len(cs.PeerCertificates) == 0 {
-				return ErrNotAPeer
-			}
-			got, ok := cs.PeerCertificates[0].PublicKey.(ed25519.PublicKey)
-			if !ok || subtle.ConstantTimeCompare(got, pub) != 1 {
+			if len(cs.PeerCertificates) == 0 || !pub.Equal(cs.PeerCertificates[0].PublicKey) {
 				return ErrNotAPeer
 			}
 			return nil

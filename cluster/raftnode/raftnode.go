@@ -34,9 +34,6 @@ type Config struct {
 	// Timeouts; zero uses raft's defaults.
 	HeartbeatTimeout time.Duration
 	ElectionTimeout  time.Duration
-	// HandshakeTimeout bounds how long a connection may take to prove the
-	// cluster key; zero is 5s.
-	HandshakeTimeout time.Duration
 }
 
 // Node is a running raft peer.
@@ -98,7 +95,7 @@ func New(cfg Config, fsm raft.FSM) (*Node, error) {
 		}
 		advAddr = a
 	}
-	stream, err := listen(cfg.BindAddr, advAddr, cfg.Key, cfg.HandshakeTimeout, cfg.Logger)
+	stream, err := listen(cfg.BindAddr, advAddr, cfg.Key, handshakeTimeout, cfg.Logger)
 	if err != nil {
 		logStore.Close()
 		return nil, fmt.Errorf("raft transport on %s: %w", cfg.BindAddr, err)

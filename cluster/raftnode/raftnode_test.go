@@ -62,15 +62,11 @@ type nopSnapshot struct{}
 func (nopSnapshot) Persist(s raft.SnapshotSink) error { return s.Close() }
 func (nopSnapshot) Release()                          {}
 
-func startNode(t *testing.T, id string, key peerauth.Key, bootstrap bool, tweak func(*Config)) (*Node, *recorder) {
+func startNode(t *testing.T, id string, key peerauth.Key, bootstrap bool) (*Node, *recorder) {
 	t.Helper()
-	cfg := Config{NodeID: id, BindAddr: "127.0.0.1:0", Dir: t.TempDir(), Bootstrap: bootstrap, Key: key, Logger: quiet,
-		HeartbeatTimeout: 200 * time.Millisecond, ElectionTimeout: 200 * time.Millisecond}
-	if tweak != nil {
-		tweak(&cfg)
-	}
 	fsm := newRecorder()
-	n, err := New(cfg, fsm)
+	n, err := New(Config{NodeID: id, BindAddr: "127.0.0.1:0", Dir: t.TempDir(), Bootstrap: bootstrap, Key: key, Logger: quiet,
+		HeartbeatTimeout: 200 * time.Millisecond, ElectionTimeout: 200 * time.Millisecond}, fsm)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,13 +86,21 @@ func startNode(t *testing.T, id string, key peerauth.Key, bootstrap bool, tweak 
 	return n, fsm
 }
 
-// keyedTransport is a raft transport over a stream layer with key.
-func keyedTransport(t *testing.T, key peerauth.Key) raft.Transport {
+// listenT is a stream layer on loopback, closed when the test ends.
+func listenT(t *testing.T, key peerauth.Key, timeout time.Duration) *streamLayer {
 	t.Helper()
-	l, err := listen("127.0.0.1:0", nil, key, 0, quiet)
+	l, err := listen("127.0.0.1:0", nil, key, timeout, quiet)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+// keyedTransport is a raft transport over a stream layer with key.
+func keyedTransport(t *testing.T, key peerauth.Key) raft.Transport {
+	t.Helper()
+	l := listenT(t, key, handshakeTimeout)
 	tr := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{Stream: l, MaxPool: 1, Timeout: 10 * time.Second})
 	t.Cleanup(func() { tr.Close() })
 	return tr
@@ -140,7 +144,7 @@ func TestStrangersCannotAppend(t *testing.T) {
 		"another cluster key": func(t *testing.T) raft.Transport { return keyedTransport(t, peerauth.NewKey()) },
 	} {
 		t.Run(name, func(t *testing.T) {
-			n, fsm := startNode(t, "a", peerauth.NewKey(), true, nil)
+			n, fsm := startNode(t, "a", peerauth.NewKey(), true)
 			from := intruder(t)
 			term, last := stat(t, n, "term"), n.Raft.LastIndex()
 
@@ -170,8 +174,8 @@ func TestStrangersCannotAppend(t *testing.T) {
 
 func TestPeersWithTheKeyReplicate(t *testing.T) {
 	key := peerauth.NewKey()
-	a, _ := startNode(t, "a", key, true, nil)
-	b, bfsm := startNode(t, "b", key, false, nil)
+	a, _ := startNode(t, "a", key, true)
+	b, bfsm := startNode(t, "b", key, false)
 	if err := a.Raft.AddVoter("b", addr(b), 0, 10*time.Second).Error(); err != nil {
 		t.Fatalf("add voter: %v", err)
 	}
@@ -187,30 +191,40 @@ func TestSilentClientsDoNotBlockPeers(t *testing.T) {
 	key := peerauth.NewKey()
 	// Handshakes may take an hour: a peer served after the silent clients
 	// would wait that long, past its own 10s dial timeout.
-	n, _ := startNode(t, "a", key, true, func(c *Config) { c.HandshakeTimeout = time.Hour })
+	l := listenT(t, key, time.Hour)
 	for range 3 {
-		c, err := net.Dial("tcp", string(addr(n)))
+		c, err := net.Dial("tcp", l.Addr().String())
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer c.Close()
 	}
-	peer := keyedTransport(t, key)
-	// A stale heartbeat: the node answers it (refusing it) and nothing changes.
-	req := &raft.AppendEntriesRequest{RPCHeader: raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax,
-		ID: []byte("b"), Addr: peer.EncodePeer("b", peer.LocalAddr())}}
-	var resp raft.AppendEntriesResponse
-	if err := peer.AppendEntries("a", addr(n), req, &resp); err != nil {
+	accepted := make(chan error, 1)
+	go func() {
+		c, err := l.Accept()
+		if err == nil {
+			c.Close()
+		}
+		accepted <- err
+	}()
+	c, err := listenT(t, key, handshakeTimeout).Dial(raft.ServerAddress(l.Addr().String()), 10*time.Second)
+	if err != nil {
 		t.Fatalf("peer with the key: %v", err)
 	}
-	if resp.Success || resp.Term != stat(t, n, "term") {
-		t.Fatalf("unexpected answer %+v", resp)
+	defer c.Close()
+	select {
+	case err := <-accepted:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the peer's connection waits behind the silent clients")
 	}
 }
 
 func TestSilentClientIsDroppedAfterHandshakeTimeout(t *testing.T) {
-	n, _ := startNode(t, "a", peerauth.NewKey(), true, func(c *Config) { c.HandshakeTimeout = 200 * time.Millisecond })
-	c, err := net.Dial("tcp", string(addr(n)))
+	l := listenT(t, peerauth.NewKey(), 200*time.Millisecond)
+	c, err := net.Dial("tcp", l.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,11 +238,7 @@ func TestSilentClientIsDroppedAfterHandshakeTimeout(t *testing.T) {
 }
 
 func TestDialHonoursTimeout(t *testing.T) {
-	l, err := listen("127.0.0.1:0", nil, peerauth.NewKey(), 0, quiet)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	l := listenT(t, peerauth.NewKey(), handshakeTimeout)
 	// Accepts TCP and never speaks TLS.
 	mute, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -246,10 +256,7 @@ func TestDialHonoursTimeout(t *testing.T) {
 }
 
 func TestStreamLayerClose(t *testing.T) {
-	l, err := listen("127.0.0.1:0", nil, peerauth.NewKey(), 0, quiet)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := listenT(t, peerauth.NewKey(), handshakeTimeout)
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -6,16 +6,18 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"sync"
 	"time"
 
 	"github.com/hashicorp/raft"
 
 	"github.com/depot-registry/depot/cluster/peerauth"
+	"github.com/depot-registry/depot/shared/ratelimit"
 )
 
 const (
-	defaultHandshakeTimeout = 5 * time.Second
+	// handshakeTimeout bounds how long an incoming connection may take to
+	// prove the cluster key.
+	handshakeTimeout = 5 * time.Second
 	// maxHandshakes bounds the handshakes in flight, so a crowd of silent
 	// clients costs a bounded number of goroutines and buffers.
 	maxHandshakes = 64
@@ -30,21 +32,21 @@ type streamLayer struct {
 	tls       *tls.Config
 	timeout   time.Duration // for a handshake
 	log       *slog.Logger
+	warned    *ratelimit.Limiter // refusals logged as warnings, the rest at debug
 
 	ready     chan net.Conn // authenticated, waiting for Accept
 	acceptErr chan error    // listener errors, for raft's own backoff
 	sem       chan struct{} // a slot per handshake in flight
 	ctx       context.Context
 	cancel    context.CancelFunc
-	closeOnce sync.Once
 }
 
 var _ raft.StreamLayer = (*streamLayer)(nil)
 
 // listen starts a stream layer on bind. advertise, when not nil, is the
-// address peers are told to dial; handshakeTimeout, when not zero, bounds
-// how long an incoming connection may take to prove the key.
-func listen(bind string, advertise net.Addr, key peerauth.Key, handshakeTimeout time.Duration, log *slog.Logger) (*streamLayer, error) {
+// address peers are told to dial; timeout bounds how long an incoming
+// connection may take to prove the key.
+func listen(bind string, advertise net.Addr, key peerauth.Key, timeout time.Duration, log *slog.Logger) (*streamLayer, error) {
 	conf, err := key.TLSConfig()
 	if err != nil {
 		return nil, err
@@ -61,12 +63,9 @@ func listen(bind string, advertise net.Addr, key peerauth.Key, handshakeTimeout 
 		ln.Close()
 		return nil, fmt.Errorf("%s is not an address peers can dial: listen on a specific address or advertise one", advertise)
 	}
-	if handshakeTimeout <= 0 {
-		handshakeTimeout = defaultHandshakeTimeout
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &streamLayer{
-		ln: ln, advertise: advertise, tls: conf, timeout: handshakeTimeout, log: log,
+		ln: ln, advertise: advertise, tls: conf, timeout: timeout, log: log, warned: ratelimit.New(10, time.Minute, nil),
 		ready: make(chan net.Conn), acceptErr: make(chan error), sem: make(chan struct{}, maxHandshakes),
 		ctx: ctx, cancel: cancel,
 	}
@@ -110,7 +109,13 @@ func (l *streamLayer) authenticate(c net.Conn) {
 	if err := tc.HandshakeContext(ctx); err != nil {
 		c.Close()
 		if l.ctx.Err() == nil {
-			l.log.Warn("raft: refused a connection that did not prove the cluster key", "remote", c.RemoteAddr().String(), "err", err)
+			// A misconfigured peer deserves a warning; a flood of strangers
+			// must not become a flood of log lines.
+			level := slog.LevelDebug
+			if l.warned.Allow("").Allowed {
+				level = slog.LevelWarn
+			}
+			l.log.Log(l.ctx, level, "raft: refused a connection that did not prove the cluster key", "remote", c.RemoteAddr().String(), "err", err)
 		}
 		return
 	}
@@ -148,12 +153,8 @@ func (l *streamLayer) Dial(addr raft.ServerAddress, timeout time.Duration) (net.
 // Close stops accepting and aborts handshakes in flight. Connections
 // already handed to raft are raft's to close.
 func (l *streamLayer) Close() error {
-	err := net.ErrClosed
-	l.closeOnce.Do(func() {
-		l.cancel()
-		err = l.ln.Close()
-	})
-	return err
+	l.cancel()
+	return l.ln.Close()
 }
 
 // Addr is the address peers dial.

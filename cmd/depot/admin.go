@@ -33,6 +33,7 @@ func runAdmin(args []string, stdout, stderr io.Writer) int {
 	case "reset-password":
 		args = args[1:]
 	case "-h", "--help", "help":
+		args = []string{"--help"}
 	default:
 		fmt.Fprintf(stderr, "depot admin: unknown command %q\n\n%s", args[0], adminUsage)
 		return 2

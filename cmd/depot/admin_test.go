@@ -8,8 +8,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -18,9 +18,6 @@ import (
 // fails before it creates anything, so no generated admin password is
 // printed (and lost) and the next start creates the admin afresh.
 func TestListenTakenCreatesNothing(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
 	bin := buildDepot(t)
 	taken, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -51,30 +48,21 @@ func withoutEnv(env []string, names ...string) []string {
 	var out []string
 	for _, kv := range env {
 		name, _, _ := strings.Cut(kv, "=")
-		if !contains(names, name) {
+		if !slices.Contains(names, name) {
 			out = append(out, kv)
 		}
 	}
 	return out
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 var newPasswordRE = regexp.MustCompile(`New password for user 'admin': (\S+)`)
 
 // resetPassword runs `depot admin reset-password` and returns the password
 // it printed; the output must say whether the running origin (via) did it.
-func resetPassword(t *testing.T, bin, dataDir, via string) string {
+func resetPassword(t *testing.T, s site, via string) string {
 	t.Helper()
 	var stdout, stderr syncBuffer
-	cmd := exec.Command(bin, "admin", "reset-password", "--data-dir", dataDir)
+	cmd := exec.Command(s.bin, "admin", "reset-password", "--data-dir", s.dataDir)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("reset-password: %v\nstdout: %s\nstderr: %s", err, stdout.String(), stderr.String())
@@ -105,43 +93,33 @@ func wantLogin(t *testing.T, base, pass string) {
 // (its admin socket), then on the stopped data directory (through its
 // raft log); each time the old password and sessions stop working.
 func TestResetPassword(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
-	bin := buildDepot(t)
-	dataDir := t.TempDir()
-	listen, raftAddr := freeAddr(t), freeAddr(t)
-	p := startOrigin(t, bin, dataDir, listen, raftAddr)
+	s := newSite(t)
+	p := s.start(t)
 	session := login(t, p.url, "admin", "initial-pw-123")
 	call(t, "PUT", p.url+"/api/v1/users/me", session, strings.NewReader(`{"current_password":"initial-pw-123","password":"changed-pw-456"}`), 200)
 	call(t, "GET", p.url+"/api/v1/users/me", session, nil, 200)
 
-	sock := filepath.Join(dataDir, "admin.sock")
+	sock := filepath.Join(s.dataDir, "admin.sock")
 	if fi, err := os.Stat(sock); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("admin socket: %v, mode %v; want 0600", err, fi)
 	}
 
-	online := resetPassword(t, bin, dataDir, "the running origin")
+	online := resetPassword(t, s, "the running origin")
 	call(t, "POST", p.url+"/api/v1/auth/login", "", strings.NewReader(`{"username":"admin","password":"changed-pw-456"}`), 401)
 	call(t, "GET", p.url+"/api/v1/users/me", session, nil, 401)
 	call(t, "GET", p.url+"/generic/none/p/1.0/f.txt", "Basic "+basicAuth("admin", "changed-pw-456"), nil, 401)
 	wantLogin(t, p.url, online)
 
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.cmd.Wait(); err != nil {
-		t.Fatalf("exit after SIGTERM: %v\n%s", err, p.out)
-	}
+	p.stop(t)
 	if _, err := os.Stat(sock); !os.IsNotExist(err) {
 		t.Errorf("the admin socket outlived the origin: %v", err)
 	}
 
-	offline := resetPassword(t, bin, dataDir, "the stopped origin's raft log")
+	offline := resetPassword(t, s, "the stopped origin's raft log")
 	if offline == online {
 		t.Fatal("the offline reset printed the same password")
 	}
-	p = startOrigin(t, bin, dataDir, listen, raftAddr)
+	p = s.start(t)
 	call(t, "POST", p.url+"/api/v1/auth/login", "", strings.NewReader(`{"username":"admin","password":"`+online+`"}`), 401)
 	wantLogin(t, p.url, offline)
 }

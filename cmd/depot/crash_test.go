@@ -20,9 +20,13 @@ import (
 	"time"
 )
 
-// buildDepot compiles the real binary once per test.
+// buildDepot compiles the real binary once per test; such tests are
+// skipped under -short.
 func buildDepot(t *testing.T) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
 	bin := filepath.Join(t.TempDir(), "depot")
 	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
 	if err != nil {
@@ -65,16 +69,27 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-func startOrigin(t *testing.T, bin, dataDir, listen, raftAddr string) *proc {
+// site is where an origin process runs: the binary, its data directory
+// and its ports, the same at every restart.
+type site struct{ bin, dataDir, listen, raftAddr string }
+
+func newSite(t *testing.T) site {
+	return site{bin: buildDepot(t), dataDir: t.TempDir(), listen: freeAddr(t), raftAddr: freeAddr(t)}
+}
+
+// start runs the origin and waits until it answers.
+func (s site) start(t *testing.T) *proc {
 	t.Helper()
-	cmd := exec.Command(bin, "origin", "--data-dir", dataDir, "--listen", listen, "--raft-addr", raftAddr)
+	// --min-free-bytes 0: these tests are about other things than a host
+	// that happens to be short of disk.
+	cmd := exec.Command(s.bin, "origin", "--data-dir", s.dataDir, "--listen", s.listen, "--raft-addr", s.raftAddr, "--min-free-bytes", "0")
 	cmd.Env = append(os.Environ(), "DEPOT_ADMIN_PASSWORD=initial-pw-123", "JWT_SECRET=crash-test-secret-crash-test-secret-0123")
 	out := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := &proc{cmd: cmd, out: out, url: "http://" + listen}
+	p := &proc{cmd: cmd, out: out, url: "http://" + s.listen}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -89,6 +104,24 @@ func startOrigin(t *testing.T, bin, dataDir, listen, raftAddr string) *proc {
 			t.Fatalf("origin did not come up:\n%s", out)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// stop sends SIGTERM and expects a clean exit.
+func (p *proc) stop(t *testing.T) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- p.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("exit after SIGTERM: %v\n%s", err, p.out)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no exit 30s after SIGTERM")
 	}
 }
 
@@ -129,14 +162,9 @@ func login(t *testing.T, base, user, pass string) string {
 // kills it with SIGKILL right after the last acknowledgement, restarts it
 // on the same data directory and downloads every file.
 func TestKill9LosesNoAcknowledgedUpload(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
-	bin := buildDepot(t)
-	dataDir := t.TempDir()
-	listen, raftAddr := freeAddr(t), freeAddr(t)
-	p := startOrigin(t, bin, dataDir, listen, raftAddr)
-	if !strings.Contains(p.out.String(), "listening on http://"+listen) || !strings.Contains(p.out.String(), dataDir) {
+	s := newSite(t)
+	p := s.start(t)
+	if !strings.Contains(p.out.String(), "listening on http://"+s.listen) || !strings.Contains(p.out.String(), s.dataDir) {
 		t.Errorf("startup message does not say where it listens and where the data lives:\n%s", p.out)
 	}
 
@@ -160,7 +188,7 @@ func TestKill9LosesNoAcknowledgedUpload(t *testing.T) {
 	}
 	_ = p.cmd.Wait()
 
-	p2 := startOrigin(t, bin, dataDir, listen, raftAddr)
+	p2 := s.start(t)
 	if strings.Contains(p2.out.String(), "Created user 'admin'") {
 		t.Error("restart created the admin again")
 	}
@@ -178,19 +206,7 @@ func TestKill9LosesNoAcknowledgedUpload(t *testing.T) {
 	}
 
 	// A graceful stop (SIGTERM) exits cleanly.
-	if err := p2.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- p2.cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("exit after SIGTERM: %v\n%s", err, p2.out)
-		}
-	case <-time.After(30 * time.Second):
-		t.Error("no exit 30s after SIGTERM")
-	}
+	p2.stop(t)
 }
 
 func basicAuth(u, p string) string {

@@ -41,9 +41,11 @@ func TestHelp(t *testing.T) {
 	if code := run([]string{"help", "origin"}, &out, &errb); code != 0 || !strings.Contains(out.String(), "--listen") {
 		t.Errorf("help origin: exit %d, %q", code, out.String())
 	}
-	out.Reset()
-	if code := run([]string{"help", "admin"}, &out, &errb); code != 0 || !strings.Contains(out.String(), "reset-password") || !strings.Contains(out.String(), "--data-dir") {
-		t.Errorf("help admin: exit %d, %q", code, out.String())
+	for _, args := range [][]string{{"help", "admin"}, {"admin", "help"}, {"admin", "--help"}} {
+		out.Reset()
+		if code := run(args, &out, &errb); code != 0 || !strings.Contains(out.String(), "reset-password") || !strings.Contains(out.String(), "--data-dir") {
+			t.Errorf("%s: exit %d, %q", strings.Join(args, " "), code, out.String())
+		}
 	}
 	out.Reset()
 	if code := run([]string{"help"}, &out, &errb); code != 0 || !strings.Contains(out.String(), "admin reset-password") {

@@ -38,7 +38,7 @@ func (s *Server) cors(w http.ResponseWriter, r *http.Request) bool {
 		w.WriteHeader(http.StatusNoContent)
 		return true
 	}
-	if !isWrite(r.Method) || allowed || !crossSite(r, origin, httpx.BaseURL(r, s.cfg.ExternalURL)) {
+	if !isWrite(r.Method) || allowed || !crossSite(r, origin, httpx.BaseURL(r)) {
 		return false
 	}
 	apierr.Write(w, apierr.New(apierr.Forbidden, "cross-site requests may not change anything; allow the site's origin in the CORS setting to let it"))

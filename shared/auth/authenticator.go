@@ -60,34 +60,29 @@ func (a *Authenticator) Authenticate(ctx context.Context, header, remote string)
 	if h == "" {
 		return nil, nil
 	}
-	if len(h) > maxHeaderBytes {
-		return nil, a.fail(ctx, Failure{Remote: remote, Scheme: "oversized"}, ErrBadCredentials)
-	}
+	f := Failure{Remote: remote, Scheme: "unknown"}
+	p, err := (*Principal)(nil), ErrBadCredentials
 	scheme, rest, _ := strings.Cut(h, " ")
-	rest = strings.TrimSpace(rest)
-	switch strings.ToLower(scheme) {
-	case "bearer", "token":
-		p, err := a.Bearer(rest)
-		if err != nil {
-			return nil, a.fail(ctx, Failure{Remote: remote, Scheme: strings.ToLower(scheme)}, err)
+	switch scheme = strings.ToLower(scheme); {
+	case len(h) > maxHeaderBytes:
+		f.Scheme = "oversized"
+	case scheme == "bearer" || scheme == "token":
+		f.Scheme = scheme
+		p, err = a.Bearer(strings.TrimSpace(rest))
+	case scheme == "basic":
+		f.Scheme = scheme
+		raw, derr := base64.StdEncoding.DecodeString(strings.TrimSpace(rest))
+		if user, pass, ok := strings.Cut(string(raw), ":"); derr == nil && ok {
+			return a.Basic(ctx, user, pass, remote) // counts its failures with their username
 		}
-		return p, nil
-	case "basic":
-		raw, err := base64.StdEncoding.DecodeString(rest)
-		user, pass, ok := strings.Cut(string(raw), ":")
-		if err != nil || !ok {
-			return nil, a.fail(ctx, Failure{Remote: remote, Scheme: "basic"}, ErrBadCredentials)
-		}
-		return a.Basic(ctx, user, pass, remote)
+	case strings.HasPrefix(h, TokenPrefix):
+		f.Scheme = "token"
+		p, err = a.APIToken(h)
 	}
-	if strings.HasPrefix(h, TokenPrefix) {
-		p, err := a.APIToken(h)
-		if err != nil {
-			return nil, a.fail(ctx, Failure{Remote: remote, Scheme: "token"}, err)
-		}
-		return p, nil
+	if err != nil {
+		return nil, a.fail(ctx, f, err)
 	}
-	return nil, a.fail(ctx, Failure{Remote: remote, Scheme: "unknown"}, ErrBadCredentials)
+	return p, nil
 }
 
 // fail counts and reports a failed check and returns err.
@@ -100,9 +95,6 @@ func (a *Authenticator) fail(ctx context.Context, f Failure, err error) error {
 	default:
 		f.Reason = "bad_credentials"
 		a.Guard.Fail(f.Remote, f.Username)
-	}
-	if len(f.Username) > 64 {
-		f.Username = f.Username[:64] + "..."
 	}
 	if a.OnFailure != nil {
 		a.OnFailure(ctx, f)

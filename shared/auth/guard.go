@@ -28,7 +28,7 @@ var ErrBusy = errors.New("auth: too many password checks at once")
 type ThrottledError struct{ RetryAfter time.Duration }
 
 func (e *ThrottledError) Error() string {
-	return fmt.Sprintf("too many failed sign-ins; retry in %d seconds", int(e.RetryAfter.Seconds()))
+	return fmt.Sprintf("too many failed sign-ins; retry in %d seconds", ratelimit.Seconds(e.RetryAfter))
 }
 
 // Hasher runs argon2id with bounded concurrency. Each check takes
@@ -162,7 +162,8 @@ func (g *Guard) Fail(remote, user string) {
 }
 
 // Failure describes a failed credential check, for the audit log. It never
-// holds the secret; Username is cut to a bounded length.
+// holds the secret; Username is as presented (bounded only by the header's
+// size): clip it before echoing it.
 type Failure struct {
 	Remote   string
 	Username string

@@ -36,13 +36,16 @@ type Config struct {
 	MinFree int64
 	Stat    StatFunc         // nil: Stat
 	Now     func() time.Time // nil: time.Now
-	// CacheFor is how long one statfs answer is used: uploads check on
-	// every read of their body. Default one second.
-	CacheFor time.Duration
-	// Recent is how long a write that hit a full disk keeps the node
-	// degraded. Default five minutes.
-	Recent time.Duration
 }
+
+const (
+	// cacheFor is how long one statfs answer is used: uploads check on
+	// every read of their body.
+	cacheFor = time.Second
+	// recent is how long a write that hit a full disk keeps the node
+	// degraded.
+	recent = 5 * time.Minute
+)
 
 // Guard refuses uploads while free space is low and reports storage
 // health. It is safe for concurrent use.
@@ -64,21 +67,15 @@ func New(cfg Config) *Guard {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.CacheFor <= 0 {
-		cfg.CacheFor = time.Second
-	}
-	if cfg.Recent <= 0 {
-		cfg.Recent = 5 * time.Minute
-	}
 	return &Guard{cfg: cfg}
 }
 
-// read returns the usage, asking the filesystem at most once per CacheFor.
+// read returns the usage, asking the filesystem at most once per cacheFor.
 func (g *Guard) read() (Usage, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	now := g.cfg.Now()
-	if g.statAt.IsZero() || now.Sub(g.statAt) >= g.cfg.CacheFor || now.Before(g.statAt) {
+	if g.statAt.IsZero() || now.Sub(g.statAt) >= cacheFor || now.Before(g.statAt) {
 		g.usage, g.statErr = g.cfg.Stat(g.cfg.Dir)
 		g.statAt = now
 	}
@@ -127,7 +124,7 @@ func (r guardedReader) Read(p []byte) (int, error) {
 }
 
 // Observe notes the outcome of a write: one that hit a full disk keeps
-// the node degraded for Recent.
+// the node degraded for five minutes.
 func (g *Guard) Observe(err error) {
 	if !blob.DiskFull(err) {
 		return
@@ -160,7 +157,7 @@ func (g *Guard) Status() Status {
 	g.mu.Lock()
 	full := g.fullAt
 	g.mu.Unlock()
-	if !full.IsZero() && g.cfg.Now().Sub(full) < g.cfg.Recent {
+	if !full.IsZero() && g.cfg.Now().Sub(full) < recent {
 		st.Reasons = append(st.Reasons, ReasonWriteFailed)
 	}
 	return st

@@ -113,8 +113,8 @@ func TestReader(t *testing.T) {
 	}
 }
 
-// TestObserve: a write that hit a full disk degrades the node for Recent;
-// the guard's own refusals and other errors do not.
+// TestObserve: a write that hit a full disk degrades the node for five
+// minutes; the guard's own refusals and other errors do not.
 func TestObserve(t *testing.T) {
 	g, _, c := newGuard(3 << 30)
 	g.Observe(errors.New("permission denied"))
@@ -126,7 +126,11 @@ func TestObserve(t *testing.T) {
 	if st := g.Status(); !slices.Equal(st.Reasons, []string{diskspace.ReasonWriteFailed}) {
 		t.Fatalf("Status after ENOSPC = %+v", st)
 	}
-	c.Advance(5 * time.Minute)
+	c.Advance(5*time.Minute - time.Second)
+	if st := g.Status(); !slices.Equal(st.Reasons, []string{diskspace.ReasonWriteFailed}) {
+		t.Fatalf("Status a second short of five minutes = %+v", st)
+	}
+	c.Advance(time.Second)
 	if st := g.Status(); len(st.Reasons) != 0 {
 		t.Fatalf("Status five minutes later = %+v, want healthy", st)
 	}

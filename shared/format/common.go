@@ -320,28 +320,20 @@ func URL(r *Request, prefix string, segments ...string) string {
 // ReadBody reads a small request body (a document, never a file: files
 // stream into PutBlob), refusing more than max bytes with 413.
 func ReadBody(r *Request, max int64) ([]byte, error) {
-	if r.ContentLength > max {
-		return nil, tooLarge(max)
-	}
-	if r.Body == nil {
-		return nil, nil
-	}
-	b, err := io.ReadAll(io.LimitReader(r.Body, max+1))
-	if errors.Is(err, ErrSlowBody) {
+	body, err := BodyReader(r, max)
+	if err != nil {
 		return nil, err
 	}
+	b, err := io.ReadAll(body)
 	if err != nil {
-		return nil, BadRequest("reading the request body: %v", err)
-	}
-	if int64(len(b)) > max {
-		return nil, tooLarge(max)
+		return nil, err
 	}
 	return b, nil
 }
 
 // BodyReader is the request body for a handler that streams it: reading
 // past max bytes fails with 413 (at once when Content-Length says so) and
-// a failed read with 400, as ReadBody answers.
+// a failed read with 400 (a body too slow stays ErrSlowBody, a 408).
 func BodyReader(r *Request, max int64) (io.Reader, error) {
 	if r.ContentLength > max {
 		return nil, tooLarge(max)
@@ -349,18 +341,18 @@ func BodyReader(r *Request, max int64) (io.Reader, error) {
 	if r.Body == nil {
 		return strings.NewReader(""), nil
 	}
-	return &bodyReader{r: io.LimitReader(r.Body, max+1), max: max}, nil
+	return &bodyReader{LimitedReader: io.LimitedReader{R: r.Body, N: max + 1}, max: max}, nil
 }
 
+// bodyReader reads at most one byte past max: that byte is the 413.
 type bodyReader struct {
-	r    io.Reader
-	max  int64
-	read int64
+	io.LimitedReader
+	max int64
 }
 
 func (b *bodyReader) Read(p []byte) (int, error) {
-	n, err := b.r.Read(p)
-	if b.read += int64(n); b.read > b.max {
+	n, err := b.LimitedReader.Read(p)
+	if b.N == 0 {
 		return 0, tooLarge(b.max)
 	}
 	if err != nil && err != io.EOF && !errors.Is(err, ErrSlowBody) {

@@ -25,8 +25,8 @@ func Errorf(status int, code, format string, args ...any) *Error {
 }
 
 // ErrSlowBody is what reading a request body returns when the client sent
-// it slower than the minimum transfer rate.
-var ErrSlowBody = errors.New("the request body arrived slower than the minimum transfer rate")
+// it slower than the minimum transfer rate or past its deadline.
+var ErrSlowBody = errors.New("the request body arrived too slowly")
 
 // Common errors.
 func NotFound(format string, args ...any) *Error {

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"sync/atomic"
 	"syscall"
 )
 
@@ -51,13 +50,13 @@ func Abort(w http.ResponseWriter) {
 type requestBody struct {
 	r      io.Reader
 	n      int64 // Content-Length; -1 when unknown
-	broken atomic.Bool
+	broken bool  // read by the handler's goroutine once it returns
 }
 
 func (b *requestBody) Read(p []byte) (int, error) {
 	n, err := b.r.Read(p)
 	if err != nil && connBroken(err) {
-		b.broken.Store(true)
+		b.broken = true
 	}
 	return n, err
 }

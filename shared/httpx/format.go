@@ -6,20 +6,19 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/depot-registry/depot/shared/auth"
 	"github.com/depot-registry/depot/shared/format"
+	"github.com/depot-registry/depot/shared/ratelimit"
 )
 
 // FormatHandler serves one format over net/http, under one of its
 // prefixes.
 type FormatHandler struct {
-	Format      format.Format
-	Prefix      string
-	Authn       *auth.Authenticator
-	Log         *slog.Logger
-	ExternalURL string
+	Format format.Format
+	Prefix string
+	Authn  *auth.Authenticator
+	Log    *slog.Logger
 	// Writes false serves only Read routes (edges forward writes).
 	Writes bool
 	// OnWrite, when set, is told of every answered write (the audit log).
@@ -28,8 +27,8 @@ type FormatHandler struct {
 }
 
 // NewFormatHandler mounts f under prefix (f.Prefix() or an alias).
-func NewFormatHandler(f format.Format, prefix string, authn *auth.Authenticator, log *slog.Logger, externalURL string) *FormatHandler {
-	return &FormatHandler{Format: f, Prefix: prefix, Authn: authn, Log: log, ExternalURL: externalURL, Writes: true, routes: f.Routes()}
+func NewFormatHandler(f format.Format, prefix string, authn *auth.Authenticator, log *slog.Logger) *FormatHandler {
+	return &FormatHandler{Format: f, Prefix: prefix, Authn: authn, Log: log, Writes: true, routes: f.Routes()}
 }
 
 func (h *FormatHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -43,7 +42,7 @@ func (h *FormatHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Header:        r.Header,
 		Body:          body,
 		ContentLength: r.ContentLength,
-		BaseURL:       BaseURL(r, h.ExternalURL),
+		BaseURL:       BaseURL(r),
 		RemoteAddr:    ClientIP(r),
 		RequestID:     RequestID(r.Context()),
 	}
@@ -68,7 +67,7 @@ func (h *FormatHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		err = auth.ErrBadCredentials
 	}
 	if err != nil {
-		h.write(w, r, authFailure(h.Format.Error(req, formatAuthError(err)), err))
+		h.write(w, r, h.authError(req, err))
 		return
 	}
 	req.Principal = p
@@ -78,8 +77,7 @@ func (h *FormatHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// request's context all the same): it gets its 408.
 		if TooSlow(r) {
 			err = format.ErrSlowBody
-		}
-		if !errors.Is(err, format.ErrSlowBody) && (body.broken.Load() || ClientGone(r, err)) {
+		} else if body.broken || ClientGone(r, err) {
 			// Whatever the handler made of it, nobody is there to answer.
 			Abort(w)
 		}
@@ -123,27 +121,20 @@ func (h *FormatHandler) write(w http.ResponseWriter, r *http.Request, resp *form
 	}
 }
 
-// formatAuthError is how a failed credential check reads in a format's
-// own error shape.
-func formatAuthError(err error) error {
+// authError answers a failed credential check in the format's own shape:
+// 401 with its challenge, or 429/503 with Retry-After when the check was
+// throttled or the server is busy hashing.
+func (h *FormatHandler) authError(req *format.Request, err error) *format.Response {
 	var t *auth.ThrottledError
 	switch {
 	case errors.As(err, &t):
-		return format.Errorf(http.StatusTooManyRequests, "TOO_MANY_REQUESTS", "%s", t.Error())
+		resp := h.Format.Error(req, format.Errorf(http.StatusTooManyRequests, "TOO_MANY_REQUESTS", "%s", t.Error()))
+		resp.Header.Set("Retry-After", strconv.Itoa(ratelimit.Seconds(t.RetryAfter)))
+		return resp
 	case errors.Is(err, auth.ErrBusy):
-		return format.Errorf(http.StatusServiceUnavailable, "UNAVAILABLE", "the server is busy verifying passwords; retry shortly")
-	}
-	return format.Unauthorized()
-}
-
-// authFailure adds Retry-After to a throttled or busy answer.
-func authFailure(resp *format.Response, err error) *format.Response {
-	var t *auth.ThrottledError
-	switch {
-	case errors.As(err, &t):
-		resp.Header.Set("Retry-After", strconv.Itoa(max(1, int(t.RetryAfter.Round(time.Second)/time.Second))))
-	case errors.Is(err, auth.ErrBusy):
+		resp := h.Format.Error(req, format.Errorf(http.StatusServiceUnavailable, "UNAVAILABLE", "the server is busy verifying passwords; retry shortly"))
 		resp.Header.Set("Retry-After", "1")
+		return resp
 	}
-	return resp
+	return h.Format.Error(req, format.Unauthorized())
 }

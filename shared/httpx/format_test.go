@@ -37,7 +37,7 @@ func (noMeta) View(func(*meta.Tx) error) error { return nil }
 // TestFormatInternalError: a handler's internal error reaches the client
 // as a 500 that names the request id and nothing of the cause.
 func TestFormatInternalError(t *testing.T) {
-	h := NewFormatHandler(failing{}, "/f", &auth.Authenticator{Meta: noMeta{}}, slog.New(slog.NewTextHandler(io.Discard, nil)), "")
+	h := NewFormatHandler(failing{}, "/f", &auth.Authenticator{Meta: noMeta{}}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	srv := httptest.NewServer(Observe(h, slog.New(slog.NewTextHandler(io.Discard, nil)), nil, func(*http.Request) string { return "f" }))
 	defer srv.Close()
 	resp, err := http.Get(srv.URL + "/f/x")

@@ -61,35 +61,45 @@ type origin struct {
 type originKey struct{}
 
 // Forwarded works out, once per request, who the client is and which base
-// URL it used: the peer address and Host, or, when the peer is a trusted
-// proxy, what its X-Forwarded-For/-Proto/-Host say. external, when set,
-// is the base URL whatever the request says.
+// URL it used (see originOf), for ClientIP and BaseURL. It goes outside
+// everything that logs, limits or builds URLs.
 func Forwarded(h http.Handler, proxies Proxies, external string) http.Handler {
 	external = strings.TrimRight(external, "/")
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		o := origin{client: peer(r)}
-		scheme, host := "http", r.Host
-		if r.TLS != nil {
-			scheme = "https"
-		}
-		if proxies.trusts(o.client) {
-			o.client = forwardedFor(r, proxies, o.client)
-			if p := r.Header.Get("X-Forwarded-Proto"); p == "https" || p == "http" {
-				scheme = p
-			}
-			if fh := r.Header.Get("X-Forwarded-Host"); fh != "" && !strings.ContainsAny(fh, "/ ,@\\") {
-				host = fh
-			}
-		}
-		o.base = scheme + "://" + host
-		if external != "" {
-			o.base = external
-		} else {
+		if external == "" {
 			// Index documents carry absolute URLs built from these.
 			w.Header().Add("Vary", "Host, X-Forwarded-Proto, X-Forwarded-Host")
 		}
-		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), originKey{}, o)))
+		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), originKey{}, originOf(r, proxies, external))))
 	})
+}
+
+// originOf is the peer address and the Host the request names or, when
+// the peer is a trusted proxy, what its X-Forwarded-For/-Proto/-Host say;
+// external, when set, is the base URL whatever the request says.
+func originOf(r *http.Request, proxies Proxies, external string) origin {
+	o := origin{client: peer(r), base: external}
+	trusted := proxies.trusts(o.client)
+	if trusted {
+		o.client = forwardedFor(r, proxies, o.client)
+	}
+	if o.base != "" {
+		return o
+	}
+	scheme, host := "http", r.Host
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	if trusted {
+		if p := r.Header.Get("X-Forwarded-Proto"); p == "https" || p == "http" {
+			scheme = p
+		}
+		if fh := r.Header.Get("X-Forwarded-Host"); fh != "" && !strings.ContainsAny(fh, "/ ,@\\") {
+			host = fh
+		}
+	}
+	o.base = scheme + "://" + host
+	return o
 }
 
 // forwardedFor walks X-Forwarded-For from the right, skipping trusted
@@ -122,27 +132,16 @@ func peer(r *http.Request) string {
 	return host
 }
 
-// ClientIP is the client's address as Forwarded decided (the direct peer
-// when the request did not pass through it).
-func ClientIP(r *http.Request) string {
+func requestOrigin(r *http.Request) origin {
 	if o, ok := r.Context().Value(originKey{}).(origin); ok {
-		return o.client
+		return o
 	}
-	return peer(r)
+	return originOf(r, Proxies{}, "") // not behind Forwarded: believe no header
 }
 
-// BaseURL is the scheme://host the client used, as Forwarded decided, or
-// external when set.
-func BaseURL(r *http.Request, external string) string {
-	if external != "" {
-		return strings.TrimRight(external, "/")
-	}
-	if o, ok := r.Context().Value(originKey{}).(origin); ok {
-		return o.base
-	}
-	scheme := "http"
-	if r.TLS != nil {
-		scheme = "https"
-	}
-	return scheme + "://" + r.Host
-}
+// ClientIP is the client's address (see Forwarded).
+func ClientIP(r *http.Request) string { return requestOrigin(r).client }
+
+// BaseURL is the scheme://host the client used, or the external URL (see
+// Forwarded).
+func BaseURL(r *http.Request) string { return requestOrigin(r).base }

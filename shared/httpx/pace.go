@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"sync/atomic"
@@ -22,21 +23,40 @@ func MinRate(h http.Handler, rate int64, window time.Duration) http.Handler {
 	if rate <= 0 || window <= 0 {
 		return h
 	}
+	return paced(h, window, max(1, int64(float64(rate)*window.Seconds())))
+}
+
+// BodyDeadline cuts request bodies that have not fully arrived within d
+// (small documents: a client that cannot send one in time is holding a
+// connection, not uploading).
+func BodyDeadline(h http.Handler, d time.Duration) http.Handler {
+	if d <= 0 {
+		return h
+	}
+	return paced(h, d, math.MaxInt64)
+}
+
+// paced gives each request body a read deadline window away, pushed back
+// by another window each time quota more bytes have arrived. A body cut
+// off reads as format.ErrSlowBody, and its answer closes the connection.
+func paced(h http.Handler, window time.Duration, quota int64) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0 {
-			rc := http.NewResponseController(w)
-			if rc.SetReadDeadline(time.Now().Add(window)) == nil {
-				b := &pacedBody{ReadCloser: r.Body, rc: rc, header: w.Header(), quota: rate * int64(window/time.Second), window: window}
-				defer func() {
-					if !b.slow.Load() {
-						_ = rc.SetReadDeadline(time.Time{}) // the next request starts afresh
-					}
-				}()
-				r = r.WithContext(context.WithValue(r.Context(), paceKey{}, b))
-				r.Body = b
-			}
+		if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
+			h.ServeHTTP(w, r)
+			return
 		}
+		rc := http.NewResponseController(w)
+		if rc.SetReadDeadline(time.Now().Add(window)) != nil {
+			h.ServeHTTP(w, r)
+			return
+		}
+		b := &pacedBody{ReadCloser: r.Body, rc: rc, header: w.Header(), quota: quota, window: window}
+		r = r.WithContext(context.WithValue(r.Context(), paceKey{}, b))
+		r.Body = b
 		h.ServeHTTP(w, r)
+		if !b.slow.Load() {
+			_ = rc.SetReadDeadline(time.Time{}) // the next request starts afresh
+		}
 	})
 }
 

@@ -42,6 +42,10 @@ type Decision struct {
 	Reset     time.Time // end of the current window
 }
 
+// Seconds is d in whole seconds for a Retry-After header: rounded, and
+// at least one.
+func Seconds(d time.Duration) int { return max(1, int(d.Round(time.Second)/time.Second)) }
+
 // RetryAfter is how long until the window resets, at least a second.
 func (d Decision) RetryAfter(now time.Time) time.Duration {
 	r := d.Reset.Sub(now)

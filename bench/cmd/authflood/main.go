@@ -39,6 +39,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/depot-registry/depot/bench/internal/proc"
 )
 
 type options struct {
@@ -170,7 +172,7 @@ func run(o options) error {
 	workers.Wait()
 	probeDone.Wait()
 	samplerDone.Wait()
-	_, hwm := memory(o.pid)
+	_, hwm := proc.Memory(o.pid)
 
 	seconds := fmt.Sprintf("%.0f", elapsed.Seconds())
 	if mem.tripped.Load() {
@@ -281,7 +283,7 @@ func (s *sampler) loop(ctx context.Context) {
 	defer t.Stop()
 	last := time.Now()
 	for {
-		rss, _ := memory(s.pid)
+		rss, _ := proc.Memory(s.pid)
 		if rss > s.peak.Load() {
 			s.peak.Store(rss)
 		}
@@ -300,33 +302,6 @@ func (s *sampler) loop(ctx context.Context) {
 		case <-t.C:
 		}
 	}
-}
-
-// memory reads VmRSS and VmHWM of pid, in bytes.
-func memory(pid int) (rss, hwm int64) {
-	if pid == 0 {
-		return 0, 0
-	}
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, 0
-	}
-	for _, line := range strings.Split(string(raw), "\n") {
-		k, v, ok := strings.Cut(line, ":")
-		if !ok || (k != "VmRSS" && k != "VmHWM") {
-			continue
-		}
-		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-		if err != nil {
-			continue
-		}
-		if k == "VmRSS" {
-			rss = kb << 10
-		} else {
-			hwm = kb << 10
-		}
-	}
-	return rss, hwm
 }
 
 // prober times good sign-ins once a second; a sign-in still running at

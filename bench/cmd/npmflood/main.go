@@ -35,6 +35,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/depot-registry/depot/bench/internal/proc"
 )
 
 func main() {
@@ -77,7 +79,7 @@ func phase(bin, kind string, n, size int) error {
 	if err != nil {
 		return fmt.Errorf("%w\n%s", err, o.log.String())
 	}
-	base, _ := memory(o.pid())
+	base, _ := proc.Memory(o.pid())
 	stopSampling := make(chan struct{})
 	sampled := make(chan int64)
 	go func() {
@@ -85,7 +87,7 @@ func phase(bin, kind string, n, size int) error {
 		tick := time.NewTicker(10 * time.Millisecond)
 		defer tick.Stop()
 		for {
-			if rss, _ := memory(o.pid()); rss > peak {
+			if rss, _ := proc.Memory(o.pid()); rss > peak {
 				peak = rss
 			}
 			select {
@@ -118,7 +120,7 @@ func phase(bin, kind string, n, size int) error {
 	elapsed := time.Since(start)
 	close(stopSampling)
 	peak := <-sampled
-	_, hwm := memory(o.pid())
+	_, hwm := proc.Memory(o.pid())
 	fmt.Printf("| %s shasum | %d | %.0f | %s | %.1f | %d | %d | %d |\n", kind, n, float64(bodySize[0])/(1<<20),
 		strings.Join(statuses, " "), elapsed.Seconds(), base>>20, hwm>>20, peak>>20)
 	return nil
@@ -340,29 +342,4 @@ func writeTgz(w io.Writer, name string, size int) error {
 		return err
 	}
 	return zw.Close()
-}
-
-// memory reads VmRSS and VmHWM (peak) of pid, in bytes.
-func memory(pid int) (rss, hwm int64) {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, 0
-	}
-	for _, line := range strings.Split(string(raw), "\n") {
-		k, v, ok := strings.Cut(line, ":")
-		if !ok {
-			continue
-		}
-		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-		if err != nil {
-			continue
-		}
-		switch k {
-		case "VmRSS":
-			rss = kb << 10
-		case "VmHWM":
-			hwm = kb << 10
-		}
-	}
-	return rss, hwm
 }

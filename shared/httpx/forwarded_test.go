@@ -1,0 +1,42 @@
+package httpx
+
+import (
+	"net/http/httptest"
+	"testing"
+)
+
+func TestOriginOf(t *testing.T) {
+	proxies, err := ParseProxies("10.0.0.0/8, 192.0.2.7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ParseProxies("10.0.0.0/8, not-an-address"); err == nil {
+		t.Fatal("a bad proxy entry was accepted")
+	}
+	cases := []struct {
+		peer, xff, xfh, xfp, external string
+		client, base                  string
+	}{
+		// An untrusted peer's headers prove nothing.
+		{"203.0.113.9:1234", "198.51.100.1", "evil.example", "https", "", "203.0.113.9", "http://registry.example"},
+		// Through a trusted proxy: the first untrusted hop from the right.
+		{"10.1.2.3:1234", "198.51.100.66, 198.51.100.1, 10.9.9.9", "pub.example", "https", "", "198.51.100.1", "https://pub.example"},
+		{"192.0.2.7:1", "198.51.100.1", "a b", "gopher", "", "198.51.100.1", "http://registry.example"},
+		// Only trusted hops: the leftmost is the client.
+		{"10.1.2.3:1", "10.0.0.5", "", "", "", "10.0.0.5", "http://registry.example"},
+		// An external URL wins over every header.
+		{"10.1.2.3:1", "198.51.100.1", "pub.example", "https", "https://depot.example", "198.51.100.1", "https://depot.example"},
+	}
+	for _, c := range cases {
+		r := httptest.NewRequest("GET", "http://registry.example/x", nil)
+		r.RemoteAddr = c.peer
+		for k, v := range map[string]string{"X-Forwarded-For": c.xff, "X-Forwarded-Host": c.xfh, "X-Forwarded-Proto": c.xfp} {
+			if v != "" {
+				r.Header.Set(k, v)
+			}
+		}
+		if o := originOf(r, proxies, c.external); o.client != c.client || o.base != c.base {
+			t.Errorf("peer %s, XFF %q: client %s base %s, want %s %s", c.peer, c.xff, o.client, o.base, c.client, c.base)
+		}
+	}
+}
