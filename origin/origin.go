@@ -150,6 +150,7 @@ func New(cfg Config, log *slog.Logger, out io.Writer) (o *Origin, err error) {
 		OnDownload: func(*format.Request, *meta.Artifact) { dl.Add() },
 		Tokens:     authn,
 		ScratchDir: filepath.Join(cfg.DataDir, "scratch"),
+		Ingest:     blobs,
 		Space:      o.space,
 	}
 	formats := all.Build(deps)

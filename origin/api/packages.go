@@ -35,7 +35,7 @@ func (s *Server) listPackages(w http.ResponseWriter, r *http.Request, p *auth.Pr
 		return err
 	}
 	q := r.URL.Query()
-	f := meta.PackageFilter{Format: q.Get("format"), Query: q.Get("query")}
+	f := meta.PackageFilter{Format: q.Get("format"), Query: q.Get("query"), Offset: (pg - 1) * lim, Limit: lim}
 	if f.Format != "" && !all.Known(f.Format) {
 		return apierr.Invalid("format", "unknown format %q; known: %s", f.Format, strings.Join(all.Names(), ", "))
 	}
@@ -43,20 +43,19 @@ func (s *Server) listPackages(w http.ResponseWriter, r *http.Request, p *auth.Pr
 		return apierr.Invalid("query", "query is longer than 256 characters")
 	}
 	var pkgs []meta.PackageSummary
+	var total int
 	err = s.view(func(tx *meta.Tx) error {
 		var err error
 		if f.RepoIDs, err = readableRepos(tx, p, q.Get("repository_id")); err != nil {
 			return err
 		}
-		pkgs, err = tx.Packages(f)
+		pkgs, total, err = tx.Packages(f)
 		return err
 	})
 	if err != nil {
 		return err
 	}
-	from, to := window(len(pkgs), pg, lim)
-	return writeJSON(w, http.StatusOK, map[string]any{
-		"packages": append([]meta.PackageSummary{}, pkgs[from:to]...), "total": len(pkgs), "page": pg, "limit": lim})
+	return writeJSON(w, http.StatusOK, map[string]any{"packages": pkgs, "total": total, "page": pg, "limit": lim})
 }
 
 func (s *Server) listVersions(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {

@@ -110,17 +110,7 @@ func Can(tx *meta.Tx, p *Principal, repo *meta.Repository, action string) bool {
 	default:
 		return false
 	}
-	groups, err := tx.GroupsOf(p.UserID)
-	if err != nil {
-		return false
-	}
-	inGroup := map[string]bool{}
-	for _, g := range groups {
-		inGroup[g] = true
-	}
-	grants, err := tx.Permissions(func(g *meta.Permission) bool {
-		return g.RepositoryID == repo.ID && (g.UserID == p.UserID || (g.GroupID != "" && inGroup[g.GroupID]))
-	})
+	grants, err := tx.Grants(p.UserID, repo.ID)
 	if err != nil {
 		return false
 	}

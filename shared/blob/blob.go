@@ -17,6 +17,24 @@ type Checksums struct {
 	SHA512 string `json:"sha512,omitempty"`
 }
 
+// Verify compares every non-empty field of expect with c, ignoring case
+// because clients (e.g. Maven .sha1 files) sometimes send uppercase hex;
+// a difference is ErrDigestMismatch.
+func (c Checksums) Verify(expect Checksums) error {
+	pairs := [...]struct{ name, want, got string }{
+		{"md5", expect.MD5, c.MD5},
+		{"sha1", expect.SHA1, c.SHA1},
+		{"sha256", expect.SHA256, c.SHA256},
+		{"sha512", expect.SHA512, c.SHA512},
+	}
+	for _, p := range pairs {
+		if p.want != "" && !strings.EqualFold(p.want, p.got) {
+			return fmt.Errorf("%w: %s is %s, expected %s", ErrDigestMismatch, p.name, p.got, p.want)
+		}
+	}
+	return nil
+}
+
 // Info describes a stored blob.
 type Info struct {
 	Digest    string // "sha256:<hex>"
@@ -27,10 +45,11 @@ type Info struct {
 var (
 	// ErrNotFound is returned when the addressed blob does not exist.
 	ErrNotFound = errors.New("blob: not found")
-	// ErrTooLarge is returned by Put when the content exceeds PutOptions.MaxSize.
+	// ErrTooLarge is returned when the content exceeds PutOptions.MaxSize
+	// or an upload's limit.
 	ErrTooLarge = errors.New("blob: too large")
-	// ErrDigestMismatch is returned by Put when a computed checksum differs
-	// from the one in PutOptions.Expect.
+	// ErrDigestMismatch is returned when a computed checksum differs from
+	// an expected one (PutOptions.Expect, Upload.Commit).
 	ErrDigestMismatch = errors.New("blob: digest mismatch")
 	// ErrInvalidDigest is returned for a malformed digest string.
 	ErrInvalidDigest = errors.New("blob: invalid digest")

@@ -100,7 +100,10 @@ type Upload struct {
 	Overwrite   Overwrite
 	Attrs       json.RawMessage // the format's record of the file
 	Refs        []string        // other blobs the file needs, kept with it
-	KV          []meta.KVOp     // format state changed with the file, atomically
+	// Decide, when set, runs on the view the artifact is recorded from
+	// (see Deps.Decide): it may refuse the upload, and returns the format
+	// state that changes with the file, atomically.
+	Decide func(tx *meta.Tx) ([]meta.KVOp, error)
 }
 
 // Store streams an upload into the blob store and then records it with one
@@ -113,7 +116,11 @@ func (d *Deps) Store(ctx context.Context, r *Request, u Upload) (*meta.Artifact,
 	if err := checkUpload(&u); err != nil {
 		return nil, 0, err // before a byte is stored
 	}
-	if _, err := d.checkOverwrite(r, u); err != nil {
+	// Refuse early, before the bytes: Record decides again.
+	if err := d.View(func(tx *meta.Tx) error {
+		_, err := d.mayReplace(tx, r, u)
+		return err
+	}); err != nil {
 		return nil, 0, err
 	}
 	info, err := d.PutBlob(ctx, u.Body, u.Expect)
@@ -125,18 +132,22 @@ func (d *Deps) Store(ctx context.Context, r *Request, u Upload) (*meta.Artifact,
 
 var errNoWrites = Errorf(http.StatusMethodNotAllowed, "UNSUPPORTED", "writes are not served here")
 
-// checkOverwrite refuses early when the path exists and may not be
-// replaced; it says whether the record may replace (the command checks
-// again, so a concurrent upload cannot slip through).
-func (d *Deps) checkOverwrite(r *Request, u Upload) (bool, error) {
-	if u.Overwrite == OverwriteAlways || (u.Overwrite == OverwriteIfDelete && d.Can(r, u.Repo, meta.ActionDelete)) {
+// mayReplace says whether the upload may replace what is at its path, and
+// refuses when the path is taken and may not be replaced.
+func (d *Deps) mayReplace(tx *meta.Tx, r *Request, u Upload) (bool, error) {
+	if u.Overwrite == OverwriteAlways {
 		return true, nil
 	}
-	if _, err := d.Artifact(u.Repo, u.Path); err == nil {
+	if u.Overwrite == OverwriteIfDelete && auth.Can(tx, r.Principal, u.Repo, meta.ActionDelete) {
+		return true, nil
+	}
+	if _, err := tx.ArtifactByPath(u.Repo.ID, u.Path); err == nil {
 		if u.Overwrite == OverwriteNever {
 			return false, Conflict("%s already exists and cannot be replaced", u.Path)
 		}
 		return false, Conflict("%s already exists; replacing it needs the delete permission", u.Path)
+	} else if !errors.Is(err, meta.ErrNotFound) {
+		return false, err
 	}
 	return false, nil
 }
@@ -187,25 +198,32 @@ func (d *Deps) WriteErr(err error) error {
 
 // Record commits an artifact for a blob PutBlob stored (u.Body unused).
 func (d *Deps) Record(ctx context.Context, r *Request, u Upload, info blob.Info) (*meta.Artifact, uint64, error) {
-	if d.Commit == nil {
-		return nil, 0, errNoWrites
-	}
 	if err := checkUpload(&u); err != nil {
 		return nil, 0, err
 	}
-	replace, err := d.checkOverwrite(r, u)
-	if err != nil {
-		return nil, 0, err
-	}
-	a := d.newArtifact(r, u, info)
-	idx, err := d.Commit.Apply(ctx, &meta.ArtifactPut{Artifact: a, Replace: replace, KV: u.KV})
+	var a meta.Artifact
+	idx, err := d.Decide(ctx, func(tx *meta.Tx) (meta.Command, error) {
+		replace, err := d.mayReplace(tx, r, u)
+		if err != nil {
+			return nil, err
+		}
+		var kv []meta.KVOp
+		if u.Decide != nil {
+			if kv, err = u.Decide(tx); err != nil {
+				return nil, err
+			}
+		}
+		a = d.NewArtifact(r, u, info)
+		return &meta.ArtifactPut{Artifact: a, Replace: replace, KV: kv}, nil
+	})
 	if err != nil {
 		return nil, 0, err
 	}
 	return &a, idx, nil
 }
 
-func (d *Deps) newArtifact(r *Request, u Upload, info blob.Info) meta.Artifact {
+// NewArtifact is the record of an upload whose blob is stored.
+func (d *Deps) NewArtifact(r *Request, u Upload, info blob.Info) meta.Artifact {
 	a := meta.Artifact{
 		ID:           d.NewID(),
 		RepositoryID: u.Repo.ID,
@@ -234,30 +252,35 @@ type Placed struct {
 	Info blob.Info
 }
 
-// Change commits, in one command, artifacts dropped, artifacts put (each
-// replacing whatever is at its path; Upload.Body, Overwrite and KV are not
-// used) and KV ops of repo.
-func (d *Deps) Change(ctx context.Context, r *Request, repo *meta.Repository, drop []*meta.Artifact, put []Placed, kv []meta.KVOp) (uint64, error) {
+// ChangeCmd is the one command that drops artifacts, puts artifacts (each
+// replacing whatever is at its path; Upload.Body, Overwrite and Decide are
+// not used) and applies KV ops in repo.
+func (d *Deps) ChangeCmd(r *Request, repo *meta.Repository, drop []*meta.Artifact, put []Placed, kv []meta.KVOp) (meta.Command, error) {
 	c := &meta.ArtifactsApply{RepoID: repo.ID, KV: kv}
 	for _, a := range drop {
 		c.Drop = append(c.Drop, a.ID)
 	}
 	for _, p := range put {
 		if err := checkUpload(&p.Upload); err != nil {
-			return 0, err
+			return nil, err
 		}
 		p.Repo = repo
-		c.Put = append(c.Put, d.newArtifact(r, p.Upload, p.Info))
+		c.Put = append(c.Put, d.NewArtifact(r, p.Upload, p.Info))
 	}
-	return d.Apply(ctx, c)
+	return c, nil
 }
 
-// Apply commits a command (format state changes without a file).
-func (d *Deps) Apply(ctx context.Context, c meta.Command) (uint64, error) {
+// Decide reads, decides and commits one command that carries what it read
+// as its preconditions (meta.Decide): fn runs on a consistent view and
+// returns the command (nil: nothing to write). If another write changed
+// what fn read before the command applied, fn runs again on a fresh view;
+// after a bounded number of attempts the write is refused with a 503.
+// Every format write goes through here, whichever node decides it.
+func (d *Deps) Decide(ctx context.Context, fn func(tx *meta.Tx) (meta.Command, error)) (uint64, error) {
 	if d.Commit == nil {
 		return 0, errNoWrites
 	}
-	return d.Commit.Apply(ctx, c)
+	return meta.Decide(ctx, d.Meta, d.Commit, fn)
 }
 
 // View runs fn on a consistent view of the metadata.
@@ -367,11 +390,16 @@ func tooLarge(max int64) error {
 
 // DeleteAt deletes the artifact at path in repo and answers 204.
 func (d *Deps) DeleteAt(ctx context.Context, repo *meta.Repository, path string) (*Response, error) {
-	a, err := d.Artifact(repo, path)
-	if err != nil {
-		return nil, NotFound("%s not found in repository %s", path, repo.Name)
-	}
-	idx, err := d.Delete(ctx, a)
+	idx, err := d.Decide(ctx, func(tx *meta.Tx) (meta.Command, error) {
+		a, err := tx.ArtifactByPath(repo.ID, path)
+		if errors.Is(err, meta.ErrNotFound) {
+			return nil, NotFound("%s not found in repository %s", path, repo.Name)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return &meta.ArtifactDelete{ID: a.ID, RepoID: repo.ID}, nil
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -381,12 +409,14 @@ func (d *Deps) DeleteAt(ctx context.Context, repo *meta.Repository, path string)
 }
 
 // Delete removes an artifact's metadata (its blob is collected later, once
-// nothing references it).
+// nothing references it); it is refused as stale if the artifact changed.
 func (d *Deps) Delete(ctx context.Context, a *meta.Artifact) (uint64, error) {
-	if d.Commit == nil {
-		return 0, errNoWrites
-	}
-	return d.Commit.Apply(ctx, &meta.ArtifactDelete{ID: a.ID})
+	return d.Decide(ctx, func(tx *meta.Tx) (meta.Command, error) {
+		if _, err := tx.Artifact(a.ID); err != nil {
+			return nil, err
+		}
+		return &meta.ArtifactDelete{ID: a.ID, RepoID: a.RepositoryID}, nil
+	})
 }
 
 // Serve answers with an artifact's bytes and its checksum headers; a GET

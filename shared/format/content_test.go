@@ -158,7 +158,7 @@ func TestUploadNamesChecked(t *testing.T) {
 		u.Body = strings.NewReader("bytes")
 		_, _, errStore := d.Store(t.Context(), r, u)
 		_, _, errRecord := d.Record(t.Context(), r, u, blob.Info{Digest: "sha256:00"})
-		_, errChange := d.Change(t.Context(), r, repo, nil, []format.Placed{{Upload: u}}, nil)
+		_, errChange := d.ChangeCmd(r, repo, nil, []format.Placed{{Upload: u}}, nil)
 		for _, err := range []error{errStore, errRecord, errChange} {
 			if e := format.Classify(err); err == nil || e.Status != http.StatusBadRequest || !strings.Contains(e.Message, "U+") {
 				t.Errorf("upload %q %q %q: err %v, want 400 naming the code point", u.Package, u.Version, u.Path, err)

@@ -72,6 +72,10 @@ func Classify(err error) *Error {
 		return Conflict("%s", trimSentinel(err))
 	case errors.Is(err, meta.ErrInvalid):
 		return BadRequest("%s", trimSentinel(err))
+	case errors.Is(err, meta.ErrStale):
+		// Decide gave up: others kept changing what this write was
+		// decided from. Nothing was written; the client may retry.
+		return Errorf(http.StatusServiceUnavailable, "UNAVAILABLE", "the package changed too often while this write was being decided; retry")
 	case errors.Is(err, blob.ErrTooLarge):
 		return Errorf(http.StatusRequestEntityTooLarge, "PAYLOAD_TOO_LARGE", "upload exceeds the size limit")
 	case errors.Is(err, blob.ErrDigestMismatch):

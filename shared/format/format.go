@@ -131,13 +131,11 @@ func NewResponse(status int) *Response {
 }
 
 // Committer commits a metadata command (cluster/leader on the origin).
-type Committer interface {
-	Apply(ctx context.Context, c meta.Command) (uint64, error)
-}
+type Committer = meta.Committer
 
 // Deps are what format handlers work with.
 type Deps struct {
-	Meta      auth.Viewer
+	Meta      *meta.Store
 	Blobs     blob.Store
 	Commit    Committer // nil where writes are not served
 	Now       func() time.Time
@@ -147,10 +145,14 @@ type Deps struct {
 	OnDownload func(*Request, *meta.Artifact)
 	// Tokens issues registry tokens (docker's Bearer token flow).
 	Tokens TokenIssuer
-	// ScratchDir is a private directory for in-progress state a format
-	// keeps on this node (OCI upload sessions); each format makes its own
-	// subdirectory.
+	// ScratchDir is a private directory for a request's temporary files
+	// on this node (an npm publish spills its tarball there before the
+	// blob store); each format makes its own subdirectory.
 	ScratchDir string
+	// Ingest holds uploads that arrive over several requests (OCI upload
+	// sessions) until they are committed into Blobs; nil where writes are
+	// not served.
+	Ingest blob.Ingester
 	// Space, when set, refuses uploads while the data disk is nearly full
 	// and hears of writes that found it full (see GuardUpload).
 	Space SpaceGuard

@@ -3,9 +3,11 @@ package format
 import "sync"
 
 // KeyLock serialises work per key (a package, an image, an upload
-// session) on this node. Writes reach the leader, so a node-local lock is
-// enough to make a format's read-decide-commit sequences atomic; entries
-// exist only while someone holds or waits for them.
+// session) on this node. It is an optimisation only: writes decided on
+// another node are kept apart by the preconditions Deps.Decide attaches
+// to every command, so here it just spares the wasted attempts of two
+// local writes of one package. Entries exist only while someone holds or
+// waits for them.
 type KeyLock struct {
 	mu   sync.Mutex
 	keys map[string]*keyEntry

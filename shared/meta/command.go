@@ -1,9 +1,12 @@
 package meta
 
 import (
+	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"math/rand/v2"
 	"time"
 )
 
@@ -32,211 +35,143 @@ const (
 	CmdSessionPurge     CmdType = 17
 	CmdKVApply          CmdType = 18
 	CmdArtifactsApply   CmdType = 19
+	CmdChecked          CmdType = 20
 )
+
+// commands is the registration table: every command type and how to make
+// an empty one to decode into. Each command's apply lives beside its
+// domain's records (users.go, repos.go, artifacts.go...).
+var commands = map[CmdType]func() Command{
+	CmdUserCreate:       func() Command { return new(UserCreate) },
+	CmdUserUpdate:       func() Command { return new(UserUpdate) },
+	CmdUserDelete:       func() Command { return new(UserDelete) },
+	CmdTokenCreate:      func() Command { return new(TokenCreate) },
+	CmdTokenRevoke:      func() Command { return new(TokenRevoke) },
+	CmdSessionCreate:    func() Command { return new(SessionCreate) },
+	CmdSessionRevoke:    func() Command { return new(SessionRevoke) },
+	CmdSessionPurge:     func() Command { return new(SessionPurge) },
+	CmdGroupCreate:      func() Command { return new(GroupCreate) },
+	CmdGroupAddMembers:  func() Command { return new(GroupAddMembers) },
+	CmdPermissionCreate: func() Command { return new(PermissionCreate) },
+	CmdPermissionDelete: func() Command { return new(PermissionDelete) },
+	CmdRepoCreate:       func() Command { return new(RepoCreate) },
+	CmdRepoUpdate:       func() Command { return new(RepoUpdate) },
+	CmdRepoDelete:       func() Command { return new(RepoDelete) },
+	CmdArtifactPut:      func() Command { return new(ArtifactPut) },
+	CmdArtifactDelete:   func() Command { return new(ArtifactDelete) },
+	CmdKVApply:          func() Command { return new(KVApply) },
+	CmdArtifactsApply:   func() Command { return new(ArtifactsApply) },
+	CmdChecked:          func() Command { return new(Checked) },
+}
+
+// CommandTypes lists every registered command type in order.
+func CommandTypes() []CmdType {
+	out := make([]CmdType, 0, len(commands))
+	for t := CmdType(1); int(t) <= len(commands); t++ {
+		if _, ok := commands[t]; ok {
+			out = append(out, t)
+		}
+	}
+	return out
+}
 
 // wireVersion is the first byte of every encoded command. A future change
 // of the envelope gets a new version; Decode keeps reading the old ones.
 const wireVersion byte = 1
 
-// Command is a metadata change. Payloads carry everything Apply needs,
+// Command is a metadata change. Payloads carry everything apply needs,
 // including ids and timestamps, so applying is deterministic.
 type Command interface {
 	Type() CmdType
+	// Scope is the id of the repository the command touches, or "" for a
+	// global command (users, groups, sessions...).
+	Scope() string
+	// apply changes the store; an error leaves it as it was (ApplyBatch
+	// rolls back).
+	apply(tx *Tx) error
 }
 
-// UserCreate adds a user; the username must be free.
-type UserCreate struct {
-	User User `json:"user"`
+func applyCommand(tx *Tx, c Command) error { return c.apply(tx) }
+
+// Pre is one precondition of a checked command: a key of a space was at
+// modify index Index (0 = absent) or, with Prefix, the keys under Key
+// numbered Count with Index the highest modify index among them.
+type Pre struct {
+	Space  Space  `json:"s"`
+	Key    string `json:"k"`
+	Prefix bool   `json:"p,omitempty"`
+	Count  int    `json:"n,omitempty"`
+	Index  uint64 `json:"i,omitempty"`
 }
 
-// UserUpdate changes the given fields of a user. When RevokeSessions is set
-// every session of the user but KeepSession is revoked (password change).
-type UserUpdate struct {
-	ID                 string    `json:"id"`
-	Email              *string   `json:"email,omitempty"`
-	PasswordHash       *string   `json:"password_hash,omitempty"`
-	Role               *Role     `json:"role,omitempty"`
-	MustChangePassword *bool     `json:"must_change_password,omitempty"`
-	RevokeSessions     bool      `json:"revoke_sessions,omitempty"`
-	KeepSession        string    `json:"keep_session,omitempty"`
-	At                 time.Time `json:"at"`
+// readSet collects the preconditions of a decision, each once.
+type readSet struct {
+	seen map[Pre]bool
+	pres []Pre
 }
 
-// UserDelete removes a user with its tokens, sessions, grants and group
-// memberships.
-type UserDelete struct {
-	ID string `json:"id"`
-}
-
-// TokenCreate stores a new API token (its hash).
-type TokenCreate struct {
-	Token Token `json:"token"`
-}
-
-// TokenRevoke deletes a token of a user.
-type TokenRevoke struct {
-	ID     string `json:"id"`
-	UserID string `json:"user_id"`
-}
-
-// SessionCreate records a login.
-type SessionCreate struct {
-	Session Session `json:"session"`
-}
-
-// SessionRevoke ends a session (logout).
-type SessionRevoke struct {
-	ID string    `json:"id"`
-	At time.Time `json:"at"`
-}
-
-// SessionPurge drops sessions that expired before Before.
-type SessionPurge struct {
-	Before time.Time `json:"before"`
-}
-
-// GroupCreate adds a group; its name must be free.
-type GroupCreate struct {
-	Group Group `json:"group"`
-}
-
-// GroupAddMembers adds existing users to a group (idempotent).
-type GroupAddMembers struct {
-	GroupID string   `json:"group_id"`
-	UserIDs []string `json:"user_ids"`
-}
-
-// PermissionCreate grants actions on a repository.
-type PermissionCreate struct {
-	Permission Permission `json:"permission"`
-}
-
-// PermissionDelete revokes a grant.
-type PermissionDelete struct {
-	ID string `json:"id"`
-}
-
-// RepoCreate adds a repository. When CreatorGrant is set it is stored with
-// the repository, in the same transaction (the creator's admin grant).
-type RepoCreate struct {
-	Repo         Repository  `json:"repo"`
-	CreatorGrant *Permission `json:"creator_grant,omitempty"`
-}
-
-// RepoUpdate changes the given fields of a repository.
-type RepoUpdate struct {
-	ID          string            `json:"id"`
-	Description *string           `json:"description,omitempty"`
-	Public      *bool             `json:"public,omitempty"`
-	Settings    map[string]string `json:"settings,omitempty"`
-	At          time.Time         `json:"at"`
-}
-
-// RepoDelete removes a repository, its artifacts and its grants.
-type RepoDelete struct {
-	ID string `json:"id"`
-}
-
-// ArtifactPut records an artifact whose blob is already durable. An
-// artifact at the same path is a conflict unless Replace is set. KV ops of
-// the artifact's repository apply in the same transaction.
-type ArtifactPut struct {
-	Artifact Artifact `json:"artifact"`
-	Replace  bool     `json:"replace,omitempty"`
-	KV       []KVOp   `json:"kv,omitempty"`
-}
-
-// ArtifactDelete removes the metadata of artifact ID and of IDs (all of
-// one repository, or the command is refused), then applies KV ops to
-// RepoID (which must be set when KV is).
-type ArtifactDelete struct {
-	ID     string   `json:"id,omitempty"`
-	IDs    []string `json:"ids,omitempty"`
-	RepoID string   `json:"repo_id,omitempty"`
-	KV     []KVOp   `json:"kv,omitempty"`
-}
-
-// ArtifactsApply changes several artifacts of one repository and its
-// format keyspace at once: Drop removes artifacts (by id), then each of Put
-// is stored, replacing whatever is at its path, then KV applies. Formats
-// whose one client action touches several records (an OCI tag moving from
-// one manifest to another) stay a single command.
-type ArtifactsApply struct {
-	RepoID string     `json:"repo_id"`
-	Drop   []string   `json:"drop,omitempty"`
-	Put    []Artifact `json:"put,omitempty"`
-	KV     []KVOp     `json:"kv,omitempty"`
-}
-
-// KVApply changes a repository's format keyspace.
-type KVApply struct {
-	RepoID string `json:"repo_id"`
-	Ops    []KVOp `json:"ops"`
-}
-
-// Type implementations.
-func (UserCreate) Type() CmdType       { return CmdUserCreate }
-func (UserUpdate) Type() CmdType       { return CmdUserUpdate }
-func (UserDelete) Type() CmdType       { return CmdUserDelete }
-func (TokenCreate) Type() CmdType      { return CmdTokenCreate }
-func (TokenRevoke) Type() CmdType      { return CmdTokenRevoke }
-func (SessionCreate) Type() CmdType    { return CmdSessionCreate }
-func (SessionRevoke) Type() CmdType    { return CmdSessionRevoke }
-func (SessionPurge) Type() CmdType     { return CmdSessionPurge }
-func (GroupCreate) Type() CmdType      { return CmdGroupCreate }
-func (GroupAddMembers) Type() CmdType  { return CmdGroupAddMembers }
-func (PermissionCreate) Type() CmdType { return CmdPermissionCreate }
-func (PermissionDelete) Type() CmdType { return CmdPermissionDelete }
-func (RepoCreate) Type() CmdType       { return CmdRepoCreate }
-func (RepoUpdate) Type() CmdType       { return CmdRepoUpdate }
-func (RepoDelete) Type() CmdType       { return CmdRepoDelete }
-func (ArtifactPut) Type() CmdType      { return CmdArtifactPut }
-func (ArtifactDelete) Type() CmdType   { return CmdArtifactDelete }
-func (KVApply) Type() CmdType          { return CmdKVApply }
-func (ArtifactsApply) Type() CmdType   { return CmdArtifactsApply }
-
-// newPayload returns an empty payload for a type; unknown types are nil.
-func newPayload(t CmdType) Command {
-	switch t {
-	case CmdUserCreate:
-		return &UserCreate{}
-	case CmdUserUpdate:
-		return &UserUpdate{}
-	case CmdUserDelete:
-		return &UserDelete{}
-	case CmdTokenCreate:
-		return &TokenCreate{}
-	case CmdTokenRevoke:
-		return &TokenRevoke{}
-	case CmdSessionCreate:
-		return &SessionCreate{}
-	case CmdSessionRevoke:
-		return &SessionRevoke{}
-	case CmdSessionPurge:
-		return &SessionPurge{}
-	case CmdGroupCreate:
-		return &GroupCreate{}
-	case CmdGroupAddMembers:
-		return &GroupAddMembers{}
-	case CmdPermissionCreate:
-		return &PermissionCreate{}
-	case CmdPermissionDelete:
-		return &PermissionDelete{}
-	case CmdRepoCreate:
-		return &RepoCreate{}
-	case CmdRepoUpdate:
-		return &RepoUpdate{}
-	case CmdRepoDelete:
-		return &RepoDelete{}
-	case CmdArtifactPut:
-		return &ArtifactPut{}
-	case CmdArtifactDelete:
-		return &ArtifactDelete{}
-	case CmdKVApply:
-		return &KVApply{}
-	case CmdArtifactsApply:
-		return &ArtifactsApply{}
+func (r *readSet) add(p Pre) {
+	id := Pre{Space: p.Space, Key: p.Key, Prefix: p.Prefix}
+	if r.seen == nil {
+		r.seen = map[Pre]bool{}
 	}
+	if r.seen[id] {
+		return
+	}
+	r.seen[id] = true
+	r.pres = append(r.pres, p)
+}
+
+// Checked applies Cmd only if every precondition still holds, else it is
+// refused with a StaleError and changes nothing.
+type Checked struct {
+	Pre []Pre   `json:"pre"`
+	Cmd Command `json:"-"`
+}
+
+// Type implements Command.
+func (*Checked) Type() CmdType { return CmdChecked }
+
+// Scope is the scope of the wrapped command.
+func (c *Checked) Scope() string { return c.Cmd.Scope() }
+
+func (c *Checked) apply(tx *Tx) error {
+	if err := tx.check(c.Pre); err != nil {
+		return err
+	}
+	return c.Cmd.apply(tx)
+}
+
+type checkedWire struct {
+	Pre  []Pre           `json:"pre"`
+	Type CmdType         `json:"type"`
+	Cmd  json.RawMessage `json:"cmd"`
+}
+
+// MarshalJSON carries the wrapped command with its type.
+func (c *Checked) MarshalJSON() ([]byte, error) {
+	body, err := json.Marshal(c.Cmd)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(checkedWire{Pre: c.Pre, Type: c.Cmd.Type(), Cmd: body})
+}
+
+// UnmarshalJSON decodes the wrapped command by its type.
+func (c *Checked) UnmarshalJSON(b []byte) error {
+	var w checkedWire
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	mk, ok := commands[w.Type]
+	if !ok || w.Type == CmdChecked {
+		return fmt.Errorf("meta: checked command of type %d", w.Type)
+	}
+	inner := mk()
+	if err := json.Unmarshal(w.Cmd, inner); err != nil {
+		return err
+	}
+	c.Pre, c.Cmd = w.Pre, inner
 	return nil
 }
 
@@ -264,12 +199,76 @@ func Decode(b []byte) (Command, error) {
 		return nil, fmt.Errorf("meta: unknown command wire version %d", b[0])
 	}
 	t := CmdType(binary.BigEndian.Uint16(b[1:3]))
-	c := newPayload(t)
-	if c == nil {
+	mk, ok := commands[t]
+	if !ok {
 		return nil, fmt.Errorf("meta: unknown command type %d", t)
 	}
+	c := mk()
 	if err := json.Unmarshal(b[3:], c); err != nil {
 		return nil, fmt.Errorf("meta: command %d: %w", t, err)
 	}
 	return c, nil
 }
+
+// Committer commits a command through the log and returns its index once
+// applied on this node; a refused command returns its error, with the
+// index at which it was refused when known.
+type Committer interface {
+	Apply(ctx context.Context, c Command) (uint64, error)
+}
+
+// DecideAttempts bounds how often a decision is made again after its
+// command was found stale.
+const DecideAttempts = 8
+
+// Decide reads, decides and commits: fn reads a consistent view of s and
+// returns the command to commit (nil: nothing to do); the command carries
+// what fn read as its preconditions. When another write got in between,
+// the command is refused as stale, and Decide waits until s has seen that
+// write and decides again, DecideAttempts times at most; then the last
+// StaleError is returned. Node-local locks around Decide only save wasted
+// attempts; correctness does not depend on them.
+func Decide(ctx context.Context, s *Store, commit Committer, fn func(tx *Tx) (Command, error)) (uint64, error) {
+	var err error
+	for attempt := 0; attempt < DecideAttempts; attempt++ {
+		var cmd Command
+		pres, verr := s.ViewTracked(func(tx *Tx) error {
+			var err error
+			cmd, err = fn(tx)
+			return err
+		})
+		if verr != nil {
+			return 0, verr
+		}
+		if cmd == nil {
+			return 0, nil
+		}
+		var idx uint64
+		idx, err = commit.Apply(ctx, &Checked{Pre: pres, Cmd: cmd})
+		if !errors.Is(err, ErrStale) {
+			return idx, err
+		}
+		// Read again only once this node has the write that got in.
+		if idx > 0 {
+			if werr := s.WaitIndex(ctx, idx); werr != nil {
+				return 0, werr
+			}
+		}
+		if attempt > 0 {
+			// Spread contenders out: jittered, growing, at most ~50 ms.
+			d := time.Duration(rand.Int64N(int64(time.Millisecond) << min(attempt, 6)))
+			select {
+			case <-time.After(d):
+			case <-ctx.Done():
+				return 0, ctx.Err()
+			}
+		}
+	}
+	return 0, err
+}
+
+// CommitFunc adapts a function to Committer.
+type CommitFunc func(ctx context.Context, c Command) (uint64, error)
+
+// Apply calls f.
+func (f CommitFunc) Apply(ctx context.Context, c Command) (uint64, error) { return f(ctx, c) }

@@ -1,42 +1,31 @@
 package meta
 
 import (
+	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
 
-// Bucket names. Secondary indexes map a key to a primary id.
+// schemaVersion is kept in the sys bucket. A store written by another
+// layout is refused with a clear message rather than misread.
+const schemaVersion = 2
+
 var (
-	bSys           = []byte("sys")
-	bUsers         = []byte("users")
-	bUserNames     = []byte("user_names")
-	bTokens        = []byte("tokens")
-	bTokenHashes   = []byte("token_hashes")
-	bSessions      = []byte("sessions")
-	bGroups        = []byte("groups")
-	bGroupNames    = []byte("group_names")
-	bPermissions   = []byte("permissions")
-	bRepos         = []byte("repos")
-	bRepoNames     = []byte("repo_names")
-	bArtifacts     = []byte("artifacts")
-	bArtifactPaths = []byte("artifact_paths") // repoID \0 path -> artifact id
-	bArtifactPkgs  = []byte("artifact_pkgs")  // repoID \0 package \0 version \0 artifact id -> ""
-	bFormatKV      = []byte("format_kv")      // repoID \0 key -> format's JSON
-
-	allBuckets = [][]byte{bSys, bUsers, bUserNames, bTokens, bTokenHashes, bSessions, bGroups,
-		bGroupNames, bPermissions, bRepos, bRepoNames, bArtifacts, bArtifactPaths, bArtifactPkgs, bFormatKV}
-
 	keyLastApplied = []byte("last_applied")
+	keySchema      = []byte("schema")
 )
+
+// DefaultTombstoneRetention is how many log indexes a deletion stays in
+// the change feed.
+const DefaultTombstoneRetention = 100_000
 
 // Store is the bbolt-backed metadata store. Restore swaps the database
 // file underneath, so every access goes through mu.
@@ -44,10 +33,26 @@ type Store struct {
 	mu   sync.RWMutex
 	db   *bolt.DB
 	path string
+
+	retention uint64
+
+	applied atomic.Uint64
+	waitMu  sync.Mutex
+	waitCh  chan struct{} // closed and replaced when applied moves
+}
+
+// Options tune a store; the zero value is the default.
+type Options struct {
+	// TombstoneRetention is how many indexes a deletion stays in the
+	// change feed (0 = DefaultTombstoneRetention).
+	TombstoneRetention uint64
 }
 
 // Open opens (or creates) the store at path.
-func Open(path string) (*Store, error) {
+func Open(path string) (*Store, error) { return OpenWith(path, Options{}) }
+
+// OpenWith opens (or creates) the store at path with options.
+func OpenWith(path string, o Options) (*Store, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 		return nil, err
 	}
@@ -55,7 +60,12 @@ func Open(path string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{db: db, path: path}, nil
+	s := &Store{db: db, path: path, retention: o.TombstoneRetention, waitCh: make(chan struct{})}
+	if s.retention == 0 {
+		s.retention = DefaultTombstoneRetention
+	}
+	s.applied.Store(s.LastApplied())
+	return s, nil
 }
 
 func openDB(path string) (*bolt.DB, error) {
@@ -64,12 +74,17 @@ func openDB(path string) (*bolt.DB, error) {
 		return nil, fmt.Errorf("meta: open %s: %w", path, err)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range allBuckets {
+		sys := tx.Bucket(bSys)
+		if sys != nil && getU64(sys.Get(keySchema)) != schemaVersion {
+			return fmt.Errorf("meta: %s was written by an earlier development version of Depot (layout %d, this one reads %d); start from an empty data directory",
+				path, getU64(sys.Get(keySchema)), schemaVersion)
+		}
+		for _, b := range allBuckets() {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
 		}
-		return nil
+		return tx.Bucket(bSys).Put(keySchema, u64(schemaVersion))
 	})
 	if err != nil {
 		db.Close()
@@ -92,11 +107,50 @@ func (s *Store) View(fn func(*Tx) error) error {
 	return s.db.View(func(btx *bolt.Tx) error { return fn(&Tx{tx: btx}) })
 }
 
+// ViewTracked runs fn on a consistent view that remembers what fn read,
+// and returns that as the preconditions of a command decided from it.
+func (s *Store) ViewTracked(fn func(*Tx) error) ([]Pre, error) {
+	rs := &readSet{}
+	err := s.View(func(tx *Tx) error {
+		tx.reads = rs
+		return fn(tx)
+	})
+	return rs.pres, err
+}
+
 // LastApplied is the index of the last applied log entry.
 func (s *Store) LastApplied() uint64 {
 	var idx uint64
 	_ = s.View(func(tx *Tx) error { idx = tx.lastApplied(); return nil })
 	return idx
+}
+
+// Applied is LastApplied without a transaction.
+func (s *Store) Applied() uint64 { return s.applied.Load() }
+
+// WaitIndex blocks until this store has applied index i, or ctx ends.
+func (s *Store) WaitIndex(ctx context.Context, i uint64) error {
+	for {
+		s.waitMu.Lock()
+		ch := s.waitCh
+		s.waitMu.Unlock()
+		if s.applied.Load() >= i {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func (s *Store) setApplied(i uint64) {
+	s.applied.Store(i)
+	s.waitMu.Lock()
+	close(s.waitCh)
+	s.waitCh = make(chan struct{})
+	s.waitMu.Unlock()
 }
 
 // Entry is one log entry to apply.
@@ -111,123 +165,82 @@ type Result struct {
 	Err error
 }
 
+// errRollback aborts a batch transaction so that it can be replayed
+// without the command that failed.
+var errRollback = errors.New("meta: roll back")
+
 // ApplyBatch applies entries in one bbolt transaction. Entries at or below
-// last_applied were applied before a restart and are skipped. A command
-// that fails validation yields its error in the result and changes
-// nothing; the batch goes on. An undecodable command panics: skipping it
-// would fork this replica.
+// last_applied were applied before a restart and are skipped; an entry
+// without an index (tests, tools) takes the next one. A command that fails
+// changes nothing, even halfway through: the transaction is rolled back and
+// the batch replayed without it (it fails the same way again, commands
+// being deterministic), so the batch goes on. An undecodable command
+// panics: skipping it would fork this replica.
 func (s *Store) ApplyBatch(entries []Entry) []Result {
-	results := make([]Result, len(entries))
+	cmds := make([]Command, len(entries))
+	for i, e := range entries {
+		c, err := Decode(e.Data)
+		if err != nil {
+			panic(fmt.Sprintf("meta: log entry %d: %v", e.Index, err))
+		}
+		cmds[i] = c
+	}
+	failed := map[int]error{}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	err := s.db.Update(func(btx *bolt.Tx) error {
-		tx := &Tx{tx: btx}
-		last := tx.lastApplied()
-		for i, e := range entries {
-			if e.Index != 0 && e.Index <= last {
-				continue
+	for {
+		results := make([]Result, len(entries))
+		var last uint64
+		failedAt := -1
+		err := s.db.Update(func(btx *bolt.Tx) error {
+			tx := &Tx{tx: btx}
+			last = tx.lastApplied()
+			for i, e := range entries {
+				idx := e.Index
+				if idx == 0 {
+					idx = last + 1
+				}
+				if idx <= last {
+					continue
+				}
+				last = idx
+				if err, ok := failed[i]; ok {
+					results[i].Err = err
+					continue
+				}
+				tx.idx = idx
+				if err := applyCommand(tx, cmds[i]); err != nil {
+					failed[i], failedAt = err, i
+					return errRollback
+				}
 			}
-			cmd, err := Decode(e.Data)
-			if err != nil {
-				panic(fmt.Sprintf("meta: log entry %d: %v", e.Index, err))
+			if last > s.retention {
+				if err := tx.compact(last - s.retention); err != nil {
+					return err
+				}
 			}
-			results[i].Err = tx.apply(cmd)
-			if e.Index > last {
-				last = e.Index
-			}
+			return btx.Bucket(bSys).Put(keyLastApplied, u64(last))
+		})
+		if err == errRollback && failedAt >= 0 {
+			continue
 		}
-		return btx.Bucket(bSys).Put(keyLastApplied, u64(last))
-	})
-	if err != nil {
-		// The disk failed under us; continuing would diverge from the log.
-		panic(fmt.Sprintf("meta: apply batch: %v", err))
+		if err != nil {
+			// The disk failed under us; continuing would diverge from the log.
+			panic(fmt.Sprintf("meta: apply batch: %v", err))
+		}
+		s.setApplied(last)
+		return results
 	}
-	return results
 }
 
-// Apply applies one command at index (0 = no index, for tests and tools).
+// Apply applies one command at index (0 = the next index, for tests and
+// tools).
 func (s *Store) Apply(index uint64, c Command) error {
 	data, err := Encode(c)
 	if err != nil {
 		return err
 	}
 	return s.ApplyBatch([]Entry{{Index: index, Data: data}})[0].Err
-}
-
-// Snapshot is a point-in-time copy of the store being written out.
-type Snapshot struct {
-	tx     *bolt.Tx
-	unlock func()
-}
-
-// BeginSnapshot pins the current state; writes may go on meanwhile.
-func (s *Store) BeginSnapshot() (*Snapshot, error) {
-	s.mu.RLock()
-	tx, err := s.db.Begin(false)
-	if err != nil {
-		s.mu.RUnlock()
-		return nil, err
-	}
-	return &Snapshot{tx: tx, unlock: s.mu.RUnlock}, nil
-}
-
-// WriteTo streams the pinned state.
-func (sn *Snapshot) WriteTo(w io.Writer) (int64, error) { return sn.tx.WriteTo(w) }
-
-// Release ends the snapshot; call it exactly once.
-func (sn *Snapshot) Release() {
-	_ = sn.tx.Rollback()
-	sn.unlock()
-}
-
-// Restore replaces the whole store with a snapshot stream.
-func (s *Store) Restore(r io.Reader) error {
-	tmp := s.path + ".restore"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(f, r); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	// Validate before swapping: a bad snapshot must not destroy the store.
-	check, err := openDB(tmp)
-	if err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	check.Close()
-
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.db.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, s.path); err != nil {
-		return err
-	}
-	db, err := openDB(s.path)
-	if err != nil {
-		return err
-	}
-	s.db = db
-	return nil
-}
-
-// Tx is a transaction on the store; read methods are in query.go, apply
-// methods in apply.go.
-type Tx struct {
-	tx *bolt.Tx
 }
 
 func (tx *Tx) lastApplied() uint64 {
@@ -238,60 +251,7 @@ func (tx *Tx) lastApplied() uint64 {
 	return binary.BigEndian.Uint64(v)
 }
 
-func u64(v uint64) []byte {
-	b := make([]byte, 8)
-	binary.BigEndian.PutUint64(b, v)
-	return b
-}
-
-// key joins parts with NUL, which no name or id contains.
-func key(parts ...string) []byte {
-	n := 0
-	for _, p := range parts {
-		n += len(p) + 1
-	}
-	b := make([]byte, 0, n)
-	for i, p := range parts {
-		if i > 0 {
-			b = append(b, 0)
-		}
-		b = append(b, p...)
-	}
-	return b
-}
-
-func (tx *Tx) get(bucket []byte, k string, v any) error {
-	raw := tx.tx.Bucket(bucket).Get([]byte(k))
-	if raw == nil {
-		return ErrNotFound
-	}
-	return json.Unmarshal(raw, v)
-}
-
-func (tx *Tx) put(bucket []byte, k string, v any) error {
-	raw, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	return tx.tx.Bucket(bucket).Put([]byte(k), raw)
-}
-
-func (tx *Tx) del(bucket []byte, k []byte) error { return tx.tx.Bucket(bucket).Delete(k) }
-
-func (tx *Tx) index(bucket []byte, k []byte) string {
-	return string(tx.tx.Bucket(bucket).Get(k))
-}
-
-// each decodes every value of a bucket in key order; fn returning errStop
-// ends the walk early.
-func each[T any](tx *Tx, bucket []byte, fn func(*T) error) error {
-	return tx.tx.Bucket(bucket).ForEach(func(_, raw []byte) error {
-		var v T
-		if err := json.Unmarshal(raw, &v); err != nil {
-			return err
-		}
-		return fn(&v)
-	})
-}
+// LastApplied is the index of the last entry applied in this view.
+func (tx *Tx) LastApplied() uint64 { return tx.lastApplied() }
 
 var errStop = errors.New("stop")

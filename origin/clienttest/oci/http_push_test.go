@@ -73,6 +73,7 @@ func TestBlobUploads(t *testing.T) {
 		}
 		// A chunk shorter than its Content-Range says is refused whole.
 		wantErr(t, e.DoHeader("PATCH", loc, auth, data[4000:4500], map[string]string{"Content-Range": "4000-4999"}), 400, "SIZE_INVALID")
+		wantErr(t, e.DoHeader("PATCH", loc, auth, data[4000:6000], map[string]string{"Content-Range": "4000-4999"}), 400, "SIZE_INVALID")
 		if r := e.Do("GET", loc, auth, nil).Want(204); r.Header.Get("Range") != "0-3999" || r.Header.Get("Location") == "" {
 			t.Fatalf("status answered %v", r.Header)
 		}
@@ -188,7 +189,7 @@ func TestBlobUploads(t *testing.T) {
 	t.Run("stale sessions are swept", func(t *testing.T) {
 		e := e.For(t)
 		loc := path(t, e, e.Do("POST", "/v2/up/stale/blobs/uploads/", auth, nil).Want(202).Header.Get("Location"))
-		dir := filepath.Join(e.DataDir, "scratch", "oci", "uploads", filepath.Base(loc))
+		dir := filepath.Join(e.DataDir, "blobs", "uploads", filepath.Base(loc))
 		if _, err := os.Stat(dir); err != nil {
 			t.Fatalf("session directory: %v", err)
 		}

@@ -3,31 +3,29 @@
 // Layout:
 //
 //	<dir>/sha256/<first 2 hex>/<full hex>   stored blobs
-//	<dir>/tmp/                              in-progress uploads
+//	<dir>/tmp/                              files of Puts in progress, and
+//	                                        uploads being created or removed
+//	<dir>/uploads/<id>/                     uploads of the Ingester (see ingest.go)
 //
 // A blob becomes visible only through an atomic rename of a fully written
-// and fsynced temp file, so readers never see partial content. The
+// and fsynced file, so readers never see partial content. Uploads live in
+// the same directory tree so that committing one is a rename too. The
 // directory must be owned by a single FS: New deletes whatever is in tmp/.
 package fs
 
 import (
 	"context"
-	"crypto/md5"
-	"crypto/sha1"
-	"crypto/sha256"
-	"crypto/sha512"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
-	"math"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
 
 	"github.com/depot-registry/depot/shared/blob"
+	"github.com/depot-registry/depot/shared/blob/internal/blobio"
 )
 
 const (
@@ -37,37 +35,42 @@ const (
 
 // FS is a blob.Store backed by a directory. It is safe for concurrent use.
 type FS struct {
-	blobs string // <dir>/sha256
-	tmp   string // <dir>/tmp
-	wrap  func(io.Writer) io.Writer
+	blobs   string // <dir>/sha256
+	tmp     string // <dir>/tmp
+	uploads string // <dir>/uploads
+	wrap    func(io.Writer) io.Writer
 }
 
-var _ blob.Store = (*FS)(nil)
+var (
+	_ blob.Store    = (*FS)(nil)
+	_ blob.Ingester = (*FS)(nil)
+)
 
 // Option tunes an FS.
 type Option func(*FS)
 
-// WithWriter routes the bytes of every Put through wrap on their way to
-// the temp file: tests use it to make a write fail as a full disk does.
-// A nil wrap changes nothing.
+// WithWriter routes the bytes of every Put and every upload's Append
+// through wrap on their way to the file: tests use it to make a write
+// fail as a full disk does. A nil wrap changes nothing.
 func WithWriter(wrap func(io.Writer) io.Writer) Option {
 	return func(s *FS) { s.wrap = wrap }
 }
 
 // New opens (creating if needed) a store rooted at dir and removes temp
-// files left behind by a crash.
+// files left behind by a crash. Uploads are kept: they can be resumed.
 func New(dir string, opts ...Option) (*FS, error) {
 	if dir == "" {
 		return nil, errors.New("blob/fs: empty directory")
 	}
 	s := &FS{
-		blobs: filepath.Join(dir, "sha256"),
-		tmp:   filepath.Join(dir, "tmp"),
+		blobs:   filepath.Join(dir, "sha256"),
+		tmp:     filepath.Join(dir, "tmp"),
+		uploads: filepath.Join(dir, "uploads"),
 	}
 	for _, o := range opts {
 		o(s)
 	}
-	for _, d := range []string{s.blobs, s.tmp} {
+	for _, d := range []string{s.blobs, s.tmp, s.uploads} {
 		if err := os.MkdirAll(d, dirMode); err != nil {
 			return nil, fmt.Errorf("blob/fs: %w", err)
 		}
@@ -134,39 +137,27 @@ func (s *FS) put(ctx context.Context, r io.Reader, opts blob.PutOptions) (blob.I
 		return blob.Info{}, fmt.Errorf("blob/fs: %w", err)
 	}
 
-	md5h, sha1h, sha256h, sha512h := md5.New(), sha1.New(), sha256.New(), sha512.New()
-	var src io.Reader = ctxReader{ctx: ctx, r: r}
-	limited := opts.MaxSize > 0 && opts.MaxSize < math.MaxInt64
-	if limited {
-		// One byte over the limit is enough to know it is too large,
-		// without draining an arbitrarily long body.
-		src = io.LimitReader(src, opts.MaxSize+1)
-	}
+	h := blobio.NewHasher()
 	var file io.Writer = tmp
 	if s.wrap != nil {
 		file = s.wrap(tmp)
 	}
-	dst := io.MultiWriter(md5h, sha1h, sha256h, sha512h, file)
-	n, err := io.CopyBuffer(dst, src, make([]byte, 32<<10))
-	if err != nil {
-		// Covers reader, write and ctx errors (ctxReader returns ctx.Err()).
-		return blob.Info{}, fmt.Errorf("blob/fs: put: %w", err)
+	room := int64(-1)
+	if opts.MaxSize > 0 {
+		room = opts.MaxSize
 	}
-	if limited && n > opts.MaxSize {
+	n, err := blobio.Copy(ctx, io.MultiWriter(h, file), r, room)
+	if errors.Is(err, blob.ErrTooLarge) {
 		return blob.Info{}, fmt.Errorf("%w: more than %d bytes", blob.ErrTooLarge, opts.MaxSize)
 	}
-
-	info := blob.Info{
-		Size: n,
-		Checksums: blob.Checksums{
-			MD5:    hex.EncodeToString(md5h.Sum(nil)),
-			SHA1:   hex.EncodeToString(sha1h.Sum(nil)),
-			SHA256: hex.EncodeToString(sha256h.Sum(nil)),
-			SHA512: hex.EncodeToString(sha512h.Sum(nil)),
-		},
+	if err != nil {
+		// Covers reader, write and ctx errors.
+		return blob.Info{}, fmt.Errorf("blob/fs: put: %w", err)
 	}
-	info.Digest = "sha256:" + info.Checksums.SHA256
-	if err := checkExpect(opts.Expect, info.Checksums); err != nil {
+
+	sums := h.Sums()
+	info := blob.Info{Digest: "sha256:" + sums.SHA256, Size: n, Checksums: sums}
+	if err := sums.Verify(opts.Expect); err != nil {
 		return blob.Info{}, err
 	}
 
@@ -181,55 +172,44 @@ func (s *FS) put(ctx context.Context, r io.Reader, opts blob.PutOptions) (blob.I
 	if err := ctx.Err(); err != nil {
 		return blob.Info{}, err
 	}
+	committed, err = s.place(tmp.Name(), sums.SHA256, n)
+	return info, err
+}
 
-	final := filepath.Join(s.blobs, info.Checksums.SHA256[:2], info.Checksums.SHA256)
+// place publishes the fsynced file src as the blob with sha256 hex hx and
+// size n. It reports whether src was moved; when the blob is stored
+// already, src is left for the caller to remove.
+func (s *FS) place(src, hx string, n int64) (moved bool, err error) {
+	final := filepath.Join(s.blobs, hx[:2], hx)
 	shard := filepath.Dir(final)
 	switch err := os.Mkdir(shard, dirMode); {
 	case err == nil:
 		// The new shard entry must be durable too.
 		if err := syncDir(s.blobs); err != nil {
-			return blob.Info{}, fmt.Errorf("blob/fs: %w", err)
+			return false, fmt.Errorf("blob/fs: %w", err)
 		}
 	case !errors.Is(err, fs.ErrExist):
-		return blob.Info{}, fmt.Errorf("blob/fs: %w", err)
+		return false, fmt.Errorf("blob/fs: %w", err)
 	}
 
 	if fi, err := os.Stat(final); err == nil && fi.Mode().IsRegular() && fi.Size() == n {
-		// Already stored: keep the existing file; the deferred cleanup
-		// drops ours. Sync the directory anyway in case a concurrent
-		// Put renamed it in but has not fsynced the directory yet.
+		// Already stored: keep the existing file. Sync the directory
+		// anyway in case a concurrent writer renamed it in but has not
+		// fsynced the directory yet.
 		if err := syncDir(shard); err != nil {
-			return blob.Info{}, fmt.Errorf("blob/fs: %w", err)
+			return false, fmt.Errorf("blob/fs: %w", err)
 		}
-		return info, nil
+		return false, nil
 	}
 	// Identical content under the same name, so replacing a file that a
-	// concurrent Put renamed in first is harmless.
-	if err := os.Rename(tmp.Name(), final); err != nil {
-		return blob.Info{}, fmt.Errorf("blob/fs: %w", err)
+	// concurrent writer renamed in first is harmless.
+	if err := os.Rename(src, final); err != nil {
+		return false, fmt.Errorf("blob/fs: %w", err)
 	}
-	committed = true
 	if err := syncDir(shard); err != nil {
-		return blob.Info{}, fmt.Errorf("blob/fs: %w", err)
+		return true, fmt.Errorf("blob/fs: %w", err)
 	}
-	return info, nil
-}
-
-// checkExpect compares every non-empty expected checksum. Case is ignored
-// because clients (e.g. Maven .sha1 files) sometimes send uppercase hex.
-func checkExpect(want, got blob.Checksums) error {
-	pairs := [...]struct{ name, want, got string }{
-		{"md5", want.MD5, got.MD5},
-		{"sha1", want.SHA1, got.SHA1},
-		{"sha256", want.SHA256, got.SHA256},
-		{"sha512", want.SHA512, got.SHA512},
-	}
-	for _, p := range pairs {
-		if p.want != "" && !strings.EqualFold(p.want, p.got) {
-			return fmt.Errorf("%w: %s is %s, expected %s", blob.ErrDigestMismatch, p.name, p.got, p.want)
-		}
-	}
-	return nil
+	return true, nil
 }
 
 // Open implements blob.Opener.
@@ -368,18 +348,4 @@ func syncDir(dir string) error {
 		return err
 	}
 	return d.Close()
-}
-
-// ctxReader stops a copy once ctx is done. It cannot interrupt a Read that
-// is already blocked; closing such a reader is up to its owner.
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (c ctxReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.r.Read(p)
 }

@@ -135,7 +135,7 @@ func TestLayout(t *testing.T) {
 		t.Fatalf("file content = %q, %v", got, err)
 	}
 	// Dirs are created 0o750; the umask may only remove bits.
-	for _, d := range []string{dir, filepath.Join(dir, "sha256"), filepath.Join(dir, "sha256", hx[:2]), filepath.Join(dir, "tmp")} {
+	for _, d := range []string{dir, filepath.Join(dir, "sha256"), filepath.Join(dir, "sha256", hx[:2]), filepath.Join(dir, "tmp"), filepath.Join(dir, "uploads")} {
 		fi, err := os.Stat(d)
 		if err != nil {
 			t.Fatal(err)

@@ -133,7 +133,7 @@ func (f *Format) search(r *format.Request, e Endpoint) (*format.Response, error)
 	var pkgs []meta.PackageSummary
 	if err := f.d.View(func(tx *meta.Tx) error {
 		var err error
-		pkgs, err = tx.Packages(meta.PackageFilter{RepoIDs: []string{repo.ID}})
+		pkgs, _, err = tx.Packages(meta.PackageFilter{RepoIDs: []string{repo.ID}})
 		return err
 	}); err != nil {
 		return nil, err

@@ -56,8 +56,19 @@ type pkgState struct {
 
 // load reads a package's versions and keyspace entries consistently.
 func (f *Format) load(repo *meta.Repository, n Name) (*pkgState, error) {
-	st := &pkgState{Name: n, Tags: map[string]string{}, Deprecated: map[string]string{}}
+	var st *pkgState
 	err := f.d.View(func(tx *meta.Tx) error {
+		var err error
+		st, err = loadTx(tx, repo, n)
+		return err
+	})
+	return st, err
+}
+
+// loadTx reads a package's versions and keyspace entries from tx.
+func loadTx(tx *meta.Tx, repo *meta.Repository, n Name) (*pkgState, error) {
+	st := &pkgState{Name: n, Tags: map[string]string{}, Deprecated: map[string]string{}}
+	err := func() error {
 		arts, err := tx.ArtifactsUnder(repo.ID, n.String()+"/-/")
 		if err != nil {
 			return err
@@ -90,7 +101,7 @@ func (f *Format) load(repo *meta.Repository, n Name) (*pkgState, error) {
 			}
 		}
 		return nil
-	})
+	}()
 	sort.Slice(st.Versions, func(i, j int) bool { return Compare(st.Versions[i].SV, st.Versions[j].SV) < 0 })
 	return st, err
 }

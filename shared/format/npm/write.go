@@ -57,13 +57,39 @@ func (f *Format) publish(ctx context.Context, r *format.Request, e Endpoint) (*f
 		return nil, err
 	}
 	defer f.lock(e)()
-	st, err := f.load(repo, e.Name)
-	if err != nil {
+	if st, err := f.load(repo, e.Name); err != nil {
 		return nil, err
-	}
-	if _, ok := st.find(p.Version); ok {
+	} else if _, ok := st.find(p.Version); ok {
 		return nil, format.Conflict("cannot publish over the previously published version %s of %s", p.Version, e.Name)
 	}
+	// The package record and tags are decided from the state the version
+	// is recorded against (see format.Deps.Decide): a publish of another
+	// version that commits first, on any node, makes this one decide again.
+	_, idx, err := f.d.Store(ctx, r, format.Upload{
+		Repo: repo, Path: e.Name.Path(p.Version), Package: e.Name.String(), Version: p.Version,
+		ContentType: "application/octet-stream", Body: p.Tarball.Reader(),
+		Expect:    blob.Checksums{SHA1: p.SHA1, SHA512: p.SHA512},
+		Overwrite: format.OverwriteNever, Attrs: p.Manifest,
+		Decide: func(tx *meta.Tx) ([]meta.KVOp, error) {
+			st, err := loadTx(tx, repo, e.Name)
+			if err != nil {
+				return nil, err
+			}
+			return f.publishOps(st, doc, p), nil
+		},
+	})
+	if err != nil {
+		if fe := format.Classify(err); fe.Status == http.StatusConflict {
+			// A concurrent publish of the same version won the race.
+			return nil, format.Conflict("cannot publish over the previously published version %s of %s", p.Version, e.Name)
+		}
+		return nil, err
+	}
+	return okResponse(http.StatusCreated, idx, map[string]any{"ok": true, "id": e.Name.String()}), nil
+}
+
+// publishOps are the keyspace changes of publishing p on st.
+func (f *Format) publishOps(st *pkgState, doc *Document, p *Publish) []meta.KVOp {
 	now := f.d.Time()
 	m := st.Meta
 	if m.Created.IsZero() {
@@ -82,33 +108,45 @@ func (f *Format) publish(ctx context.Context, r *format.Request, e Endpoint) (*f
 	if kw := keywords(p.Manifest); kw != nil {
 		m.Keywords = kw
 	}
-	kv := []meta.KVOp{format.KVSet(pkgKey(e.Name), m)}
-	tags := p.Tags
+	kv := []meta.KVOp{format.KVSet(pkgKey(st.Name), m)}
+	tags := slices.Clone(p.Tags)
 	if _, ok := st.Tags["latest"]; !ok && !slices.Contains(tags, "latest") {
 		// A first publish under another tag still needs a latest.
 		tags = append(tags, "latest")
 	}
 	sort.Strings(tags)
 	for _, t := range tags {
-		kv = append(kv, format.KVSet(tagKey(e.Name, t), p.Version))
+		kv = append(kv, format.KVSet(tagKey(st.Name, t), p.Version))
 	}
 	if p.Deprecated != "" {
-		kv = append(kv, format.KVSet(depKey(e.Name, p.Version), p.Deprecated))
+		kv = append(kv, format.KVSet(depKey(st.Name, p.Version), p.Deprecated))
 	}
-	_, idx, err := f.d.Store(ctx, r, format.Upload{
-		Repo: repo, Path: e.Name.Path(p.Version), Package: e.Name.String(), Version: p.Version,
-		ContentType: "application/octet-stream", Body: p.Tarball.Reader(),
-		Expect:    blob.Checksums{SHA1: p.SHA1, SHA512: p.SHA512},
-		Overwrite: format.OverwriteNever, Attrs: p.Manifest, KV: kv,
-	})
-	if err != nil {
-		if fe := format.Classify(err); fe.Status == http.StatusConflict {
-			// A concurrent publish of the same version won the race.
-			return nil, format.Conflict("cannot publish over the previously published version %s of %s", p.Version, e.Name)
+	return kv
+}
+
+// decide commits the command fn decides from the state of package n, read
+// in a tracked view (format.Deps.Decide); with must404, a package without
+// versions is npm's 404.
+func (f *Format) decide(ctx context.Context, repo *meta.Repository, n Name, must404 bool, fn func(st *pkgState) (meta.Command, error)) (uint64, error) {
+	return f.d.Decide(ctx, func(tx *meta.Tx) (meta.Command, error) {
+		st, err := loadTx(tx, repo, n)
+		if err != nil {
+			return nil, err
 		}
-		return nil, err
+		if must404 && len(st.Versions) == 0 {
+			return nil, format.NotFound("not found")
+		}
+		return fn(st)
+	})
+}
+
+// written answers a write: with its log index, or without one when there
+// was nothing to change.
+func written(status int, idx uint64) *format.Response {
+	if idx == 0 {
+		return jsonResponse(status, mediaJSON, map[string]any{"ok": true})
 	}
-	return okResponse(http.StatusCreated, idx, map[string]any{"ok": true, "id": e.Name.String()}), nil
+	return okResponse(status, idx, map[string]any{"ok": true})
 }
 
 // deprecate applies the one change npm deprecate makes to the packument
@@ -120,19 +158,16 @@ func (f *Format) deprecate(ctx context.Context, repo *meta.Repository, e Endpoin
 	if err != nil {
 		return nil, err
 	}
-	st, err := f.load404(repo, e.Name)
+	idx, err := f.decide(ctx, repo, e.Name, true, func(st *pkgState) (meta.Command, error) {
+		if ops := f.deprecationOps(st, u); len(ops) > 0 {
+			return &meta.KVApply{RepoID: repo.ID, Ops: ops}, nil
+		}
+		return nil, nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	ops := f.deprecationOps(st, u)
-	if len(ops) == 0 {
-		return jsonResponse(http.StatusOK, mediaJSON, map[string]any{"ok": true}), nil
-	}
-	idx, err := f.d.Apply(ctx, &meta.KVApply{RepoID: repo.ID, Ops: ops})
-	if err != nil {
-		return nil, err
-	}
-	return okResponse(http.StatusOK, idx, map[string]any{"ok": true}), nil
+	return written(http.StatusOK, idx), nil
 }
 
 // deprecationOps are the keyspace changes for the deprecations in u that
@@ -181,77 +216,78 @@ func (f *Format) revPut(ctx context.Context, r *format.Request, e Endpoint) (*fo
 	if err != nil {
 		return nil, err
 	}
-	st, err := f.load404(repo, e.Name)
+	mayWrite := f.d.Can(r, repo, meta.ActionWrite)
+	idx, err := f.decide(ctx, repo, e.Name, true, func(st *pkgState) (meta.Command, error) {
+		// The client removes versions from the document it read: if the
+		// package changed since (a publish in between), that document is
+		// stale and applying it would remove the new version too.
+		if e.Rev != st.rev() {
+			return nil, format.Conflict("the package changed since revision %s was read; retry", e.Rev)
+		}
+		gone := map[string]bool{}
+		for _, v := range st.Versions {
+			if _, ok := u.Versions[v.Raw]; !ok {
+				gone[v.Raw] = true
+			}
+		}
+		if len(gone) > 0 {
+			return f.removeCmd(repo, st, gone, u.Latest), nil
+		}
+		ops := f.deprecationOps(st, u)
+		if len(ops) == 0 {
+			return nil, nil
+		}
+		if !mayWrite {
+			return nil, format.Forbidden("%s may not write in repository %s", r.Principal.Name(), repo.Name)
+		}
+		return &meta.KVApply{RepoID: repo.ID, Ops: ops}, nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	// The client removes versions from the document it read: if the
-	// package changed since (a publish in between), that document is stale
-	// and applying it would remove the new version too.
-	if e.Rev != st.rev() {
-		return nil, format.Conflict("the package changed since revision %s was read; retry", e.Rev)
-	}
-	gone := map[string]bool{}
-	for _, v := range st.Versions {
-		if _, ok := u.Versions[v.Raw]; !ok {
-			gone[v.Raw] = true
-		}
-	}
-	if len(gone) == 0 {
-		ops := f.deprecationOps(st, u)
-		if len(ops) == 0 {
-			return jsonResponse(http.StatusOK, mediaJSON, map[string]any{"ok": true}), nil
-		}
-		if !f.d.Can(r, repo, meta.ActionWrite) {
-			return nil, format.Forbidden("%s may not write in repository %s", r.Principal.Name(), repo.Name)
-		}
-		idx, err := f.d.Apply(ctx, &meta.KVApply{RepoID: repo.ID, Ops: ops})
-		if err != nil {
-			return nil, err
-		}
-		return okResponse(http.StatusOK, idx, map[string]any{"ok": true}), nil
-	}
-	return f.remove(ctx, repo, st, gone, u.Latest)
+	return written(http.StatusOK, idx), nil
 }
 
 // tarballDelete handles DELETE /<name>/-/<file>/-rev/<rev>: unpublish's
 // last step (usually already done by revPut, so 404, which npm accepts).
 func (f *Format) tarballDelete(ctx context.Context, r *format.Request, e Endpoint) (*format.Response, error) {
 	defer f.lock(e)()
-	repo, st, err := f.pkg(r, e, meta.ActionDelete)
+	repo, err := f.repo(r, e, meta.ActionDelete)
 	if err != nil {
 		return nil, err
 	}
-	for _, v := range st.Versions {
-		if e.Name.File(v.Raw) == e.File {
-			return f.remove(ctx, repo, st, map[string]bool{v.Raw: true}, "")
+	idx, err := f.decide(ctx, repo, e.Name, true, func(st *pkgState) (meta.Command, error) {
+		for _, v := range st.Versions {
+			if e.Name.File(v.Raw) == e.File {
+				return f.removeCmd(repo, st, map[string]bool{v.Raw: true}, ""), nil
+			}
 		}
+		return nil, format.NotFound("not found: %s/-/%s", e.Name, e.File)
+	})
+	if err != nil {
+		return nil, err
 	}
-	return nil, format.NotFound("not found: %s/-/%s", e.Name, e.File)
+	return written(http.StatusOK, idx), nil
 }
 
 // packageDelete handles DELETE /<name>/-rev/<rev>: the whole package.
 func (f *Format) packageDelete(ctx context.Context, r *format.Request, e Endpoint) (*format.Response, error) {
 	defer f.lock(e)()
-	repo, st, err := f.pkg(r, e, meta.ActionDelete)
+	repo, err := f.repo(r, e, meta.ActionDelete)
 	if err != nil {
 		return nil, err
 	}
-	gone := map[string]bool{}
-	for _, v := range st.Versions {
-		gone[v.Raw] = true
-	}
-	return f.remove(ctx, repo, st, gone, "")
-}
-
-// remove deletes the versions in gone with one command; removing the
-// last version removes the package's keyspace entries too.
-func (f *Format) remove(ctx context.Context, repo *meta.Repository, st *pkgState, gone map[string]bool, prefer string) (*format.Response, error) {
-	idx, err := f.removeVersions(ctx, repo, st, gone, prefer)
+	idx, err := f.decide(ctx, repo, e.Name, true, func(st *pkgState) (meta.Command, error) {
+		gone := map[string]bool{}
+		for _, v := range st.Versions {
+			gone[v.Raw] = true
+		}
+		return f.removeCmd(repo, st, gone, ""), nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	return okResponse(http.StatusOK, idx, map[string]any{"ok": true}), nil
+	return written(http.StatusOK, idx), nil
 }
 
 // DeleteArtifact is a REST delete of one version: an unpublish, so the
@@ -261,14 +297,17 @@ func (f *Format) DeleteArtifact(ctx context.Context, _ *format.Request, repo *me
 	if err != nil {
 		return 0, err
 	}
-	st, err := f.load404(repo, n)
-	if err != nil {
-		return 0, err
-	}
-	return f.removeVersions(ctx, repo, st, map[string]bool{a.Version: true}, "")
+	return f.decide(ctx, repo, n, true, func(st *pkgState) (meta.Command, error) {
+		if _, ok := st.find(a.Version); !ok {
+			return nil, format.NotFound("%s@%s not found", n, a.Version)
+		}
+		return f.removeCmd(repo, st, map[string]bool{a.Version: true}, ""), nil
+	})
 }
 
-func (f *Format) removeVersions(ctx context.Context, repo *meta.Repository, st *pkgState, gone map[string]bool, prefer string) (uint64, error) {
+// removeCmd deletes the versions in gone with one command; removing the
+// last version removes the package's keyspace entries too.
+func (f *Format) removeCmd(repo *meta.Repository, st *pkgState, gone map[string]bool, prefer string) meta.Command {
 	var ids []string
 	for _, v := range st.Versions {
 		if gone[v.Raw] {
@@ -279,7 +318,7 @@ func (f *Format) removeVersions(ctx context.Context, repo *meta.Repository, st *
 	if len(ids) < len(st.Versions) {
 		ops = st.dropOps(gone, prefer, f.d.Time())
 	}
-	return f.d.Apply(ctx, &meta.ArtifactDelete{IDs: ids, RepoID: repo.ID, KV: ops})
+	return &meta.ArtifactDelete{IDs: ids, RepoID: repo.ID, KV: ops}
 }
 
 // tagPut handles PUT /-/package/<name>/dist-tags/<tag>; the body is the
@@ -299,17 +338,15 @@ func (f *Format) tagPut(ctx context.Context, r *format.Request, e Endpoint) (*fo
 		return nil, format.BadRequest("dist-tag body must be a JSON string holding a version")
 	}
 	v = strings.TrimSpace(v)
-	st, err := f.load404(repo, e.Name)
-	if err != nil {
-		return nil, err
-	}
-	if _, ok := st.find(v); !ok {
-		return nil, format.NotFound("version not found: %s@%s", e.Name, v)
-	}
-	m := st.Meta
-	m.Modified = f.d.Time()
-	idx, err := f.d.Apply(ctx, &meta.KVApply{RepoID: repo.ID, Ops: []meta.KVOp{
-		format.KVSet(tagKey(e.Name, e.Spec), v), format.KVSet(pkgKey(e.Name), m)}})
+	idx, err := f.decide(ctx, repo, e.Name, true, func(st *pkgState) (meta.Command, error) {
+		if _, ok := st.find(v); !ok {
+			return nil, format.NotFound("version not found: %s@%s", e.Name, v)
+		}
+		m := st.Meta
+		m.Modified = f.d.Time()
+		return &meta.KVApply{RepoID: repo.ID, Ops: []meta.KVOp{
+			format.KVSet(tagKey(e.Name, e.Spec), v), format.KVSet(pkgKey(e.Name), m)}}, nil
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -327,17 +364,15 @@ func (f *Format) tagDelete(ctx context.Context, r *format.Request, e Endpoint) (
 		return nil, format.BadRequest("the latest dist-tag cannot be removed")
 	}
 	defer f.lock(e)()
-	st, err := f.load404(repo, e.Name)
-	if err != nil {
-		return nil, err
-	}
-	if _, ok := st.Tags[e.Spec]; !ok {
-		return nil, format.NotFound("%s is not a dist-tag on %s", e.Spec, e.Name)
-	}
-	m := st.Meta
-	m.Modified = f.d.Time()
-	idx, err := f.d.Apply(ctx, &meta.KVApply{RepoID: repo.ID, Ops: []meta.KVOp{
-		format.KVDelete(tagKey(e.Name, e.Spec)), format.KVSet(pkgKey(e.Name), m)}})
+	idx, err := f.decide(ctx, repo, e.Name, true, func(st *pkgState) (meta.Command, error) {
+		if _, ok := st.Tags[e.Spec]; !ok {
+			return nil, format.NotFound("%s is not a dist-tag on %s", e.Spec, e.Name)
+		}
+		m := st.Meta
+		m.Modified = f.d.Time()
+		return &meta.KVApply{RepoID: repo.ID, Ops: []meta.KVOp{
+			format.KVDelete(tagKey(e.Name, e.Spec)), format.KVSet(pkgKey(e.Name), m)}}, nil
+	})
 	if err != nil {
 		return nil, err
 	}

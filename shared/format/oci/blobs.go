@@ -1,8 +1,10 @@
 package oci
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 
@@ -22,7 +24,10 @@ func (f *Format) getBlob(ctx context.Context, r *format.Request) (*format.Respon
 	if _, _, err := ParseDigest(digest); err != nil {
 		return nil, err
 	}
-	l, ok := f.blobLink(repo, n.Image, digest)
+	l, ok, err := f.blobLink(repo, n.Image, digest)
+	if err != nil {
+		return nil, err
+	}
 	if !ok {
 		return nil, blobUnknown(digest)
 	}
@@ -60,10 +65,12 @@ func (f *Format) deleteBlob(ctx context.Context, r *format.Request) (*format.Res
 	if _, _, err := ParseDigest(digest); err != nil {
 		return nil, err
 	}
-	if _, ok := f.blobLink(repo, n.Image, digest); !ok {
-		return nil, blobUnknown(digest)
-	}
-	idx, err := f.d.Apply(ctx, &meta.KVApply{RepoID: repo.ID, Ops: []meta.KVOp{format.KVDelete(blobKey(n.Image, digest))}})
+	idx, err := f.decide(ctx, repo, func(v view) (meta.Command, error) {
+		if _, ok, err := v.blobLink(n.Image, digest); err != nil || !ok {
+			return nil, cmp.Or(err, blobUnknown(digest))
+		}
+		return &meta.KVApply{RepoID: repo.ID, Ops: []meta.KVOp{format.KVDelete(blobKey(n.Image, digest))}}, nil
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -86,11 +93,11 @@ func (f *Format) startUpload(ctx context.Context, r *format.Request) (*format.Re
 	} else if digest := r.Query.Get("digest"); digest != "" {
 		return f.commit(ctx, r, n, repo, digest, r.Body)
 	}
-	s, err := f.createSession(repo.ID, n.String(), r.Principal.UserID)
+	u, err := f.createSession(ctx, repo.ID, n.String(), r.Principal.UserID)
 	if err != nil {
 		return nil, f.d.WriteErr(err)
 	}
-	return f.sessionResp(r, n, s, http.StatusAccepted), nil
+	return f.sessionResp(r, n, u, http.StatusAccepted), nil
 }
 
 // mount links a blob of another image when the caller may read it there;
@@ -116,9 +123,9 @@ func (f *Format) mount(ctx context.Context, r *format.Request, n ImageName, repo
 			return nil, nil // unreadable or absent: say nothing, upload instead
 		}
 	}
-	l, ok := f.blobLink(srcRepo, src.Image, digest)
-	if !ok {
-		return nil, nil
+	l, ok, err := f.blobLink(srcRepo, src.Image, digest)
+	if err != nil || !ok {
+		return nil, err
 	}
 	if _, err := f.d.Blobs.Stat(ctx, l.Addr); err != nil {
 		return nil, nil
@@ -126,41 +133,59 @@ func (f *Format) mount(ctx context.Context, r *format.Request, n ImageName, repo
 	return f.link(ctx, r, n, repo, digest, l)
 }
 
-// commit stores body as the blob digest (the whole of a monolithic upload
-// or a closed session), verifying the digest, and links it.
+// commit stores body as the blob digest (the whole of a monolithic
+// upload), verifying the digest, and links it.
 func (f *Format) commit(ctx context.Context, r *format.Request, n ImageName, repo *meta.Repository, digest string, body io.Reader) (*format.Response, error) {
-	algo, hx, err := ParseDigest(digest)
+	want, err := expected(digest)
 	if err != nil {
 		return nil, err
 	}
-	var want blob.Checksums
-	if algo == "sha512" {
-		want.SHA512 = hx
-	} else {
-		want.SHA256 = hx
-	}
 	info, err := f.d.PutBlob(ctx, body, want)
-	switch {
-	case errors.Is(err, blob.ErrDigestMismatch):
-		return nil, withDetail(errf(http.StatusBadRequest, codeDigestInvalid, "the uploaded content does not match digest %s", digest), map[string]string{"digest": digest})
-	case errors.Is(err, blob.ErrTooLarge):
-		return nil, errf(http.StatusRequestEntityTooLarge, codeSizeInvalid, "blob exceeds the upload limit of %d bytes", f.d.MaxUpload)
-	case err != nil:
-		return nil, err
+	if err != nil {
+		return nil, f.storeErr(err, digest)
 	}
 	return f.link(ctx, r, n, repo, digest, blobLink{Addr: info.Digest, Size: info.Size})
+}
+
+// expected is what a client's digest says the blob's checksum is.
+func expected(digest string) (blob.Checksums, error) {
+	algo, hx, err := ParseDigest(digest)
+	if err != nil {
+		return blob.Checksums{}, err
+	}
+	if algo == "sha512" {
+		return blob.Checksums{SHA512: hx}, nil
+	}
+	return blob.Checksums{SHA256: hx}, nil
+}
+
+// storeErr gives the spec's errors for bytes that could not be stored.
+func (f *Format) storeErr(err error, digest string) error {
+	switch {
+	case errors.Is(err, blob.ErrDigestMismatch):
+		return withDetail(errf(http.StatusBadRequest, codeDigestInvalid, "the uploaded content does not match digest %s", digest), map[string]string{"digest": digest})
+	case errors.Is(err, blob.ErrTooLarge):
+		return errf(http.StatusRequestEntityTooLarge, codeSizeInvalid, "blob exceeds the upload limit of %d bytes", f.d.MaxUpload)
+	case errors.Is(err, blob.ErrUploadUnknown):
+		// Swept or closed by a request that got in between.
+		return errf(http.StatusNotFound, codeBlobUploadUnknown, "upload not found")
+	}
+	return err
 }
 
 // link records that the image may use the blob: one KV command, or none
 // when the image has that link already (a layer pushed again).
 func (f *Format) link(ctx context.Context, r *format.Request, n ImageName, repo *meta.Repository, digest string, l blobLink) (*format.Response, error) {
-	var idx uint64
-	if have, ok := f.blobLink(repo, n.Image, digest); !ok || have != l {
-		var err error
-		idx, err = f.d.Apply(ctx, &meta.KVApply{RepoID: repo.ID, Ops: []meta.KVOp{format.KVSet(blobKey(n.Image, digest), l)}})
-		if err != nil {
+	idx, err := f.decide(ctx, repo, func(v view) (meta.Command, error) {
+		if have, ok, err := v.blobLink(n.Image, digest); err != nil || (ok && have == l) {
 			return nil, err
 		}
+		op := format.KVSet(blobKey(n.Image, digest), l)
+		op.Blobs = []string{l.Addr} // the link keeps the blob from garbage collection
+		return &meta.KVApply{RepoID: repo.ID, Ops: []meta.KVOp{op}}, nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	resp := newResp(http.StatusCreated)
 	setIndex(resp, idx)
@@ -169,18 +194,18 @@ func (f *Format) link(ctx context.Context, r *format.Request, n ImageName, repo 
 	return resp, nil
 }
 
-func (f *Format) sessionResp(r *format.Request, n ImageName, s *session, status int) *format.Response {
+func (f *Format) sessionResp(r *format.Request, n ImageName, u blob.Upload, status int) *format.Response {
 	resp := newResp(status)
-	resp.Header.Set("Location", nameURL(r, n, "blobs", "uploads", s.ID))
-	resp.Header.Set("Docker-Upload-UUID", s.ID)
-	resp.Header.Set("Range", s.rangeHeader())
+	resp.Header.Set("Location", nameURL(r, n, "blobs", "uploads", u.ID()))
+	resp.Header.Set("Docker-Upload-UUID", u.ID())
+	resp.Header.Set("Range", rangeHeader(u))
 	resp.Header.Set("Content-Length", "0")
 	return resp
 }
 
 // session resolves the session a request addresses and locks it; the
 // caller unlocks.
-func (f *Format) session(r *format.Request) (ImageName, *meta.Repository, *session, func(), error) {
+func (f *Format) session(ctx context.Context, r *format.Request) (ImageName, *meta.Repository, blob.Upload, func(), error) {
 	n, repo, err := f.resolve(r, meta.ActionWrite)
 	if err != nil {
 		return n, nil, nil, nil, err
@@ -190,108 +215,130 @@ func (f *Format) session(r *format.Request) (ImageName, *meta.Repository, *sessi
 		return n, nil, nil, nil, errf(http.StatusNotFound, codeBlobUploadUnknown, "upload %s not found", id)
 	}
 	unlock := f.sessions.Lock(id)
-	s, err := f.openSession(id, repo.ID, n.String(), r.Principal.UserID)
+	u, err := f.openSession(ctx, id, repo.ID, n.String(), r.Principal.UserID)
 	if err != nil {
 		unlock()
 		return n, nil, nil, nil, err
 	}
-	return n, repo, s, unlock, nil
+	return n, repo, u, unlock, nil
 }
 
-func (f *Format) uploadStatus(_ context.Context, r *format.Request) (*format.Response, error) {
-	n, _, s, unlock, err := f.session(r)
+func (f *Format) uploadStatus(ctx context.Context, r *format.Request) (*format.Response, error) {
+	n, _, u, unlock, err := f.session(ctx, r)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	return f.sessionResp(r, n, s, http.StatusNoContent), nil
+	return f.sessionResp(r, n, u, http.StatusNoContent), nil
 }
 
 // patchUpload appends a chunk. With Content-Range the chunk must start
 // where the data ends (else 416 and the current range) and be as long as
 // it says; without one (docker streaming) the body is appended as is.
-func (f *Format) patchUpload(_ context.Context, r *format.Request) (*format.Response, error) {
-	n, _, s, unlock, err := f.session(r)
+func (f *Format) patchUpload(ctx context.Context, r *format.Request) (*format.Response, error) {
+	n, _, u, unlock, err := f.session(ctx, r)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	if err := f.appendChunk(r, n, s); err != nil {
+	if err := f.appendChunk(ctx, r, n, u); err != nil {
 		return nil, err
 	}
-	return f.sessionResp(r, n, s, http.StatusAccepted), nil
+	return f.sessionResp(r, n, u, http.StatusAccepted), nil
 }
 
-func (f *Format) appendChunk(r *format.Request, n ImageName, s *session) error {
+// appendChunk adds the request body to the upload; a chunk refused for
+// any reason leaves the upload as it was.
+func (f *Format) appendChunk(ctx context.Context, r *format.Request, n ImageName, u blob.Upload) error {
 	// Session data is on the data disk too: the free-space guard applies.
 	body, err := f.d.GuardUpload(r.Body, r.ContentLength)
 	if err != nil {
 		return err
 	}
-	cr := r.Header.Get("Content-Range")
-	if cr == "" {
-		_, err := s.appendData(body, f.d.MaxUpload)
-		return f.d.WriteErr(err)
-	}
-	start, end, ok := ParseContentRange(cr)
-	if !ok || start != s.size {
-		e := errf(http.StatusRequestedRangeNotSatisfiable, codeBlobUploadInvalid, "chunk range %q does not continue the upload at byte %d", cr, s.size)
-		return withHeader(e, "Location", nameURL(r, n, "blobs", "uploads", s.ID), "Range", s.rangeHeader(), "Docker-Upload-UUID", s.ID)
-	}
-	before := s.size
-	written, err := s.appendData(io.LimitReader(body, end-start+2), f.d.MaxUpload)
-	if err != nil {
-		return f.d.WriteErr(err)
-	}
-	if written != end-start+1 {
-		if err := s.truncate(before); err != nil {
-			return err
+	if cr := r.Header.Get("Content-Range"); cr != "" {
+		start, end, ok := ParseContentRange(cr)
+		if !ok || start != u.Size() {
+			e := errf(http.StatusRequestedRangeNotSatisfiable, codeBlobUploadInvalid, "chunk range %q does not continue the upload at byte %d", cr, u.Size())
+			return withHeader(e, "Location", nameURL(r, n, "blobs", "uploads", u.ID()), "Range", rangeHeader(u), "Docker-Upload-UUID", u.ID())
 		}
-		return errf(http.StatusBadRequest, codeSizeInvalid, "chunk is %d bytes, Content-Range says %d", written, end-start+1)
+		body = &exactly{r: body, want: end - start + 1}
 	}
-	return nil
+	_, err = u.Append(ctx, body, f.d.MaxUpload)
+	var ce *chunkSizeError
+	if errors.As(err, &ce) {
+		return errf(http.StatusBadRequest, codeSizeInvalid, "%s", ce.Error())
+	}
+	return f.storeErr(f.d.WriteErr(err), "")
+}
+
+// exactly fails a body that is not want bytes long, which makes the
+// ingester drop the chunk. It reads at most one byte past want.
+type exactly struct {
+	r         io.Reader
+	want, got int64
+}
+
+type chunkSizeError struct{ got, want int64 }
+
+func (e *chunkSizeError) Error() string {
+	if e.got > e.want {
+		return fmt.Sprintf("chunk is longer than the %d bytes Content-Range says", e.want)
+	}
+	return fmt.Sprintf("chunk is %d bytes, Content-Range says %d", e.got, e.want)
+}
+
+func (x *exactly) Read(p []byte) (int, error) {
+	if left := x.want - x.got + 1; int64(len(p)) > left {
+		p = p[:left]
+	}
+	n, err := x.r.Read(p)
+	x.got += int64(n)
+	switch {
+	case x.got > x.want:
+		return n, &chunkSizeError{got: x.got, want: x.want}
+	case err == io.EOF && x.got < x.want:
+		return n, &chunkSizeError{got: x.got, want: x.want}
+	}
+	return n, err
 }
 
 // putUpload closes a session, optionally with a last chunk, checking the
-// whole blob against the digest.
+// whole blob against the digest; the checksums were computed as the bytes
+// came, so the data is not read again.
 func (f *Format) putUpload(ctx context.Context, r *format.Request) (*format.Response, error) {
-	n, repo, s, unlock, err := f.session(r)
+	n, repo, u, unlock, err := f.session(ctx, r)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
 	digest := r.Query.Get("digest")
-	if _, _, err := ParseDigest(digest); err != nil {
-		return nil, err
-	}
-	if err := f.appendChunk(r, n, s); err != nil {
-		return nil, err
-	}
-	fh, err := s.open()
+	want, err := expected(digest)
 	if err != nil {
 		return nil, err
 	}
-	defer fh.Close()
-	resp, err := f.commit(ctx, r, n, repo, digest, fh)
-	if err != nil {
-		var oe *ociError
-		if errors.As(err, &oe) && oe.err.Code == codeDigestInvalid {
-			// The bytes are wrong: start over rather than keep them.
-			s.remove()
-		}
+	if err := f.appendChunk(ctx, r, n, u); err != nil {
 		return nil, err
 	}
-	s.remove()
-	return resp, nil
+	info, err := u.Commit(ctx, want)
+	if errors.Is(err, blob.ErrDigestMismatch) {
+		// The bytes are wrong: start over rather than keep them, even if
+		// the client has gone.
+		_ = u.Cancel(context.WithoutCancel(ctx))
+	}
+	if err != nil {
+		return nil, f.storeErr(f.d.WriteErr(err), digest)
+	}
+	return f.link(ctx, r, n, repo, digest, blobLink{Addr: info.Digest, Size: info.Size})
 }
 
-func (f *Format) cancelUpload(_ context.Context, r *format.Request) (*format.Response, error) {
-	_, _, s, unlock, err := f.session(r)
+func (f *Format) cancelUpload(ctx context.Context, r *format.Request) (*format.Response, error) {
+	_, _, u, unlock, err := f.session(ctx, r)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	s.remove()
-	resp := newResp(http.StatusNoContent)
-	return resp, nil
+	if err := u.Cancel(ctx); err != nil {
+		return nil, f.storeErr(err, "")
+	}
+	return newResp(http.StatusNoContent), nil
 }

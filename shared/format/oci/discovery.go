@@ -56,11 +56,18 @@ func (f *Format) tags(_ context.Context, r *format.Request) (*format.Response, e
 	if err != nil {
 		return nil, err
 	}
-	arts, err := f.tagArtifacts(repo, n.Image)
+	var arts []meta.Artifact
+	var manifests int
+	err = f.read(repo, func(v view) error {
+		var err error
+		arts, err = v.tagArtifacts(n.Image)
+		manifests = len(v.tx.KVList(repo.ID, manifestKey(n.Image, "")))
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
-	if len(arts) == 0 && len(f.d.KVList(repo, manifestKey(n.Image, ""))) == 0 {
+	if len(arts) == 0 && manifests == 0 {
 		return nil, nativeRepoErr(format.NotFound("no image"), n)
 	}
 	tags := make([]string, 0, len(arts))
@@ -76,24 +83,20 @@ func (f *Format) catalog(_ context.Context, r *format.Request) (*format.Response
 	if !r.Principal.Granted("registry", "catalog", "*") {
 		return nil, errf(http.StatusUnauthorized, codeUnauthorized, "the token does not grant the catalog")
 	}
-	var repos []meta.Repository
+	var names []string
 	err := f.d.View(func(tx *meta.Tx) error {
 		all, err := tx.Repos()
 		for _, repo := range all {
 			if repo.Format == Name && auth.Can(tx, r.Principal, &repo, meta.ActionRead) {
-				repos = append(repos, repo)
+				for _, img := range (view{tx: tx, repo: &repo}).images() {
+					names = append(names, strings.ToLower(repo.Name)+"/"+img)
+				}
 			}
 		}
 		return err
 	})
 	if err != nil {
 		return nil, err
-	}
-	var names []string
-	for i := range repos {
-		for _, img := range f.images(&repos[i]) {
-			names = append(names, strings.ToLower(repos[i].Name)+"/"+img)
-		}
 	}
 	sort.Strings(names)
 	return paged(r, format.URL(r, Prefix, "_catalog"), "repositories", names, map[string]any{})

@@ -39,13 +39,24 @@ func (f *Format) getManifest(ctx context.Context, r *format.Request) (*format.Re
 	}
 	digest := ref.Digest
 	var art *meta.Artifact
-	if ref.Tag != "" {
-		if art, err = f.d.Artifact(repo, tagPath(n.Image, ref.Tag)); err != nil {
-			return nil, manifestUnknown(ref.Tag)
+	var m manifestRec
+	var ok bool
+	err = f.read(repo, func(v view) error {
+		var err error
+		if ref.Tag != "" {
+			if art, err = v.artifact(tagPath(n.Image, ref.Tag)); art == nil || err != nil {
+				return err
+			}
+			digest = digestOf(art)
+		} else if art, err = v.artifact(untaggedPath(n.Image, digest)); err != nil {
+			return err
 		}
-		digest = digestOf(art)
+		m, ok, err = v.manifest(n.Image, digest)
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
-	m, ok := f.manifest(repo, n.Image, digest)
 	if !ok {
 		return nil, manifestUnknown(r.Param("ref"))
 	}
@@ -56,13 +67,8 @@ func (f *Format) getManifest(ctx context.Context, r *format.Request) (*format.Re
 	if err != nil {
 		return nil, err
 	}
-	if r.Method == http.MethodGet && f.d.OnDownload != nil {
-		if art == nil {
-			art, _ = f.d.Artifact(repo, untaggedPath(n.Image, digest))
-		}
-		if art != nil {
-			f.d.OnDownload(r, art)
-		}
+	if r.Method == http.MethodGet && f.d.OnDownload != nil && art != nil {
+		f.d.OnDownload(r, art)
 	}
 	resp := newResp(http.StatusOK)
 	resp.File, resp.Name = fh, "manifest"
@@ -110,16 +116,22 @@ func (f *Format) putManifest(ctx context.Context, r *format.Request) (*format.Re
 	if ref.Digest != "" && digest != ref.Digest {
 		return nil, withDetail(errf(http.StatusBadRequest, codeDigestInvalid, "the manifest's digest is %s, not %s", digest, ref.Digest), map[string]string{"digest": ref.Digest})
 	}
-	rec, err := f.checkRefs(repo, n, mf)
-	if err != nil {
+	// Refuse before storing anything; the decision checks again.
+	if err := f.read(repo, func(v view) error { _, err := checkRefs(v, n, mf); return err }); err != nil {
 		return nil, err
 	}
 	info, err := f.d.PutBlob(ctx, bytes.NewReader(body), blob.Checksums{})
 	if err != nil {
 		return nil, err
 	}
-	rec.Addr, rec.Size, rec.Checksums = info.Digest, info.Size, info.Checksums
-	idx, err := f.record(ctx, r, repo, n, digest, rec, mf, tags)
+	idx, err := f.decide(ctx, repo, func(v view) (meta.Command, error) {
+		rec, err := checkRefs(v, n, mf)
+		if err != nil {
+			return nil, err
+		}
+		rec.Addr, rec.Size, rec.Checksums = info.Digest, info.Size, info.Checksums
+		return f.record(v, r, n, digest, rec, mf, tags)
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -154,7 +166,7 @@ func manifestDigest(body []byte, want string) string {
 // manifest an index names, to be in the image with the size the
 // descriptor gives. The subject need not exist (referrers may come
 // first).
-func (f *Format) checkRefs(repo *meta.Repository, n ImageName, mf *Manifest) (manifestRec, error) {
+func checkRefs(v view, n ImageName, mf *Manifest) (manifestRec, error) {
 	rec := manifestRec{MediaType: mf.MediaType, ArtifactType: mf.RefArtifactType()}
 	if mf.Subject != nil {
 		rec.Subject = mf.Subject.Digest
@@ -168,7 +180,10 @@ func (f *Format) checkRefs(repo *meta.Repository, n ImageName, mf *Manifest) (ma
 			map[string]string{"digest": d.Digest})
 	}
 	for _, d := range mf.Manifests {
-		m, ok := f.manifest(repo, n.Image, d.Digest)
+		m, ok, err := v.manifest(n.Image, d.Digest)
+		if err != nil {
+			return rec, err
+		}
 		if !ok {
 			return rec, missing(d)
 		}
@@ -178,7 +193,10 @@ func (f *Format) checkRefs(repo *meta.Repository, n ImageName, mf *Manifest) (ma
 		rec.Refs, rec.RefsSize = append(rec.Refs, d.Digest), rec.RefsSize+d.Size
 	}
 	for _, d := range mf.Blobs() {
-		l, ok := f.blobLink(repo, n.Image, d.Digest)
+		l, ok, err := v.blobLink(n.Image, d.Digest)
+		if err != nil {
+			return rec, err
+		}
 		if !ok {
 			return rec, missing(d)
 		}
@@ -197,18 +215,22 @@ func kindOf(mf *Manifest) string {
 	return "blob"
 }
 
-// record commits a pushed manifest, its tags and its KV state in one
-// command. It keeps the invariant that a manifest with no tag has exactly
-// one digest artifact and a tagged one has none, also for manifests a
-// moved tag leaves behind.
-func (f *Format) record(ctx context.Context, r *format.Request, repo *meta.Repository, n ImageName, digest string, rec manifestRec, mf *Manifest, tags []string) (uint64, error) {
-	kv := []meta.KVOp{format.KVSet(manifestKey(n.Image, digest), rec)}
+// record is the one command that commits a pushed manifest, its tags and
+// its KV state (nil when the same bytes and tags are there already). It
+// keeps the invariant that a manifest with no tag has exactly one digest
+// artifact and a tagged one has none, also for manifests a moved tag
+// leaves behind.
+func (f *Format) record(v view, r *format.Request, n ImageName, digest string, rec manifestRec, mf *Manifest, tags []string) (meta.Command, error) {
+	kv := []meta.KVOp{manifestOp(n.Image, digest, rec)}
 	if mf.Subject != nil {
 		kv = append(kv, format.KVSet(referrerKey(n.Image, mf.Subject.Digest, digest), Descriptor{
 			MediaType: mf.MediaType, Digest: digest, Size: rec.Size, ArtifactType: rec.ArtifactType, Annotations: mf.Annotations,
 		}))
 	}
-	_, existed := f.manifest(repo, n.Image, digest)
+	_, existed, err := v.manifest(n.Image, digest)
+	if err != nil {
+		return nil, err
+	}
 	var drop []*meta.Artifact
 	var put []format.Placed
 	leaving := map[string][]string{} // manifest digest -> tags moving away from it
@@ -218,55 +240,69 @@ func (f *Format) record(ctx context.Context, r *format.Request, repo *meta.Repos
 			continue
 		}
 		seen[t] = true
-		old, err := f.d.Artifact(repo, tagPath(n.Image, t))
-		if err == nil && digestOf(old) == digest {
+		old, err := v.artifact(tagPath(n.Image, t))
+		if err != nil {
+			return nil, err
+		}
+		if old != nil && digestOf(old) == digest {
 			continue // the tag is already there
 		}
-		if err == nil {
+		if old != nil {
 			leaving[digestOf(old)] = append(leaving[digestOf(old)], t)
 		}
-		put = append(put, f.placed(repo, n.Image, tagPath(n.Image, t), t, digest, rec))
+		put = append(put, placed(v.repo, n.Image, tagPath(n.Image, t), t, digest, rec))
 	}
 	if existed && len(put) == 0 {
-		return 0, nil // the same bytes and tags again change nothing
+		return nil, nil // the same bytes and tags again change nothing
 	}
-	tagged, err := f.tagsOf(repo, n.Image, digest)
+	tagged, err := v.tagsOf(n.Image, digest)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	untagged, uerr := f.d.Artifact(repo, untaggedPath(n.Image, digest))
+	untagged, err := v.artifact(untaggedPath(n.Image, digest))
+	if err != nil {
+		return nil, err
+	}
 	switch hasTags := len(tagged) > 0 || len(put) > 0; {
-	case hasTags && uerr == nil:
+	case hasTags && untagged != nil:
 		drop = append(drop, untagged)
-	case !hasTags && uerr != nil:
-		put = append(put, f.placed(repo, n.Image, untaggedPath(n.Image, digest), digest, digest, rec))
+	case !hasTags && untagged == nil:
+		put = append(put, placed(v.repo, n.Image, untaggedPath(n.Image, digest), digest, digest, rec))
 	}
 	for _, old := range sortedKeys(leaving) {
-		p, ok, err := f.orphan(repo, n.Image, old, leaving[old])
+		p, ok, err := orphan(v, n.Image, old, leaving[old])
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
 		if ok {
 			put = append(put, p)
 		}
 	}
-	return f.d.Change(ctx, r, repo, drop, put, kv)
+	return f.d.ChangeCmd(r, v.repo, drop, put, kv)
+}
+
+// manifestOp records a manifest; the key keeps the manifest's bytes from
+// garbage collection.
+func manifestOp(image, digest string, rec manifestRec) meta.KVOp {
+	op := format.KVSet(manifestKey(image, digest), rec)
+	op.Blobs = []string{rec.Addr}
+	return op
 }
 
 // placed is the artifact of a manifest at path (a tag or its digest).
-func (f *Format) placed(repo *meta.Repository, image, path, version, digest string, rec manifestRec) format.Placed {
+func placed(repo *meta.Repository, image, path, version, digest string, rec manifestRec) format.Placed {
 	return format.Placed{Upload: format.Upload{Repo: repo, Path: path, Package: image, Version: version,
 		ContentType: rec.MediaType, Attrs: rec.attrs(digest)}, Info: rec.info()}
 }
 
 // orphan returns the digest artifact a manifest needs once the tags in
 // losing leave it, if that leaves it with no tag and it has none yet.
-func (f *Format) orphan(repo *meta.Repository, image, digest string, losing []string) (format.Placed, bool, error) {
-	rec, ok := f.manifest(repo, image, digest)
-	if !ok {
-		return format.Placed{}, false, nil
+func orphan(v view, image, digest string, losing []string) (format.Placed, bool, error) {
+	rec, ok, err := v.manifest(image, digest)
+	if err != nil || !ok {
+		return format.Placed{}, false, err
 	}
-	tagged, err := f.tagsOf(repo, image, digest)
+	tagged, err := v.tagsOf(image, digest)
 	if err != nil {
 		return format.Placed{}, false, err
 	}
@@ -275,10 +311,10 @@ func (f *Format) orphan(repo *meta.Repository, image, digest string, losing []st
 			return format.Placed{}, false, nil // still tagged
 		}
 	}
-	if _, err := f.d.Artifact(repo, untaggedPath(image, digest)); err == nil {
-		return format.Placed{}, false, nil
+	if a, err := v.artifact(untaggedPath(image, digest)); err != nil || a != nil {
+		return format.Placed{}, false, err
 	}
-	return f.placed(repo, image, untaggedPath(image, digest), digest, digest, rec), true, nil
+	return placed(v.repo, image, untaggedPath(image, digest), digest, digest, rec), true, nil
 }
 
 func sortedKeys(m map[string][]string) []string {
@@ -302,17 +338,20 @@ func (f *Format) deleteManifest(ctx context.Context, r *format.Request) (*format
 	if err != nil {
 		return nil, err
 	}
-	var idx uint64
-	if ref.Tag != "" {
-		a, err := f.d.Artifact(repo, tagPath(n.Image, ref.Tag))
-		if err != nil {
-			return nil, manifestUnknown(ref.Tag)
+	idx, err := f.decide(ctx, repo, func(v view) (meta.Command, error) {
+		if ref.Tag == "" {
+			return deleteDigest(v, n.Image, ref.Digest)
 		}
-		idx, err = f.untag(ctx, r, repo, n.Image, a)
+		a, err := v.artifact(tagPath(n.Image, ref.Tag))
 		if err != nil {
 			return nil, err
 		}
-	} else if idx, err = f.deleteDigest(ctx, repo, n.Image, ref.Digest); err != nil {
+		if a == nil {
+			return nil, manifestUnknown(ref.Tag)
+		}
+		return f.untag(v, r, n.Image, a)
+	})
+	if err != nil {
 		return nil, err
 	}
 	resp := newResp(http.StatusAccepted)
@@ -322,54 +361,71 @@ func (f *Format) deleteManifest(ctx context.Context, r *format.Request) (*format
 
 // untag drops a tag artifact; the manifest stays, reachable by digest, so
 // when that was its last tag the same command adds its digest artifact.
-func (f *Format) untag(ctx context.Context, r *format.Request, repo *meta.Repository, image string, a *meta.Artifact) (uint64, error) {
+func (f *Format) untag(v view, r *format.Request, image string, a *meta.Artifact) (meta.Command, error) {
 	var put []format.Placed
-	p, ok, err := f.orphan(repo, image, digestOf(a), []string{a.Version})
+	p, ok, err := orphan(v, image, digestOf(a), []string{a.Version})
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	if ok {
 		put = append(put, p)
 	}
-	return f.d.Change(ctx, r, repo, []*meta.Artifact{a}, put, nil)
+	return f.d.ChangeCmd(r, v.repo, []*meta.Artifact{a}, put, nil)
 }
 
 // deleteDigest removes a manifest with every tag pointing at it, in one
 // command.
-func (f *Format) deleteDigest(ctx context.Context, repo *meta.Repository, image, digest string) (uint64, error) {
-	rec, ok := f.manifest(repo, image, digest)
-	if !ok {
-		return 0, manifestUnknown(digest)
-	}
-	tagged, err := f.tagsOf(repo, image, digest)
+func deleteDigest(v view, image, digest string) (meta.Command, error) {
+	rec, ok, err := v.manifest(image, digest)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	cmd := &meta.ArtifactDelete{RepoID: repo.ID, KV: []meta.KVOp{format.KVDelete(manifestKey(image, digest))}}
+	if !ok {
+		return nil, manifestUnknown(digest)
+	}
+	tagged, err := v.tagsOf(image, digest)
+	if err != nil {
+		return nil, err
+	}
+	cmd := &meta.ArtifactDelete{RepoID: v.repo.ID, KV: []meta.KVOp{format.KVDelete(manifestKey(image, digest))}}
 	for _, a := range tagged {
 		cmd.IDs = append(cmd.IDs, a.ID)
 	}
-	if a, err := f.d.Artifact(repo, untaggedPath(image, digest)); err == nil {
+	a, err := v.artifact(untaggedPath(image, digest))
+	if err != nil {
+		return nil, err
+	}
+	if a != nil {
 		cmd.IDs = append(cmd.IDs, a.ID)
 	}
 	if rec.Subject != "" {
 		cmd.KV = append(cmd.KV, format.KVDelete(referrerKey(image, rec.Subject, digest)))
 	}
-	return f.d.Apply(ctx, cmd)
+	return cmd, nil
 }
 
 // DeleteArtifact is a REST delete of an image version: a tag is untagged,
 // a digest artifact deletes its manifest.
 func (f *Format) DeleteArtifact(ctx context.Context, r *format.Request, repo *meta.Repository, a *meta.Artifact) (uint64, error) {
 	defer f.lockImage(repo, a.PackageName)()
-	if a.Path == tagPath(a.PackageName, a.Version) {
-		return f.untag(ctx, r, repo, a.PackageName, a)
-	}
-	return f.deleteDigest(ctx, repo, a.PackageName, digestOf(a))
+	return f.decide(ctx, repo, func(v view) (meta.Command, error) {
+		cur, err := v.artifact(a.Path)
+		if err != nil {
+			return nil, err
+		}
+		if cur == nil || cur.ID != a.ID {
+			return nil, meta.NotFoundf("artifact %s", a.ID)
+		}
+		if a.Path == tagPath(a.PackageName, a.Version) {
+			return f.untag(v, r, a.PackageName, a)
+		}
+		return deleteDigest(v, a.PackageName, digestOf(a))
+	})
 }
 
-// lockImage serialises the writes of one image: each reads its tags and
-// references, decides, and commits one command, so two must not interleave.
+// lockImage serialises the writes of one image on this node. It only
+// saves wasted work: each write is decided with format.Deps.Decide, whose
+// preconditions refuse it if another node changed the image meanwhile.
 func (f *Format) lockImage(repo *meta.Repository, image string) (unlock func()) {
 	return f.imageWrites.Lock(repo.ID + "\x00" + image)
 }

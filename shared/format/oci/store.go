@@ -1,7 +1,10 @@
 package oci
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/depot-registry/depot/shared/blob"
@@ -73,33 +76,56 @@ func (m *manifestRec) info() blob.Info {
 	return blob.Info{Digest: m.Addr, Size: m.Size + m.RefsSize, Checksums: m.Checksums}
 }
 
-func (f *Format) blobLink(repo *meta.Repository, image, digest string) (blobLink, bool) {
-	var l blobLink
-	ok, err := f.d.KV(repo, blobKey(image, digest), &l)
-	return l, ok && err == nil
+// view reads an image's state from one transaction: the same code serves
+// reads, and decisions made in format.Deps.Decide, whose command then
+// carries what the view read. A record that does not decode is an error,
+// never "absent": treating it as absent would let the next push overwrite
+// it silently.
+type view struct {
+	tx   *meta.Tx
+	repo *meta.Repository
 }
 
-func (f *Format) manifest(repo *meta.Repository, image, digest string) (manifestRec, bool) {
+func (v view) kv(key string, out any) (bool, error) {
+	raw, ok := v.tx.KV(v.repo.ID, key)
+	if !ok {
+		return false, nil
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		return false, fmt.Errorf("oci: corrupt record %s in repository %s: %w", key, v.repo.Name, err)
+	}
+	return true, nil
+}
+
+func (v view) blobLink(image, digest string) (blobLink, bool, error) {
+	var l blobLink
+	ok, err := v.kv(blobKey(image, digest), &l)
+	return l, ok, err
+}
+
+func (v view) manifest(image, digest string) (manifestRec, bool, error) {
 	var m manifestRec
-	ok, err := f.d.KV(repo, manifestKey(image, digest), &m)
-	return m, ok && err == nil
+	ok, err := v.kv(manifestKey(image, digest), &m)
+	return m, ok, err
+}
+
+// artifact is the tag or digest artifact at path, or nil.
+func (v view) artifact(path string) (*meta.Artifact, error) {
+	a, err := v.tx.ArtifactByPath(v.repo.ID, path)
+	if errors.Is(err, meta.ErrNotFound) {
+		return nil, nil
+	}
+	return a, err
 }
 
 // tagArtifacts lists the tags of an image, in tag order.
-func (f *Format) tagArtifacts(repo *meta.Repository, image string) ([]meta.Artifact, error) {
-	return f.d.List(repo, image+":")
-}
-
-// digestOf is the manifest digest a tag or digest artifact stands for.
-func digestOf(a *meta.Artifact) string {
-	var at artifactAttrs
-	_ = json.Unmarshal(a.Attrs, &at)
-	return at.Digest
+func (v view) tagArtifacts(image string) ([]meta.Artifact, error) {
+	return v.tx.ArtifactsUnder(v.repo.ID, image+":")
 }
 
 // tagsOf lists the tag artifacts pointing at digest.
-func (f *Format) tagsOf(repo *meta.Repository, image, digest string) ([]meta.Artifact, error) {
-	all, err := f.tagArtifacts(repo, image)
+func (v view) tagsOf(image, digest string) ([]meta.Artifact, error) {
+	all, err := v.tagArtifacts(image)
 	if err != nil {
 		return nil, err
 	}
@@ -112,14 +138,40 @@ func (f *Format) tagsOf(repo *meta.Repository, image, digest string) ([]meta.Art
 	return out, nil
 }
 
+// digestOf is the manifest digest a tag or digest artifact stands for.
+func digestOf(a *meta.Artifact) string {
+	var at artifactAttrs
+	_ = json.Unmarshal(a.Attrs, &at)
+	return at.Digest
+}
+
 // images lists the images of a repository that hold a manifest.
-func (f *Format) images(repo *meta.Repository) []string {
+func (v view) images() []string {
 	var out []string
-	for _, kv := range f.d.KVList(repo, "m/") {
+	for _, kv := range v.tx.KVList(v.repo.ID, "m/") {
 		img, _, ok := strings.Cut(strings.TrimPrefix(kv.Key, "m/"), "@")
 		if ok && (len(out) == 0 || out[len(out)-1] != img) {
 			out = append(out, img)
 		}
 	}
 	return out
+}
+
+// read runs fn on a view of repo.
+func (f *Format) read(repo *meta.Repository, fn func(v view) error) error {
+	return f.d.View(func(tx *meta.Tx) error { return fn(view{tx: tx, repo: repo}) })
+}
+
+// decide commits the command fn decides from a view of repo.
+func (f *Format) decide(ctx context.Context, repo *meta.Repository, fn func(v view) (meta.Command, error)) (uint64, error) {
+	return f.d.Decide(ctx, func(tx *meta.Tx) (meta.Command, error) { return fn(view{tx: tx, repo: repo}) })
+}
+
+// blobLink reads one blob link in a view of its own.
+func (f *Format) blobLink(repo *meta.Repository, image, digest string) (l blobLink, ok bool, err error) {
+	err = f.read(repo, func(v view) error {
+		l, ok, err = v.blobLink(image, digest)
+		return err
+	})
+	return l, ok, err
 }

@@ -39,8 +39,8 @@ func (f *Format) upload(ctx context.Context, r *format.Request) (*format.Respons
 			if _, err := CheckFilename(name, version, filename); err != nil {
 				return err
 			}
-			if err := f.checkNew(repo, m); err != nil {
-				return err
+			if err := f.d.View(func(tx *meta.Tx) error { return checkNew(tx, repo, m) }); err != nil {
+				return err // before the file is stored; Record checks again
 			}
 		}
 		// Digests sent before the file let the blob store refuse a
@@ -75,9 +75,6 @@ func (f *Format) upload(ctx context.Context, r *format.Request) (*format.Respons
 	if (m.SHA256 != "" && m.SHA256 != info.Checksums.SHA256) || (m.MD5 != "" && m.MD5 != info.Checksums.MD5) {
 		return nil, format.BadRequest("the digests sent do not match the uploaded file %q", m.Filename)
 	}
-	if err := f.checkNew(repo, m); err != nil {
-		return nil, err
-	}
 	at := fileAttrs{Name: m.Name, Filename: m.Filename, Filetype: m.Dist.Kind, PyVersion: m.PyVersion,
 		RequiresPython: m.RequiresPython, Summary: m.Summary, MetadataVersion: m.MetadataVersion}
 	if m.Dist.Kind == KindWheel {
@@ -98,7 +95,9 @@ func (f *Format) upload(ctx context.Context, r *format.Request) (*format.Respons
 		refs = []string{at.Metadata.Digest}
 	}
 	_, idx, err := f.d.Record(ctx, r, format.Upload{Repo: repo, Path: m.Path(), Package: m.Project, Version: m.Version,
-		ContentType: ct, Overwrite: format.OverwriteNever, Attrs: attrs, Refs: refs}, *info)
+		ContentType: ct, Overwrite: format.OverwriteNever, Attrs: attrs, Refs: refs,
+		Decide: func(tx *meta.Tx) ([]meta.KVOp, error) { return nil, checkNew(tx, repo, m) },
+	}, *info)
 	var fe *format.Error
 	if errors.As(err, &fe) && fe.Status == http.StatusConflict || errors.Is(err, meta.ErrConflict) {
 		return nil, fileExists(m) // lost a race with the same upload
@@ -113,13 +112,11 @@ func (f *Format) upload(ctx context.Context, r *format.Request) (*format.Respons
 	return resp, nil
 }
 
-// checkNew refuses a file name that is already taken. PyPI never replaces
-// a released file, and answers 400 "File already exists", which
-// twine --skip-existing recognises.
 // checkNew refuses a file name the project already has, under any
-// version spelling (PyPI's rule: a file name is never reused).
-func (f *Format) checkNew(repo *meta.Repository, m *UploadMeta) error {
-	files, err := f.d.List(repo, m.Project+"/")
+// version spelling (PyPI's rule: a file name is never reused), with the
+// 400 "File already exists" that twine --skip-existing recognises.
+func checkNew(tx *meta.Tx, repo *meta.Repository, m *UploadMeta) error {
+	files, err := tx.ArtifactsUnder(repo.ID, m.Project+"/")
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,145 @@
+// Package formattest runs format handlers without a whole origin: a real
+// metadata store in a temporary directory, an in-memory blob store, a
+// committer that applies commands one at a time in log order (as a Raft
+// log does), and an administrator with an API token. Each call to Node
+// builds the handlers of one more origin over the same store, with its
+// own node-local state (locks, scratch space), so tests can race writes
+// decided on different nodes.
+package formattest
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/depot-registry/depot/shared/auth"
+	"github.com/depot-registry/depot/shared/blob/mem"
+	"github.com/depot-registry/depot/shared/format"
+	"github.com/depot-registry/depot/shared/httpx"
+	"github.com/depot-registry/depot/shared/meta"
+)
+
+// Env is the shared state of the nodes of one test.
+type Env struct {
+	t     testing.TB
+	Store *meta.Store
+	Blobs *mem.Store
+	// Token is the administrator's API token; use it as the password of
+	// user "admin" or as a Bearer token.
+	Token string
+	// Hop delays every commit before it reaches the log, as forwarding a
+	// write to the leader does: races between nodes then overlap the way
+	// they do over a network.
+	Hop time.Duration
+
+	mu sync.Mutex // the log applies one entry at a time
+}
+
+// New opens an empty store with an administrator.
+func New(t testing.TB) *Env {
+	t.Helper()
+	store, err := meta.Open(filepath.Join(t.TempDir(), "meta.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	e := &Env{t: t, Store: store, Blobs: mem.New()}
+	secret, hash, err := auth.NewAPIToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	for _, c := range []meta.Command{
+		&meta.UserCreate{User: meta.User{ID: "admin", Username: "admin", Role: meta.RoleAdmin, CreatedAt: now, UpdatedAt: now}},
+		&meta.TokenCreate{Token: meta.Token{ID: "admin-token", UserID: "admin", Name: "test", Scopes: []string{"admin"}, Hash: hash, CreatedAt: now}},
+	} {
+		if _, err := e.Apply(context.Background(), c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.Token = secret
+	return e
+}
+
+// Apply commits a command as the log would: one at a time, returning the
+// index and the command's own error.
+func (e *Env) Apply(_ context.Context, c meta.Command) (uint64, error) {
+	data, err := meta.Encode(c)
+	if err != nil {
+		return 0, err
+	}
+	if e.Hop > 0 {
+		time.Sleep(e.Hop)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	res := e.Store.ApplyBatch([]meta.Entry{{Data: data}})
+	return e.Store.Applied(), res[0].Err
+}
+
+// Repo creates a repository.
+func (e *Env) Repo(name, formatName string) *meta.Repository {
+	e.t.Helper()
+	r := meta.Repository{ID: "repo-" + name, Name: name, Format: formatName, CreatedAt: time.Now().UTC()}
+	if _, err := e.Apply(context.Background(), &meta.RepoCreate{Repo: r}); err != nil {
+		e.t.Fatal(err)
+	}
+	return &r
+}
+
+// Deps are the dependencies of one node's format handlers.
+func (e *Env) Deps() *format.Deps {
+	return &format.Deps{
+		Meta: e.Store, Blobs: e.Blobs, Ingest: e.Blobs, Commit: e, Now: time.Now, NewID: auth.NewID,
+		ScratchDir: e.t.TempDir(),
+	}
+}
+
+// Do sends a request with the administrator's credentials and returns
+// the status and body.
+func (e *Env) Do(method, url, contentType string, body []byte) (int, []byte) {
+	e.t.Helper()
+	req, err := http.NewRequest(method, url, bytes.NewReader(body))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	req.SetBasicAuth("admin", e.Token)
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return resp.StatusCode, out
+}
+
+// Node serves the formats build makes from one node's Deps, each under
+// its prefixes, on a test server.
+func (e *Env) Node(build func(*format.Deps) []format.Format) *httptest.Server {
+	d := e.Deps()
+	authn := &auth.Authenticator{Meta: e.Store, Now: time.Now, Hasher: auth.NewHasher(1), JWT: auth.NewJWT(auth.RandomSecret(), time.Now)}
+	d.Tokens = authn
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	mux := http.NewServeMux()
+	for _, f := range build(d) {
+		for _, prefix := range format.Prefixes(f) {
+			mux.Handle(prefix+"/", httpx.NewFormatHandler(f, prefix, authn, log))
+		}
+	}
+	srv := httptest.NewServer(mux)
+	e.t.Cleanup(srv.Close)
+	return srv
+}

@@ -1,0 +1,410 @@
+package formattest_test
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"crypto/md5"
+	"crypto/sha1"
+	"crypto/sha256"
+	"crypto/sha512"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"mime/multipart"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/depot-registry/depot/shared/format/all"
+	"github.com/depot-registry/depot/shared/format/formattest"
+	"github.com/depot-registry/depot/shared/meta"
+)
+
+// Two origins' worth of handlers over one store: each node has its own
+// formats, so its own node-local locks; only the preconditions of the
+// commands keep their writes from overwriting each other.
+
+const racers = 12
+
+func twoNodes(t *testing.T) (*formattest.Env, [2]string) {
+	e := formattest.New(t)
+	e.Hop = 5 * time.Millisecond
+	return e, [2]string{e.Node(all.Build).URL, e.Node(all.Build).URL}
+}
+
+// race runs n requests at once, request i on node i%2, and returns the
+// statuses.
+func race(n int, do func(i int) int) []int {
+	out := make([]int, n)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			out[i] = do(i)
+		}()
+	}
+	close(start)
+	wg.Wait()
+	return out
+}
+
+func tgz(t *testing.T, files map[string]string) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(zw)
+	for name, body := range files {
+		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(body)), Typeflag: tar.TypeReg}); err != nil {
+			t.Fatal(err)
+		}
+		_, _ = tw.Write([]byte(body))
+	}
+	_ = tw.Close()
+	_ = zw.Close()
+	return buf.Bytes()
+}
+
+// npmPublish is the document npm PUTs to publish name@version under tag.
+func npmPublish(t *testing.T, name, version, tag string) []byte {
+	data := tgz(t, map[string]string{"package/package.json": fmt.Sprintf(`{"name":%q,"version":%q}`, name, version)})
+	s1, s512 := sha1.Sum(data), sha512.Sum512(data)
+	dist := map[string]any{"shasum": hex.EncodeToString(s1[:]), "integrity": "sha512-" + base64.StdEncoding.EncodeToString(s512[:]),
+		"tarball": "http://elsewhere/x.tgz"}
+	doc := map[string]any{"_id": name, "name": name, "dist-tags": map[string]string{tag: version},
+		"versions": map[string]any{version: map[string]any{"name": name, "version": version, "_id": name + "@" + version, "dist": dist}},
+		"_attachments": map[string]any{name + "-" + version + ".tgz": map[string]any{
+			"content_type": "application/octet-stream", "data": base64.StdEncoding.EncodeToString(data), "length": len(data)}}}
+	raw, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}
+
+// TestRaceNPMPublish: publishes of different versions of one package, on
+// two nodes at once, each under its own dist-tag: every acknowledged
+// version and every tag is in the packument afterwards.
+func TestRaceNPMPublish(t *testing.T) {
+	e, nodes := twoNodes(t)
+	e.Repo("js", "npm")
+	docs := make([][]byte, racers)
+	for i := range docs {
+		docs[i] = npmPublish(t, "pkg", fmt.Sprintf("1.0.%d", i), fmt.Sprintf("t%d", i))
+	}
+	statuses := race(racers, func(i int) int {
+		st, _ := e.Do("PUT", nodes[i%2]+"/npm/js/pkg", "application/json", docs[i])
+		return st
+	})
+	st, body := e.Do("GET", nodes[0]+"/npm/js/pkg", "", nil)
+	if st != http.StatusOK {
+		t.Fatalf("packument: %d %s", st, body)
+	}
+	var doc struct {
+		Versions map[string]any    `json:"versions"`
+		Tags     map[string]string `json:"dist-tags"`
+		Time     map[string]string `json:"time"`
+	}
+	if err := json.Unmarshal(body, &doc); err != nil {
+		t.Fatal(err)
+	}
+	acked := 0
+	for i, s := range statuses {
+		v := fmt.Sprintf("1.0.%d", i)
+		switch s {
+		case http.StatusCreated:
+			acked++
+			if doc.Versions[v] == nil || doc.Time[v] == "" || doc.Tags[fmt.Sprintf("t%d", i)] != v {
+				t.Errorf("acknowledged publish of %s lost: versions %v tags %v", v, keys(doc.Versions), doc.Tags)
+			}
+		case http.StatusServiceUnavailable: // gave up deciding: nothing written
+			if doc.Versions[v] != nil {
+				t.Errorf("refused publish of %s is there", v)
+			}
+		default:
+			t.Errorf("publish of %s: status %d", v, s)
+		}
+	}
+	if acked < racers/2 || len(doc.Versions) != acked {
+		t.Fatalf("%d of %d publishes acknowledged, packument has %d versions", acked, racers, len(doc.Versions))
+	}
+	if doc.Versions[doc.Tags["latest"]] == nil {
+		t.Fatalf("latest points at %q, not a version", doc.Tags["latest"])
+	}
+}
+
+// TestRaceNPMUnpublish: an unpublish decided from the packument it read
+// (npm's -rev PUT) while another node publishes a new version: the new
+// version is never removed by a document that did not know it. Each
+// round either the unpublish wins (and the publish lands after it) or it
+// is refused as stale (409, npm re-reads).
+func TestRaceNPMUnpublish(t *testing.T) {
+	e, nodes := twoNodes(t)
+	e.Repo("js", "npm")
+	if st, body := e.Do("PUT", nodes[0]+"/npm/js/pkg", "application/json", npmPublish(t, "pkg", "0.0.1", "latest")); st != http.StatusCreated {
+		t.Fatalf("first publish: %d %s", st, body)
+	}
+	for round := 0; round < 15; round++ {
+		// Add a version to unpublish, then read the packument as npm does.
+		old := fmt.Sprintf("0.1.%d", round)
+		if st, body := e.Do("PUT", nodes[0]+"/npm/js/pkg", "application/json", npmPublish(t, "pkg", old, "old")); st != http.StatusCreated {
+			t.Fatalf("publish %s: %d %s", old, st, body)
+		}
+		_, raw := e.Do("GET", nodes[1]+"/npm/js/pkg?write=true", "", nil)
+		var doc map[string]any
+		if err := json.Unmarshal(raw, &doc); err != nil {
+			t.Fatal(err)
+		}
+		delete(doc["versions"].(map[string]any), old)
+		rev, _ := doc["_rev"].(string)
+		trimmed, _ := json.Marshal(doc)
+		fresh := fmt.Sprintf("1.0.%d", round)
+		pub := npmPublish(t, "pkg", fresh, "new")
+		statuses := race(2, func(i int) int {
+			if i == 0 {
+				st, _ := e.Do("PUT", nodes[0]+"/npm/js/pkg", "application/json", pub)
+				return st
+			}
+			st, _ := e.Do("PUT", nodes[1]+"/npm/js/pkg/-rev/"+rev, "application/json", trimmed)
+			return st
+		})
+		_, raw = e.Do("GET", nodes[0]+"/npm/js/pkg", "", nil)
+		var after struct {
+			Versions map[string]any `json:"versions"`
+		}
+		if err := json.Unmarshal(raw, &after); err != nil {
+			t.Fatal(err)
+		}
+		if statuses[0] == http.StatusCreated && after.Versions[fresh] == nil {
+			t.Fatalf("round %d: acknowledged publish of %s removed by an unpublish that never saw it (statuses %v)", round, fresh, statuses)
+		}
+		if statuses[1] != http.StatusOK && statuses[1] != http.StatusConflict {
+			t.Fatalf("round %d: unpublish status %d", round, statuses[1])
+		}
+	}
+}
+
+func keys(m map[string]any) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+func pypiForm(t *testing.T, version, content string) (string, []byte) {
+	s, m := sha256.Sum256([]byte(content)), md5.Sum([]byte(content))
+	var b bytes.Buffer
+	w := multipart.NewWriter(&b)
+	for _, f := range [][2]string{{":action", "file_upload"}, {"protocol_version", "1"}, {"name", "demo"}, {"version", version},
+		{"filetype", "sdist"}, {"pyversion", "source"}, {"metadata_version", "2.1"},
+		{"sha256_digest", hex.EncodeToString(s[:])}, {"md5_digest", hex.EncodeToString(m[:])}} {
+		_ = w.WriteField(f[0], f[1])
+	}
+	fw, err := w.CreateFormFile("content", "demo-1.0a1.tar.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = fw.Write([]byte(content))
+	_ = w.Close()
+	return w.FormDataContentType(), b.Bytes()
+}
+
+// TestRacePyPIUpload: the same file name uploaded on two nodes at once,
+// under two spellings of its version: one upload wins, the others get
+// PyPI's "File already exists", and one file is stored.
+func TestRacePyPIUpload(t *testing.T) {
+	e, nodes := twoNodes(t)
+	repo := e.Repo("py", "pypi")
+	statuses := race(racers, func(i int) int {
+		version := []string{"1.0a1", "1.0A1"}[i%2] // one file name, two paths
+		ct, body := pypiForm(t, version, fmt.Sprintf("sdist %d", i))
+		st, _ := e.Do("POST", nodes[i%2]+"/pypi/py/", ct, body)
+		return st
+	})
+	ok := 0
+	for _, s := range statuses {
+		switch s {
+		case http.StatusOK:
+			ok++
+		case http.StatusBadRequest, http.StatusServiceUnavailable:
+		default:
+			t.Errorf("status %d", s)
+		}
+	}
+	files := artifacts(t, e, repo)
+	if ok != 1 || len(files) != 1 {
+		t.Fatalf("%d uploads acknowledged (statuses %v), %d files stored: %v", ok, statuses, len(files), files)
+	}
+}
+
+func artifacts(t *testing.T, e *formattest.Env, repo *meta.Repository) []string {
+	var out []string
+	err := e.Store.View(func(tx *meta.Tx) error {
+		arts, err := tx.ArtifactsUnder(repo.ID, "")
+		for _, a := range arts {
+			out = append(out, a.Path)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestRaceMavenDeploy: the same release coordinates deployed on two nodes
+// at once: one deploy wins, the others get 409, and what is stored is the
+// winner's bytes. Snapshot files may be replaced: every deploy succeeds
+// and one file remains.
+func TestRaceMavenDeploy(t *testing.T) {
+	e, nodes := twoNodes(t)
+	repo := e.Repo("m2", "maven")
+	path := "/maven2/m2/com/example/lib/1.0/lib-1.0.jar"
+	bodies := make([]string, racers)
+	statuses := race(racers, func(i int) int {
+		bodies[i] = fmt.Sprintf("jar %d", i)
+		st, _ := e.Do("PUT", nodes[i%2]+path, "application/java-archive", []byte(bodies[i]))
+		return st
+	})
+	winner := -1
+	for i, s := range statuses {
+		switch s {
+		case http.StatusCreated:
+			if winner >= 0 {
+				t.Fatalf("two deploys of one release file acknowledged: %v", statuses)
+			}
+			winner = i
+		case http.StatusConflict, http.StatusServiceUnavailable:
+		default:
+			t.Errorf("deploy %d: status %d", i, s)
+		}
+	}
+	if winner < 0 {
+		t.Fatalf("no deploy acknowledged: %v", statuses)
+	}
+	if st, body := e.Do("GET", nodes[1]+path, "", nil); st != http.StatusOK || string(body) != bodies[winner] {
+		t.Fatalf("stored %q (%d), the acknowledged deploy sent %q", body, st, bodies[winner])
+	}
+	snap := "/maven2/m2/com/example/lib/2.0-SNAPSHOT/lib-2.0-SNAPSHOT.jar"
+	statuses = race(racers, func(i int) int {
+		st, _ := e.Do("PUT", nodes[i%2]+snap, "application/java-archive", []byte(fmt.Sprint("snap ", i)))
+		return st
+	})
+	for _, s := range statuses {
+		if s != http.StatusCreated && s != http.StatusServiceUnavailable {
+			t.Fatalf("snapshot deploys: %v", statuses)
+		}
+	}
+	n := 0
+	for _, p := range artifacts(t, e, repo) {
+		if strings.Contains(p, "SNAPSHOT") {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d snapshot files stored, want 1", n)
+	}
+}
+
+func sha256Digest(b []byte) string {
+	s := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(s[:])
+}
+
+// TestRaceOCITagMoves: one tag moved to different manifests on two nodes
+// at once, each manifest also pushed under a tag of its own: afterwards
+// the tag names one of them, every acknowledged push is reachable by its
+// own tag, and every manifest is visible exactly once when untagged (the
+// digest artifact the format keeps for it) and not at all by digest when
+// tagged.
+func TestRaceOCITagMoves(t *testing.T) {
+	e, nodes := twoNodes(t)
+	repo := e.Repo("ctr", "docker")
+	layer := []byte("layer bytes")
+	if st, body := e.Do("POST", nodes[0]+"/v2/ctr/app/blobs/uploads/?digest="+sha256Digest(layer), "application/octet-stream", layer); st != http.StatusCreated {
+		t.Fatalf("layer: %d %s", st, body)
+	}
+	manifests := make([][]byte, racers)
+	for i := range manifests {
+		cfg := []byte(fmt.Sprintf(`{"config":{"Env":["N=%d"]}}`, i))
+		if st, body := e.Do("POST", nodes[i%2]+"/v2/ctr/app/blobs/uploads/?digest="+sha256Digest(cfg), "application/octet-stream", cfg); st != http.StatusCreated {
+			t.Fatalf("config %d: %d %s", i, st, body)
+		}
+		manifests[i] = []byte(fmt.Sprintf(`{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json",`+
+			`"config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":%q,"size":%d},`+
+			`"layers":[{"mediaType":"application/vnd.oci.image.layer.v1.tar","digest":%q,"size":%d}]}`,
+			sha256Digest(cfg), len(cfg), sha256Digest(layer), len(layer)))
+	}
+	const mt = "application/vnd.oci.image.manifest.v1+json"
+	statuses := race(2*racers, func(i int) int {
+		m := manifests[i/2]
+		tag := "latest"
+		if i%4 >= 2 {
+			tag = fmt.Sprintf("v%d", i/2)
+		}
+		st, _ := e.Do("PUT", nodes[i%2]+"/v2/ctr/app/manifests/"+tag, mt, m)
+		return st
+	})
+	for i, s := range statuses {
+		if s != http.StatusCreated && s != http.StatusServiceUnavailable {
+			t.Fatalf("push %d: status %d", i, s)
+		}
+	}
+	digests := map[string]bool{}
+	for _, m := range manifests {
+		digests[sha256Digest(m)] = true
+	}
+	err := e.Store.View(func(tx *meta.Tx) error {
+		arts, err := tx.ArtifactsUnder(repo.ID, "app")
+		if err != nil {
+			return err
+		}
+		tagged, untagged := map[string]int{}, map[string]int{}
+		for _, a := range arts {
+			var at struct {
+				Digest string `json:"digest"`
+			}
+			_ = json.Unmarshal(a.Attrs, &at)
+			if !digests[at.Digest] {
+				t.Errorf("artifact %s names unknown manifest %s", a.Path, at.Digest)
+			}
+			if strings.Contains(a.Path, ":") {
+				tagged[at.Digest]++
+			} else {
+				untagged[at.Digest]++
+			}
+		}
+		for d := range digests {
+			if _, ok := tx.KV(repo.ID, "m/app@"+d); !ok {
+				continue // its push never got in
+			}
+			switch {
+			case tagged[d] > 0 && untagged[d] != 0:
+				t.Errorf("tagged manifest %s also has %d digest artifacts", d, untagged[d])
+			case tagged[d] == 0 && untagged[d] != 1:
+				t.Errorf("untagged manifest %s has %d digest artifacts, want 1", d, untagged[d])
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range statuses {
+		if i%4 >= 2 && s == http.StatusCreated {
+			if st, body := e.Do("GET", nodes[0]+fmt.Sprintf("/v2/ctr/app/manifests/v%d", i/2), "", nil); st != http.StatusOK || !bytes.Equal(body, manifests[i/2]) {
+				t.Errorf("acknowledged push of v%d: GET %d", i/2, st)
+			}
+		}
+	}
+	if st, body := e.Do("GET", nodes[1]+"/v2/ctr/app/manifests/latest", "", nil); st != http.StatusOK || !digests[sha256Digest(body)] {
+		t.Fatalf("latest: %d", st)
+	}
+}

@@ -1,0 +1,268 @@
+package meta
+
+import (
+	"bytes"
+	"container/heap"
+	"encoding/json"
+	"sort"
+	"strings"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Packages are aggregated from artifacts as they are written: each
+// (repository, package) has a summary, so listings read one record per
+// package shown instead of every artifact.
+
+// PackageSummary is one package of a repository, aggregated over versions.
+type PackageSummary struct {
+	Name           string    `json:"name"`
+	RepositoryID   string    `json:"repository_id"`
+	Format         string    `json:"format"`
+	LatestVersion  string    `json:"latest_version"`
+	VersionCount   int       `json:"version_count"`
+	TotalSizeBytes int64     `json:"total_size_bytes"`
+	LastUpdated    time.Time `json:"last_updated"`
+}
+
+// VersionSummary is one version of a package. ArtifactID is its first file.
+type VersionSummary struct {
+	Version      string    `json:"version"`
+	ArtifactID   string    `json:"artifact_id"`
+	RepositoryID string    `json:"repository_id"`
+	SizeBytes    int64     `json:"size_bytes"`
+	UploadedAt   time.Time `json:"uploaded_at"`
+	FileCount    int       `json:"file_count"`
+}
+
+// summarise recomputes the summary of one package from its index entries
+// (never from artifact records), keeping the repository's package count.
+func (tx *Tx) summarise(repoID, name, format string) error {
+	p := []byte(key(repoID, name, ""))
+	s := PackageSummary{Name: name, RepositoryID: repoID, Format: format}
+	versions := map[string]bool{}
+	var latestAt int64
+	cur := tx.space(SpaceArtifactPkgs).Cursor()
+	for k, v := cur.Seek(p); k != nil && bytes.HasPrefix(k, p); k, v = cur.Next() {
+		version, _, _ := strings.Cut(string(k[len(p):]), "\x00")
+		at, size := readPkgEntry(v[8:])
+		versions[version] = true
+		s.TotalSizeBytes += size
+		if at >= latestAt {
+			latestAt, s.LatestVersion = at, version
+			s.LastUpdated = time.Unix(0, at).UTC()
+		}
+	}
+	s.VersionCount = len(versions)
+	k := []byte(key(repoID, name))
+	existed := tx.bucket(bPackages).Get(k) != nil
+	st := tx.repoStats(repoID)
+	if s.VersionCount == 0 {
+		if !existed {
+			return nil
+		}
+		st.Packages--
+		if err := tx.setRepoStats(repoID, st); err != nil {
+			return err
+		}
+		return tx.bucket(bPackages).Delete(k)
+	}
+	if !existed {
+		st.Packages++
+		if err := tx.setRepoStats(repoID, st); err != nil {
+			return err
+		}
+	}
+	raw, err := json.Marshal(s)
+	if err != nil {
+		return err
+	}
+	return tx.bucket(bPackages).Put(k, raw)
+}
+
+// PackageFilter narrows Packages.
+type PackageFilter struct {
+	RepoIDs []string // nil = all repositories
+	Format  string
+	Query   string // case-insensitive substring of the name
+	Name    string // exact name
+	Offset  int
+	Limit   int // 0 = no limit
+}
+
+// Packages lists packages ordered by name then repository: the window
+// [Offset, Offset+Limit) of them, and how many match in all. The listing
+// merges the per-repository package indexes, so a page costs its own size
+// plus one seek per repository; only a Query walks every name.
+func (tx *Tx) Packages(f PackageFilter) ([]PackageSummary, int, error) {
+	repos, err := tx.packageRepos(f)
+	if err != nil {
+		return nil, 0, err
+	}
+	out := []PackageSummary{}
+	want := func(n int) bool { return n >= f.Offset && (f.Limit == 0 || n < f.Offset+f.Limit) }
+	if f.Name != "" {
+		total := 0
+		for _, id := range repos {
+			raw := tx.bucket(bPackages).Get([]byte(key(id, f.Name)))
+			if raw == nil {
+				continue
+			}
+			if want(total) {
+				var s PackageSummary
+				if err := json.Unmarshal(raw, &s); err != nil {
+					return nil, 0, err
+				}
+				out = append(out, s)
+			}
+			total++
+		}
+		return out, total, nil
+	}
+	q := lower(f.Query)
+	m := newPkgMerge(tx.bucket(bPackages), repos)
+	total := 0
+	for m.Len() > 0 {
+		c := m.top()
+		if q == "" || strings.Contains(lower(c.name), q) {
+			if want(total) {
+				var s PackageSummary
+				if err := json.Unmarshal(c.val, &s); err != nil {
+					return nil, 0, err
+				}
+				out = append(out, s)
+			}
+			total++
+			if q == "" && f.Limit > 0 && total >= f.Offset+f.Limit {
+				// The rest only counts: the repositories' totals say it.
+				total = 0
+				for _, id := range repos {
+					total += int(tx.repoStats(id).Packages)
+				}
+				return out, total, nil
+			}
+		}
+		m.advance()
+	}
+	return out, total, nil
+}
+
+// packageRepos are the repository ids a filter covers, sorted.
+func (tx *Tx) packageRepos(f PackageFilter) ([]string, error) {
+	ids := f.RepoIDs
+	if ids == nil {
+		cur := tx.space(Space(KindRepo)).Cursor()
+		for k, _ := cur.First(); k != nil; k, _ = cur.Next() {
+			ids = append(ids, string(k))
+		}
+	}
+	if f.Format == "" {
+		return ids, nil
+	}
+	var out []string
+	for _, id := range ids {
+		r, err := tx.Repo(id)
+		if err != nil {
+			continue // gone: nothing to list
+		}
+		if r.Format == f.Format {
+			out = append(out, id)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// pkgMerge walks several repositories' package indexes in (name,
+// repository) order.
+type pkgMerge []*pkgCursor
+
+type pkgCursor struct {
+	cur    *bolt.Cursor
+	prefix []byte
+	repo   string
+	name   string
+	val    []byte
+}
+
+func newPkgMerge(b *bolt.Bucket, repos []string) *pkgMerge {
+	m := &pkgMerge{}
+	for _, id := range repos {
+		c := &pkgCursor{cur: b.Cursor(), prefix: []byte(key(id, "")), repo: id}
+		if c.load(c.cur.Seek(c.prefix)) {
+			*m = append(*m, c)
+		}
+	}
+	heap.Init(m)
+	return m
+}
+
+func (c *pkgCursor) load(k, v []byte) bool {
+	if k == nil || !bytes.HasPrefix(k, c.prefix) {
+		return false
+	}
+	c.name, c.val = string(k[len(c.prefix):]), v
+	return true
+}
+
+func (m *pkgMerge) top() *pkgCursor { return (*m)[0] }
+
+func (m *pkgMerge) advance() {
+	c := (*m)[0]
+	if c.load(c.cur.Next()) {
+		heap.Fix(m, 0)
+	} else {
+		heap.Pop(m)
+	}
+}
+
+func (m pkgMerge) Len() int { return len(m) }
+func (m pkgMerge) Less(i, j int) bool {
+	if m[i].name != m[j].name {
+		return m[i].name < m[j].name
+	}
+	return m[i].repo < m[j].repo
+}
+func (m pkgMerge) Swap(i, j int) { m[i], m[j] = m[j], m[i] }
+func (m *pkgMerge) Push(x any)   { *m = append(*m, x.(*pkgCursor)) }
+func (m *pkgMerge) Pop() any {
+	old := *m
+	x := old[len(old)-1]
+	*m = old[:len(old)-1]
+	return x
+}
+
+// Versions lists the versions of a package in one repository, newest
+// upload first.
+func (tx *Tx) Versions(repoID, name string) ([]VersionSummary, error) {
+	byVersion := map[string]*VersionSummary{}
+	var order []string
+	p := key(repoID, name, "")
+	err := tx.scan(SpaceArtifactPkgs, p, func(k string, v []byte) error {
+		version, artID, _ := strings.Cut(k[len(p):], "\x00")
+		at, size := readPkgEntry(v)
+		t := time.Unix(0, at).UTC()
+		vs := byVersion[version]
+		if vs == nil {
+			vs = &VersionSummary{Version: version, ArtifactID: artID, RepositoryID: repoID, UploadedAt: t}
+			byVersion[version] = vs
+			order = append(order, version)
+		}
+		vs.SizeBytes += size
+		vs.FileCount++
+		if t.After(vs.UploadedAt) {
+			vs.UploadedAt = t
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]VersionSummary, 0, len(order))
+	for _, k := range order {
+		out = append(out, *byVersion[k])
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].UploadedAt.After(out[j].UploadedAt) })
+	return out, nil
+}

@@ -1,0 +1,389 @@
+package meta
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Records. Every record lives in the bucket of its kind under its key,
+// stored as the 8-byte big-endian Raft index at which it last changed (its
+// modify index) followed by its JSON. Secondary indexes are derived from
+// records by the kind's index hook, in the same transaction, whoever
+// writes the record: a command, a snapshot restore or (on an edge) the
+// change feed. Every write also files the record in the change feed
+// (changes.go); a delete leaves a tombstone there.
+
+// Kind identifies a record kind in the change feed and in snapshots.
+// Append only: numbers travel between nodes and into snapshots.
+type Kind uint8
+
+// Record kinds.
+const (
+	KindUser       Kind = 1
+	KindToken      Kind = 2
+	KindSession    Kind = 3
+	KindGroup      Kind = 4
+	KindPermission Kind = 5
+	KindRepo       Kind = 6
+	KindArtifact   Kind = 7
+	KindKV         Kind = 8
+)
+
+// Space is a keyspace whose values begin with a modify index: the records
+// of each kind (same number as the kind) and the unique indexes decisions
+// look records up by. Preconditions name a space; the numbers travel in
+// the log, so they never change.
+type Space uint8
+
+// Lookup spaces beside the record kinds.
+const (
+	SpaceUserNames     Space = 20 // lower(username) -> user id
+	SpaceGroupNames    Space = 21 // lower(name) -> group id
+	SpaceRepoNames     Space = 22 // lower(name) -> repository id
+	SpaceArtifactPaths Space = 23 // repo \0 path -> artifact id
+	SpaceArtifactPkgs  Space = 24 // repo \0 package \0 version \0 artifact id -> uploaded-at, size
+	SpaceTokenHashes   Space = 25 // hash -> token id
+)
+
+type spaceInfo struct {
+	name   string
+	bucket []byte
+}
+
+var spaces = map[Space]spaceInfo{
+	Space(KindUser):       {"users", []byte("users")},
+	Space(KindToken):      {"tokens", []byte("tokens")},
+	Space(KindSession):    {"sessions", []byte("sessions")},
+	Space(KindGroup):      {"groups", []byte("groups")},
+	Space(KindPermission): {"permissions", []byte("permissions")},
+	Space(KindRepo):       {"repositories", []byte("repos")},
+	Space(KindArtifact):   {"artifacts", []byte("artifacts")},
+	Space(KindKV):         {"format keys", []byte("format_kv")},
+	SpaceUserNames:        {"usernames", []byte("user_names")},
+	SpaceGroupNames:       {"group names", []byte("group_names")},
+	SpaceRepoNames:        {"repository names", []byte("repo_names")},
+	SpaceArtifactPaths:    {"artifact paths", []byte("artifact_paths")},
+	SpaceArtifactPkgs:     {"package versions", []byte("artifact_pkgs")},
+	SpaceTokenHashes:      {"token hashes", []byte("token_hashes")},
+}
+
+func (s Space) String() string {
+	if i, ok := spaces[s]; ok {
+		return i.name
+	}
+	return fmt.Sprintf("space %d", s)
+}
+
+// Derived buckets that no precondition names: plain indexes and
+// aggregates, rebuilt from records.
+var (
+	bSys          = []byte("sys")
+	bChanges      = []byte("changes")     // index, kind, key -> deleted flag, repo id
+	bTombs        = []byte("tombs")       // kind, key -> index of the delete
+	bTombOrder    = []byte("tomb_order")  // index, kind, key -> "" (compaction order)
+	bAdmins       = []byte("admins")      // user id -> ""
+	bUserTokens   = []byte("user_tokens") // user \0 token id -> ""
+	bUserSessions = []byte("user_sess")   // user \0 session id -> ""
+	bMembers      = []byte("members")     // user \0 group id -> ""
+	bPermSubject  = []byte("perm_subj")   // subject \0 repo \0 permission id -> ""
+	bPermRepo     = []byte("perm_repo")   // repo \0 permission id -> ""
+	bRepoStats    = []byte("repo_stats")  // repo id -> repoStats JSON
+	bPackages     = []byte("packages")    // repo \0 name -> PackageSummary JSON
+	bBlobRefs     = []byte("blob_refs")   // digest \0 kind \0 key -> ""
+)
+
+func allBuckets() [][]byte {
+	out := [][]byte{bSys, bChanges, bTombs, bTombOrder, bAdmins, bUserTokens, bUserSessions, bMembers,
+		bPermSubject, bPermRepo, bRepoStats, bPackages, bBlobRefs}
+	for _, s := range spaces {
+		out = append(out, s.bucket)
+	}
+	return out
+}
+
+// kindInfo is what the record layer needs to know of a kind.
+type kindInfo struct {
+	// repo names the repository a record belongs to; "" = global.
+	repo func(key string, body []byte) string
+	// index keeps derived buckets in step with a write: before is nil on
+	// create, after nil on delete.
+	index func(tx *Tx, key string, before, after []byte) error
+}
+
+var kinds = map[Kind]kindInfo{
+	KindUser:       {global, indexUser},
+	KindToken:      {global, indexToken},
+	KindSession:    {global, indexSession},
+	KindGroup:      {global, indexGroup},
+	KindPermission: {permissionRepo, indexPermission},
+	KindRepo:       {func(key string, _ []byte) string { return key }, indexRepo},
+	KindArtifact:   {artifactRepo, indexArtifact},
+	KindKV:         {kvRepo, indexKV},
+}
+
+func global(string, []byte) string { return "" }
+
+// Kinds lists the record kinds in order.
+func Kinds() []Kind {
+	return []Kind{KindUser, KindToken, KindSession, KindGroup, KindPermission, KindRepo, KindArtifact, KindKV}
+}
+
+func (k Kind) String() string { return Space(k).String() }
+
+// Tx is a transaction on the store: reads are in the domain files, writes
+// only happen inside command apply.
+type Tx struct {
+	tx *bolt.Tx
+	// idx is the log index being applied (write transactions only): the
+	// modify index of everything written.
+	idx uint64
+	// reads, when set, records what a decision read, for its
+	// preconditions (see Store.Decide).
+	reads *readSet
+}
+
+func u64(v uint64) []byte {
+	b := make([]byte, 8)
+	binary.BigEndian.PutUint64(b, v)
+	return b
+}
+
+func getU64(b []byte) uint64 {
+	if len(b) < 8 {
+		return 0
+	}
+	return binary.BigEndian.Uint64(b)
+}
+
+// withIndex prefixes body with a modify index.
+func withIndex(idx uint64, body []byte) []byte {
+	out := make([]byte, 8, 8+len(body))
+	binary.BigEndian.PutUint64(out, idx)
+	return append(out, body...)
+}
+
+// key joins parts with NUL, which no name or id contains.
+func key(parts ...string) string {
+	n := 0
+	for _, p := range parts {
+		n += len(p) + 1
+	}
+	b := make([]byte, 0, n)
+	for i, p := range parts {
+		if i > 0 {
+			b = append(b, 0)
+		}
+		b = append(b, p...)
+	}
+	return string(b)
+}
+
+func (tx *Tx) bucket(name []byte) *bolt.Bucket { return tx.tx.Bucket(name) }
+
+func (tx *Tx) space(s Space) *bolt.Bucket { return tx.tx.Bucket(spaces[s].bucket) }
+
+// lookup reads one key of a space: its value after the modify index, and
+// that index (0 when absent). A tracked transaction remembers it.
+func (tx *Tx) lookup(s Space, k string) ([]byte, uint64) {
+	v := tx.space(s).Get([]byte(k))
+	var idx uint64
+	if v != nil {
+		idx = getU64(v)
+		v = v[8:]
+	}
+	if tx.reads != nil {
+		tx.reads.add(Pre{Space: s, Key: k, Index: idx})
+	}
+	return v, idx
+}
+
+// scan visits the keys of a space under prefix in order, with their values
+// after the modify index; fn returning errStop ends the visit. A tracked
+// transaction remembers the whole range (count and highest index), so
+// that a key added under the prefix later makes the decision stale too.
+func (tx *Tx) scan(s Space, prefix string, fn func(k string, v []byte) error) error {
+	p := []byte(prefix)
+	cur := tx.space(s).Cursor()
+	count, max := 0, uint64(0)
+	stopped := false
+	for k, v := cur.Seek(p); k != nil && bytes.HasPrefix(k, p); k, v = cur.Next() {
+		count++
+		if i := getU64(v); i > max {
+			max = i
+		}
+		if stopped {
+			if tx.reads == nil {
+				break
+			}
+			continue
+		}
+		if err := fn(string(k), v[8:]); err == errStop {
+			stopped = true
+		} else if err != nil {
+			return err
+		}
+	}
+	if tx.reads != nil {
+		tx.reads.add(Pre{Space: s, Key: prefix, Prefix: true, Count: count, Index: max})
+	}
+	return nil
+}
+
+// current reports what a precondition finds now.
+func (tx *Tx) current(p Pre) Pre {
+	found := Pre{Space: p.Space, Key: p.Key, Prefix: p.Prefix}
+	b := tx.space(p.Space)
+	if b == nil {
+		return found
+	}
+	if !p.Prefix {
+		if v := b.Get([]byte(p.Key)); v != nil {
+			found.Index = getU64(v)
+		}
+		return found
+	}
+	pk := []byte(p.Key)
+	cur := b.Cursor()
+	for k, v := cur.Seek(pk); k != nil && bytes.HasPrefix(k, pk); k, v = cur.Next() {
+		found.Count++
+		if i := getU64(v); i > found.Index {
+			found.Index = i
+		}
+	}
+	return found
+}
+
+// check refuses with a StaleError when a precondition no longer holds.
+func (tx *Tx) check(pres []Pre) error {
+	for _, p := range pres {
+		if _, ok := spaces[p.Space]; !ok {
+			return Invalidf("precondition on unknown space %d", p.Space)
+		}
+		if f := tx.current(p); f.Index != p.Index || f.Count != p.Count {
+			return &StaleError{Pre: p, Found: f}
+		}
+	}
+	return nil
+}
+
+// setIndexEntry writes a lookup-space entry for the record being applied.
+func (tx *Tx) setIndexEntry(s Space, k string, body []byte) error {
+	return tx.space(s).Put([]byte(k), withIndex(tx.idx, body))
+}
+
+func (tx *Tx) delKey(b []byte, k string) error { return tx.bucket(b).Delete([]byte(k)) }
+
+func (tx *Tx) setKey(b []byte, k string) error { return tx.bucket(b).Put([]byte(k), []byte{}) }
+
+// prefixKeys collects the keys of a plain bucket under prefix, with the
+// prefix cut off.
+func (tx *Tx) prefixKeys(b []byte, prefix string) []string { return tx.prefixKeysN(b, prefix, 0) }
+
+// prefixKeysN is prefixKeys stopping after n keys (0 = all).
+func (tx *Tx) prefixKeysN(b []byte, prefix string, n int) []string {
+	var out []string
+	p := []byte(prefix)
+	cur := tx.bucket(b).Cursor()
+	for k, _ := cur.Seek(p); k != nil && bytes.HasPrefix(k, p) && (n == 0 || len(out) < n); k, _ = cur.Next() {
+		out = append(out, string(k[len(p):]))
+	}
+	return out
+}
+
+// getRec reads and decodes one record; absent is ErrNotFound naming what.
+func getRec[T any](tx *Tx, k Kind, id, what string) (*T, error) {
+	raw, _ := tx.lookup(Space(k), id)
+	if raw == nil {
+		return nil, NotFoundf("%s %s", what, id)
+	}
+	var v T
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil, fmt.Errorf("meta: corrupt %s record %q: %w", k, id, err)
+	}
+	return &v, nil
+}
+
+// exists reports whether a record is present (tracked like a read).
+func (tx *Tx) exists(k Kind, id string) bool {
+	raw, _ := tx.lookup(Space(k), id)
+	return raw != nil
+}
+
+// putRec writes a record at the index being applied.
+func (tx *Tx) putRec(k Kind, id string, v any) error {
+	body, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return tx.putRaw(k, id, tx.idx, body)
+}
+
+// putRaw writes a record with its modify index: the one place records are
+// written, so indexes and the change feed always follow.
+func (tx *Tx) putRaw(k Kind, id string, idx uint64, body []byte) error {
+	info, ok := kinds[k]
+	if !ok {
+		return Invalidf("unknown record kind %d", k)
+	}
+	b := tx.space(Space(k))
+	var old []byte
+	if v := b.Get([]byte(id)); v != nil {
+		old = bytes.Clone(v)
+		if err := tx.dropChange(getU64(old), k, id); err != nil {
+			return err
+		}
+		old = old[8:]
+	} else if err := tx.dropTomb(k, id); err != nil {
+		return err
+	}
+	if err := info.index(tx, id, old, body); err != nil {
+		return err
+	}
+	if err := b.Put([]byte(id), withIndex(idx, body)); err != nil {
+		return err
+	}
+	return tx.addChange(idx, k, id, info.repo(id, body), false)
+}
+
+// delRec deletes a record, leaving a tombstone in the change feed.
+func (tx *Tx) delRec(k Kind, id string) error {
+	info := kinds[k]
+	b := tx.space(Space(k))
+	v := b.Get([]byte(id))
+	if v == nil {
+		return NotFoundf("%s %s", k, id)
+	}
+	old := bytes.Clone(v)
+	if err := tx.dropChange(getU64(old), k, id); err != nil {
+		return err
+	}
+	if err := info.index(tx, id, old[8:], nil); err != nil {
+		return err
+	}
+	if err := b.Delete([]byte(id)); err != nil {
+		return err
+	}
+	return tx.addTomb(tx.idx, k, id, info.repo(id, old[8:]))
+}
+
+// decodePair decodes the old and new bodies an index hook is given.
+func decodePair[T any](before, after []byte) (*T, *T, error) {
+	var o, n *T
+	if before != nil {
+		o = new(T)
+		if err := json.Unmarshal(before, o); err != nil {
+			return nil, nil, err
+		}
+	}
+	if after != nil {
+		n = new(T)
+		if err := json.Unmarshal(after, n); err != nil {
+			return nil, nil, err
+		}
+	}
+	return o, n, nil
+}

@@ -1,0 +1,247 @@
+package meta
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Repository holds artifacts of one format. ArtifactCount and SizeBytes are
+// derived from its artifacts when it is read; the record does not keep
+// them, so that an upload does not change the repository's modify index.
+type Repository struct {
+	ID            string            `json:"id"`
+	Name          string            `json:"name"`
+	Format        string            `json:"format"`
+	Description   string            `json:"description"`
+	Public        bool              `json:"public"`
+	Settings      map[string]string `json:"settings,omitempty"`
+	CreatedBy     string            `json:"created_by,omitempty"`
+	CreatedAt     time.Time         `json:"created_at"`
+	UpdatedAt     time.Time         `json:"updated_at"`
+	ArtifactCount int64             `json:"artifact_count"`
+	SizeBytes     int64             `json:"size_bytes"`
+}
+
+// repoStats are a repository's totals, kept by the artifact index hook.
+type repoStats struct {
+	Artifacts int64 `json:"artifacts"`
+	Size      int64 `json:"size"`
+	Packages  int64 `json:"packages"`
+}
+
+// Stats are totals over the whole store.
+type Stats struct {
+	Repositories   int64 `json:"repositories"`
+	Artifacts      int64 `json:"artifacts"`
+	TotalSizeBytes int64 `json:"total_size_bytes"`
+	Users          int64 `json:"users"`
+}
+
+// RepoCreate adds a repository. When CreatorGrant is set it is stored with
+// the repository, in the same command (the creator's admin grant).
+type RepoCreate struct {
+	Repo         Repository  `json:"repo"`
+	CreatorGrant *Permission `json:"creator_grant,omitempty"`
+}
+
+// RepoUpdate changes the given fields of a repository.
+type RepoUpdate struct {
+	ID          string            `json:"id"`
+	Description *string           `json:"description,omitempty"`
+	Public      *bool             `json:"public,omitempty"`
+	Settings    map[string]string `json:"settings,omitempty"`
+	At          time.Time         `json:"at"`
+}
+
+// RepoDelete removes a repository, its artifacts, its format keys and its
+// grants.
+type RepoDelete struct {
+	ID string `json:"id"`
+}
+
+func (*RepoCreate) Type() CmdType   { return CmdRepoCreate }
+func (*RepoUpdate) Type() CmdType   { return CmdRepoUpdate }
+func (*RepoDelete) Type() CmdType   { return CmdRepoDelete }
+func (c *RepoCreate) Scope() string { return c.Repo.ID }
+func (c *RepoUpdate) Scope() string { return c.ID }
+func (c *RepoDelete) Scope() string { return c.ID }
+
+func (c *RepoCreate) apply(tx *Tx) error {
+	r := c.Repo
+	if r.ID == "" || r.Name == "" {
+		return Invalidf("repository id and name required")
+	}
+	if id, _ := tx.lookup(SpaceRepoNames, lower(r.Name)); id != nil {
+		return Conflictf("repository %q exists", r.Name)
+	}
+	if tx.exists(KindRepo, r.ID) {
+		return Conflictf("repository id %q exists", r.ID)
+	}
+	if err := tx.putRepo(&r); err != nil {
+		return err
+	}
+	if c.CreatorGrant != nil {
+		g := *c.CreatorGrant
+		g.RepositoryID = r.ID
+		return (&PermissionCreate{Permission: g}).apply(tx)
+	}
+	return nil
+}
+
+func (tx *Tx) putRepo(r *Repository) error {
+	rec := *r
+	rec.ArtifactCount, rec.SizeBytes = 0, 0
+	return tx.putRec(KindRepo, rec.ID, rec)
+}
+
+func (c *RepoUpdate) apply(tx *Tx) error {
+	r, err := tx.Repo(c.ID)
+	if err != nil {
+		return err
+	}
+	if c.Description != nil {
+		r.Description = *c.Description
+	}
+	if c.Public != nil {
+		r.Public = *c.Public
+	}
+	if len(c.Settings) > 0 {
+		if r.Settings == nil {
+			r.Settings = map[string]string{}
+		}
+		for k, v := range c.Settings { // map order does not matter: each key is set once
+			if v == "" {
+				delete(r.Settings, k)
+			} else {
+				r.Settings[k] = v
+			}
+		}
+	}
+	r.UpdatedAt = c.At
+	return tx.putRepo(r)
+}
+
+func (c *RepoDelete) apply(tx *Tx) error {
+	r, err := tx.Repo(c.ID)
+	if err != nil {
+		return err
+	}
+	var arts []string
+	if err := tx.scan(SpaceArtifactPaths, key(r.ID, ""), func(_ string, id []byte) error {
+		arts = append(arts, string(id))
+		return nil
+	}); err != nil {
+		return err
+	}
+	for _, id := range arts {
+		if err := tx.delRec(KindArtifact, id); err != nil {
+			return err
+		}
+	}
+	for _, id := range tx.prefixKeys(bPermRepo, key(r.ID, "")) {
+		if err := tx.delRec(KindPermission, id); err != nil {
+			return err
+		}
+	}
+	var keys []string
+	if err := tx.scan(Space(KindKV), key(r.ID, ""), func(k string, _ []byte) error {
+		keys = append(keys, k)
+		return nil
+	}); err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if err := tx.delRec(KindKV, k); err != nil {
+			return err
+		}
+	}
+	return tx.delRec(KindRepo, r.ID)
+}
+
+func indexRepo(tx *Tx, id string, before, after []byte) error {
+	o, n, err := decodePair[Repository](before, after)
+	if err != nil {
+		return err
+	}
+	if o != nil {
+		if err := tx.space(SpaceRepoNames).Delete([]byte(lower(o.Name))); err != nil {
+			return err
+		}
+	}
+	if n != nil {
+		return tx.setIndexEntry(SpaceRepoNames, lower(n.Name), []byte(id))
+	}
+	// The stats go with the last artifact; a repository deleted with
+	// artifacts left would be a bug in RepoDelete.
+	return tx.delKey(bRepoStats, id)
+}
+
+func (tx *Tx) repoStats(id string) repoStats {
+	var s repoStats
+	if raw := tx.bucket(bRepoStats).Get([]byte(id)); raw != nil {
+		_ = json.Unmarshal(raw, &s)
+	}
+	return s
+}
+
+func (tx *Tx) setRepoStats(id string, s repoStats) error {
+	if s == (repoStats{}) {
+		return tx.delKey(bRepoStats, id)
+	}
+	raw, err := json.Marshal(s)
+	if err != nil {
+		return err
+	}
+	return tx.bucket(bRepoStats).Put([]byte(id), raw)
+}
+
+// Repo returns a repository by id.
+func (tx *Tx) Repo(id string) (*Repository, error) {
+	r, err := getRec[Repository](tx, KindRepo, id, "repository")
+	if err != nil {
+		return nil, err
+	}
+	st := tx.repoStats(id)
+	r.ArtifactCount, r.SizeBytes = st.Artifacts, st.Size
+	return r, nil
+}
+
+// RepoByName returns a repository by name, case-insensitively.
+func (tx *Tx) RepoByName(name string) (*Repository, error) {
+	id, _ := tx.lookup(SpaceRepoNames, lower(name))
+	if id == nil {
+		return nil, NotFoundf("repository %s", name)
+	}
+	return tx.Repo(string(id))
+}
+
+// Repos lists repositories ordered by name.
+func (tx *Tx) Repos() ([]Repository, error) {
+	var out []Repository
+	err := tx.scan(SpaceRepoNames, "", func(_ string, id []byte) error {
+		r, err := tx.Repo(string(id))
+		if err != nil {
+			return err
+		}
+		out = append(out, *r)
+		return nil
+	})
+	return out, err
+}
+
+// Stats totals the store.
+func (tx *Tx) Stats() (Stats, error) {
+	var s Stats
+	s.Users = int64(tx.space(Space(KindUser)).Stats().KeyN)
+	s.Repositories = int64(tx.space(Space(KindRepo)).Stats().KeyN)
+	err := tx.bucket(bRepoStats).ForEach(func(_, raw []byte) error {
+		var st repoStats
+		if err := json.Unmarshal(raw, &st); err != nil {
+			return err
+		}
+		s.Artifacts += st.Artifacts
+		s.TotalSizeBytes += st.Size
+		return nil
+	})
+	return s, err
+}

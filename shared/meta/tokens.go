@@ -1,0 +1,217 @@
+package meta
+
+import (
+	"encoding/json"
+	"sort"
+	"time"
+)
+
+// Token is an API token. Only the hash of its secret is kept.
+type Token struct {
+	ID        string     `json:"id"`
+	UserID    string     `json:"user_id"`
+	Name      string     `json:"name"`
+	Scopes    []string   `json:"scopes"`
+	Hash      string     `json:"hash"`
+	Hint      string     `json:"hint"` // the first characters of the secret, to recognise it in a list
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+	CreatedAt time.Time  `json:"created_at"`
+}
+
+// Expired reports whether the token has expired at now.
+func (t *Token) Expired(now time.Time) bool {
+	return t.ExpiresAt != nil && !now.Before(*t.ExpiresAt)
+}
+
+// Session is one login: its access and refresh tokens carry its id, and
+// revoking it (logout) stops both.
+type Session struct {
+	ID        string     `json:"id"`
+	UserID    string     `json:"user_id"`
+	CreatedAt time.Time  `json:"created_at"`
+	ExpiresAt time.Time  `json:"expires_at"`
+	RevokedAt *time.Time `json:"revoked_at,omitempty"`
+}
+
+// Active reports whether the session can still authenticate at now.
+func (s *Session) Active(now time.Time) bool {
+	return s.RevokedAt == nil && now.Before(s.ExpiresAt)
+}
+
+// TokenCreate stores a new API token (its hash).
+type TokenCreate struct {
+	Token Token `json:"token"`
+}
+
+// TokenRevoke deletes a token of a user.
+type TokenRevoke struct {
+	ID     string `json:"id"`
+	UserID string `json:"user_id"`
+}
+
+// SessionCreate records a login.
+type SessionCreate struct {
+	Session Session `json:"session"`
+}
+
+// SessionRevoke ends a session (logout).
+type SessionRevoke struct {
+	ID string    `json:"id"`
+	At time.Time `json:"at"`
+}
+
+// SessionPurge drops sessions that expired before Before.
+type SessionPurge struct {
+	Before time.Time `json:"before"`
+}
+
+func (*TokenCreate) Type() CmdType   { return CmdTokenCreate }
+func (*TokenRevoke) Type() CmdType   { return CmdTokenRevoke }
+func (*SessionCreate) Type() CmdType { return CmdSessionCreate }
+func (*SessionRevoke) Type() CmdType { return CmdSessionRevoke }
+func (*SessionPurge) Type() CmdType  { return CmdSessionPurge }
+func (*TokenCreate) Scope() string   { return "" }
+func (*TokenRevoke) Scope() string   { return "" }
+func (*SessionCreate) Scope() string { return "" }
+func (*SessionRevoke) Scope() string { return "" }
+func (*SessionPurge) Scope() string  { return "" }
+
+func (c *TokenCreate) apply(tx *Tx) error {
+	t := c.Token
+	if _, err := tx.User(t.UserID); err != nil {
+		return err
+	}
+	if t.ID == "" || t.Hash == "" {
+		return Invalidf("token id and hash required")
+	}
+	if id, _ := tx.lookup(SpaceTokenHashes, t.Hash); id != nil || tx.exists(KindToken, t.ID) {
+		return Conflictf("token exists")
+	}
+	return tx.putRec(KindToken, t.ID, t)
+}
+
+func (c *TokenRevoke) apply(tx *Tx) error {
+	t, err := tx.TokenByID(c.ID)
+	if err != nil || t.UserID != c.UserID {
+		return NotFoundf("token %s", c.ID)
+	}
+	return tx.delRec(KindToken, t.ID)
+}
+
+func (c *SessionCreate) apply(tx *Tx) error {
+	if _, err := tx.User(c.Session.UserID); err != nil {
+		return err
+	}
+	if c.Session.ID == "" {
+		return Invalidf("session id required")
+	}
+	if tx.exists(KindSession, c.Session.ID) {
+		return Conflictf("session exists")
+	}
+	return tx.putRec(KindSession, c.Session.ID, c.Session)
+}
+
+func (c *SessionRevoke) apply(tx *Tx) error {
+	s, err := tx.Session(c.ID)
+	if err != nil {
+		return err
+	}
+	if s.RevokedAt != nil {
+		return nil
+	}
+	at := c.At
+	s.RevokedAt = &at
+	return tx.putRec(KindSession, s.ID, s)
+}
+
+func (c *SessionPurge) apply(tx *Tx) error {
+	var expired []string
+	err := tx.scan(Space(KindSession), "", func(id string, raw []byte) error {
+		var s Session
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return err
+		}
+		if s.ExpiresAt.Before(c.Before) {
+			expired = append(expired, id)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, id := range expired {
+		if err := tx.delRec(KindSession, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func indexToken(tx *Tx, id string, before, after []byte) error {
+	o, n, err := decodePair[Token](before, after)
+	if err != nil {
+		return err
+	}
+	if o != nil {
+		if err := tx.space(SpaceTokenHashes).Delete([]byte(o.Hash)); err != nil {
+			return err
+		}
+		if err := tx.delKey(bUserTokens, key(o.UserID, id)); err != nil {
+			return err
+		}
+	}
+	if n != nil {
+		if err := tx.setIndexEntry(SpaceTokenHashes, n.Hash, []byte(id)); err != nil {
+			return err
+		}
+		return tx.setKey(bUserTokens, key(n.UserID, id))
+	}
+	return nil
+}
+
+func indexSession(tx *Tx, id string, before, after []byte) error {
+	o, n, err := decodePair[Session](before, after)
+	if err != nil {
+		return err
+	}
+	if o != nil {
+		if err := tx.delKey(bUserSessions, key(o.UserID, id)); err != nil {
+			return err
+		}
+	}
+	if n != nil {
+		return tx.setKey(bUserSessions, key(n.UserID, id))
+	}
+	return nil
+}
+
+// TokenByHash returns the token whose secret hashes to hash.
+func (tx *Tx) TokenByHash(hash string) (*Token, error) {
+	id, _ := tx.lookup(SpaceTokenHashes, hash)
+	if id == nil {
+		return nil, NotFoundf("token")
+	}
+	return tx.TokenByID(string(id))
+}
+
+// TokenByID returns a token by id.
+func (tx *Tx) TokenByID(id string) (*Token, error) { return getRec[Token](tx, KindToken, id, "token") }
+
+// TokensOf lists a user's tokens, oldest first.
+func (tx *Tx) TokensOf(userID string) ([]Token, error) {
+	var out []Token
+	for _, id := range tx.prefixKeys(bUserTokens, key(userID, "")) {
+		t, err := tx.TokenByID(id)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *t)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
+	return out, nil
+}
+
+// Session returns a session by id.
+func (tx *Tx) Session(id string) (*Session, error) {
+	return getRec[Session](tx, KindSession, id, "session")
+}
