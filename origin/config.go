@@ -1,6 +1,7 @@
 package origin
 
 import (
+	"github.com/depot-registry/depot/shared/auth"
 	"io"
 	"time"
 
@@ -69,8 +70,11 @@ type Config struct {
 	// Statfs replaces the reading of the data disk's free space, and
 	// BlobWriter wraps every write of blob bytes (tests simulate a nearly
 	// full disk and a full one with them).
-	Statfs     diskspace.StatFunc
-	BlobWriter func(io.Writer) io.Writer
+	Statfs diskspace.StatFunc
+	// PasswordParams are the argon2id parameters of new password hashes
+	// (zero: the default); tests make them cheap.
+	PasswordParams auth.PasswordParams
+	BlobWriter     func(io.Writer) io.Writer
 
 	// RaftTimeout overrides raft's heartbeat and election timeouts (tests
 	// use short ones so a single node elects itself at once).

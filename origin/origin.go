@@ -114,16 +114,16 @@ func New(cfg Config, log *slog.Logger, out io.Writer) (o *Origin, err error) {
 	}
 	commit := &leader.Local{Node: o.node}
 	o.commit = commit
-	if err := o.ensureAdmin(ctx, commit); err != nil {
-		return nil, err
-	}
-
-	m := metrics.New()
 	now := cfg.Clock
 	if now == nil {
 		now = time.Now
 	}
 	o.now = now
+	if err := o.ensureAdmin(ctx, commit); err != nil {
+		return nil, err
+	}
+
+	m := metrics.New()
 	// The whole data directory (raft log, metadata, blobs, upload
 	// sessions) is one filesystem's worth: uploads stop while it still has
 	// MinFreeBytes, so the raft log never runs out.
@@ -138,8 +138,10 @@ func New(cfg Config, log *slog.Logger, out io.Writer) (o *Origin, err error) {
 	if err != nil {
 		return nil, err
 	}
+	hasher := auth.NewHasher(0)
+	hasher.Params = cfg.PasswordParams
 	authn := &auth.Authenticator{Meta: o.store, JWT: jwt, Cache: auth.NewCredCache(time.Minute, 10000, now), Now: now,
-		Hasher: auth.NewHasher(0), Guard: auth.NewGuard(int(cfg.RateLimitLogin), int(cfg.AuthFailures), cfg.RateWindow, now),
+		Hasher: hasher, Guard: auth.NewGuard(int(cfg.RateLimitLogin), int(cfg.AuthFailures), cfg.RateWindow, now),
 		OnFailure: func(ctx context.Context, f auth.Failure) {
 			m.AuthFailures.WithLabelValues(f.Reason).Inc()
 			o.audit.Record(audit.Event{Time: now().UTC(), Actor: cmp.Or(f.Username, "anonymous"), Action: "auth." + f.Scheme,
@@ -296,7 +298,7 @@ func (o *Origin) purgeSessions(ctx context.Context, every time.Duration) {
 		if !o.node.IsLeader() {
 			continue
 		}
-		if _, err := o.commit.Apply(ctx, &meta.SessionPurge{Before: time.Now().UTC()}); err != nil {
+		if _, err := o.commit.Apply(ctx, &meta.SessionPurge{Before: o.now().UTC()}); err != nil {
 			o.log.Warn("purging expired sessions", "err", err)
 		}
 	}
@@ -355,11 +357,11 @@ func (o *Origin) ensureAdmin(ctx context.Context, commit leader.Applier) error {
 	if pw == "" {
 		pw, generated = auth.RandomPassword(), true
 	}
-	hash, err := auth.HashPassword(pw)
+	hash, err := auth.HashPasswordWith(o.cfg.PasswordParams.OrDefault(), pw)
 	if err != nil {
 		return err
 	}
-	now := time.Now().UTC()
+	now := o.now().UTC()
 	u := meta.User{ID: auth.NewID(), Username: "admin", Email: "admin@localhost", Role: meta.RoleAdmin,
 		PasswordHash: hash, MustChangePassword: true, Source: "local", CreatedAt: now, UpdatedAt: now}
 	if _, err := commit.Apply(ctx, &meta.UserCreate{User: u}); err != nil {

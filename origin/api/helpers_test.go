@@ -2,21 +2,11 @@ package api_test
 
 import (
 	"encoding/base64"
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/depot-registry/depot/origin/origintest"
-	"github.com/depot-registry/depot/shared/auth"
 )
-
-func TestMain(m *testing.M) {
-	// The tests create and sign in many users: cheap argon2 parameters keep
-	// them fast. Verification reads the parameters from each hash, so the
-	// code paths are the production ones.
-	auth.DefaultPasswordParams = auth.PasswordParams{Memory: 64, Iterations: 1, Parallelism: 1}
-	os.Exit(m.Run())
-}
 
 // userPW is the password of every user the tests create.
 const userPW = "user-Password-1"

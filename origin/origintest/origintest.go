@@ -5,6 +5,7 @@ package origintest
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/depot-registry/depot/shared/auth"
 	"io"
 	"log/slog"
 	"net/http"
@@ -77,6 +78,9 @@ func Start(t testing.TB, opts Options) *Env {
 	// The host's free space must not decide a test (a test of the guard
 	// sets its own minimum and statfs).
 	cfg.MinFreeBytes = 0
+	// Tests create and sign in many users: cheap argon2 parameters keep
+	// them fast; verification reads the parameters from each hash.
+	cfg.PasswordParams = auth.PasswordParams{Memory: 64, Iterations: 1, Parallelism: 1}
 	clock := &Clock{}
 	cfg.Clock = clock.Now
 	if opts.Config != nil {

@@ -43,6 +43,9 @@ type Hasher struct {
 	suspect chan struct{} // for addresses with recent failures
 	// MaxWait bounds queueing when the request has no deadline of its own.
 	MaxWait time.Duration
+	// Params are the argon2id parameters of new hashes; zero means
+	// DefaultPasswordParams. Verification reads them from each hash.
+	Params PasswordParams
 }
 
 // NewHasher allows n concurrent checks (and half as many, at least one,
@@ -96,14 +99,14 @@ func (h *Hasher) Verify(ctx context.Context, encoded, pw string) (bool, error) {
 	return VerifyPassword(encoded, pw), nil
 }
 
-// Hash hashes pw with the default parameters in a slot.
+// Hash hashes pw with h.Params in a slot.
 func (h *Hasher) Hash(ctx context.Context, pw string) (string, error) {
 	release, err := h.acquire(ctx, nil)
 	if err != nil {
 		return "", err
 	}
 	defer release()
-	return HashPassword(pw)
+	return HashPasswordWith(h.Params.OrDefault(), pw)
 }
 
 // Guard counts failed credential checks per client address and per

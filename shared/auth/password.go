@@ -47,6 +47,14 @@ const (
 	argonMaxKey         = 64
 )
 
+// OrDefault is p, or DefaultPasswordParams when p is zero.
+func (p PasswordParams) OrDefault() PasswordParams {
+	if p == (PasswordParams{}) {
+		return DefaultPasswordParams
+	}
+	return p
+}
+
 // HashPassword hashes pw with DefaultPasswordParams and returns a PHC-style
 // string: $argon2id$v=19$m=<KiB>,t=<iters>,p=<par>$<salt>$<hash>.
 func HashPassword(pw string) (string, error) {

@@ -29,10 +29,10 @@ type Entry struct {
 // Nexus and Artifactory; "mixed" accepts both.
 var mavenSettings = map[string][]string{"version_policy": {"mixed", "release", "snapshot"}}
 
-// Entries lists every format identifier a repository may have. Formats
+// entries lists every format identifier a repository may have. Formats
 // without a constructor are accepted for repositories before their client
 // paths exist.
-var Entries = []Entry{
+var entries = []Entry{
 	{Name: "docker", New: func(d *format.Deps) format.Format { return oci.New(d) }},
 	{Name: "maven", Settings: mavenSettings, New: func(d *format.Deps) format.Format { return maven.New(d) }},
 	{Name: "gradle", Settings: mavenSettings},
@@ -50,7 +50,7 @@ var Entries = []Entry{
 
 // Known reports whether name is a format identifier.
 func Known(name string) bool {
-	for _, e := range Entries {
+	for _, e := range entries {
 		if e.Name == name {
 			return true
 		}
@@ -61,7 +61,7 @@ func Known(name string) bool {
 // CheckSetting reports whether a repository of format name may have
 // setting key = value; the error says what is allowed.
 func CheckSetting(name, key, value string) error {
-	for _, e := range Entries {
+	for _, e := range entries {
 		if e.Name != name {
 			continue
 		}
@@ -79,8 +79,8 @@ func CheckSetting(name, key, value string) error {
 
 // Names lists the format identifiers.
 func Names() []string {
-	out := make([]string, len(Entries))
-	for i, e := range Entries {
+	out := make([]string, len(entries))
+	for i, e := range entries {
 		out[i] = e.Name
 	}
 	return out
@@ -89,7 +89,7 @@ func Names() []string {
 // Build constructs every format that has client paths.
 func Build(d *format.Deps) []format.Format {
 	var out []format.Format
-	for _, e := range Entries {
+	for _, e := range entries {
 		if e.New != nil {
 			out = append(out, e.New(d))
 		}

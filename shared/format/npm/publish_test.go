@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"io"
+	"path"
 	"strings"
 	"testing"
 )
@@ -265,7 +266,45 @@ func FuzzCheckTarball(f *testing.F) {
 	f.Add(pkgTgz(f))
 	f.Add(makeTgz(f, entry{"package/../x", tar.TypeReg, "x"}))
 	f.Add([]byte{0x1f, 0x8b, 8, 0})
+	lim := Limits{MaxTarball: 1 << 16, MaxUnpacked: 1 << 16, MaxEntries: 50}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		_ = CheckTarball(bytes.NewReader(data), Limits{MaxTarball: 1 << 16, MaxUnpacked: 1 << 16, MaxEntries: 50})
+		if CheckTarball(bytes.NewReader(data), lim) != nil {
+			return
+		}
+		// Accepted: walk it again independently; it must be within every
+		// bound the check promises.
+		zr, err := gzip.NewReader(bytes.NewReader(data))
+		if err != nil {
+			t.Fatalf("accepted a tarball that is not gzip: %v", err)
+		}
+		zr.Multistream(false)
+		tr := tar.NewReader(zr)
+		var total int64
+		entries, manifest := 0, false
+		for {
+			h, err := tr.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatalf("accepted a malformed tarball: %v", err)
+			}
+			entries++
+			n, _ := io.Copy(io.Discard, tr)
+			total += n
+			clean := path.Clean(strings.TrimPrefix(h.Name, "./"))
+			if path.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, "../") || strings.Contains(h.Name, "\\") {
+				t.Fatalf("accepted an entry escaping the package: %q", h.Name)
+			}
+			if h.Typeflag != tar.TypeReg && h.Typeflag != tar.TypeDir {
+				t.Fatalf("accepted entry %q of type %q", h.Name, h.Typeflag)
+			}
+			if h.Typeflag == tar.TypeReg && strings.Count(strings.Trim(h.Name, "/"), "/") == 1 && path.Base(h.Name) == "package.json" {
+				manifest = true
+			}
+		}
+		if entries > lim.MaxEntries || total > lim.MaxUnpacked || !manifest {
+			t.Fatalf("accepted %d entries, %d bytes unpacked, package.json %v; limits %+v", entries, total, manifest, lim)
+		}
 	})
 }
