@@ -127,7 +127,7 @@ func (d *Deps) Store(ctx context.Context, r *Request, u Upload) (*meta.Artifact,
 	if err != nil {
 		return nil, 0, err
 	}
-	return d.Record(ctx, r, u, info)
+	return d.record(ctx, r, u, info)
 }
 
 var errNoWrites = Errorf(http.StatusMethodNotAllowed, "UNSUPPORTED", "writes are not served here")
@@ -201,6 +201,10 @@ func (d *Deps) Record(ctx context.Context, r *Request, u Upload, info blob.Info)
 	if err := checkUpload(&u); err != nil {
 		return nil, 0, err
 	}
+	return d.record(ctx, r, u, info)
+}
+
+func (d *Deps) record(ctx context.Context, r *Request, u Upload, info blob.Info) (*meta.Artifact, uint64, error) {
 	var a meta.Artifact
 	idx, err := d.Decide(ctx, func(tx *meta.Tx) (meta.Command, error) {
 		replace, err := d.mayReplace(tx, r, u)
@@ -297,24 +301,6 @@ func (d *Deps) List(repo *meta.Repository, prefix string) ([]meta.Artifact, erro
 	return out, err
 }
 
-// KV decodes one key of repo's format keyspace into v; false when absent.
-func (d *Deps) KV(repo *meta.Repository, key string, v any) (bool, error) {
-	var raw json.RawMessage
-	var ok bool
-	_ = d.Meta.View(func(tx *meta.Tx) error { raw, ok = tx.KV(repo.ID, key); return nil })
-	if !ok {
-		return false, nil
-	}
-	return true, json.Unmarshal(raw, v)
-}
-
-// KVList lists repo's format keyspace under prefix.
-func (d *Deps) KVList(repo *meta.Repository, prefix string) []meta.KVPair {
-	var out []meta.KVPair
-	_ = d.Meta.View(func(tx *meta.Tx) error { out = tx.KVList(repo.ID, prefix); return nil })
-	return out
-}
-
 // KVSet is a KV op that stores v as JSON.
 func KVSet(key string, v any) meta.KVOp {
 	raw, err := json.Marshal(v)
@@ -406,17 +392,6 @@ func (d *Deps) DeleteAt(ctx context.Context, repo *meta.Repository, path string)
 	resp := NewResponse(http.StatusNoContent)
 	SetIndex(resp.Header, idx)
 	return resp, nil
-}
-
-// Delete removes an artifact's metadata (its blob is collected later, once
-// nothing references it); it is refused as stale if the artifact changed.
-func (d *Deps) Delete(ctx context.Context, a *meta.Artifact) (uint64, error) {
-	return d.Decide(ctx, func(tx *meta.Tx) (meta.Command, error) {
-		if _, err := tx.Artifact(a.ID); err != nil {
-			return nil, err
-		}
-		return &meta.ArtifactDelete{ID: a.ID, RepoID: a.RepositoryID}, nil
-	})
 }
 
 // Serve answers with an artifact's bytes and its checksum headers; a GET

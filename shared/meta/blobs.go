@@ -33,6 +33,3 @@ func (tx *Tx) unref(k Kind, id string, digests ...string) error {
 func (tx *Tx) Referenced(digest string) bool {
 	return len(tx.prefixKeysN(bBlobRefs, key(digest, ""), 1)) > 0
 }
-
-// Referrers counts the records that keep the blob.
-func (tx *Tx) Referrers(digest string) int { return len(tx.prefixKeys(bBlobRefs, key(digest, ""))) }

@@ -110,12 +110,16 @@ func (tx *Tx) dropTomb(k Kind, id string) error {
 // reader that has applied less than this (and more than 0) must resync.
 func (tx *Tx) Horizon() uint64 { return getU64(tx.bucket(bSys).Get(keyHorizon)) }
 
-// compact forgets tombstones at or below upTo.
+// compact forgets tombstones at or below upTo; the horizon moves to the
+// last one forgotten, so readers that missed none keep reading.
 func (tx *Tx) compact(upTo uint64) error {
 	cur := tx.bucket(bTombOrder).Cursor()
 	var drop [][]byte
 	for k, _ := cur.First(); k != nil && getU64(k) <= upTo; k, _ = cur.Next() {
 		drop = append(drop, bytes.Clone(k))
+	}
+	if len(drop) == 0 {
+		return nil
 	}
 	for _, k := range drop {
 		for _, err := range []error{
@@ -128,10 +132,7 @@ func (tx *Tx) compact(upTo uint64) error {
 			}
 		}
 	}
-	if upTo > tx.Horizon() {
-		return tx.bucket(bSys).Put(keyHorizon, u64(upTo))
-	}
-	return nil
+	return tx.bucket(bSys).Put(keyHorizon, drop[len(drop)-1][:8])
 }
 
 // Changes lists the records that changed after index since and pass f, in

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
 )
 
@@ -67,11 +68,10 @@ var commands = map[CmdType]func() Command{
 // CommandTypes lists every registered command type in order.
 func CommandTypes() []CmdType {
 	out := make([]CmdType, 0, len(commands))
-	for t := CmdType(1); int(t) <= len(commands); t++ {
-		if _, ok := commands[t]; ok {
-			out = append(out, t)
-		}
+	for t := range commands {
+		out = append(out, t)
 	}
+	slices.Sort(out)
 	return out
 }
 
@@ -266,9 +266,3 @@ func Decide(ctx context.Context, s *Store, commit Committer, fn func(tx *Tx) (Co
 	}
 	return 0, err
 }
-
-// CommitFunc adapts a function to Committer.
-type CommitFunc func(ctx context.Context, c Command) (uint64, error)
-
-// Apply calls f.
-func (f CommitFunc) Apply(ctx context.Context, c Command) (uint64, error) { return f(ctx, c) }

@@ -27,8 +27,13 @@ func (c *localCommit) Apply(_ context.Context, cmd Command) (uint64, error) {
 		return 0, err
 	}
 	res := c.s.ApplyBatch([]Entry{{Data: data}})
-	return c.s.Applied(), res[0].Err
+	return c.s.LastApplied(), res[0].Err
 }
+
+// commitFunc adapts a function to Committer.
+type commitFunc func(ctx context.Context, c Command) (uint64, error)
+
+func (f commitFunc) Apply(ctx context.Context, c Command) (uint64, error) { return f(ctx, c) }
 
 func seed(t *testing.T, s *Store) {
 	t.Helper()
@@ -157,11 +162,11 @@ func TestDecideConcurrent(t *testing.T) {
 	s := open(t)
 	seed(t, s)
 	var mu sync.Mutex // a log applies one entry at a time
-	commit := CommitFunc(func(_ context.Context, cmd Command) (uint64, error) {
+	commit := commitFunc(func(_ context.Context, cmd Command) (uint64, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		res := s.ApplyBatch([]Entry{{Data: must(Encode(cmd))}})
-		return s.Applied(), res[0].Err
+		return s.LastApplied(), res[0].Err
 	})
 	var wg sync.WaitGroup
 	acked := make(chan int, 20)
@@ -254,7 +259,7 @@ func TestChangeFeed(t *testing.T) {
 		if err := s.Apply(0, c); err != nil {
 			t.Fatal(err)
 		}
-		return s.Applied()
+		return s.LastApplied()
 	}
 	apply(&RepoCreate{Repo: Repository{ID: "r2", Name: "other", Format: "npm", CreatedAt: t0}})
 	i4 := apply(&ArtifactPut{Artifact: art("a1", "p/1/f", "p", "1", 1)})

@@ -110,18 +110,7 @@ func indexGroup(tx *Tx, id string, before, after []byte) error {
 func (tx *Tx) Group(id string) (*Group, error) { return getRec[Group](tx, KindGroup, id, "group") }
 
 // Groups lists all groups ordered by name.
-func (tx *Tx) Groups() ([]Group, error) {
-	var out []Group
-	err := tx.scan(SpaceGroupNames, "", func(_ string, id []byte) error {
-		g, err := tx.Group(string(id))
-		if err != nil {
-			return err
-		}
-		out = append(out, *g)
-		return nil
-	})
-	return out, err
-}
+func (tx *Tx) Groups() ([]Group, error) { return byName(tx, SpaceGroupNames, tx.Group) }
 
 // GroupsOf lists the ids of the groups a user belongs to, in id order.
 func (tx *Tx) GroupsOf(userID string) ([]string, error) {

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -129,7 +130,12 @@ func global(string, []byte) string { return "" }
 
 // Kinds lists the record kinds in order.
 func Kinds() []Kind {
-	return []Kind{KindUser, KindToken, KindSession, KindGroup, KindPermission, KindRepo, KindArtifact, KindKV}
+	out := make([]Kind, 0, len(kinds))
+	for k := range kinds {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
 }
 
 func (k Kind) String() string { return Space(k).String() }
@@ -292,6 +298,40 @@ func (tx *Tx) prefixKeysN(b []byte, prefix string, n int) []string {
 		out = append(out, string(k[len(p):]))
 	}
 	return out
+}
+
+// under lists the keys of a space under prefix and the values after their
+// modify index, untracked: for commands that remove what is there.
+func (tx *Tx) under(s Space, prefix string) (keys, values []string) {
+	p := []byte(prefix)
+	cur := tx.space(s).Cursor()
+	for k, v := cur.Seek(p); k != nil && bytes.HasPrefix(k, p); k, v = cur.Next() {
+		keys, values = append(keys, string(k)), append(values, string(v[8:]))
+	}
+	return keys, values
+}
+
+// delAll deletes records of one kind.
+func (tx *Tx) delAll(k Kind, ids []string) error {
+	for _, id := range ids {
+		if err := tx.delRec(k, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// byName reads the records a name index points at, in name order.
+func byName[T any](tx *Tx, names Space, get func(id string) (*T, error)) ([]T, error) {
+	var out []T
+	err := tx.scan(names, "", func(_ string, id []byte) error {
+		v, err := get(string(id))
+		if err == nil {
+			out = append(out, *v)
+		}
+		return err
+	})
+	return out, err
 }
 
 // getRec reads and decodes one record; absent is ErrNotFound naming what.

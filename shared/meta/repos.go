@@ -126,32 +126,14 @@ func (c *RepoDelete) apply(tx *Tx) error {
 	if err != nil {
 		return err
 	}
-	var arts []string
-	if err := tx.scan(SpaceArtifactPaths, key(r.ID, ""), func(_ string, id []byte) error {
-		arts = append(arts, string(id))
-		return nil
-	}); err != nil {
-		return err
-	}
-	for _, id := range arts {
-		if err := tx.delRec(KindArtifact, id); err != nil {
-			return err
-		}
-	}
-	for _, id := range tx.prefixKeys(bPermRepo, key(r.ID, "")) {
-		if err := tx.delRec(KindPermission, id); err != nil {
-			return err
-		}
-	}
-	var keys []string
-	if err := tx.scan(Space(KindKV), key(r.ID, ""), func(k string, _ []byte) error {
-		keys = append(keys, k)
-		return nil
-	}); err != nil {
-		return err
-	}
-	for _, k := range keys {
-		if err := tx.delRec(KindKV, k); err != nil {
+	_, arts := tx.under(SpaceArtifactPaths, key(r.ID, ""))
+	kv, _ := tx.under(Space(KindKV), key(r.ID, ""))
+	for _, err := range []error{
+		tx.delAll(KindArtifact, arts),
+		tx.delAll(KindPermission, tx.prefixKeys(bPermRepo, key(r.ID, ""))),
+		tx.delAll(KindKV, kv),
+	} {
+		if err != nil {
 			return err
 		}
 	}
@@ -216,18 +198,7 @@ func (tx *Tx) RepoByName(name string) (*Repository, error) {
 }
 
 // Repos lists repositories ordered by name.
-func (tx *Tx) Repos() ([]Repository, error) {
-	var out []Repository
-	err := tx.scan(SpaceRepoNames, "", func(_ string, id []byte) error {
-		r, err := tx.Repo(string(id))
-		if err != nil {
-			return err
-		}
-		out = append(out, *r)
-		return nil
-	})
-	return out, err
-}
+func (tx *Tx) Repos() ([]Repository, error) { return byName(tx, SpaceRepoNames, tx.Repo) }
 
 // Stats totals the store.
 func (tx *Tx) Stats() (Stats, error) {

@@ -73,10 +73,11 @@ func (sn *Snapshot) Write(w io.Writer, f ChangeFilter) (int64, error) {
 	}
 	bw := bufio.NewWriterSize(zw, 64<<10)
 	tx := &Tx{tx: sn.tx}
+	filtered := f.Repos != nil || f.NoGlobal || f.Kinds != nil
 	for _, k := range Kinds() {
-		info := kinds[k]
 		err := tx.space(Space(k)).ForEach(func(id, v []byte) error {
-			if !f.pass(k, info.repo(string(id), v[8:])) {
+			// The record's feed entry names its repository.
+			if filtered && !f.pass(k, string(tx.bucket(bChanges).Get(changeKey(getU64(v), k, string(id)))[1:])) {
 				return nil
 			}
 			return writeFrame(bw, frameRecord, []byte{byte(k)}, u64(getU64(v)), id, v[8:])
@@ -126,19 +127,31 @@ func writeFrame(w *bufio.Writer, typ byte, fields ...[]byte) error {
 // smaller; anything larger is a corrupt stream.
 const maxField = 64 << 20
 
-func readFrame(r *bufio.Reader, n int) (byte, [][]byte, error) {
+// frameShapes are the field sizes of each frame type (-1: any size).
+var frameShapes = map[byte][]int{
+	frameRecord: {1, 8, -1, -1},
+	frameTomb:   {1, 8, -1, -1},
+	frameEnd:    {8, 8},
+}
+
+// readFrame reads one frame and checks its shape.
+func readFrame(r *bufio.Reader) (byte, [][]byte, error) {
 	typ, err := r.ReadByte()
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, fmt.Errorf("snapshot ends without its end frame: %w", err)
 	}
-	fields := make([][]byte, n)
-	for i := range fields {
+	shape, ok := frameShapes[typ]
+	if !ok {
+		return 0, nil, fmt.Errorf("unknown frame type %q", typ)
+	}
+	fields := make([][]byte, len(shape))
+	for i, want := range shape {
 		l, err := binary.ReadUvarint(r)
 		if err != nil {
 			return 0, nil, err
 		}
-		if l > maxField {
-			return 0, nil, fmt.Errorf("meta: snapshot field of %d bytes", l)
+		if l > maxField || (want >= 0 && l != uint64(want)) {
+			return 0, nil, fmt.Errorf("malformed %q frame", typ)
 		}
 		fields[i] = make([]byte, l)
 		if _, err := io.ReadFull(r, fields[i]); err != nil {
@@ -213,52 +226,28 @@ func load(db *bolt.DB, r io.Reader) (uint64, error) {
 		err := db.Update(func(btx *bolt.Tx) error {
 			tx := &Tx{tx: btx}
 			for n := 0; n < restoreBatch; n++ {
-				typ, err := br.ReadByte()
+				typ, f, err := readFrame(br)
 				if err != nil {
-					return fmt.Errorf("snapshot ends without its end frame: %w", err)
+					return err
 				}
-				_ = br.UnreadByte()
 				switch typ {
 				case frameRecord:
-					_, f, err := readFrame(br, 4)
-					if err != nil {
-						return err
-					}
-					if len(f[0]) != 1 || len(f[1]) != 8 {
-						return errors.New("malformed record frame")
-					}
 					tx.idx = getU64(f[1])
-					if err := tx.putRaw(Kind(f[0][0]), string(f[2]), tx.idx, f[3]); err != nil {
-						return err
-					}
+					err = tx.putRaw(Kind(f[0][0]), string(f[2]), tx.idx, f[3])
 				case frameTomb:
-					_, f, err := readFrame(br, 4)
-					if err != nil {
-						return err
-					}
-					if len(f[0]) != 1 || len(f[1]) != 8 {
-						return errors.New("malformed tombstone frame")
-					}
-					if err := tx.addTomb(getU64(f[1]), Kind(f[0][0]), string(f[2]), string(f[3])); err != nil {
-						return err
-					}
+					err = tx.addTomb(getU64(f[1]), Kind(f[0][0]), string(f[2]), string(f[3]))
 				case frameEnd:
-					_, f, err := readFrame(br, 2)
-					if err != nil {
-						return err
-					}
-					if len(f[0]) != 8 || len(f[1]) != 8 {
-						return errors.New("malformed end frame")
-					}
 					last, done = getU64(f[0]), true
 					if getU64(f[1]) > 0 {
-						if err := btx.Bucket(bSys).Put(keyHorizon, f[1]); err != nil {
-							return err
-						}
+						err = btx.Bucket(bSys).Put(keyHorizon, f[1])
 					}
-					return btx.Bucket(bSys).Put(keyLastApplied, f[0])
-				default:
-					return fmt.Errorf("unknown frame type %q", typ)
+					if err == nil {
+						err = btx.Bucket(bSys).Put(keyLastApplied, f[0])
+					}
+					return err
+				}
+				if err != nil {
+					return err
 				}
 			}
 			return nil

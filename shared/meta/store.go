@@ -64,7 +64,10 @@ func OpenWith(path string, o Options) (*Store, error) {
 	if s.retention == 0 {
 		s.retention = DefaultTombstoneRetention
 	}
-	s.applied.Store(s.LastApplied())
+	_ = db.View(func(btx *bolt.Tx) error {
+		s.applied.Store((&Tx{tx: btx}).lastApplied())
+		return nil
+	})
 	return s, nil
 }
 
@@ -119,14 +122,7 @@ func (s *Store) ViewTracked(fn func(*Tx) error) ([]Pre, error) {
 }
 
 // LastApplied is the index of the last applied log entry.
-func (s *Store) LastApplied() uint64 {
-	var idx uint64
-	_ = s.View(func(tx *Tx) error { idx = tx.lastApplied(); return nil })
-	return idx
-}
-
-// Applied is LastApplied without a transaction.
-func (s *Store) Applied() uint64 { return s.applied.Load() }
+func (s *Store) LastApplied() uint64 { return s.applied.Load() }
 
 // WaitIndex blocks until this store has applied index i, or ctx ends.
 func (s *Store) WaitIndex(ctx context.Context, i uint64) error {
@@ -250,8 +246,5 @@ func (tx *Tx) lastApplied() uint64 {
 	}
 	return binary.BigEndian.Uint64(v)
 }
-
-// LastApplied is the index of the last entry applied in this view.
-func (tx *Tx) LastApplied() uint64 { return tx.lastApplied() }
 
 var errStop = errors.New("stop")

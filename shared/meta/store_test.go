@@ -98,19 +98,25 @@ func dump(t *testing.T, s *Store) string {
 	return buf.String()
 }
 
-func snapshotInto(t *testing.T, from *Store) *Store {
+// snapshotBytes is a whole snapshot of s.
+func snapshotBytes(t *testing.T, s *Store) []byte {
 	t.Helper()
-	snap, err := from.BeginSnapshot()
+	snap, err := s.BeginSnapshot()
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer snap.Release()
 	var buf bytes.Buffer
 	if _, err := snap.WriteTo(&buf); err != nil {
 		t.Fatal(err)
 	}
-	snap.Release()
+	return buf.Bytes()
+}
+
+func snapshotInto(t *testing.T, from *Store) *Store {
+	t.Helper()
 	to := open(t)
-	if err := to.Restore(&buf); err != nil {
+	if err := to.Restore(bytes.NewReader(snapshotBytes(t, from))); err != nil {
 		t.Fatal(err)
 	}
 	return to
@@ -334,19 +340,14 @@ func TestRestoreRejectsGarbage(t *testing.T) {
 		t.Fatal("garbage snapshot accepted")
 	}
 	// A real snapshot cut short is refused too: no end frame.
-	snap, err := s.BeginSnapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if _, err := snap.WriteTo(&buf); err != nil {
-		t.Fatal(err)
-	}
-	snap.Release()
-	for _, cut := range []int{buf.Len() - 1, buf.Len() / 2, len(snapMagic) + 1} {
-		if err := s.Restore(bytes.NewReader(buf.Bytes()[:cut])); err == nil {
-			t.Fatalf("snapshot cut to %d of %d bytes accepted", cut, buf.Len())
+	full := snapshotBytes(t, s)
+	for _, cut := range []int{len(full) - 1, len(full) / 2, len(snapMagic) + 1} {
+		if err := s.Restore(bytes.NewReader(full[:cut])); err == nil {
+			t.Fatalf("snapshot cut to %d of %d bytes accepted", cut, len(full))
 		}
+	}
+	if dump(t, s) != before {
+		t.Fatal("a failed restore changed the store")
 	}
 	if dump(t, s) != before {
 		t.Fatal("failed restore changed the store")

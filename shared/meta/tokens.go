@@ -139,12 +139,7 @@ func (c *SessionPurge) apply(tx *Tx) error {
 	if err != nil {
 		return err
 	}
-	for _, id := range expired {
-		if err := tx.delRec(KindSession, id); err != nil {
-			return err
-		}
-	}
-	return nil
+	return tx.delAll(KindSession, expired)
 }
 
 func indexToken(tx *Tx, id string, before, after []byte) error {

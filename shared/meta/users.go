@@ -125,18 +125,16 @@ func (c *UserDelete) apply(tx *Tx) error {
 	if err := tx.keepAdmin(u); err != nil {
 		return err
 	}
-	for _, id := range tx.prefixKeys(bUserTokens, key(u.ID, "")) {
-		if err := tx.delRec(KindToken, id); err != nil {
-			return err
-		}
-	}
-	for _, id := range tx.prefixKeys(bUserSessions, key(u.ID, "")) {
-		if err := tx.delRec(KindSession, id); err != nil {
-			return err
-		}
-	}
+	var grants []string
 	for _, rest := range tx.prefixKeys(bPermSubject, key(userSubject(u.ID), "")) {
-		if err := tx.delRec(KindPermission, lastPart(rest)); err != nil {
+		grants = append(grants, lastPart(rest))
+	}
+	for _, err := range []error{
+		tx.delAll(KindToken, tx.prefixKeys(bUserTokens, key(u.ID, ""))),
+		tx.delAll(KindSession, tx.prefixKeys(bUserSessions, key(u.ID, ""))),
+		tx.delAll(KindPermission, grants),
+	} {
+		if err != nil {
 			return err
 		}
 	}
@@ -208,18 +206,7 @@ func (tx *Tx) UserByName(name string) (*User, error) {
 }
 
 // Users lists all users ordered by username.
-func (tx *Tx) Users() ([]User, error) {
-	var out []User
-	err := tx.scan(SpaceUserNames, "", func(_ string, id []byte) error {
-		u, err := tx.User(string(id))
-		if err != nil {
-			return err
-		}
-		out = append(out, *u)
-		return nil
-	})
-	return out, err
-}
+func (tx *Tx) Users() ([]User, error) { return byName(tx, SpaceUserNames, tx.User) }
 
 // HasUsers reports whether any user exists (first start creates the admin).
 func (tx *Tx) HasUsers() bool {

@@ -1,9 +1,7 @@
 package npm
 
 import (
-	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"crypto/sha1"
 	"crypto/sha512"
 	"encoding/base64"
@@ -16,27 +14,10 @@ import (
 	"github.com/depot-registry/depot/origin"
 	"github.com/depot-registry/depot/origin/clienttest"
 	"github.com/depot-registry/depot/origin/origintest"
+	"github.com/depot-registry/depot/shared/format/formattest"
 )
 
 // tgz builds a package tarball from name -> content.
-func tgz(t *testing.T, files map[string]string) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(zw)
-	for name, body := range files {
-		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(body)), Typeflag: tar.TypeReg}); err != nil {
-			t.Fatal(err)
-		}
-		_, _ = tw.Write([]byte(body))
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	_ = zw.Close()
-	return buf.Bytes()
-}
-
 // publishDoc is the document npm PUTs to publish name@version with data
 // as its tarball; edit changes it before it is encoded.
 func publishDoc(t *testing.T, name, version string, data []byte, edit func(doc, ver, dist map[string]any)) []byte {
@@ -61,7 +42,7 @@ func publishDoc(t *testing.T, name, version string, data []byte, edit func(doc, 
 }
 
 func goodTgz(t *testing.T) []byte {
-	return tgz(t, map[string]string{"package/package.json": `{"name":"x"}`, "package/index.js": "1"})
+	return formattest.Tgz(t, map[string]string{"package/package.json": `{"name":"x"}`, "package/index.js": "1"})
 }
 
 // wantNPMError checks npm's native error body.
@@ -89,8 +70,8 @@ func TestHTTPErrors(t *testing.T) {
 	e.Do("PUT", "/npm/js/demo", alice.Token, publishDoc(t, "demo", "1.0.0", goodTgz(t), nil)).Want(201)
 	n0, size0 := e.RepoCounters(repoID)
 
-	traversal := tgz(t, map[string]string{"package/package.json": "{}", "package/../../evil": "x"})
-	noManifest := tgz(t, map[string]string{"package/index.js": "1"})
+	traversal := formattest.Tgz(t, map[string]string{"package/package.json": "{}", "package/../../evil": "x"})
+	noManifest := formattest.Tgz(t, map[string]string{"package/index.js": "1"})
 	cases := []struct {
 		name, path string
 		body       []byte

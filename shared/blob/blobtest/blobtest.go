@@ -444,9 +444,11 @@ func testWalkStops(t *testing.T, s blob.Store) {
 	}
 }
 
-func testConcurrentSamePut(t *testing.T, s blob.Store) {
-	data := randomBytes(t, 1<<20)
-	const n = 8
+// storeAtOnce runs n stores of data at the same moment (do(i) stores the
+// i-th) and checks every one answered data's info and that one blob holds
+// it.
+func storeAtOnce(t *testing.T, s blob.Store, data []byte, n int, do func(i int) (blob.Info, error)) {
+	t.Helper()
 	infos := make([]blob.Info, n)
 	errs := make([]error, n)
 	start := make(chan struct{})
@@ -454,14 +456,14 @@ func testConcurrentSamePut(t *testing.T, s blob.Store) {
 	for i := range n {
 		wg.Go(func() {
 			<-start
-			infos[i], errs[i] = s.Put(t.Context(), bytes.NewReader(data), blob.PutOptions{})
+			infos[i], errs[i] = do(i)
 		})
 	}
 	close(start)
 	wg.Wait()
 	for i := range n {
 		if errs[i] != nil {
-			t.Fatalf("Put %d: %v", i, errs[i])
+			t.Fatalf("store %d: %v", i, errs[i])
 		}
 		checkInfo(t, infos[i], data)
 	}
@@ -469,4 +471,11 @@ func testConcurrentSamePut(t *testing.T, s blob.Store) {
 		t.Fatalf("Walk = %v, want one blob", m)
 	}
 	checkContent(t, s, digestOf(data), data)
+}
+
+func testConcurrentSamePut(t *testing.T, s blob.Store) {
+	data := randomBytes(t, 1<<20)
+	storeAtOnce(t, s, data, 8, func(int) (blob.Info, error) {
+		return s.Put(t.Context(), bytes.NewReader(data), blob.PutOptions{})
+	})
 }

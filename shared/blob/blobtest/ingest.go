@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -415,29 +414,10 @@ func testIngestConcurrentCommit(t *testing.T, s IngestStore, _ func() IngestStor
 		ups[i] = create(t, s, "")
 		appendAll(t, ups[i], data)
 	}
-	infos := make([]blob.Info, n)
-	errs := make([]error, n)
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			<-start
-			infos[i], errs[i] = ups[i].Commit(t.Context(), blob.Checksums{})
-		})
-	}
-	close(start)
-	wg.Wait()
-	for i := range n {
-		if errs[i] != nil {
-			t.Fatalf("Commit %d: %v", i, errs[i])
-		}
-		checkInfo(t, infos[i], data)
-	}
-	if m := walkAll(t, s); len(m) != 1 {
-		t.Fatalf("Walk = %v, want one blob", m)
-	}
+	storeAtOnce(t, s, data, n, func(i int) (blob.Info, error) {
+		return ups[i].Commit(t.Context(), blob.Checksums{})
+	})
 	if m := uploads(t, s); len(m) != 0 {
 		t.Fatalf("Uploads after commits = %v", m)
 	}
-	checkContent(t, s, digestOf(data), data)
 }

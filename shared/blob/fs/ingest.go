@@ -196,8 +196,8 @@ func (u *upload) missing(err error) error {
 	return fmt.Errorf("blob/fs: %w", err)
 }
 
-// Uploads implements blob.Ingester, in id order.
-func (s *FS) Uploads(ctx context.Context, fn func(blob.UploadInfo) error) error {
+// eachUpload calls fn with the id of every upload directory, in id order.
+func (s *FS) eachUpload(ctx context.Context, fn func(id string) error) error {
 	entries, err := os.ReadDir(s.uploads)
 	if err != nil {
 		return fmt.Errorf("blob/fs: %w", err)
@@ -206,52 +206,48 @@ func (s *FS) Uploads(ctx context.Context, fn func(blob.UploadInfo) error) error 
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if !e.IsDir() || !blobio.ValidUploadID(e.Name()) {
-			continue
-		}
-		dir := filepath.Join(s.uploads, e.Name())
-		fi, err := os.Stat(filepath.Join(dir, dataFile))
-		if err != nil {
-			continue // committed, cancelled or swept meanwhile
-		}
-		label, err := os.ReadFile(filepath.Join(dir, labelFile))
-		if err != nil {
-			continue
-		}
-		if err := fn(blob.UploadInfo{ID: e.Name(), Label: label, Size: fi.Size(), ModTime: fi.ModTime()}); err != nil {
-			return err
+		if e.IsDir() && blobio.ValidUploadID(e.Name()) {
+			if err := fn(e.Name()); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
 }
 
+// Uploads implements blob.Ingester, in id order.
+func (s *FS) Uploads(ctx context.Context, fn func(blob.UploadInfo) error) error {
+	return s.eachUpload(ctx, func(id string) error {
+		dir := filepath.Join(s.uploads, id)
+		fi, err := os.Stat(filepath.Join(dir, dataFile))
+		if err != nil {
+			return nil // committed, cancelled or swept meanwhile
+		}
+		label, err := os.ReadFile(filepath.Join(dir, labelFile))
+		if err != nil {
+			return nil
+		}
+		return fn(blob.UploadInfo{ID: id, Label: label, Size: fi.Size(), ModTime: fi.ModTime()})
+	})
+}
+
 // SweepUploads implements blob.Ingester. It also clears the directory of
 // an upload whose commit a crash interrupted after the data had moved.
 func (s *FS) SweepUploads(ctx context.Context, olderThan time.Time) error {
-	entries, err := os.ReadDir(s.uploads)
-	if err != nil {
-		return fmt.Errorf("blob/fs: %w", err)
-	}
-	for _, e := range entries {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if !e.IsDir() || !blobio.ValidUploadID(e.Name()) {
-			continue
-		}
-		fi, err := os.Stat(filepath.Join(s.uploads, e.Name(), dataFile))
+	return s.eachUpload(ctx, func(id string) error {
+		fi, err := os.Stat(filepath.Join(s.uploads, id, dataFile))
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 		case err != nil:
 			return fmt.Errorf("blob/fs: %w", err)
 		case !fi.ModTime().Before(olderThan):
-			continue
+			return nil
 		}
-		if err := s.drop(e.Name()); err != nil && !errors.Is(err, blob.ErrUploadUnknown) {
+		if err := s.drop(id); err != nil && !errors.Is(err, blob.ErrUploadUnknown) {
 			return err
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // drop removes an upload: first out of uploads/ in one rename, so that it

@@ -8,7 +8,9 @@
 package formattest
 
 import (
+	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"io"
 	"log/slog"
@@ -81,7 +83,7 @@ func (e *Env) Apply(_ context.Context, c meta.Command) (uint64, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	res := e.Store.ApplyBatch([]meta.Entry{{Data: data}})
-	return e.Store.Applied(), res[0].Err
+	return e.Store.LastApplied(), res[0].Err
 }
 
 // Repo creates a repository.
@@ -142,4 +144,28 @@ func (e *Env) Node(build func(*format.Deps) []format.Format) *httptest.Server {
 	srv := httptest.NewServer(mux)
 	e.t.Cleanup(srv.Close)
 	return srv
+}
+
+// Tgz is a gzip'd tar of files (name -> content), the shape of an npm
+// tarball.
+func Tgz(t testing.TB, files map[string]string) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(zw)
+	for name, body := range files {
+		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(body)), Typeflag: tar.TypeReg}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write([]byte(body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
 }

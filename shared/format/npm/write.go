@@ -57,14 +57,11 @@ func (f *Format) publish(ctx context.Context, r *format.Request, e Endpoint) (*f
 		return nil, err
 	}
 	defer f.lock(e)()
-	if st, err := f.load(repo, e.Name); err != nil {
-		return nil, err
-	} else if _, ok := st.find(p.Version); ok {
-		return nil, format.Conflict("cannot publish over the previously published version %s of %s", p.Version, e.Name)
-	}
 	// The package record and tags are decided from the state the version
 	// is recorded against (see format.Deps.Decide): a publish of another
 	// version that commits first, on any node, makes this one decide again.
+	// A version already there is refused by the overwrite check, before
+	// the tarball is stored.
 	_, idx, err := f.d.Store(ctx, r, format.Upload{
 		Repo: repo, Path: e.Name.Path(p.Version), Package: e.Name.String(), Version: p.Version,
 		ContentType: "application/octet-stream", Body: p.Tarball.Reader(),
@@ -125,15 +122,15 @@ func (f *Format) publishOps(st *pkgState, doc *Document, p *Publish) []meta.KVOp
 }
 
 // decide commits the command fn decides from the state of package n, read
-// in a tracked view (format.Deps.Decide); with must404, a package without
-// versions is npm's 404.
-func (f *Format) decide(ctx context.Context, repo *meta.Repository, n Name, must404 bool, fn func(st *pkgState) (meta.Command, error)) (uint64, error) {
+// in a tracked view (format.Deps.Decide); a package without versions is
+// npm's 404.
+func (f *Format) decide(ctx context.Context, repo *meta.Repository, n Name, fn func(st *pkgState) (meta.Command, error)) (uint64, error) {
 	return f.d.Decide(ctx, func(tx *meta.Tx) (meta.Command, error) {
 		st, err := loadTx(tx, repo, n)
 		if err != nil {
 			return nil, err
 		}
-		if must404 && len(st.Versions) == 0 {
+		if len(st.Versions) == 0 {
 			return nil, format.NotFound("not found")
 		}
 		return fn(st)
@@ -158,7 +155,7 @@ func (f *Format) deprecate(ctx context.Context, repo *meta.Repository, e Endpoin
 	if err != nil {
 		return nil, err
 	}
-	idx, err := f.decide(ctx, repo, e.Name, true, func(st *pkgState) (meta.Command, error) {
+	idx, err := f.decide(ctx, repo, e.Name, func(st *pkgState) (meta.Command, error) {
 		if ops := f.deprecationOps(st, u); len(ops) > 0 {
 			return &meta.KVApply{RepoID: repo.ID, Ops: ops}, nil
 		}
@@ -217,7 +214,7 @@ func (f *Format) revPut(ctx context.Context, r *format.Request, e Endpoint) (*fo
 		return nil, err
 	}
 	mayWrite := f.d.Can(r, repo, meta.ActionWrite)
-	idx, err := f.decide(ctx, repo, e.Name, true, func(st *pkgState) (meta.Command, error) {
+	idx, err := f.decide(ctx, repo, e.Name, func(st *pkgState) (meta.Command, error) {
 		// The client removes versions from the document it read: if the
 		// package changed since (a publish in between), that document is
 		// stale and applying it would remove the new version too.
@@ -256,7 +253,7 @@ func (f *Format) tarballDelete(ctx context.Context, r *format.Request, e Endpoin
 	if err != nil {
 		return nil, err
 	}
-	idx, err := f.decide(ctx, repo, e.Name, true, func(st *pkgState) (meta.Command, error) {
+	idx, err := f.decide(ctx, repo, e.Name, func(st *pkgState) (meta.Command, error) {
 		for _, v := range st.Versions {
 			if e.Name.File(v.Raw) == e.File {
 				return f.removeCmd(repo, st, map[string]bool{v.Raw: true}, ""), nil
@@ -277,7 +274,7 @@ func (f *Format) packageDelete(ctx context.Context, r *format.Request, e Endpoin
 	if err != nil {
 		return nil, err
 	}
-	idx, err := f.decide(ctx, repo, e.Name, true, func(st *pkgState) (meta.Command, error) {
+	idx, err := f.decide(ctx, repo, e.Name, func(st *pkgState) (meta.Command, error) {
 		gone := map[string]bool{}
 		for _, v := range st.Versions {
 			gone[v.Raw] = true
@@ -297,7 +294,7 @@ func (f *Format) DeleteArtifact(ctx context.Context, _ *format.Request, repo *me
 	if err != nil {
 		return 0, err
 	}
-	return f.decide(ctx, repo, n, true, func(st *pkgState) (meta.Command, error) {
+	return f.decide(ctx, repo, n, func(st *pkgState) (meta.Command, error) {
 		if _, ok := st.find(a.Version); !ok {
 			return nil, format.NotFound("%s@%s not found", n, a.Version)
 		}
@@ -338,7 +335,7 @@ func (f *Format) tagPut(ctx context.Context, r *format.Request, e Endpoint) (*fo
 		return nil, format.BadRequest("dist-tag body must be a JSON string holding a version")
 	}
 	v = strings.TrimSpace(v)
-	idx, err := f.decide(ctx, repo, e.Name, true, func(st *pkgState) (meta.Command, error) {
+	idx, err := f.decide(ctx, repo, e.Name, func(st *pkgState) (meta.Command, error) {
 		if _, ok := st.find(v); !ok {
 			return nil, format.NotFound("version not found: %s@%s", e.Name, v)
 		}
@@ -364,7 +361,7 @@ func (f *Format) tagDelete(ctx context.Context, r *format.Request, e Endpoint) (
 		return nil, format.BadRequest("the latest dist-tag cannot be removed")
 	}
 	defer f.lock(e)()
-	idx, err := f.decide(ctx, repo, e.Name, true, func(st *pkgState) (meta.Command, error) {
+	idx, err := f.decide(ctx, repo, e.Name, func(st *pkgState) (meta.Command, error) {
 		if _, ok := st.Tags[e.Spec]; !ok {
 			return nil, format.NotFound("%s is not a dist-tag on %s", e.Spec, e.Name)
 		}

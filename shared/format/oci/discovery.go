@@ -115,7 +115,11 @@ func (f *Format) referrers(_ context.Context, r *format.Request) (*format.Respon
 	}
 	want := r.Query.Get("artifactType")
 	descs := []Descriptor{}
-	for _, kv := range f.d.KVList(repo, referrerKey(n.Image, digest, "")) {
+	var pairs []meta.KVPair
+	if err := f.read(repo, func(v view) error { pairs = v.tx.KVList(repo.ID, referrerKey(n.Image, digest, "")); return nil }); err != nil {
+		return nil, err
+	}
+	for _, kv := range pairs {
 		var d Descriptor
 		if err := json.Unmarshal(kv.Value, &d); err != nil {
 			return nil, err
