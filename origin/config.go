@@ -65,7 +65,7 @@ type Config struct {
 
 	// Formats, when set, replaces the formats of shared/format/all (tests
 	// of a format under construction).
-	Formats []func(*format.Deps) format.Format
+	Formats []func(*format.Env) format.Format
 
 	// Statfs replaces the reading of the data disk's free space, and
 	// BlobWriter wraps every write of blob bytes (tests simulate a nearly

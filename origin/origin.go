@@ -147,19 +147,15 @@ func New(cfg Config, log *slog.Logger, out io.Writer) (o *Origin, err error) {
 			o.audit.Record(audit.Event{Time: now().UTC(), Actor: cmp.Or(f.Username, "anonymous"), Action: "auth." + f.Scheme,
 				Remote: f.Remote, Outcome: "failure", Reason: f.Reason, RequestID: httpx.RequestID(ctx)})
 		}}
-	deps := &format.Deps{
-		Meta: o.store, Blobs: blobs, Commit: commit, Now: now, NewID: auth.NewID, MaxUpload: cfg.MaxUploadBytes,
-		OnDownload: func(*format.Request, *meta.Artifact) { dl.Add() },
-		Tokens:     authn,
-		ScratchDir: filepath.Join(cfg.DataDir, "scratch"),
-		Ingest:     blobs,
-		Space:      o.space,
-	}
-	formats := all.Build(deps)
+	env := &format.Env{Meta: o.store, Now: now, Tokens: authn,
+		OnDownload: func(*format.Request, *meta.Artifact) { dl.Add() }}
+	writer := &format.Writer{Env: env, Blobs: blobs, Commit: commit, NewID: auth.NewID, MaxUpload: cfg.MaxUploadBytes,
+		ScratchDir: filepath.Join(cfg.DataDir, "scratch"), Ingest: blobs, Space: o.space}
+	formats := all.Build(env)
 	if cfg.Formats != nil {
 		formats = formats[:0]
 		for _, mk := range cfg.Formats {
-			formats = append(formats, mk(deps))
+			formats = append(formats, mk(env))
 		}
 	}
 	// Keyed by every repository format served (gradle -> maven): the API
@@ -176,7 +172,7 @@ func New(cfg Config, log *slog.Logger, out io.Writer) (o *Origin, err error) {
 		UsersCreateRepo: cfg.UsersCreateRepo, MaxUpload: cfg.MaxUploadBytes, CORSOrigins: splitList(cfg.CORSOrigins),
 	}, api.Deps{
 		Store: o.store, Blobs: blobs, Commit: commit, Authn: authn, JWT: jwt, Audit: o.audit, Downloads: dl,
-		Log: log, Health: o.health, Now: now, Formats: byName,
+		Log: log, Health: o.health, Now: now, Formats: byName, Env: env, Writer: writer,
 	})
 
 	mux := http.NewServeMux()
@@ -184,10 +180,10 @@ func New(cfg Config, log *slog.Logger, out io.Writer) (o *Origin, err error) {
 	mux.Handle("GET /metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
 	areas := map[string]string{}
 	for _, f := range formats {
+		srv := format.NewServer(f, env, writer, authn, log)
+		srv.OnWrite = apiSrv.AuditFormatWrite
 		for _, prefix := range format.Prefixes(f) {
-			h := httpx.NewFormatHandler(f, prefix, authn, log)
-			h.OnWrite = apiSrv.AuditWrite
-			fh := httpx.MinRate(h, cfg.MinUploadRate, cfg.UploadRateWindow)
+			fh := httpx.MinRate(httpx.NewFormatHandler(srv, prefix, blobs), cfg.MinUploadRate, cfg.UploadRateWindow)
 			if cfg.DemoMode {
 				fh = readOnly(fh)
 			}

@@ -2,7 +2,6 @@ package api
 
 import (
 	"net/http"
-	"path"
 
 	"github.com/depot-registry/depot/shared/auth"
 	"github.com/depot-registry/depot/shared/format"
@@ -34,21 +33,20 @@ func (s *Server) getArtifact(w http.ResponseWriter, r *http.Request, p *auth.Pri
 }
 
 func (s *Server) downloadArtifact(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
-	a, _, err := s.artifactAccess(p, r.PathValue("id"), meta.ActionRead)
+	a, repo, err := s.artifactAccess(p, r.PathValue("id"), meta.ActionRead)
 	if err != nil {
 		return err
 	}
-	f, err := s.d.Blobs.Open(r.Context(), a.Digest)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	format.SetFileHeaders(w.Header(), a, true)
-	if r.Method == http.MethodGet && s.d.Downloads != nil {
-		s.d.Downloads.Add()
-	}
-	http.ServeContent(w, r, path.Base(a.Path), a.UploadedAt, f)
-	return nil
+	// The same answer a format path gives for the file, as an attachment.
+	req := s.formatRequest(r, p, repo)
+	return httpx.WriteResponse(w, r, s.d.Env.Serve(req, a, true), s.d.Blobs)
+}
+
+// formatRequest is r as a format sees it, for the REST calls that go
+// through a format (downloads, deletes).
+func (s *Server) formatRequest(r *http.Request, p *auth.Principal, repo *meta.Repository) *format.Request {
+	return &format.Request{Method: r.Method, Query: r.URL.Query(), Header: r.Header, ContentLength: -1,
+		Principal: p, Repo: repo, BaseURL: httpx.BaseURL(r), RemoteAddr: httpx.ClientIP(r), RequestID: httpx.RequestID(r.Context())}
 }
 
 // deleteArtifact removes an artifact; a format that keeps state beside
@@ -62,8 +60,7 @@ func (s *Server) deleteArtifact(w http.ResponseWriter, r *http.Request, p *auth.
 	if !ok {
 		return s.applyNoContent(r.Context(), w, &meta.ArtifactDelete{ID: a.ID})
 	}
-	req := &format.Request{Method: r.Method, Principal: p, RequestID: httpx.RequestID(r.Context())}
-	idx, err := del.DeleteArtifact(r.Context(), req, repo, a)
+	idx, err := del.DeleteArtifact(r.Context(), s.formatRequest(r, p, repo), s.d.Writer, a)
 	if idx > 0 {
 		format.SetIndex(w.Header(), idx)
 	}

@@ -19,7 +19,7 @@ var specFormats = []string{"docker", "maven", "npm", "pypi", "crates", "helm", "
 // one list of formats, sorted.
 func servedFormats() []string {
 	var out []string
-	for _, f := range all.Build(&format.Deps{}) {
+	for _, f := range all.Build(&format.Env{}) {
 		out = append(out, format.RepoFormats(f)...)
 	}
 	slices.Sort(out)

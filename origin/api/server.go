@@ -56,6 +56,8 @@ type Deps struct {
 	Log       *slog.Logger
 	Health    Health
 	Formats   map[string]format.Format // by repository format, for deletes that formats handle
+	Env       *format.Env              // formats' read environment (downloads)
+	Writer    *format.Writer           // formats' write environment (deletes)
 	Now       func() time.Time
 	NewID     func() string
 }
@@ -291,9 +293,25 @@ func (s *Server) gate(a access, p *auth.Principal, r *http.Request) error {
 	return nil
 }
 
-// AuditWrite records one write in the audit log; the format paths use it
-// too, so every write of the origin is audited the same way.
+// AuditWrite records one API write in the audit log.
 func (s *Server) AuditWrite(r *http.Request, p *auth.Principal, status int) {
+	// Routes are registered as "METHOD /path" patterns: the pattern names
+	// the action; the catch-all has no method, so method and path do.
+	action := r.Pattern
+	if !strings.HasPrefix(action, r.Method+" ") {
+		action = r.Method + " " + r.URL.Path
+	}
+	s.audit(p, action, r.URL.Path, httpx.ClientIP(r), httpx.RequestID(r.Context()), status)
+}
+
+// AuditFormatWrite records one write of a format path, so every write of
+// the origin is audited the same way.
+func (s *Server) AuditFormatWrite(r *format.Request, status int) {
+	target := r.Prefix + r.Path
+	s.audit(r.Principal, r.Method+" "+target, target, r.RemoteAddr, r.RequestID, status)
+}
+
+func (s *Server) audit(p *auth.Principal, action, target, remote, requestID string, status int) {
 	outcome := "success"
 	switch {
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
@@ -301,15 +319,8 @@ func (s *Server) AuditWrite(r *http.Request, p *auth.Principal, status int) {
 	case status >= 400:
 		outcome = "failure"
 	}
-	// Routes are registered as "METHOD /path" patterns: the pattern names
-	// the action; the catch-all has no method, so method and path do.
-	action := r.Pattern
-	if !strings.HasPrefix(action, r.Method+" ") {
-		action = r.Method + " " + r.URL.Path
-	}
 	e := audit.Event{Time: s.d.Now().UTC(), Actor: p.Name(), Action: action,
-		Target: r.URL.Path, Remote: httpx.ClientIP(r), Outcome: outcome, Status: status,
-		RequestID: httpx.RequestID(r.Context())}
+		Target: target, Remote: remote, Outcome: outcome, Status: status, RequestID: requestID}
 	if !p.Anonymous() {
 		e.ActorID = p.UserID
 	}

@@ -25,7 +25,7 @@ import (
 // Repo returns repository name if it has one of formats and the caller may
 // do action on it. An anonymous caller is asked to authenticate (401)
 // rather than told whether a private repository exists.
-func (d *Deps) Repo(r *Request, name, action string, formats ...string) (*meta.Repository, error) {
+func (d *Env) Repo(r *Request, name, action string, formats ...string) (*meta.Repository, error) {
 	var repo *meta.Repository
 	allowed, visible := false, false
 	err := d.Meta.View(func(tx *meta.Tx) error {
@@ -51,20 +51,20 @@ func (d *Deps) Repo(r *Request, name, action string, formats ...string) (*meta.R
 	case repo == nil || !visible:
 		// A private repository the caller cannot read is indistinguishable
 		// from one that does not exist.
-		return nil, NotFound("repository %s not found", name)
+		return nil, &RepoNotFoundError{Name: name}
 	}
 	return nil, Forbidden("%s may not %s in repository %s", r.Principal.Name(), action, name)
 }
 
 // Can reports whether the caller may do action on repo.
-func (d *Deps) Can(r *Request, repo *meta.Repository, action string) bool {
+func (d *Env) Can(r *Request, repo *meta.Repository, action string) bool {
 	ok := false
 	_ = d.Meta.View(func(tx *meta.Tx) error { ok = auth.Can(tx, r.Principal, repo, action); return nil })
 	return ok
 }
 
 // Artifact returns the artifact stored at path in repo.
-func (d *Deps) Artifact(repo *meta.Repository, p string) (*meta.Artifact, error) {
+func (d *Env) Artifact(repo *meta.Repository, p string) (*meta.Artifact, error) {
 	var a *meta.Artifact
 	err := d.Meta.View(func(tx *meta.Tx) error {
 		var err error
@@ -101,7 +101,7 @@ type Upload struct {
 	Attrs       json.RawMessage // the format's record of the file
 	Refs        []string        // other blobs the file needs, kept with it
 	// Decide, when set, runs on the view the artifact is recorded from
-	// (see Deps.Decide): it may refuse the upload, and returns the format
+	// (see Writer.Decide): it may refuse the upload, and returns the format
 	// state that changes with the file, atomically.
 	Decide func(tx *meta.Tx) ([]meta.KVOp, error)
 }
@@ -109,10 +109,7 @@ type Upload struct {
 // Store streams an upload into the blob store and then records it with one
 // command, so metadata never points at bytes that are not durable. It
 // returns the artifact and the command's log index.
-func (d *Deps) Store(ctx context.Context, r *Request, u Upload) (*meta.Artifact, uint64, error) {
-	if d.Commit == nil {
-		return nil, 0, errNoWrites
-	}
+func (d *Writer) Store(ctx context.Context, r *Request, u Upload) (*meta.Artifact, uint64, error) {
 	if err := checkUpload(&u); err != nil {
 		return nil, 0, err // before a byte is stored
 	}
@@ -130,11 +127,9 @@ func (d *Deps) Store(ctx context.Context, r *Request, u Upload) (*meta.Artifact,
 	return d.record(ctx, r, u, info)
 }
 
-var errNoWrites = Errorf(http.StatusMethodNotAllowed, "UNSUPPORTED", "writes are not served here")
-
 // mayReplace says whether the upload may replace what is at its path, and
 // refuses when the path is taken and may not be replaced.
-func (d *Deps) mayReplace(tx *meta.Tx, r *Request, u Upload) (bool, error) {
+func (d *Writer) mayReplace(tx *meta.Tx, r *Request, u Upload) (bool, error) {
 	if u.Overwrite == OverwriteAlways {
 		return true, nil
 	}
@@ -157,7 +152,7 @@ func (d *Deps) mayReplace(tx *meta.Tx, r *Request, u Upload) (bool, error) {
 // deciding what they are, or that keep blobs beside artifacts (OCI layers).
 // Every upload goes through here, so here the free-space guard applies; a
 // body that declares its length (Sized) is refused before it is read.
-func (d *Deps) PutBlob(ctx context.Context, body io.Reader, expect blob.Checksums) (blob.Info, error) {
+func (d *Writer) PutBlob(ctx context.Context, body io.Reader, expect blob.Checksums) (blob.Info, error) {
 	var n int64
 	if s, ok := body.(Sized); ok {
 		n = s.Size()
@@ -174,7 +169,7 @@ func (d *Deps) PutBlob(ctx context.Context, body io.Reader, expect blob.Checksum
 // body wrapped so that it stops with blob.ErrNoSpace if free space runs
 // low while it streams. For bytes a format writes to disk itself (OCI
 // upload sessions); PutBlob does it for the blob store.
-func (d *Deps) GuardUpload(body io.Reader, n int64) (io.Reader, error) {
+func (d *Writer) GuardUpload(body io.Reader, n int64) (io.Reader, error) {
 	if d.Space == nil {
 		return body, nil
 	}
@@ -186,7 +181,7 @@ func (d *Deps) GuardUpload(body io.Reader, n int64) (io.Reader, error) {
 
 // WriteErr returns the error of a write to disk, a full disk marked as
 // blob.ErrNoSpace (507 rather than 500), and tells the guard.
-func (d *Deps) WriteErr(err error) error {
+func (d *Writer) WriteErr(err error) error {
 	if err == nil {
 		return nil
 	}
@@ -197,14 +192,14 @@ func (d *Deps) WriteErr(err error) error {
 }
 
 // Record commits an artifact for a blob PutBlob stored (u.Body unused).
-func (d *Deps) Record(ctx context.Context, r *Request, u Upload, info blob.Info) (*meta.Artifact, uint64, error) {
+func (d *Writer) Record(ctx context.Context, r *Request, u Upload, info blob.Info) (*meta.Artifact, uint64, error) {
 	if err := checkUpload(&u); err != nil {
 		return nil, 0, err
 	}
 	return d.record(ctx, r, u, info)
 }
 
-func (d *Deps) record(ctx context.Context, r *Request, u Upload, info blob.Info) (*meta.Artifact, uint64, error) {
+func (d *Writer) record(ctx context.Context, r *Request, u Upload, info blob.Info) (*meta.Artifact, uint64, error) {
 	var a meta.Artifact
 	idx, err := d.Decide(ctx, func(tx *meta.Tx) (meta.Command, error) {
 		replace, err := d.mayReplace(tx, r, u)
@@ -227,7 +222,7 @@ func (d *Deps) record(ctx context.Context, r *Request, u Upload, info blob.Info)
 }
 
 // NewArtifact is the record of an upload whose blob is stored.
-func (d *Deps) NewArtifact(r *Request, u Upload, info blob.Info) meta.Artifact {
+func (d *Writer) NewArtifact(r *Request, u Upload, info blob.Info) meta.Artifact {
 	a := meta.Artifact{
 		ID:           d.NewID(),
 		RepositoryID: u.Repo.ID,
@@ -259,7 +254,7 @@ type Placed struct {
 // ChangeCmd is the one command that drops artifacts, puts artifacts (each
 // replacing whatever is at its path; Upload.Body, Overwrite and Decide are
 // not used) and applies KV ops in repo.
-func (d *Deps) ChangeCmd(r *Request, repo *meta.Repository, drop []*meta.Artifact, put []Placed, kv []meta.KVOp) (meta.Command, error) {
+func (d *Writer) ChangeCmd(r *Request, repo *meta.Repository, drop []*meta.Artifact, put []Placed, kv []meta.KVOp) (meta.Command, error) {
 	c := &meta.ArtifactsApply{RepoID: repo.ID, KV: kv}
 	for _, a := range drop {
 		c.Drop = append(c.Drop, a.ID)
@@ -280,18 +275,15 @@ func (d *Deps) ChangeCmd(r *Request, repo *meta.Repository, drop []*meta.Artifac
 // what fn read before the command applied, fn runs again on a fresh view;
 // after a bounded number of attempts the write is refused with a 503.
 // Every format write goes through here, whichever node decides it.
-func (d *Deps) Decide(ctx context.Context, fn func(tx *meta.Tx) (meta.Command, error)) (uint64, error) {
-	if d.Commit == nil {
-		return 0, errNoWrites
-	}
+func (d *Writer) Decide(ctx context.Context, fn func(tx *meta.Tx) (meta.Command, error)) (uint64, error) {
 	return meta.Decide(ctx, d.Meta, d.Commit, fn)
 }
 
 // View runs fn on a consistent view of the metadata.
-func (d *Deps) View(fn func(*meta.Tx) error) error { return d.Meta.View(fn) }
+func (d *Env) View(fn func(*meta.Tx) error) error { return d.Meta.View(fn) }
 
 // List returns the artifacts of repo whose path starts with prefix.
-func (d *Deps) List(repo *meta.Repository, prefix string) ([]meta.Artifact, error) {
+func (d *Env) List(repo *meta.Repository, prefix string) ([]meta.Artifact, error) {
 	var out []meta.Artifact
 	err := d.Meta.View(func(tx *meta.Tx) error {
 		var err error
@@ -375,7 +367,7 @@ func tooLarge(max int64) error {
 }
 
 // DeleteAt deletes the artifact at path in repo and answers 204.
-func (d *Deps) DeleteAt(ctx context.Context, repo *meta.Repository, path string) (*Response, error) {
+func (d *Writer) DeleteAt(ctx context.Context, repo *meta.Repository, path string) (*Response, error) {
 	idx, err := d.Decide(ctx, func(tx *meta.Tx) (meta.Command, error) {
 		a, err := tx.ArtifactByPath(repo.ID, path)
 		if errors.Is(err, meta.ErrNotFound) {
@@ -395,19 +387,17 @@ func (d *Deps) DeleteAt(ctx context.Context, repo *meta.Repository, path string)
 }
 
 // Serve answers with an artifact's bytes and its checksum headers; a GET
-// counts as a download.
-func (d *Deps) Serve(ctx context.Context, r *Request, a *meta.Artifact) (*Response, error) {
-	f, err := d.Blobs.Open(ctx, a.Digest)
-	if err != nil {
-		return nil, err
-	}
+// counts as a download. attachment says whether a browser should save
+// the file whatever its type (the REST download).
+func (d *Env) Serve(r *Request, a *meta.Artifact, attachment bool) *Response {
 	if r.Method == http.MethodGet && d.OnDownload != nil {
 		d.OnDownload(r, a)
 	}
 	resp := NewResponse(http.StatusOK)
-	resp.File, resp.Name, resp.ModTime = f, path.Base(a.Path), a.UploadedAt
-	SetFileHeaders(resp.Header, a, false)
-	return resp, nil
+	resp.Blob = &BlobRef{Digest: a.Digest, Size: a.SizeBytes}
+	resp.Name, resp.ModTime = path.Base(a.Path), a.UploadedAt
+	SetFileHeaders(resp.Header, a, attachment)
+	return resp
 }
 
 // SetContentSafety keeps uploaded content inert in a browser: whatever
@@ -444,9 +434,17 @@ func SetIndex(h http.Header, idx uint64) {
 }
 
 // Time is the current time in UTC from d.Now, or the wall clock.
-func (d *Deps) Time() time.Time {
+func (d *Env) Time() time.Time {
 	if d.Now != nil {
 		return d.Now().UTC()
 	}
 	return time.Now().UTC()
+}
+
+// Require checks that the caller may also do action in r.Repo, for a
+// request that needs more than its route declares (an npm unpublish
+// arrives as a PUT).
+func (d *Env) Require(r *Request, action string) error {
+	_, err := d.Repo(r, r.Repo.Name, action, r.Repo.Format)
+	return err
 }

@@ -147,7 +147,7 @@ func (s *spy) Apply(context.Context, meta.Command) (uint64, error) { s.applies++
 // shared machinery, before the bytes are stored or anything committed.
 func TestUploadNamesChecked(t *testing.T) {
 	s := &spy{}
-	d := &format.Deps{Blobs: s, Commit: s}
+	d := &format.Writer{Env: &format.Env{}, Blobs: s, Commit: s}
 	r := &format.Request{}
 	repo := &meta.Repository{ID: "r", Name: "r", Format: "generic"}
 	for _, u := range []format.Upload{

@@ -24,6 +24,18 @@ func Errorf(status int, code, format string, args ...any) *Error {
 	return &Error{Status: status, Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
+// RepoNotFoundError is a repository that does not exist, or that the
+// caller may not see (the two are indistinguishable on purpose). Formats
+// whose clients have a code of their own for it (docker's NAME_UNKNOWN)
+// render it so.
+type RepoNotFoundError struct{ Name string }
+
+func (e *RepoNotFoundError) Error() string { return "repository " + e.Name + " not found" }
+
+// ErrClientGone is what a transport reports (Request.Interrupted) when the
+// client went away before it could be answered.
+var ErrClientGone = errors.New("the client went away")
+
 // ErrSlowBody is what reading a request body returns when the client sent
 // it slower than the minimum transfer rate or past its deadline.
 var ErrSlowBody = errors.New("the request body arrived too slowly")
@@ -63,9 +75,12 @@ func InsufficientStorage() *Error {
 // 500 whose message says nothing about the cause (the transport logs it).
 func Classify(err error) *Error {
 	var e *Error
+	var rnf *RepoNotFoundError
 	switch {
 	case errors.As(err, &e):
 		return e
+	case errors.As(err, &rnf):
+		return NotFound("%s", rnf.Error())
 	case errors.Is(err, meta.ErrNotFound):
 		return NotFound("%s", trimSentinel(err))
 	case errors.Is(err, meta.ErrConflict):

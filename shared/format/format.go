@@ -27,20 +27,41 @@ const (
 	Write
 )
 
-// Handler serves one route.
+// Handler serves a read route: it sees the read environment its format
+// was built with, and nothing that writes.
 type Handler func(ctx context.Context, r *Request) (*Response, error)
+
+// WriteHandler serves a write route with the write environment, which
+// exists only on nodes that serve writes: a read handler cannot reach it.
+type WriteHandler func(ctx context.Context, r *Request, w *Writer) (*Response, error)
 
 // Route is one path of a format, relative to the format's prefix.
 // Path segments are literals, "{name}" (one segment) or, last, "{name...}"
 // (the rest of the path). A GET route also answers HEAD.
 // Formats whose paths a pattern cannot express (an OCI name holds
 // slashes) give Match instead of Path.
+//
+// A route that names a repository gives it as the parameter "repo" and
+// declares the Action it needs there (meta.ActionRead, ActionWrite or
+// ActionDelete): Serve finds the repository, checks the action and hands
+// the handler Request.Repo. A route with no Action (a ping, a token
+// endpoint, a catalog that filters what it lists) checks for itself.
+// Exactly one of Read and Write is set.
 type Route struct {
 	Method string
 	Path   string
 	Match  func(path string) (map[string]string, bool)
-	Op     Op
-	Handle Handler
+	Action string
+	Read   Handler
+	Write  WriteHandler
+}
+
+// Op is the route's operation: Write when it has a write handler.
+func (rt *Route) Op() Op {
+	if rt.Write != nil {
+		return Write
+	}
+	return Read
 }
 
 // Format is one package format.
@@ -51,6 +72,14 @@ type Format interface {
 	// Error renders err in the client's native shape; a 401 carries the
 	// format's WWW-Authenticate challenge.
 	Error(r *Request, err error) *Response
+}
+
+// Validator is implemented by formats whose path parameters follow rules
+// of their own (an OCI name): Serve checks them once the caller is
+// authenticated and before the repository is looked up, so a malformed
+// name is a 400 rather than an unknown repository.
+type Validator interface {
+	Validate(r *Request) error
 }
 
 // Aliased is implemented by formats served under more than one prefix
@@ -86,7 +115,7 @@ func RepoFormats(f Format) []string {
 // artifacts (tags, dist-tags): the REST API deletes their artifacts
 // through it, so that state follows.
 type ArtifactDeleter interface {
-	DeleteArtifact(ctx context.Context, r *Request, repo *meta.Repository, a *meta.Artifact) (uint64, error)
+	DeleteArtifact(ctx context.Context, r *Request, w *Writer, a *meta.Artifact) (uint64, error)
 }
 
 // Header is the read side of request headers, whatever the transport.
@@ -109,21 +138,47 @@ type Request struct {
 	BaseURL       string // scheme://host[:port] the client used (see URLs)
 	RemoteAddr    string
 	RequestID     string
+	// Repo is the repository the route names, found and authorised by
+	// Serve for Action (nil on routes that declare none).
+	Repo   *meta.Repository
+	Action string
+	// Interrupted, set by the transport, says whether a handler's error
+	// came from the connection: ErrSlowBody (the body was cut for being
+	// too slow: a 408), ErrClientGone (nobody is left to answer), or nil.
+	Interrupted func(err error) error
 }
 
 // Param returns a path parameter.
 func (r *Request) Param(name string) string { return r.Params[name] }
 
-// Response is what a handler answers: a small rendered Body, or a blob
-// File that the transport streams (with Range and conditional requests).
+// Response is what a handler answers: a small rendered Body, or a Blob
+// that the transport opens from wherever it keeps blobs (the origin's
+// blob store, an edge's cache) and streams with Range, HEAD and
+// conditional requests.
 type Response struct {
 	Status  int
 	Header  http.Header
 	Body    []byte
-	File    blob.File // closed by the transport
-	Name    string    // file name for Content-Type sniffing and Range
+	Blob    *BlobRef
+	Name    string // file name for Range and conditional requests
 	ModTime time.Time
+	// Abort tells the transport to drop the connection unanswered: the
+	// client went away (Status is then StatusClientClosed, for logs).
+	Abort bool
 }
+
+// BlobRef names the blob a response serves.
+type BlobRef struct {
+	Digest string // blob store address
+	Size   int64
+	// Missing is answered (in the format's shape) if the blob cannot be
+	// found where the transport looks; nil: a plain 404.
+	Missing error
+}
+
+// StatusClientClosed is nginx's 499: the client went away before it was
+// answered. Logs, metrics and the audit log record it; it is never sent.
+const StatusClientClosed = 499
 
 // NewResponse starts a response with a status.
 func NewResponse(status int) *Response {
@@ -133,26 +188,34 @@ func NewResponse(status int) *Response {
 // Committer commits a metadata command (cluster/leader on the origin).
 type Committer = meta.Committer
 
-// Deps are what format handlers work with.
-type Deps struct {
-	Meta      *meta.Store
-	Blobs     blob.Store
-	Commit    Committer // nil where writes are not served
-	Now       func() time.Time
-	NewID     func() string
-	MaxUpload int64 // bytes; 0 = unlimited
+// Env is the read environment every handler works with: a view of the
+// metadata and the clock. Formats are built over it. Blob bytes are not
+// part of it: a read answers a BlobRef and the transport opens it.
+type Env struct {
+	Meta *meta.Store
+	Now  func() time.Time
 	// OnDownload is told of every served download (statistics, events).
 	OnDownload func(*Request, *meta.Artifact)
-	// Tokens issues registry tokens (docker's Bearer token flow).
+	// Tokens issues registry tokens (docker's Bearer token flow); nil
+	// where none are issued.
 	Tokens TokenIssuer
+}
+
+// Writer is the write environment: what a write route needs besides the
+// read environment. Only nodes that serve writes have one.
+type Writer struct {
+	*Env
+	Commit    Committer
+	Blobs     blob.Store
+	NewID     func() string
+	MaxUpload int64 // bytes; 0 = unlimited
+	// Ingest holds uploads that arrive over several requests (OCI upload
+	// sessions) until they are committed into Blobs.
+	Ingest blob.Ingester
 	// ScratchDir is a private directory for a request's temporary files
 	// on this node (an npm publish spills its tarball there before the
 	// blob store); each format makes its own subdirectory.
 	ScratchDir string
-	// Ingest holds uploads that arrive over several requests (OCI upload
-	// sessions) until they are committed into Blobs; nil where writes are
-	// not served.
-	Ingest blob.Ingester
 	// Space, when set, refuses uploads while the data disk is nearly full
 	// and hears of writes that found it full (see GuardUpload).
 	Space SpaceGuard

@@ -4,7 +4,7 @@ import "sync"
 
 // KeyLock serialises work per key (a package, an image, an upload
 // session) on this node. It is an optimisation only: writes decided on
-// another node are kept apart by the preconditions Deps.Decide attaches
+// another node are kept apart by the preconditions Writer.Decide attaches
 // to every command, so here it just spares the wasted attempts of two
 // local writes of one package. Entries exist only while someone holds or
 // waits for them.

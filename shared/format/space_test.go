@@ -48,7 +48,7 @@ func TestPutBlobGuard(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := &guard{room: 100}
-	d := &format.Deps{Blobs: store, Space: g}
+	d := &format.Writer{Blobs: store, Space: g}
 
 	body := &sized{Reader: strings.NewReader(strings.Repeat("x", 1000)), n: 1000}
 	_, err = d.PutBlob(t.Context(), body, blob.Checksums{})
@@ -74,7 +74,7 @@ func (failingStore) Put(context.Context, io.Reader, blob.PutOptions) (blob.Info,
 // ErrNoSpace and the guard hears of it (for health).
 func TestPutBlobDiskFull(t *testing.T) {
 	g := &guard{room: 1 << 30}
-	d := &format.Deps{Blobs: failingStore{}, Space: g}
+	d := &format.Writer{Blobs: failingStore{}, Space: g}
 	_, err := d.PutBlob(t.Context(), strings.NewReader("x"), blob.Checksums{})
 	if !errors.Is(err, blob.ErrNoSpace) || len(g.observed) != 1 || !blob.DiskFull(g.observed[0]) {
 		t.Fatalf("err %v, observed %v", err, g.observed)

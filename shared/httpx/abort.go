@@ -7,13 +7,15 @@ import (
 	"net"
 	"net/http"
 	"syscall"
+
+	"github.com/depot-registry/depot/shared/format"
 )
 
 // StatusClientClosed is nginx's 499: the client went away before it was
 // answered. Logs, metrics and the audit log record it; it is never sent.
 // A client abort is the client's doing, so it is neither logged as an
 // error nor counted as a 5xx.
-const StatusClientClosed = 499
+const StatusClientClosed = format.StatusClientClosed
 
 // ClientGone reports whether err, met while serving r, is the client
 // having gone away: the request's context is canceled (net/http does so

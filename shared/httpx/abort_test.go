@@ -16,7 +16,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/depot-registry/depot/shared/auth"
 	"github.com/depot-registry/depot/shared/format"
 	"github.com/depot-registry/depot/shared/metrics"
 )
@@ -88,8 +87,8 @@ type reading struct{ got chan error }
 func (reading) Name() string   { return "reading" }
 func (reading) Prefix() string { return "/r" }
 func (f reading) Routes() []format.Route {
-	return []format.Route{{Method: http.MethodPut, Path: "/x", Op: format.Write,
-		Handle: func(_ context.Context, r *format.Request) (*format.Response, error) {
+	return []format.Route{{Method: http.MethodPut, Path: "/x",
+		Write: func(_ context.Context, r *format.Request, _ *format.Writer) (*format.Response, error) {
 			_, err := format.ReadBody(r, 1<<20)
 			f.got <- err
 			return nil, err
@@ -105,7 +104,7 @@ func (reading) Error(_ *format.Request, err error) *format.Response {
 func TestBrokenBodyIs499(t *testing.T) {
 	m := metrics.New()
 	f := reading{got: make(chan error, 1)}
-	h := NewFormatHandler(f, "/r", &auth.Authenticator{Meta: noMeta{}}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	h := NewFormatHandler(testServer(f, &format.Writer{}), "/r", nil)
 	obs := Observe(h, slog.New(slog.NewTextHandler(io.Discard, nil)), m, func(*http.Request) string { return "r" })
 	done := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -21,8 +21,8 @@ type failing struct{}
 func (failing) Name() string   { return "failing" }
 func (failing) Prefix() string { return "/f" }
 func (failing) Routes() []format.Route {
-	return []format.Route{{Method: http.MethodGet, Path: "/x", Op: format.Read,
-		Handle: func(context.Context, *format.Request) (*format.Response, error) {
+	return []format.Route{{Method: http.MethodGet, Path: "/x",
+		Read: func(context.Context, *format.Request) (*format.Response, error) {
 			return nil, errors.New("open /secret/path: disk on fire")
 		}}}
 }
@@ -32,12 +32,17 @@ func (failing) Error(_ *format.Request, err error) *format.Response {
 
 type noMeta struct{}
 
+// testServer serves f with no one signed in.
+func testServer(f format.Format, w *format.Writer) *format.Server {
+	return format.NewServer(f, &format.Env{}, w, &auth.Authenticator{Meta: noMeta{}}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+}
+
 func (noMeta) View(func(*meta.Tx) error) error { return nil }
 
 // TestFormatInternalError: a handler's internal error reaches the client
 // as a 500 that names the request id and nothing of the cause.
 func TestFormatInternalError(t *testing.T) {
-	h := NewFormatHandler(failing{}, "/f", &auth.Authenticator{Meta: noMeta{}}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	h := NewFormatHandler(testServer(failing{}, nil), "/f", nil)
 	srv := httptest.NewServer(Observe(h, slog.New(slog.NewTextHandler(io.Discard, nil)), nil, func(*http.Request) string { return "f" }))
 	defer srv.Close()
 	resp, err := http.Get(srv.URL + "/f/x")

@@ -19,7 +19,7 @@ import (
 // constructor.
 type Entry struct {
 	Name string
-	New  func(*format.Deps) format.Format
+	New  func(*format.Env) format.Format
 	// Settings are the repository settings the format understands, with
 	// their allowed values (the first is the default).
 	Settings map[string][]string
@@ -33,11 +33,11 @@ var mavenSettings = map[string][]string{"version_policy": {"mixed", "release", "
 // without a constructor are accepted for repositories before their client
 // paths exist.
 var entries = []Entry{
-	{Name: "docker", New: func(d *format.Deps) format.Format { return oci.New(d) }},
-	{Name: "maven", Settings: mavenSettings, New: func(d *format.Deps) format.Format { return maven.New(d) }},
+	{Name: "docker", New: func(e *format.Env) format.Format { return oci.New(e) }},
+	{Name: "maven", Settings: mavenSettings, New: func(e *format.Env) format.Format { return maven.New(e) }},
 	{Name: "gradle", Settings: mavenSettings},
-	{Name: "npm", New: func(d *format.Deps) format.Format { return npm.New(d) }},
-	{Name: "pypi", New: func(d *format.Deps) format.Format { return pypi.New(d) }},
+	{Name: "npm", New: func(e *format.Env) format.Format { return npm.New(e) }},
+	{Name: "pypi", New: func(e *format.Env) format.Format { return pypi.New(e) }},
 	{Name: "crates"},
 	{Name: "helm"},
 	{Name: "go"},
@@ -45,7 +45,7 @@ var entries = []Entry{
 	{Name: "rubygems"},
 	{Name: "composer"},
 	{Name: "conda"},
-	{Name: generic.Name, New: func(d *format.Deps) format.Format { return generic.New(d) }},
+	{Name: generic.Name, New: func(e *format.Env) format.Format { return generic.New(e) }},
 }
 
 // Known reports whether name is a format identifier.
@@ -87,11 +87,11 @@ func Names() []string {
 }
 
 // Build constructs every format that has client paths.
-func Build(d *format.Deps) []format.Format {
+func Build(env *format.Env) []format.Format {
 	var out []format.Format
 	for _, e := range entries {
 		if e.New != nil {
-			out = append(out, e.New(d))
+			out = append(out, e.New(env))
 		}
 	}
 	return out

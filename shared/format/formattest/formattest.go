@@ -96,12 +96,11 @@ func (e *Env) Repo(name, formatName string) *meta.Repository {
 	return &r
 }
 
-// Deps are the dependencies of one node's format handlers.
-func (e *Env) Deps() *format.Deps {
-	return &format.Deps{
-		Meta: e.Store, Blobs: e.Blobs, Ingest: e.Blobs, Commit: e, Now: time.Now, NewID: auth.NewID,
-		ScratchDir: e.t.TempDir(),
-	}
+// Writer is the write environment of one node's format handlers over
+// env.
+func (e *Env) Writer(env *format.Env) *format.Writer {
+	return &format.Writer{Env: env, Blobs: e.Blobs, Ingest: e.Blobs, Commit: e, NewID: auth.NewID,
+		ScratchDir: e.t.TempDir()}
 }
 
 // Do sends a request with the administrator's credentials and returns
@@ -128,17 +127,31 @@ func (e *Env) Do(method, url, contentType string, body []byte) (int, []byte) {
 	return resp.StatusCode, out
 }
 
-// Node serves the formats build makes from one node's Deps, each under
-// its prefixes, on a test server.
-func (e *Env) Node(build func(*format.Deps) []format.Format) *httptest.Server {
-	d := e.Deps()
+// Node serves the formats build makes, each under its prefixes, on a
+// test server: one origin's handlers, with their own node-local state.
+func (e *Env) Node(build func(*format.Env) []format.Format) *httptest.Server {
+	return e.serve(build, true)
+}
+
+// ReadNode serves only the read routes of the formats build makes, with
+// no write environment at all, as an edge does: write routes answer 405.
+func (e *Env) ReadNode(build func(*format.Env) []format.Format) *httptest.Server {
+	return e.serve(build, false)
+}
+
+func (e *Env) serve(build func(*format.Env) []format.Format, writes bool) *httptest.Server {
 	authn := &auth.Authenticator{Meta: e.Store, Now: time.Now, Hasher: auth.NewHasher(1), JWT: auth.NewJWT(auth.RandomSecret(), time.Now)}
-	d.Tokens = authn
+	env := &format.Env{Meta: e.Store, Now: time.Now, Tokens: authn}
+	var w *format.Writer
+	if writes {
+		w = e.Writer(env)
+	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	mux := http.NewServeMux()
-	for _, f := range build(d) {
+	for _, f := range build(env) {
+		srv := format.NewServer(f, env, w, authn, log)
 		for _, prefix := range format.Prefixes(f) {
-			mux.Handle(prefix+"/", httpx.NewFormatHandler(f, prefix, authn, log))
+			mux.Handle(prefix+"/", httpx.NewFormatHandler(srv, prefix, e.Blobs))
 		}
 	}
 	srv := httptest.NewServer(mux)

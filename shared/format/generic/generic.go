@@ -6,6 +6,7 @@ package generic
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"mime"
 	"net/http"
 	"path"
@@ -45,13 +46,13 @@ func ParsePath(p string) (Coords, error) {
 
 // Format is the generic format.
 type Format struct {
-	d *format.Deps
+	env *format.Env
 }
 
 var _ format.Format = (*Format)(nil)
 
-// New returns the generic format over deps.
-func New(d *format.Deps) *Format { return &Format{d: d} }
+// New returns the generic format over env.
+func New(env *format.Env) *Format { return &Format{env: env} }
 
 // Name implements format.Format.
 func (f *Format) Name() string { return Name }
@@ -62,35 +63,39 @@ func (f *Format) Prefix() string { return "/generic" }
 // Routes implements format.Format.
 func (f *Format) Routes() []format.Route {
 	return []format.Route{
-		{Method: http.MethodGet, Path: "/{path...}", Op: format.Read, Handle: f.get},
-		{Method: http.MethodPut, Path: "/{path...}", Op: format.Write, Handle: f.put},
-		{Method: http.MethodDelete, Path: "/{path...}", Op: format.Write, Handle: f.delete},
+		{Method: http.MethodGet, Path: "/{repo}/{path...}", Action: meta.ActionRead, Read: f.get},
+		{Method: http.MethodPut, Path: "/{repo}/{path...}", Action: meta.ActionWrite, Write: f.put},
+		{Method: http.MethodDelete, Path: "/{repo}/{path...}", Action: meta.ActionDelete, Write: f.delete},
 	}
 }
 
 func (f *Format) get(ctx context.Context, r *format.Request) (*format.Response, error) {
-	c, repo, err := f.resolve(r, meta.ActionRead)
+	c, err := coords(r)
 	if err != nil {
 		return nil, err
 	}
-	a, err := f.d.Artifact(repo, c.Path())
-	if err != nil {
-		return nil, format.NotFound("%s not found in repository %s", c.Path(), repo.Name)
+	a, err := f.env.Artifact(r.Repo, c.Path())
+	if errors.Is(err, meta.ErrNotFound) {
+		return nil, format.NotFound("%s not found in repository %s", c.Path(), r.Repo.Name)
 	}
-	return f.d.Serve(ctx, r, a)
+	if err != nil {
+		return nil, err
+	}
+	return f.env.Serve(r, a, false), nil
 }
 
-func (f *Format) put(ctx context.Context, r *format.Request) (*format.Response, error) {
-	c, repo, err := f.resolve(r, meta.ActionWrite)
+func (f *Format) put(ctx context.Context, r *format.Request, w *format.Writer) (*format.Response, error) {
+	c, err := coords(r)
 	if err != nil {
 		return nil, err
 	}
+	repo := r.Repo
 	ct := r.Header.Get("Content-Type")
 	if ct == "" || strings.HasPrefix(ct, "application/x-www-form-urlencoded") {
 		// curl's default for --data-binary says nothing about the file.
 		ct = mime.TypeByExtension(path.Ext(c.File))
 	}
-	a, idx, err := f.d.Store(ctx, r, format.Upload{
+	a, idx, err := w.Store(ctx, r, format.Upload{
 		Repo: repo, Path: c.Path(), Package: c.Package, Version: c.Version, ContentType: ct, Body: r.Body,
 		Expect: format.ExpectedChecksums(r.Header),
 	})
@@ -105,21 +110,17 @@ func (f *Format) put(ctx context.Context, r *format.Request) (*format.Response, 
 	return resp, nil
 }
 
-func (f *Format) delete(ctx context.Context, r *format.Request) (*format.Response, error) {
-	c, repo, err := f.resolve(r, meta.ActionDelete)
+func (f *Format) delete(ctx context.Context, r *format.Request, w *format.Writer) (*format.Response, error) {
+	c, err := coords(r)
 	if err != nil {
 		return nil, err
 	}
-	return f.d.DeleteAt(ctx, repo, c.Path())
+	return w.DeleteAt(ctx, r.Repo, c.Path())
 }
 
-func (f *Format) resolve(r *format.Request, action string) (Coords, *meta.Repository, error) {
-	c, err := ParsePath(r.Param("path"))
-	if err != nil {
-		return c, nil, err
-	}
-	repo, err := f.d.Repo(r, c.Repo, action, Name)
-	return c, repo, err
+// coords are the request's coordinates in its repository.
+func coords(r *format.Request) (Coords, error) {
+	return ParsePath(r.Param("repo") + "/" + r.Param("path"))
 }
 
 // Error renders errors with the REST API's error body; 401 challenges for

@@ -23,7 +23,7 @@ const (
 
 // Format is the Maven repository format.
 type Format struct {
-	d *format.Deps
+	env *format.Env
 }
 
 var (
@@ -32,8 +32,8 @@ var (
 	_ format.MultiRepo = (*Format)(nil)
 )
 
-// New returns the maven format over deps.
-func New(d *format.Deps) *Format { return &Format{d: d} }
+// New returns the maven format over env.
+func New(env *format.Env) *Format { return &Format{env: env} }
 
 // Name implements format.Format.
 func (f *Format) Name() string { return Name }
@@ -52,9 +52,9 @@ func (f *Format) RepoFormats() []string { return Formats }
 // routes also answer HEAD (Gradle and wagon existence checks).
 func (f *Format) Routes() []format.Route {
 	return []format.Route{
-		{Method: http.MethodGet, Path: "/{path...}", Op: format.Read, Handle: f.get},
-		{Method: http.MethodPut, Path: "/{path...}", Op: format.Write, Handle: f.put},
-		{Method: http.MethodDelete, Path: "/{path...}", Op: format.Write, Handle: f.delete},
+		{Method: http.MethodGet, Path: "/{repo}/{path...}", Action: meta.ActionRead, Read: f.get},
+		{Method: http.MethodPut, Path: "/{repo}/{path...}", Action: meta.ActionWrite, Write: f.put},
+		{Method: http.MethodDelete, Path: "/{repo}/{path...}", Action: meta.ActionDelete, Write: f.delete},
 	}
 }
 
@@ -65,15 +65,9 @@ func (f *Format) Error(r *format.Request, err error) *format.Response {
 	return format.ErrorResponse(err, format.BasicChallenge, format.PlainText)
 }
 
-// resolve parses the request path and finds the repository, checking the
-// caller may do action there.
-func (f *Format) resolve(r *format.Request, action string) (Coords, *meta.Repository, error) {
-	c, err := ParsePath(r.Param("path"))
-	if err != nil {
-		return c, nil, err
-	}
-	repo, err := f.d.Repo(r, c.Repo, action, Formats...)
-	return c, repo, err
+// coords parses the request's path in its repository.
+func coords(r *format.Request) (Coords, error) {
+	return ParsePath(r.Param("repo") + "/" + r.Param("path"))
 }
 
 // checkPolicy applies the repository's version_policy to an upload under

@@ -2,6 +2,7 @@ package maven
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -11,20 +12,24 @@ import (
 )
 
 func (f *Format) get(ctx context.Context, r *format.Request) (*format.Response, error) {
-	c, repo, err := f.resolve(r, meta.ActionRead)
+	c, err := coords(r)
 	if err != nil {
 		return nil, err
 	}
+	repo := r.Repo
 	if c.Metadata {
 		return f.getMetadata(r, repo, c)
 	}
-	a, err := f.d.Artifact(repo, c.Path())
-	if err != nil && c.Snapshot() && c.Timestamp == "" {
+	a, err := f.env.Artifact(repo, c.Path())
+	if errors.Is(err, meta.ErrNotFound) && c.Snapshot() && c.Timestamp == "" {
 		// "demo-1.0-SNAPSHOT.jar" names the newest build, as in Nexus.
 		a, err = f.newestBuild(repo, c)
 	}
-	if err != nil {
+	if errors.Is(err, meta.ErrNotFound) {
 		return nil, format.NotFound("%s not found in repository %s", c.Path(), repo.Name)
+	}
+	if err != nil {
+		return nil, err
 	}
 	if c.Checksum != "" {
 		sum := Stored(c.Checksum, a.Checksums)
@@ -33,7 +38,7 @@ func (f *Format) get(ctx context.Context, r *format.Request) (*format.Response, 
 		}
 		return textResponse(sum), nil
 	}
-	return f.d.Serve(ctx, r, a)
+	return f.env.Serve(r, a, false), nil
 }
 
 // getMetadata generates maven-metadata.xml (or hashes it for a sidecar)
@@ -71,7 +76,7 @@ func (f *Format) getMetadata(r *format.Request, repo *meta.Repository, c Coords)
 // artifacts in the same order.
 func (f *Format) files(repo *meta.Repository, c Coords) ([]File, []meta.Artifact, error) {
 	dir := c.Dir() + "/"
-	all, err := f.d.List(repo, dir)
+	all, err := f.env.List(repo, dir)
 	if err != nil {
 		return nil, nil, err
 	}

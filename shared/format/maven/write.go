@@ -23,11 +23,12 @@ type Attrs struct {
 	Extension   string `json:"extension"`
 }
 
-func (f *Format) put(ctx context.Context, r *format.Request) (*format.Response, error) {
-	c, repo, err := f.resolve(r, meta.ActionWrite)
+func (f *Format) put(ctx context.Context, r *format.Request, w *format.Writer) (*format.Response, error) {
+	c, err := coords(r)
 	if err != nil {
 		return nil, err
 	}
+	repo := r.Repo
 	if err := checkPolicy(repo, c.Version); err != nil {
 		return nil, err
 	}
@@ -37,7 +38,7 @@ func (f *Format) put(ctx context.Context, r *format.Request) (*format.Response, 
 	case c.Metadata:
 		err = putMetadata(r, c)
 	default:
-		return f.putFile(ctx, r, repo, c)
+		return f.putFile(ctx, r, w, repo, c)
 	}
 	if err != nil {
 		return nil, err
@@ -47,7 +48,7 @@ func (f *Format) put(ctx context.Context, r *format.Request) (*format.Response, 
 
 // putFile stores an artifact file. Release files are immutable (a
 // redeploy is refused with 409); SNAPSHOT files may be replaced.
-func (f *Format) putFile(ctx context.Context, r *format.Request, repo *meta.Repository, c Coords) (*format.Response, error) {
+func (f *Format) putFile(ctx context.Context, r *format.Request, w *format.Writer, repo *meta.Repository, c Coords) (*format.Response, error) {
 	ow := format.OverwriteNever
 	if c.Snapshot() {
 		ow = format.OverwriteAlways
@@ -57,7 +58,7 @@ func (f *Format) putFile(ctx context.Context, r *format.Request, repo *meta.Repo
 		at.FileVersion = c.FileVersion()
 	}
 	raw, _ := json.Marshal(at)
-	_, idx, err := f.d.Store(ctx, r, format.Upload{
+	_, idx, err := w.Store(ctx, r, format.Upload{
 		Repo: repo, Path: c.Path(), Package: c.Package(), Version: c.Version, ContentType: contentType(c),
 		Body: r.Body, Overwrite: ow, Attrs: raw,
 		// Checksums some clients announce (Maven 3.9's resolver, Nexus
@@ -87,7 +88,7 @@ func (f *Format) putSidecar(r *format.Request, repo *meta.Repository, c Coords) 
 		_, err = ParseSidecar(c.Checksum, body)
 		return err
 	}
-	a, err := f.d.Artifact(repo, c.Path())
+	a, err := f.env.Artifact(repo, c.Path())
 	if errors.Is(err, meta.ErrNotFound) {
 		_, err = ParseSidecar(c.Checksum, body)
 		return err
@@ -120,15 +121,15 @@ func putMetadata(r *format.Request, c Coords) error {
 	return nil
 }
 
-func (f *Format) delete(ctx context.Context, r *format.Request) (*format.Response, error) {
-	c, repo, err := f.resolve(r, meta.ActionDelete)
+func (f *Format) delete(ctx context.Context, r *format.Request, w *format.Writer) (*format.Response, error) {
+	c, err := coords(r)
 	if err != nil {
 		return nil, err
 	}
 	if c.Metadata || c.Checksum != "" {
 		return nil, format.Errorf(http.StatusMethodNotAllowed, "UNSUPPORTED", "%s is generated; delete the files it describes", path.Base(r.Param("path")))
 	}
-	return f.d.DeleteAt(ctx, repo, c.Path())
+	return w.DeleteAt(ctx, r.Repo, c.Path())
 }
 
 func created(r *format.Request, c Coords, idx uint64) *format.Response {
@@ -136,7 +137,7 @@ func created(r *format.Request, c Coords, idx uint64) *format.Response {
 	if idx != 0 {
 		format.SetIndex(resp.Header, idx)
 	}
-	resp.Header.Set("Location", format.URL(r, r.Prefix, strings.Split(strings.TrimPrefix(r.Param("path"), "/"), "/")...))
+	resp.Header.Set("Location", format.URL(r, r.Prefix, append([]string{r.Param("repo")}, strings.Split(r.Param("path"), "/")...)...))
 	return resp
 }
 

@@ -15,7 +15,7 @@ const FormatName = "npm"
 
 // Format is the npm registry format.
 type Format struct {
-	d   *format.Deps
+	env *format.Env
 	lim Limits
 	// writes serialises the writes of one package: each reads the
 	// package's state, decides, and commits one command. It is taken once
@@ -35,14 +35,19 @@ const maxConcurrentPublishes = 4
 
 var _ format.Format = (*Format)(nil)
 
-// New returns the npm format over deps; the server's upload limit, when
-// lower, bounds tarballs too.
-func New(d *format.Deps) *Format {
-	lim := DefaultLimits
-	if d.MaxUpload > 0 && d.MaxUpload < lim.MaxTarball {
-		lim.MaxTarball = d.MaxUpload
+// New returns the npm format over env.
+func New(env *format.Env) *Format {
+	return &Format{env: env, lim: DefaultLimits, publishing: make(chan struct{}, maxConcurrentPublishes)}
+}
+
+// limits are the publish limits on a node: its upload limit, when lower,
+// bounds tarballs too.
+func (f *Format) limits(w *format.Writer) Limits {
+	lim := f.lim
+	if w.MaxUpload > 0 && w.MaxUpload < lim.MaxTarball {
+		lim.MaxTarball = w.MaxUpload
 	}
-	return &Format{d: d, lim: lim, publishing: make(chan struct{}, maxConcurrentPublishes)}
+	return lim
 }
 
 // Name implements format.Format.
@@ -53,15 +58,17 @@ func (f *Format) Prefix() string { return "/npm" }
 
 // Routes implements format.Format. npm paths hold package names of one or
 // two segments, so one route per method hands the path to ParseRoute.
+// A route declares the least a request of its method needs; the writes
+// that remove versions ask for delete as well.
 func (f *Format) Routes() []format.Route {
 	return []format.Route{
-		{Method: http.MethodGet, Path: "/{path...}", Op: format.Read, Handle: f.serve},
-		{Method: http.MethodPut, Path: "/{path...}", Op: format.Write, Handle: f.serve},
-		{Method: http.MethodDelete, Path: "/{path...}", Op: format.Write, Handle: f.serve},
+		{Method: http.MethodGet, Path: "/{repo}/{path...}", Action: meta.ActionRead, Read: f.read},
+		{Method: http.MethodPut, Path: "/{repo}/{path...}", Action: meta.ActionWrite, Write: f.write},
+		{Method: http.MethodDelete, Path: "/{repo}/{path...}", Action: meta.ActionWrite, Write: f.write},
 	}
 }
 
-func (f *Format) serve(ctx context.Context, r *format.Request) (*format.Response, error) {
+func (f *Format) read(ctx context.Context, r *format.Request) (*format.Response, error) {
 	e, err := ParseRoute(r.Method, r.Path)
 	if err != nil {
 		return nil, err
@@ -81,18 +88,28 @@ func (f *Format) serve(ctx context.Context, r *format.Request) (*format.Response
 		return f.version(r, e)
 	case KindTarball:
 		return f.tarball(ctx, r, e)
+	}
+	return nil, notServed(r.Method, r.Path)
+}
+
+func (f *Format) write(ctx context.Context, r *format.Request, w *format.Writer) (*format.Response, error) {
+	e, err := ParseRoute(r.Method, r.Path)
+	if err != nil {
+		return nil, err
+	}
+	switch e.Kind {
 	case KindPublish:
-		return f.publish(ctx, r, e)
+		return f.publish(ctx, r, w, e)
 	case KindRevPut:
-		return f.revPut(ctx, r, e)
+		return f.revPut(ctx, r, w, e)
 	case KindPackageDelete:
-		return f.packageDelete(ctx, r, e)
+		return f.packageDelete(ctx, r, w, e)
 	case KindTarballDelete:
-		return f.tarballDelete(ctx, r, e)
+		return f.tarballDelete(ctx, r, w, e)
 	case KindTagPut:
-		return f.tagPut(ctx, r, e)
+		return f.tagPut(ctx, r, w, e)
 	case KindTagDelete:
-		return f.tagDelete(ctx, r, e)
+		return f.tagDelete(ctx, r, w, e)
 	}
 	return nil, notServed(r.Method, r.Path)
 }
@@ -112,20 +129,11 @@ func (f *Format) lock(e Endpoint) (unlock func()) {
 	return f.writes.Lock(e.Repo + "\x00" + e.Name.String())
 }
 
-// repo resolves the request's repository for action.
-func (f *Format) repo(r *format.Request, e Endpoint, action string) (*meta.Repository, error) {
-	return f.d.Repo(r, e.Repo, action, FormatName)
-}
-
-// pkg resolves the repository (checking action) and loads the package
-// the endpoint names; a package with no version is a 404.
-func (f *Format) pkg(r *format.Request, e Endpoint, action string) (*meta.Repository, *pkgState, error) {
-	repo, err := f.repo(r, e, action)
-	if err != nil {
-		return nil, nil, err
-	}
-	st, err := f.load404(repo, e.Name)
-	return repo, st, err
+// pkg loads the package the endpoint names; a package with no version
+// is a 404.
+func (f *Format) pkg(r *format.Request, e Endpoint) (*meta.Repository, *pkgState, error) {
+	st, err := f.load404(r.Repo, e.Name)
+	return r.Repo, st, err
 }
 
 // jsonResponse answers a small JSON document.

@@ -26,7 +26,7 @@ func (f *Format) load404(repo *meta.Repository, n Name) (*pkgState, error) {
 }
 
 func (f *Format) packument(r *format.Request, e Endpoint) (*format.Response, error) {
-	repo, st, err := f.pkg(r, e, meta.ActionRead)
+	repo, st, err := f.pkg(r, e)
 	if err != nil {
 		return nil, err
 	}
@@ -38,7 +38,7 @@ func (f *Format) packument(r *format.Request, e Endpoint) (*format.Response, err
 }
 
 func (f *Format) version(r *format.Request, e Endpoint) (*format.Response, error) {
-	repo, st, err := f.pkg(r, e, meta.ActionRead)
+	repo, st, err := f.pkg(r, e)
 	if err != nil {
 		return nil, err
 	}
@@ -54,19 +54,16 @@ func (f *Format) version(r *format.Request, e Endpoint) (*format.Response, error
 }
 
 func (f *Format) tarball(ctx context.Context, r *format.Request, e Endpoint) (*format.Response, error) {
-	repo, err := f.repo(r, e, meta.ActionRead)
-	if err != nil {
-		return nil, err
-	}
-	a, err := f.d.Artifact(repo, e.Name.String()+"/-/"+e.File)
+	repo := r.Repo
+	a, err := f.env.Artifact(repo, e.Name.String()+"/-/"+e.File)
 	if err != nil {
 		return nil, format.NotFound("not found: %s/-/%s", e.Name, e.File)
 	}
-	return f.d.Serve(ctx, r, a)
+	return f.env.Serve(r, a, false), nil
 }
 
 func (f *Format) tags(r *format.Request, e Endpoint) (*format.Response, error) {
-	_, st, err := f.pkg(r, e, meta.ActionRead)
+	_, st, err := f.pkg(r, e)
 	if err != nil {
 		return nil, err
 	}
@@ -74,16 +71,10 @@ func (f *Format) tags(r *format.Request, e Endpoint) (*format.Response, error) {
 }
 
 func (f *Format) ping(r *format.Request, e Endpoint) (*format.Response, error) {
-	if _, err := f.repo(r, e, meta.ActionRead); err != nil {
-		return nil, err
-	}
 	return jsonResponse(http.StatusOK, mediaJSON, map[string]any{}), nil
 }
 
 func (f *Format) whoami(r *format.Request, e Endpoint) (*format.Response, error) {
-	if _, err := f.repo(r, e, meta.ActionRead); err != nil {
-		return nil, err
-	}
 	if r.Principal.Anonymous() {
 		return nil, format.Unauthorized()
 	}
@@ -119,10 +110,7 @@ type searchHit struct {
 // search answers npm search: every word of text must occur in the name,
 // description or keywords of the package's latest version.
 func (f *Format) search(r *format.Request, e Endpoint) (*format.Response, error) {
-	repo, err := f.repo(r, e, meta.ActionRead)
-	if err != nil {
-		return nil, err
-	}
+	repo := r.Repo
 	text := strings.ToLower(r.Query.Get("text"))
 	if len(text) > searchMaxText {
 		return nil, format.BadRequest("search text is longer than %d bytes", searchMaxText)
@@ -131,7 +119,7 @@ func (f *Format) search(r *format.Request, e Endpoint) (*format.Response, error)
 	size = max(1, min(size, searchMaxSize))
 	from := max(0, queryInt(r, "from", 0))
 	var pkgs []meta.PackageSummary
-	if err := f.d.View(func(tx *meta.Tx) error {
+	if err := f.env.View(func(tx *meta.Tx) error {
 		var err error
 		pkgs, _, err = tx.Packages(meta.PackageFilter{RepoIDs: []string{repo.ID}})
 		return err
@@ -172,7 +160,7 @@ func (f *Format) search(r *format.Request, e Endpoint) (*format.Response, error)
 		hits = []searchHit{}
 	}
 	return jsonResponse(http.StatusOK, mediaJSON, map[string]any{"objects": hits, "total": total,
-		"time": npmTime(f.d.Time())}), nil
+		"time": npmTime(f.env.Time())}), nil
 }
 
 func matches(st *pkgState, terms []string) bool {

@@ -20,31 +20,28 @@ const maxTagBody = 4 << 10
 // publish handles PUT /<name>: a new version (with its tarball in
 // _attachments), or, without attachments, npm deprecate sending the
 // packument back.
-func (f *Format) publish(ctx context.Context, r *format.Request, e Endpoint) (*format.Response, error) {
-	repo, err := f.repo(r, e, meta.ActionWrite)
-	if err != nil {
-		return nil, err
-	}
-	body, err := format.BodyReader(r, f.lim.MaxBody())
+func (f *Format) publish(ctx context.Context, r *format.Request, w *format.Writer, e Endpoint) (*format.Response, error) {
+	repo, lim := r.Repo, f.limits(w)
+	body, err := format.BodyReader(r, lim.MaxBody())
 	if err != nil {
 		return nil, err
 	}
 	// The tarball goes to this node's disk, so the free-space guard
 	// admits the body.
-	if body, err = f.d.GuardUpload(body, r.ContentLength); err != nil {
+	if body, err = w.GuardUpload(body, r.ContentLength); err != nil {
 		return nil, err
 	}
 	// The whole body is read, the tarball into a scratch file, before
 	// anything shared is taken: however slowly a client sends, it holds
 	// only its own connection.
-	doc, err := ReadDocument(body, e.Name, spillTarball(spillDir(f.d.ScratchDir), f.lim.MaxTarball))
+	doc, err := ReadDocument(body, e.Name, spillTarball(spillDir(w.ScratchDir), lim.MaxTarball))
 	if err != nil {
-		return nil, f.d.WriteErr(err)
+		return nil, w.WriteErr(err)
 	}
 	defer doc.Close()
 	if !doc.Publishing() {
 		defer f.lock(e)()
-		return f.deprecate(ctx, repo, e, doc)
+		return f.deprecate(ctx, w, repo, e, doc)
 	}
 	select {
 	case f.publishing <- struct{}{}:
@@ -52,17 +49,17 @@ func (f *Format) publish(ctx context.Context, r *format.Request, e Endpoint) (*f
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	p, err := doc.Publish(e.Name, f.lim)
+	p, err := doc.Publish(e.Name, lim)
 	if err != nil {
 		return nil, err
 	}
 	defer f.lock(e)()
 	// The package record and tags are decided from the state the version
-	// is recorded against (see format.Deps.Decide): a publish of another
+	// is recorded against (see format.Writer.Decide): a publish of another
 	// version that commits first, on any node, makes this one decide again.
 	// A version already there is refused by the overwrite check, before
 	// the tarball is stored.
-	_, idx, err := f.d.Store(ctx, r, format.Upload{
+	_, idx, err := w.Store(ctx, r, format.Upload{
 		Repo: repo, Path: e.Name.Path(p.Version), Package: e.Name.String(), Version: p.Version,
 		ContentType: "application/octet-stream", Body: p.Tarball.Reader(),
 		Expect:    blob.Checksums{SHA1: p.SHA1, SHA512: p.SHA512},
@@ -87,7 +84,7 @@ func (f *Format) publish(ctx context.Context, r *format.Request, e Endpoint) (*f
 
 // publishOps are the keyspace changes of publishing p on st.
 func (f *Format) publishOps(st *pkgState, doc *Document, p *Publish) []meta.KVOp {
-	now := f.d.Time()
+	now := f.env.Time()
 	m := st.Meta
 	if m.Created.IsZero() {
 		m.Created = now
@@ -122,10 +119,10 @@ func (f *Format) publishOps(st *pkgState, doc *Document, p *Publish) []meta.KVOp
 }
 
 // decide commits the command fn decides from the state of package n, read
-// in a tracked view (format.Deps.Decide); a package without versions is
+// in a tracked view (format.Writer.Decide); a package without versions is
 // npm's 404.
-func (f *Format) decide(ctx context.Context, repo *meta.Repository, n Name, fn func(st *pkgState) (meta.Command, error)) (uint64, error) {
-	return f.d.Decide(ctx, func(tx *meta.Tx) (meta.Command, error) {
+func (f *Format) decide(ctx context.Context, w *format.Writer, repo *meta.Repository, n Name, fn func(st *pkgState) (meta.Command, error)) (uint64, error) {
+	return w.Decide(ctx, func(tx *meta.Tx) (meta.Command, error) {
 		st, err := loadTx(tx, repo, n)
 		if err != nil {
 			return nil, err
@@ -150,12 +147,12 @@ func written(status int, idx uint64) *format.Response {
 // it sends back: the deprecated message of versions. Everything else in
 // the document is ignored, and versions missing from it are kept (one
 // published meanwhile must not vanish).
-func (f *Format) deprecate(ctx context.Context, repo *meta.Repository, e Endpoint, doc *Document) (*format.Response, error) {
+func (f *Format) deprecate(ctx context.Context, w *format.Writer, repo *meta.Repository, e Endpoint, doc *Document) (*format.Response, error) {
 	u, err := doc.Update()
 	if err != nil {
 		return nil, err
 	}
-	idx, err := f.decide(ctx, repo, e.Name, func(st *pkgState) (meta.Command, error) {
+	idx, err := f.decide(ctx, w, repo, e.Name, func(st *pkgState) (meta.Command, error) {
 		if ops := f.deprecationOps(st, u); len(ops) > 0 {
 			return &meta.KVApply{RepoID: repo.ID, Ops: ops}, nil
 		}
@@ -184,7 +181,7 @@ func (f *Format) deprecationOps(st *pkgState, u *Update) []meta.KVOp {
 	}
 	if len(ops) > 0 {
 		m := st.Meta
-		m.Modified = f.d.Time()
+		m.Modified = f.env.Time()
 		ops = append(ops, format.KVSet(pkgKey(st.Name), m))
 	}
 	return ops
@@ -192,9 +189,9 @@ func (f *Format) deprecationOps(st *pkgState, u *Update) []meta.KVOp {
 
 // revPut handles PUT /<name>/-rev/<rev>, unpublish's second step: the
 // versions missing from the document are removed.
-func (f *Format) revPut(ctx context.Context, r *format.Request, e Endpoint) (*format.Response, error) {
-	repo, err := f.repo(r, e, meta.ActionDelete)
-	if err != nil {
+func (f *Format) revPut(ctx context.Context, r *format.Request, w *format.Writer, e Endpoint) (*format.Response, error) {
+	repo := r.Repo
+	if err := f.env.Require(r, meta.ActionDelete); err != nil {
 		return nil, err
 	}
 	body, err := format.ReadBody(r, maxMetadata)
@@ -213,8 +210,8 @@ func (f *Format) revPut(ctx context.Context, r *format.Request, e Endpoint) (*fo
 	if err != nil {
 		return nil, err
 	}
-	mayWrite := f.d.Can(r, repo, meta.ActionWrite)
-	idx, err := f.decide(ctx, repo, e.Name, func(st *pkgState) (meta.Command, error) {
+	mayWrite := f.env.Can(r, repo, meta.ActionWrite)
+	idx, err := f.decide(ctx, w, repo, e.Name, func(st *pkgState) (meta.Command, error) {
 		// The client removes versions from the document it read: if the
 		// package changed since (a publish in between), that document is
 		// stale and applying it would remove the new version too.
@@ -247,13 +244,13 @@ func (f *Format) revPut(ctx context.Context, r *format.Request, e Endpoint) (*fo
 
 // tarballDelete handles DELETE /<name>/-/<file>/-rev/<rev>: unpublish's
 // last step (usually already done by revPut, so 404, which npm accepts).
-func (f *Format) tarballDelete(ctx context.Context, r *format.Request, e Endpoint) (*format.Response, error) {
+func (f *Format) tarballDelete(ctx context.Context, r *format.Request, w *format.Writer, e Endpoint) (*format.Response, error) {
 	defer f.lock(e)()
-	repo, err := f.repo(r, e, meta.ActionDelete)
-	if err != nil {
+	repo := r.Repo
+	if err := f.env.Require(r, meta.ActionDelete); err != nil {
 		return nil, err
 	}
-	idx, err := f.decide(ctx, repo, e.Name, func(st *pkgState) (meta.Command, error) {
+	idx, err := f.decide(ctx, w, repo, e.Name, func(st *pkgState) (meta.Command, error) {
 		for _, v := range st.Versions {
 			if e.Name.File(v.Raw) == e.File {
 				return f.removeCmd(repo, st, map[string]bool{v.Raw: true}, ""), nil
@@ -268,13 +265,13 @@ func (f *Format) tarballDelete(ctx context.Context, r *format.Request, e Endpoin
 }
 
 // packageDelete handles DELETE /<name>/-rev/<rev>: the whole package.
-func (f *Format) packageDelete(ctx context.Context, r *format.Request, e Endpoint) (*format.Response, error) {
+func (f *Format) packageDelete(ctx context.Context, r *format.Request, w *format.Writer, e Endpoint) (*format.Response, error) {
 	defer f.lock(e)()
-	repo, err := f.repo(r, e, meta.ActionDelete)
-	if err != nil {
+	repo := r.Repo
+	if err := f.env.Require(r, meta.ActionDelete); err != nil {
 		return nil, err
 	}
-	idx, err := f.decide(ctx, repo, e.Name, func(st *pkgState) (meta.Command, error) {
+	idx, err := f.decide(ctx, w, repo, e.Name, func(st *pkgState) (meta.Command, error) {
 		gone := map[string]bool{}
 		for _, v := range st.Versions {
 			gone[v.Raw] = true
@@ -289,12 +286,13 @@ func (f *Format) packageDelete(ctx context.Context, r *format.Request, e Endpoin
 
 // DeleteArtifact is a REST delete of one version: an unpublish, so the
 // dist-tags and deprecations follow.
-func (f *Format) DeleteArtifact(ctx context.Context, _ *format.Request, repo *meta.Repository, a *meta.Artifact) (uint64, error) {
+func (f *Format) DeleteArtifact(ctx context.Context, r *format.Request, w *format.Writer, a *meta.Artifact) (uint64, error) {
+	repo := r.Repo
 	n, err := ParseName(a.PackageName)
 	if err != nil {
 		return 0, err
 	}
-	return f.decide(ctx, repo, n, func(st *pkgState) (meta.Command, error) {
+	return f.decide(ctx, w, repo, n, func(st *pkgState) (meta.Command, error) {
 		if _, ok := st.find(a.Version); !ok {
 			return nil, format.NotFound("%s@%s not found", n, a.Version)
 		}
@@ -313,18 +311,15 @@ func (f *Format) removeCmd(repo *meta.Repository, st *pkgState, gone map[string]
 	}
 	ops := st.purgeOps()
 	if len(ids) < len(st.Versions) {
-		ops = st.dropOps(gone, prefer, f.d.Time())
+		ops = st.dropOps(gone, prefer, f.env.Time())
 	}
 	return &meta.ArtifactDelete{IDs: ids, RepoID: repo.ID, KV: ops}
 }
 
 // tagPut handles PUT /-/package/<name>/dist-tags/<tag>; the body is the
 // version as a JSON string.
-func (f *Format) tagPut(ctx context.Context, r *format.Request, e Endpoint) (*format.Response, error) {
-	repo, err := f.repo(r, e, meta.ActionWrite)
-	if err != nil {
-		return nil, err
-	}
+func (f *Format) tagPut(ctx context.Context, r *format.Request, w *format.Writer, e Endpoint) (*format.Response, error) {
+	repo := r.Repo
 	body, err := format.ReadBody(r, maxTagBody)
 	if err != nil {
 		return nil, err
@@ -335,12 +330,12 @@ func (f *Format) tagPut(ctx context.Context, r *format.Request, e Endpoint) (*fo
 		return nil, format.BadRequest("dist-tag body must be a JSON string holding a version")
 	}
 	v = strings.TrimSpace(v)
-	idx, err := f.decide(ctx, repo, e.Name, func(st *pkgState) (meta.Command, error) {
+	idx, err := f.decide(ctx, w, repo, e.Name, func(st *pkgState) (meta.Command, error) {
 		if _, ok := st.find(v); !ok {
 			return nil, format.NotFound("version not found: %s@%s", e.Name, v)
 		}
 		m := st.Meta
-		m.Modified = f.d.Time()
+		m.Modified = f.env.Time()
 		return &meta.KVApply{RepoID: repo.ID, Ops: []meta.KVOp{
 			format.KVSet(tagKey(e.Name, e.Spec), v), format.KVSet(pkgKey(e.Name), m)}}, nil
 	})
@@ -352,21 +347,18 @@ func (f *Format) tagPut(ctx context.Context, r *format.Request, e Endpoint) (*fo
 
 // tagDelete handles DELETE /-/package/<name>/dist-tags/<tag>; latest
 // stays (clients need it).
-func (f *Format) tagDelete(ctx context.Context, r *format.Request, e Endpoint) (*format.Response, error) {
-	repo, err := f.repo(r, e, meta.ActionWrite)
-	if err != nil {
-		return nil, err
-	}
+func (f *Format) tagDelete(ctx context.Context, r *format.Request, w *format.Writer, e Endpoint) (*format.Response, error) {
+	repo := r.Repo
 	if e.Spec == "latest" {
 		return nil, format.BadRequest("the latest dist-tag cannot be removed")
 	}
 	defer f.lock(e)()
-	idx, err := f.decide(ctx, repo, e.Name, func(st *pkgState) (meta.Command, error) {
+	idx, err := f.decide(ctx, w, repo, e.Name, func(st *pkgState) (meta.Command, error) {
 		if _, ok := st.Tags[e.Spec]; !ok {
 			return nil, format.NotFound("%s is not a dist-tag on %s", e.Spec, e.Name)
 		}
 		m := st.Meta
-		m.Modified = f.d.Time()
+		m.Modified = f.env.Time()
 		return &meta.KVApply{RepoID: repo.ID, Ops: []meta.KVOp{
 			format.KVDelete(tagKey(e.Name, e.Spec)), format.KVSet(pkgKey(e.Name), m)}}, nil
 	})

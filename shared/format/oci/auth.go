@@ -46,7 +46,7 @@ const maxScopes = 32
 // is not an error: the token carries what is granted. No refresh_token:
 // docker would then insist on POST.
 func (f *Format) token(_ context.Context, r *format.Request) (*format.Response, error) {
-	if f.d.Tokens == nil {
+	if f.env.Tokens == nil {
 		return nil, errf(http.StatusNotFound, codeUnsupported, "registry tokens are not issued here")
 	}
 	scopes := r.Query["scope"]
@@ -62,7 +62,7 @@ func (f *Format) token(_ context.Context, r *format.Request) (*format.Response, 
 			}
 		}
 	}
-	tok, exp, err := f.d.Tokens.IssueRegistryToken(r.Principal, grant, TokenTTL)
+	tok, exp, err := f.env.Tokens.IssueRegistryToken(r.Principal, grant, TokenTTL)
 	switch {
 	case errors.Is(err, auth.ErrPasswordChange):
 		return nil, format.Forbidden("the password of %s must be changed before it can be used here", r.Principal.Name())
@@ -98,7 +98,7 @@ func (f *Format) grant(r *format.Request, scope string) (auth.Access, bool) {
 		if !slices.Contains(want.Actions, act) && !slices.Contains(want.Actions, "*") {
 			continue
 		}
-		if _, err := f.d.Repo(r, n.Repo, depotAction(act), Name); err == nil {
+		if _, err := f.env.Repo(r, n.Repo, depotAction(act), Name); err == nil {
 			got.Actions = append(got.Actions, act)
 		}
 	}

@@ -16,7 +16,7 @@ import (
 // getBlob streams a blob linked to the image (HEAD and Range come from
 // the transport).
 func (f *Format) getBlob(ctx context.Context, r *format.Request) (*format.Response, error) {
-	n, repo, err := f.resolve(r, meta.ActionRead)
+	n, repo, err := f.resolve(r)
 	if err != nil {
 		return nil, err
 	}
@@ -31,15 +31,9 @@ func (f *Format) getBlob(ctx context.Context, r *format.Request) (*format.Respon
 	if !ok {
 		return nil, blobUnknown(digest)
 	}
-	fh, err := f.d.Blobs.Open(ctx, l.Addr)
-	if errors.Is(err, blob.ErrNotFound) {
-		return nil, blobUnknown(digest)
-	}
-	if err != nil {
-		return nil, err
-	}
 	resp := newResp(http.StatusOK)
-	resp.File, resp.Name = fh, "blob"
+	resp.Blob = &format.BlobRef{Digest: l.Addr, Size: l.Size, Missing: blobUnknown(digest)}
+	resp.Name = "blob"
 	resp.Header.Set("Content-Type", "application/octet-stream")
 	resp.Header.Set("Docker-Content-Digest", digest)
 	resp.Header.Set("ETag", `"`+digest+`"`)
@@ -55,8 +49,8 @@ func blobUnknown(digest string) error {
 
 // deleteBlob unlinks a blob from the image; the bytes are collected once
 // nothing links them.
-func (f *Format) deleteBlob(ctx context.Context, r *format.Request) (*format.Response, error) {
-	n, repo, err := f.resolve(r, meta.ActionDelete)
+func (f *Format) deleteBlob(ctx context.Context, r *format.Request, w *format.Writer) (*format.Response, error) {
+	n, repo, err := f.resolve(r)
 	if err != nil {
 		return nil, err
 	}
@@ -65,7 +59,7 @@ func (f *Format) deleteBlob(ctx context.Context, r *format.Request) (*format.Res
 	if _, _, err := ParseDigest(digest); err != nil {
 		return nil, err
 	}
-	idx, err := f.decide(ctx, repo, func(v view) (meta.Command, error) {
+	idx, err := f.decide(ctx, w, repo, func(v view) (meta.Command, error) {
 		if _, ok, err := v.blobLink(n.Image, digest); err != nil || !ok {
 			return nil, cmp.Or(err, blobUnknown(digest))
 		}
@@ -81,28 +75,28 @@ func (f *Format) deleteBlob(ctx context.Context, r *format.Request) (*format.Res
 
 // startUpload is POST .../blobs/uploads/: a cross-repository mount, a
 // monolithic upload (?digest= with the body), or a new session.
-func (f *Format) startUpload(ctx context.Context, r *format.Request) (*format.Response, error) {
-	n, repo, err := f.resolve(r, meta.ActionWrite)
+func (f *Format) startUpload(ctx context.Context, r *format.Request, w *format.Writer) (*format.Response, error) {
+	n, repo, err := f.resolve(r)
 	if err != nil {
 		return nil, err
 	}
 	if mount := r.Query.Get("mount"); mount != "" {
-		if resp, err := f.mount(ctx, r, n, repo, mount, r.Query.Get("from")); resp != nil || err != nil {
+		if resp, err := f.mount(ctx, r, w, n, repo, mount, r.Query.Get("from")); resp != nil || err != nil {
 			return resp, err
 		}
 	} else if digest := r.Query.Get("digest"); digest != "" {
-		return f.commit(ctx, r, n, repo, digest, r.Body)
+		return f.commit(ctx, r, w, n, repo, digest, r.Body)
 	}
-	u, err := f.createSession(ctx, repo.ID, n.String(), r.Principal.UserID)
+	u, err := f.createSession(ctx, w, repo.ID, n.String(), r.Principal.UserID)
 	if err != nil {
-		return nil, f.d.WriteErr(err)
+		return nil, w.WriteErr(err)
 	}
 	return f.sessionResp(r, n, u, http.StatusAccepted), nil
 }
 
 // mount links a blob of another image when the caller may read it there;
 // (nil, nil) means "not mountable": the caller gets a session instead.
-func (f *Format) mount(ctx context.Context, r *format.Request, n ImageName, repo *meta.Repository, digest, from string) (*format.Response, error) {
+func (f *Format) mount(ctx context.Context, r *format.Request, w *format.Writer, n ImageName, repo *meta.Repository, digest, from string) (*format.Response, error) {
 	if _, _, err := ParseDigest(digest); err != nil {
 		return nil, err
 	}
@@ -119,7 +113,7 @@ func (f *Format) mount(ctx context.Context, r *format.Request, n ImageName, repo
 	srcRepo := repo
 	if src.Repo != n.Repo {
 		var err error
-		if srcRepo, err = f.d.Repo(r, src.Repo, meta.ActionRead, Name); err != nil {
+		if srcRepo, err = f.env.Repo(r, src.Repo, meta.ActionRead, Name); err != nil {
 			return nil, nil // unreadable or absent: say nothing, upload instead
 		}
 	}
@@ -127,24 +121,24 @@ func (f *Format) mount(ctx context.Context, r *format.Request, n ImageName, repo
 	if err != nil || !ok {
 		return nil, err
 	}
-	if _, err := f.d.Blobs.Stat(ctx, l.Addr); err != nil {
+	if _, err := w.Blobs.Stat(ctx, l.Addr); err != nil {
 		return nil, nil
 	}
-	return f.link(ctx, r, n, repo, digest, l)
+	return f.link(ctx, r, w, n, repo, digest, l)
 }
 
 // commit stores body as the blob digest (the whole of a monolithic
 // upload), verifying the digest, and links it.
-func (f *Format) commit(ctx context.Context, r *format.Request, n ImageName, repo *meta.Repository, digest string, body io.Reader) (*format.Response, error) {
+func (f *Format) commit(ctx context.Context, r *format.Request, w *format.Writer, n ImageName, repo *meta.Repository, digest string, body io.Reader) (*format.Response, error) {
 	want, err := expected(digest)
 	if err != nil {
 		return nil, err
 	}
-	info, err := f.d.PutBlob(ctx, body, want)
+	info, err := w.PutBlob(ctx, body, want)
 	if err != nil {
-		return nil, f.storeErr(err, digest)
+		return nil, storeErr(w, err, digest)
 	}
-	return f.link(ctx, r, n, repo, digest, blobLink{Addr: info.Digest, Size: info.Size})
+	return f.link(ctx, r, w, n, repo, digest, blobLink{Addr: info.Digest, Size: info.Size})
 }
 
 // expected is what a client's digest says the blob's checksum is.
@@ -160,12 +154,12 @@ func expected(digest string) (blob.Checksums, error) {
 }
 
 // storeErr gives the spec's errors for bytes that could not be stored.
-func (f *Format) storeErr(err error, digest string) error {
+func storeErr(w *format.Writer, err error, digest string) error {
 	switch {
 	case errors.Is(err, blob.ErrDigestMismatch):
 		return withDetail(errf(http.StatusBadRequest, codeDigestInvalid, "the uploaded content does not match digest %s", digest), map[string]string{"digest": digest})
 	case errors.Is(err, blob.ErrTooLarge):
-		return errf(http.StatusRequestEntityTooLarge, codeSizeInvalid, "blob exceeds the upload limit of %d bytes", f.d.MaxUpload)
+		return errf(http.StatusRequestEntityTooLarge, codeSizeInvalid, "blob exceeds the upload limit of %d bytes", w.MaxUpload)
 	case errors.Is(err, blob.ErrUploadUnknown):
 		// Swept or closed by a request that got in between.
 		return errf(http.StatusNotFound, codeBlobUploadUnknown, "upload not found")
@@ -175,8 +169,8 @@ func (f *Format) storeErr(err error, digest string) error {
 
 // link records that the image may use the blob: one KV command, or none
 // when the image has that link already (a layer pushed again).
-func (f *Format) link(ctx context.Context, r *format.Request, n ImageName, repo *meta.Repository, digest string, l blobLink) (*format.Response, error) {
-	idx, err := f.decide(ctx, repo, func(v view) (meta.Command, error) {
+func (f *Format) link(ctx context.Context, r *format.Request, w *format.Writer, n ImageName, repo *meta.Repository, digest string, l blobLink) (*format.Response, error) {
+	idx, err := f.decide(ctx, w, repo, func(v view) (meta.Command, error) {
 		if have, ok, err := v.blobLink(n.Image, digest); err != nil || (ok && have == l) {
 			return nil, err
 		}
@@ -205,8 +199,8 @@ func (f *Format) sessionResp(r *format.Request, n ImageName, u blob.Upload, stat
 
 // session resolves the session a request addresses and locks it; the
 // caller unlocks.
-func (f *Format) session(ctx context.Context, r *format.Request) (ImageName, *meta.Repository, blob.Upload, func(), error) {
-	n, repo, err := f.resolve(r, meta.ActionWrite)
+func (f *Format) session(ctx context.Context, r *format.Request, w *format.Writer) (ImageName, *meta.Repository, blob.Upload, func(), error) {
+	n, repo, err := f.resolve(r)
 	if err != nil {
 		return n, nil, nil, nil, err
 	}
@@ -215,7 +209,7 @@ func (f *Format) session(ctx context.Context, r *format.Request) (ImageName, *me
 		return n, nil, nil, nil, errf(http.StatusNotFound, codeBlobUploadUnknown, "upload %s not found", id)
 	}
 	unlock := f.sessions.Lock(id)
-	u, err := f.openSession(ctx, id, repo.ID, n.String(), r.Principal.UserID)
+	u, err := f.openSession(ctx, w, id, repo.ID, n.String(), r.Principal.UserID)
 	if err != nil {
 		unlock()
 		return n, nil, nil, nil, err
@@ -223,8 +217,8 @@ func (f *Format) session(ctx context.Context, r *format.Request) (ImageName, *me
 	return n, repo, u, unlock, nil
 }
 
-func (f *Format) uploadStatus(ctx context.Context, r *format.Request) (*format.Response, error) {
-	n, _, u, unlock, err := f.session(ctx, r)
+func (f *Format) uploadStatus(ctx context.Context, r *format.Request, w *format.Writer) (*format.Response, error) {
+	n, _, u, unlock, err := f.session(ctx, r, w)
 	if err != nil {
 		return nil, err
 	}
@@ -235,13 +229,13 @@ func (f *Format) uploadStatus(ctx context.Context, r *format.Request) (*format.R
 // patchUpload appends a chunk. With Content-Range the chunk must start
 // where the data ends (else 416 and the current range) and be as long as
 // it says; without one (docker streaming) the body is appended as is.
-func (f *Format) patchUpload(ctx context.Context, r *format.Request) (*format.Response, error) {
-	n, _, u, unlock, err := f.session(ctx, r)
+func (f *Format) patchUpload(ctx context.Context, r *format.Request, w *format.Writer) (*format.Response, error) {
+	n, _, u, unlock, err := f.session(ctx, r, w)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	if err := f.appendChunk(ctx, r, n, u); err != nil {
+	if err := f.appendChunk(ctx, r, w, n, u); err != nil {
 		return nil, err
 	}
 	return f.sessionResp(r, n, u, http.StatusAccepted), nil
@@ -249,9 +243,9 @@ func (f *Format) patchUpload(ctx context.Context, r *format.Request) (*format.Re
 
 // appendChunk adds the request body to the upload; a chunk refused for
 // any reason leaves the upload as it was.
-func (f *Format) appendChunk(ctx context.Context, r *format.Request, n ImageName, u blob.Upload) error {
+func (f *Format) appendChunk(ctx context.Context, r *format.Request, w *format.Writer, n ImageName, u blob.Upload) error {
 	// Session data is on the data disk too: the free-space guard applies.
-	body, err := f.d.GuardUpload(r.Body, r.ContentLength)
+	body, err := w.GuardUpload(r.Body, r.ContentLength)
 	if err != nil {
 		return err
 	}
@@ -263,12 +257,12 @@ func (f *Format) appendChunk(ctx context.Context, r *format.Request, n ImageName
 		}
 		body = &exactly{r: body, want: end - start + 1}
 	}
-	_, err = u.Append(ctx, body, f.d.MaxUpload)
+	_, err = u.Append(ctx, body, w.MaxUpload)
 	var ce *chunkSizeError
 	if errors.As(err, &ce) {
 		return errf(http.StatusBadRequest, codeSizeInvalid, "%s", ce.Error())
 	}
-	return f.storeErr(f.d.WriteErr(err), "")
+	return storeErr(w, w.WriteErr(err), "")
 }
 
 // exactly fails a body that is not want bytes long, which makes the
@@ -305,8 +299,8 @@ func (x *exactly) Read(p []byte) (int, error) {
 // putUpload closes a session, optionally with a last chunk, checking the
 // whole blob against the digest; the checksums were computed as the bytes
 // came, so the data is not read again.
-func (f *Format) putUpload(ctx context.Context, r *format.Request) (*format.Response, error) {
-	n, repo, u, unlock, err := f.session(ctx, r)
+func (f *Format) putUpload(ctx context.Context, r *format.Request, w *format.Writer) (*format.Response, error) {
+	n, repo, u, unlock, err := f.session(ctx, r, w)
 	if err != nil {
 		return nil, err
 	}
@@ -316,7 +310,7 @@ func (f *Format) putUpload(ctx context.Context, r *format.Request) (*format.Resp
 	if err != nil {
 		return nil, err
 	}
-	if err := f.appendChunk(ctx, r, n, u); err != nil {
+	if err := f.appendChunk(ctx, r, w, n, u); err != nil {
 		return nil, err
 	}
 	info, err := u.Commit(ctx, want)
@@ -326,19 +320,19 @@ func (f *Format) putUpload(ctx context.Context, r *format.Request) (*format.Resp
 		_ = u.Cancel(context.WithoutCancel(ctx))
 	}
 	if err != nil {
-		return nil, f.storeErr(f.d.WriteErr(err), digest)
+		return nil, storeErr(w, w.WriteErr(err), digest)
 	}
-	return f.link(ctx, r, n, repo, digest, blobLink{Addr: info.Digest, Size: info.Size})
+	return f.link(ctx, r, w, n, repo, digest, blobLink{Addr: info.Digest, Size: info.Size})
 }
 
-func (f *Format) cancelUpload(ctx context.Context, r *format.Request) (*format.Response, error) {
-	_, _, u, unlock, err := f.session(ctx, r)
+func (f *Format) cancelUpload(ctx context.Context, r *format.Request, w *format.Writer) (*format.Response, error) {
+	_, _, u, unlock, err := f.session(ctx, r, w)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
 	if err := u.Cancel(ctx); err != nil {
-		return nil, f.storeErr(err, "")
+		return nil, storeErr(w, err, "")
 	}
 	return newResp(http.StatusNoContent), nil
 }

@@ -52,7 +52,7 @@ func paged(r *format.Request, base string, key string, sorted []string, doc map[
 
 // tags lists an image's tags in lexical order.
 func (f *Format) tags(_ context.Context, r *format.Request) (*format.Response, error) {
-	n, repo, err := f.resolve(r, meta.ActionRead)
+	n, repo, err := f.resolve(r)
 	if err != nil {
 		return nil, err
 	}
@@ -68,7 +68,7 @@ func (f *Format) tags(_ context.Context, r *format.Request) (*format.Response, e
 		return nil, err
 	}
 	if len(arts) == 0 && manifests == 0 {
-		return nil, nativeRepoErr(format.NotFound("no image"), n)
+		return nil, nameUnknown(n.String())
 	}
 	tags := make([]string, 0, len(arts))
 	for _, a := range arts {
@@ -84,7 +84,7 @@ func (f *Format) catalog(_ context.Context, r *format.Request) (*format.Response
 		return nil, errf(http.StatusUnauthorized, codeUnauthorized, "the token does not grant the catalog")
 	}
 	var names []string
-	err := f.d.View(func(tx *meta.Tx) error {
+	err := f.env.View(func(tx *meta.Tx) error {
 		all, err := tx.Repos()
 		for _, repo := range all {
 			if repo.Format == Name && auth.Can(tx, r.Principal, &repo, meta.ActionRead) {
@@ -105,7 +105,7 @@ func (f *Format) catalog(_ context.Context, r *format.Request) (*format.Response
 // referrers lists the manifests whose subject is the digest, as an OCI
 // index; an unknown digest has an empty list, never a 404.
 func (f *Format) referrers(_ context.Context, r *format.Request) (*format.Response, error) {
-	n, repo, err := f.resolve(r, meta.ActionRead)
+	n, repo, err := f.resolve(r)
 	if err != nil {
 		return nil, err
 	}

@@ -102,6 +102,9 @@ type errorItem struct {
 // Error renders err as {"errors":[{code,message,detail}]}; a 401 carries
 // exactly one Bearer challenge pointing at our token endpoint.
 func (f *Format) Error(r *format.Request, err error) *format.Response {
+	if rnf := (*format.RepoNotFoundError)(nil); errors.As(err, &rnf) {
+		err = nameUnknown(r.Param("name"))
+	}
 	var detail any = map[string]any{}
 	var oe *ociError
 	if errors.As(err, &oe) && oe.detail != nil {

@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"crypto/sha512"
 	"encoding/hex"
-	"errors"
 	"io"
 	"net/http"
 	"slices"
@@ -26,7 +25,7 @@ func manifestUnknown(ref string) error {
 // pushed with, whatever Accept says (clients verify the digest of what
 // they get, so nothing may be converted).
 func (f *Format) getManifest(ctx context.Context, r *format.Request) (*format.Response, error) {
-	n, repo, err := f.resolve(r, meta.ActionRead)
+	n, repo, err := f.resolve(r)
 	if err != nil {
 		return nil, err
 	}
@@ -60,18 +59,12 @@ func (f *Format) getManifest(ctx context.Context, r *format.Request) (*format.Re
 	if !ok {
 		return nil, manifestUnknown(r.Param("ref"))
 	}
-	fh, err := f.d.Blobs.Open(ctx, m.Addr)
-	if errors.Is(err, blob.ErrNotFound) {
-		return nil, manifestUnknown(r.Param("ref"))
-	}
-	if err != nil {
-		return nil, err
-	}
-	if r.Method == http.MethodGet && f.d.OnDownload != nil && art != nil {
-		f.d.OnDownload(r, art)
+	if r.Method == http.MethodGet && f.env.OnDownload != nil && art != nil {
+		f.env.OnDownload(r, art)
 	}
 	resp := newResp(http.StatusOK)
-	resp.File, resp.Name = fh, "manifest"
+	resp.Blob = &format.BlobRef{Digest: m.Addr, Size: m.Size, Missing: manifestUnknown(r.Param("ref"))}
+	resp.Name = "manifest"
 	resp.Header.Set("Content-Type", m.MediaType)
 	resp.Header.Set("Docker-Content-Digest", digest)
 	resp.Header.Set("ETag", `"`+digest+`"`)
@@ -82,8 +75,8 @@ func (f *Format) getManifest(ctx context.Context, r *format.Request) (*format.Re
 
 // putManifest stores a manifest by tag or by digest (with optional
 // ?tag=), after checking that everything it references is in the image.
-func (f *Format) putManifest(ctx context.Context, r *format.Request) (*format.Response, error) {
-	n, repo, err := f.resolve(r, meta.ActionWrite)
+func (f *Format) putManifest(ctx context.Context, r *format.Request, w *format.Writer) (*format.Response, error) {
+	n, repo, err := f.resolve(r)
 	if err != nil {
 		return nil, err
 	}
@@ -120,17 +113,17 @@ func (f *Format) putManifest(ctx context.Context, r *format.Request) (*format.Re
 	if err := f.read(repo, func(v view) error { _, err := checkRefs(v, n, mf); return err }); err != nil {
 		return nil, err
 	}
-	info, err := f.d.PutBlob(ctx, bytes.NewReader(body), blob.Checksums{})
+	info, err := w.PutBlob(ctx, bytes.NewReader(body), blob.Checksums{})
 	if err != nil {
 		return nil, err
 	}
-	idx, err := f.decide(ctx, repo, func(v view) (meta.Command, error) {
+	idx, err := f.decide(ctx, w, repo, func(v view) (meta.Command, error) {
 		rec, err := checkRefs(v, n, mf)
 		if err != nil {
 			return nil, err
 		}
 		rec.Addr, rec.Size, rec.Checksums = info.Digest, info.Size, info.Checksums
-		return f.record(v, r, n, digest, rec, mf, tags)
+		return f.record(v, r, w, n, digest, rec, mf, tags)
 	})
 	if err != nil {
 		return nil, err
@@ -220,7 +213,7 @@ func kindOf(mf *Manifest) string {
 // keeps the invariant that a manifest with no tag has exactly one digest
 // artifact and a tagged one has none, also for manifests a moved tag
 // leaves behind.
-func (f *Format) record(v view, r *format.Request, n ImageName, digest string, rec manifestRec, mf *Manifest, tags []string) (meta.Command, error) {
+func (f *Format) record(v view, r *format.Request, w *format.Writer, n ImageName, digest string, rec manifestRec, mf *Manifest, tags []string) (meta.Command, error) {
 	kv := []meta.KVOp{manifestOp(n.Image, digest, rec)}
 	if mf.Subject != nil {
 		kv = append(kv, format.KVSet(referrerKey(n.Image, mf.Subject.Digest, digest), Descriptor{
@@ -278,7 +271,7 @@ func (f *Format) record(v view, r *format.Request, n ImageName, digest string, r
 			put = append(put, p)
 		}
 	}
-	return f.d.ChangeCmd(r, v.repo, drop, put, kv)
+	return w.ChangeCmd(r, v.repo, drop, put, kv)
 }
 
 // manifestOp records a manifest; the key keeps the manifest's bytes from
@@ -328,8 +321,8 @@ func sortedKeys(m map[string][]string) []string {
 
 // deleteManifest removes a tag (the manifest stays, reachable by digest)
 // or a manifest with every tag pointing at it, in one command.
-func (f *Format) deleteManifest(ctx context.Context, r *format.Request) (*format.Response, error) {
-	n, repo, err := f.resolve(r, meta.ActionDelete)
+func (f *Format) deleteManifest(ctx context.Context, r *format.Request, w *format.Writer) (*format.Response, error) {
+	n, repo, err := f.resolve(r)
 	if err != nil {
 		return nil, err
 	}
@@ -338,7 +331,7 @@ func (f *Format) deleteManifest(ctx context.Context, r *format.Request) (*format
 	if err != nil {
 		return nil, err
 	}
-	idx, err := f.decide(ctx, repo, func(v view) (meta.Command, error) {
+	idx, err := f.decide(ctx, w, repo, func(v view) (meta.Command, error) {
 		if ref.Tag == "" {
 			return deleteDigest(v, n.Image, ref.Digest)
 		}
@@ -349,7 +342,7 @@ func (f *Format) deleteManifest(ctx context.Context, r *format.Request) (*format
 		if a == nil {
 			return nil, manifestUnknown(ref.Tag)
 		}
-		return f.untag(v, r, n.Image, a)
+		return f.untag(v, r, w, n.Image, a)
 	})
 	if err != nil {
 		return nil, err
@@ -361,7 +354,7 @@ func (f *Format) deleteManifest(ctx context.Context, r *format.Request) (*format
 
 // untag drops a tag artifact; the manifest stays, reachable by digest, so
 // when that was its last tag the same command adds its digest artifact.
-func (f *Format) untag(v view, r *format.Request, image string, a *meta.Artifact) (meta.Command, error) {
+func (f *Format) untag(v view, r *format.Request, w *format.Writer, image string, a *meta.Artifact) (meta.Command, error) {
 	var put []format.Placed
 	p, ok, err := orphan(v, image, digestOf(a), []string{a.Version})
 	if err != nil {
@@ -370,7 +363,7 @@ func (f *Format) untag(v view, r *format.Request, image string, a *meta.Artifact
 	if ok {
 		put = append(put, p)
 	}
-	return f.d.ChangeCmd(r, v.repo, []*meta.Artifact{a}, put, nil)
+	return w.ChangeCmd(r, v.repo, []*meta.Artifact{a}, put, nil)
 }
 
 // deleteDigest removes a manifest with every tag pointing at it, in one
@@ -406,9 +399,10 @@ func deleteDigest(v view, image, digest string) (meta.Command, error) {
 
 // DeleteArtifact is a REST delete of an image version: a tag is untagged,
 // a digest artifact deletes its manifest.
-func (f *Format) DeleteArtifact(ctx context.Context, r *format.Request, repo *meta.Repository, a *meta.Artifact) (uint64, error) {
+func (f *Format) DeleteArtifact(ctx context.Context, r *format.Request, w *format.Writer, a *meta.Artifact) (uint64, error) {
+	repo := r.Repo
 	defer f.lockImage(repo, a.PackageName)()
-	return f.decide(ctx, repo, func(v view) (meta.Command, error) {
+	return f.decide(ctx, w, repo, func(v view) (meta.Command, error) {
 		cur, err := v.artifact(a.Path)
 		if err != nil {
 			return nil, err
@@ -417,14 +411,14 @@ func (f *Format) DeleteArtifact(ctx context.Context, r *format.Request, repo *me
 			return nil, meta.NotFoundf("artifact %s", a.ID)
 		}
 		if a.Path == tagPath(a.PackageName, a.Version) {
-			return f.untag(v, r, a.PackageName, a)
+			return f.untag(v, r, w, a.PackageName, a)
 		}
 		return deleteDigest(v, a.PackageName, digestOf(a))
 	})
 }
 
 // lockImage serialises the writes of one image on this node. It only
-// saves wasted work: each write is decided with format.Deps.Decide, whose
+// saves wasted work: each write is decided with format.Writer.Decide, whose
 // preconditions refuse it if another node changed the image meanwhile.
 func (f *Format) lockImage(repo *meta.Repository, image string) (unlock func()) {
 	return f.imageWrites.Lock(repo.ID + "\x00" + image)

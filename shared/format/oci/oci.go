@@ -28,17 +28,20 @@ const (
 
 // Format serves the OCI distribution API.
 type Format struct {
-	d *format.Deps
+	env *format.Env
 	// sessions serialises requests on one upload session; images
 	// serialises the manifest writes of one image (each reads the tags,
 	// decides and commits one command).
 	sessions, imageWrites format.KeyLock
 }
 
-var _ format.Format = (*Format)(nil)
+var (
+	_ format.Format    = (*Format)(nil)
+	_ format.Validator = (*Format)(nil)
+)
 
-// New returns the OCI format over deps.
-func New(d *format.Deps) *Format { return &Format{d: d} }
+// New returns the OCI format over env.
+func New(env *format.Env) *Format { return &Format{env: env} }
 
 // Name implements format.Format.
 func (f *Format) Name() string { return Name }
@@ -47,7 +50,8 @@ func (f *Format) Name() string { return Name }
 func (f *Format) Prefix() string { return Prefix }
 
 // Routes implements format.Format. Upload sessions are node-local state,
-// so even their status GET is a Write route (edges forward it).
+// so even their status GET is a Write route (edges forward it). A route
+// below a name gives the name's first component as "repo".
 func (f *Format) Routes() []format.Route {
 	k := func(kind Kind) func(string) (map[string]string, bool) {
 		return func(p string) (map[string]string, bool) {
@@ -55,67 +59,79 @@ func (f *Format) Routes() []format.Route {
 			if !ok || t.Kind != kind {
 				return nil, false
 			}
-			return map[string]string{"name": t.Name, "ref": t.Ref}, true
+			repo, _, _ := strings.Cut(t.Name, "/")
+			return map[string]string{"repo": repo, "name": t.Name, "ref": t.Ref}, true
 		}
 	}
-	w := f.wrap
+	const read, write, del = meta.ActionRead, meta.ActionWrite, meta.ActionDelete
 	return []format.Route{
-		{Method: http.MethodGet, Path: "/", Op: format.Read, Handle: w(f.ping)},
-		{Method: http.MethodGet, Path: "/token", Op: format.Read, Handle: w(f.token)},
-		{Method: http.MethodPost, Path: "/token", Op: format.Read, Handle: w(f.tokenPost)},
-		{Method: http.MethodGet, Path: "/_catalog", Op: format.Read, Handle: w(f.catalog)},
-		{Method: http.MethodGet, Match: k(KindTags), Op: format.Read, Handle: w(f.tags)},
-		{Method: http.MethodGet, Match: k(KindManifest), Op: format.Read, Handle: w(f.getManifest)},
-		{Method: http.MethodPut, Match: k(KindManifest), Op: format.Write, Handle: w(f.putManifest)},
-		{Method: http.MethodDelete, Match: k(KindManifest), Op: format.Write, Handle: w(f.deleteManifest)},
-		{Method: http.MethodGet, Match: k(KindBlob), Op: format.Read, Handle: w(f.getBlob)},
-		{Method: http.MethodDelete, Match: k(KindBlob), Op: format.Write, Handle: w(f.deleteBlob)},
-		{Method: http.MethodPost, Match: k(KindUploads), Op: format.Write, Handle: w(f.startUpload)},
-		{Method: http.MethodGet, Match: k(KindSession), Op: format.Write, Handle: w(f.uploadStatus)},
-		{Method: http.MethodPatch, Match: k(KindSession), Op: format.Write, Handle: w(f.patchUpload)},
-		{Method: http.MethodPut, Match: k(KindSession), Op: format.Write, Handle: w(f.putUpload)},
-		{Method: http.MethodDelete, Match: k(KindSession), Op: format.Write, Handle: w(f.cancelUpload)},
-		{Method: http.MethodGet, Match: k(KindReferrers), Op: format.Read, Handle: w(f.referrers)},
+		{Method: http.MethodGet, Path: "/", Read: rd(f.ping)},
+		{Method: http.MethodGet, Path: "/token", Read: rd(f.token)},
+		{Method: http.MethodPost, Path: "/token", Read: rd(f.tokenPost)},
+		{Method: http.MethodGet, Path: "/_catalog", Read: rd(f.catalog)},
+		{Method: http.MethodGet, Match: k(KindTags), Action: read, Read: rd(f.tags)},
+		{Method: http.MethodGet, Match: k(KindManifest), Action: read, Read: rd(f.getManifest)},
+		{Method: http.MethodPut, Match: k(KindManifest), Action: write, Write: wr(f.putManifest)},
+		{Method: http.MethodDelete, Match: k(KindManifest), Action: del, Write: wr(f.deleteManifest)},
+		{Method: http.MethodGet, Match: k(KindBlob), Action: read, Read: rd(f.getBlob)},
+		{Method: http.MethodDelete, Match: k(KindBlob), Action: del, Write: wr(f.deleteBlob)},
+		{Method: http.MethodPost, Match: k(KindUploads), Action: write, Write: wr(f.startUpload)},
+		{Method: http.MethodGet, Match: k(KindSession), Action: write, Write: wr(f.uploadStatus)},
+		{Method: http.MethodPatch, Match: k(KindSession), Action: write, Write: wr(f.patchUpload)},
+		{Method: http.MethodPut, Match: k(KindSession), Action: write, Write: wr(f.putUpload)},
+		{Method: http.MethodDelete, Match: k(KindSession), Action: write, Write: wr(f.cancelUpload)},
+		{Method: http.MethodGet, Match: k(KindReferrers), Action: read, Read: rd(f.referrers)},
 	}
 }
 
-// wrap adds the header docker uses to recognise a v2 registry.
-func (f *Format) wrap(h format.Handler) format.Handler {
+// rd and wr add the header docker uses to recognise a v2 registry.
+func rd(h format.Handler) format.Handler {
 	return func(ctx context.Context, r *format.Request) (*format.Response, error) {
-		resp, err := h(ctx, r)
-		if resp != nil {
-			resp.Header.Set(apiVersionHeader, apiVersion)
-		}
-		return resp, err
+		return versioned(h(ctx, r))
 	}
 }
 
-// resolve validates the request's name and returns it with its Depot
-// repository, checking that the caller may do action there. A missing or
-// non-docker repository is NAME_UNKNOWN.
-func (f *Format) resolve(r *format.Request, action string) (ImageName, *meta.Repository, error) {
+func wr(h format.WriteHandler) format.WriteHandler {
+	return func(ctx context.Context, r *format.Request, w *format.Writer) (*format.Response, error) {
+		return versioned(h(ctx, r, w))
+	}
+}
+
+func versioned(resp *format.Response, err error) (*format.Response, error) {
+	if resp != nil {
+		resp.Header.Set(apiVersionHeader, apiVersion)
+	}
+	return resp, err
+}
+
+// Validate implements format.Validator: a route below a name needs a
+// valid one.
+func (f *Format) Validate(r *format.Request) error {
+	if name, ok := r.Params["name"]; ok {
+		_, err := ParseName(name)
+		return err
+	}
+	return nil
+}
+
+// resolve validates the request's name and returns it with the
+// repository Serve found, checking that a registry token grants the
+// route's action on this very image.
+func (f *Format) resolve(r *format.Request) (ImageName, *meta.Repository, error) {
 	n, err := ParseName(r.Param("name"))
 	if err != nil {
 		return n, nil, err
 	}
-	repo, err := f.d.Repo(r, n.Repo, action, Name)
-	if err != nil {
-		return n, nil, nativeRepoErr(err, n)
-	}
-	if err := granted(r, n, action); err != nil {
+	if err := granted(r, n, r.Action); err != nil {
 		return n, nil, err
 	}
-	return n, repo, nil
+	return n, r.Repo, nil
 }
 
-// nativeRepoErr turns the shared "repository not found" into the
-// distribution's NAME_UNKNOWN (401 and 403 map by code in Error).
-func nativeRepoErr(err error, n ImageName) error {
-	e := format.Classify(err)
-	if e.Status == http.StatusNotFound {
-		return withDetail(errf(http.StatusNotFound, codeNameUnknown, "repository %s not found", n.String()), map[string]string{"name": n.String()})
-	}
-	return err
+// nameUnknown is the distribution's error for a repository that does
+// not exist or that the caller may not see.
+func nameUnknown(name string) error {
+	return withDetail(errf(http.StatusNotFound, codeNameUnknown, "repository %s not found", name), map[string]string{"name": name})
 }
 
 // service is the registry's service name: the host clients address.

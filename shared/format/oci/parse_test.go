@@ -204,7 +204,7 @@ func FuzzParsePath(f *testing.F) {
 	for _, s := range []string{"/r/img/tags/list", "/r/a/blobs/uploads/x", "/r/blobs/manifests/" + d256, "//", "/a/referrers/b"} {
 		f.Add(s)
 	}
-	routes := New(&format.Deps{}).Routes()
+	routes := New(&format.Env{}).Routes()
 	f.Fuzz(func(t *testing.T, p string) {
 		tg, ok := ParsePath(p)
 		if !ok {

@@ -9,9 +9,10 @@ import (
 	"time"
 
 	"github.com/depot-registry/depot/shared/blob"
+	"github.com/depot-registry/depot/shared/format"
 )
 
-// Upload sessions are uploads of the blob ingester (Deps.Ingest), whose
+// Upload sessions are uploads of the blob ingester (Writer.Ingest), whose
 // label says whose they are. They are not metadata: a session becomes a
 // blob, and then one KV command links it, only when it is closed with a
 // digest that matches.
@@ -32,10 +33,10 @@ func parseSession(label []byte) (session, bool) {
 // sweep drops uploads idle for longer than SessionTTL and reports how many
 // remain, in all and of owner, so abandoned uploads neither fill the disk
 // nor the limits.
-func (f *Format) sweep(ctx context.Context, owner string) (live, mine int, err error) {
-	cutoff := f.d.Time().Add(-SessionTTL)
+func (f *Format) sweep(ctx context.Context, w *format.Writer, owner string) (live, mine int, err error) {
+	cutoff := f.env.Time().Add(-SessionTTL)
 	stale := false
-	err = f.d.Ingest.Uploads(ctx, func(u blob.UploadInfo) error {
+	err = w.Ingest.Uploads(ctx, func(u blob.UploadInfo) error {
 		if u.ModTime.Before(cutoff) {
 			stale = true
 			return nil
@@ -47,33 +48,33 @@ func (f *Format) sweep(ctx context.Context, owner string) (live, mine int, err e
 		return nil
 	})
 	if err == nil && stale {
-		err = f.d.Ingest.SweepUploads(ctx, cutoff)
+		err = w.Ingest.SweepUploads(ctx, cutoff)
 	}
 	return live, mine, err
 }
 
 // createSession starts an empty session.
-func (f *Format) createSession(ctx context.Context, repoID, name, owner string) (blob.Upload, error) {
-	live, mine, err := f.sweep(ctx, owner)
+func (f *Format) createSession(ctx context.Context, w *format.Writer, repoID, name, owner string) (blob.Upload, error) {
+	live, mine, err := f.sweep(ctx, w, owner)
 	if err != nil {
 		return nil, err
 	}
 	if live >= MaxSessions || mine >= MaxSessionsPerUser {
 		return nil, errf(http.StatusTooManyRequests, codeTooManyRequests, "too many uploads in progress; retry later")
 	}
-	label, err := json.Marshal(session{RepoID: repoID, Name: name, Owner: owner, Started: f.d.Time().Format(time.RFC3339)})
+	label, err := json.Marshal(session{RepoID: repoID, Name: name, Owner: owner, Started: f.env.Time().Format(time.RFC3339)})
 	if err != nil {
 		return nil, err
 	}
-	return f.d.Ingest.Create(ctx, label)
+	return w.Ingest.Create(ctx, label)
 }
 
 // openSession finds a live session of name started by owner; anything
 // else is BLOB_UPLOAD_UNKNOWN, so ids of other people's uploads reveal
 // nothing.
-func (f *Format) openSession(ctx context.Context, id, repoID, name, owner string) (blob.Upload, error) {
+func (f *Format) openSession(ctx context.Context, w *format.Writer, id, repoID, name, owner string) (blob.Upload, error) {
 	unknown := errf(http.StatusNotFound, codeBlobUploadUnknown, "upload %s not found", id)
-	u, err := f.d.Ingest.Resume(ctx, id)
+	u, err := w.Ingest.Resume(ctx, id)
 	if errors.Is(err, blob.ErrUploadUnknown) {
 		return nil, unknown
 	}
@@ -81,7 +82,7 @@ func (f *Format) openSession(ctx context.Context, id, repoID, name, owner string
 		return nil, err
 	}
 	s, ok := parseSession(u.Label())
-	if !ok || s.RepoID != repoID || s.Name != name || s.Owner != owner || f.d.Time().Sub(u.ModTime()) > SessionTTL {
+	if !ok || s.RepoID != repoID || s.Name != name || s.Owner != owner || f.env.Time().Sub(u.ModTime()) > SessionTTL {
 		return nil, unknown
 	}
 	return u, nil

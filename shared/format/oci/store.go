@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/depot-registry/depot/shared/blob"
+	"github.com/depot-registry/depot/shared/format"
 	"github.com/depot-registry/depot/shared/meta"
 )
 
@@ -77,7 +78,7 @@ func (m *manifestRec) info() blob.Info {
 }
 
 // view reads an image's state from one transaction: the same code serves
-// reads, and decisions made in format.Deps.Decide, whose command then
+// reads, and decisions made in format.Writer.Decide, whose command then
 // carries what the view read. A record that does not decode is an error,
 // never "absent": treating it as absent would let the next push overwrite
 // it silently.
@@ -159,12 +160,12 @@ func (v view) images() []string {
 
 // read runs fn on a view of repo.
 func (f *Format) read(repo *meta.Repository, fn func(v view) error) error {
-	return f.d.View(func(tx *meta.Tx) error { return fn(view{tx: tx, repo: repo}) })
+	return f.env.View(func(tx *meta.Tx) error { return fn(view{tx: tx, repo: repo}) })
 }
 
 // decide commits the command fn decides from a view of repo.
-func (f *Format) decide(ctx context.Context, repo *meta.Repository, fn func(v view) (meta.Command, error)) (uint64, error) {
-	return f.d.Decide(ctx, func(tx *meta.Tx) (meta.Command, error) { return fn(view{tx: tx, repo: repo}) })
+func (f *Format) decide(ctx context.Context, w *format.Writer, repo *meta.Repository, fn func(v view) (meta.Command, error)) (uint64, error) {
+	return w.Decide(ctx, func(tx *meta.Tx) (meta.Command, error) { return fn(view{tx: tx, repo: repo}) })
 }
 
 // blobLink reads one blob link in a view of its own.

@@ -3,6 +3,7 @@ package pypi
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"sort"
 	"strings"
@@ -42,11 +43,8 @@ func attrsOf(a *meta.Artifact) fileAttrs {
 
 // projectList serves /simple/: one entry per project that has files.
 func (f *Format) projectList(_ context.Context, r *format.Request) (*format.Response, error) {
-	repo, err := f.d.Repo(r, r.Param("repo"), meta.ActionRead, Name)
-	if err != nil {
-		return nil, err
-	}
-	arts, err := f.d.List(repo, "")
+	repo := r.Repo
+	arts, err := f.env.List(repo, "")
 	if err != nil {
 		return nil, err
 	}
@@ -76,10 +74,7 @@ func (f *Format) projectList(_ context.Context, r *format.Request) (*format.Resp
 // redirected to the normalized page (PEP 503 allows it), so each project
 // has one URL.
 func (f *Format) projectPage(_ context.Context, r *format.Request) (*format.Response, error) {
-	repo, err := f.d.Repo(r, r.Param("repo"), meta.ActionRead, Name)
-	if err != nil {
-		return nil, err
-	}
+	repo := r.Repo
 	name := r.Param("project")
 	if err := CheckName(name); err != nil {
 		return nil, format.NotFound("project %q not found", trunc(name))
@@ -90,7 +85,7 @@ func (f *Format) projectPage(_ context.Context, r *format.Request) (*format.Resp
 		resp.Header.Set("Location", format.URL(r, r.Prefix, repo.Name, "simple", norm)+"/")
 		return resp, nil
 	}
-	arts, err := f.d.List(repo, norm+"/")
+	arts, err := f.env.List(repo, norm+"/")
 	if err != nil {
 		return nil, err
 	}
@@ -132,11 +127,8 @@ func page[T any](r *format.Request, render func(string, []T) []byte, items []T) 
 
 // file serves a distribution, or with ".metadata" appended the METADATA
 // read out of a wheel at upload (PEP 658).
-func (f *Format) file(ctx context.Context, r *format.Request) (*format.Response, error) {
-	repo, err := f.d.Repo(r, r.Param("repo"), meta.ActionRead, Name)
-	if err != nil {
-		return nil, err
-	}
+func (f *Format) file(_ context.Context, r *format.Request) (*format.Response, error) {
+	repo := r.Repo
 	project, version, filename := r.Param("project"), r.Param("version"), r.Param("filename")
 	for _, s := range []string{project, version, filename} {
 		if err := format.CheckSegment("path segment", s); err != nil {
@@ -144,25 +136,25 @@ func (f *Format) file(ctx context.Context, r *format.Request) (*format.Response,
 		}
 	}
 	dist, isMeta := strings.CutSuffix(filename, ".metadata")
-	a, err := f.d.Artifact(repo, project+"/"+version+"/"+dist)
-	if err != nil {
+	a, err := f.env.Artifact(repo, project+"/"+version+"/"+dist)
+	if errors.Is(err, meta.ErrNotFound) {
 		return nil, format.NotFound("%s not found in repository %s", filename, repo.Name)
 	}
+	if err != nil {
+		return nil, err
+	}
 	if !isMeta {
-		return f.d.Serve(ctx, r, a)
+		return f.env.Serve(r, a, false), nil
 	}
 	at := attrsOf(a)
 	if at.Metadata == nil {
 		return nil, format.NotFound("%s has no metadata file", dist)
 	}
-	blobFile, err := f.d.Blobs.Open(ctx, at.Metadata.Digest)
-	if err != nil {
-		return nil, err
-	}
 	// Not a download of the artifact: pip reads it to resolve, then
 	// fetches the wheel itself.
 	resp := format.NewResponse(http.StatusOK)
-	resp.File, resp.Name, resp.ModTime = blobFile, filename, a.UploadedAt
+	resp.Blob = &format.BlobRef{Digest: at.Metadata.Digest, Size: at.Metadata.Size}
+	resp.Name, resp.ModTime = filename, a.UploadedAt
 	resp.Header.Set("Content-Type", "text/plain; charset=utf-8")
 	resp.Header.Set("ETag", `"`+at.Metadata.SHA256+`"`)
 	format.SetContentSafety(resp.Header) // the uploader wrote it

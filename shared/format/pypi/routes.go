@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/depot-registry/depot/shared/format"
+	"github.com/depot-registry/depot/shared/meta"
 )
 
 // Name is the repository format this package serves.
@@ -11,13 +12,13 @@ const Name = "pypi"
 
 // Format is the PyPI format.
 type Format struct {
-	d *format.Deps
+	env *format.Env
 }
 
 var _ format.Format = (*Format)(nil)
 
-// New returns the PyPI format over deps.
-func New(d *format.Deps) *Format { return &Format{d: d} }
+// New returns the PyPI format over env.
+func New(env *format.Env) *Format { return &Format{env: env} }
 
 // Name implements format.Format.
 func (f *Format) Name() string { return Name }
@@ -29,11 +30,11 @@ func (f *Format) Prefix() string { return "/pypi" }
 // router: "/r/simple" and "/r/simple/" are one route.
 func (f *Format) Routes() []format.Route {
 	return []format.Route{
-		{Method: http.MethodGet, Path: "/{repo}/simple", Op: format.Read, Handle: f.projectList},
-		{Method: http.MethodGet, Path: "/{repo}/simple/{project}", Op: format.Read, Handle: f.projectPage},
-		{Method: http.MethodGet, Path: "/{repo}/files/{project}/{version}/{filename}", Op: format.Read, Handle: f.file},
+		{Method: http.MethodGet, Path: "/{repo}/simple", Action: meta.ActionRead, Read: f.projectList},
+		{Method: http.MethodGet, Path: "/{repo}/simple/{project}", Action: meta.ActionRead, Read: f.projectPage},
+		{Method: http.MethodGet, Path: "/{repo}/files/{project}/{version}/{filename}", Action: meta.ActionRead, Read: f.file},
 		// twine POSTs to exactly the --repository-url, "/pypi/<repo>/".
-		{Method: http.MethodPost, Path: "/{repo}", Op: format.Write, Handle: f.upload},
+		{Method: http.MethodPost, Path: "/{repo}", Action: meta.ActionWrite, Write: f.upload},
 	}
 }
 

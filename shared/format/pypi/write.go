@@ -19,11 +19,8 @@ import (
 // store as it arrives; only once the form, the digests and (for a wheel)
 // the archive have been checked is the artifact recorded, with one
 // command, so a rejected upload leaves no metadata behind.
-func (f *Format) upload(ctx context.Context, r *format.Request) (*format.Response, error) {
-	repo, err := f.d.Repo(r, r.Param("repo"), meta.ActionWrite, Name)
-	if err != nil {
-		return nil, err
-	}
+func (f *Format) upload(ctx context.Context, r *format.Request, w *format.Writer) (*format.Response, error) {
+	repo := r.Repo
 	var info *blob.Info
 	form, err := ParseUpload(r.Body, r.Header.Get("Content-Type"), DefaultLimits, func(form *Form, filename string, body io.Reader) error {
 		// twine sends the fields first: refuse a bad or duplicate file
@@ -39,7 +36,7 @@ func (f *Format) upload(ctx context.Context, r *format.Request) (*format.Respons
 			if _, err := CheckFilename(name, version, filename); err != nil {
 				return err
 			}
-			if err := f.d.View(func(tx *meta.Tx) error { return checkNew(tx, repo, m) }); err != nil {
+			if err := w.View(func(tx *meta.Tx) error { return checkNew(tx, repo, m) }); err != nil {
 				return err // before the file is stored; Record checks again
 			}
 		}
@@ -51,7 +48,7 @@ func (f *Format) upload(ctx context.Context, r *format.Request) (*format.Respons
 		if (expect.SHA256 != "" && !isHex(expect.SHA256, 64)) || (expect.MD5 != "" && !isHex(expect.MD5, 32)) {
 			return format.BadRequest("sha256_digest must be 64 and md5_digest 32 hex digits")
 		}
-		in, err := f.d.PutBlob(ctx, body, expect)
+		in, err := w.PutBlob(ctx, body, expect)
 		if errors.Is(err, blob.ErrDigestMismatch) {
 			return format.BadRequest("the digests sent do not match the uploaded file %q", filename)
 		}
@@ -78,7 +75,7 @@ func (f *Format) upload(ctx context.Context, r *format.Request) (*format.Respons
 	at := fileAttrs{Name: m.Name, Filename: m.Filename, Filetype: m.Dist.Kind, PyVersion: m.PyVersion,
 		RequiresPython: m.RequiresPython, Summary: m.Summary, MetadataVersion: m.MetadataVersion}
 	if m.Dist.Kind == KindWheel {
-		if err := f.wheelMetadata(ctx, m, *info, &at); err != nil {
+		if err := wheelMetadata(ctx, w, m, *info, &at); err != nil {
 			return nil, err
 		}
 	}
@@ -94,7 +91,7 @@ func (f *Format) upload(ctx context.Context, r *format.Request) (*format.Respons
 	if at.Metadata != nil {
 		refs = []string{at.Metadata.Digest}
 	}
-	_, idx, err := f.d.Record(ctx, r, format.Upload{Repo: repo, Path: m.Path(), Package: m.Project, Version: m.Version,
+	_, idx, err := w.Record(ctx, r, format.Upload{Repo: repo, Path: m.Path(), Package: m.Project, Version: m.Version,
 		ContentType: ct, Overwrite: format.OverwriteNever, Attrs: attrs, Refs: refs,
 		Decide: func(tx *meta.Tx) ([]meta.KVOp, error) { return nil, checkNew(tx, repo, m) },
 	}, *info)
@@ -135,8 +132,8 @@ func fileExists(m *UploadMeta) error {
 // wheelMetadata reads METADATA out of the stored wheel, checks it names
 // the same project and version as the form, and stores it as its own blob
 // for the PEP 658 ".metadata" URL.
-func (f *Format) wheelMetadata(ctx context.Context, m *UploadMeta, info blob.Info, at *fileAttrs) error {
-	wf, err := f.d.Blobs.Open(ctx, info.Digest)
+func wheelMetadata(ctx context.Context, w *format.Writer, m *UploadMeta, info blob.Info, at *fileAttrs) error {
+	wf, err := w.Blobs.Open(ctx, info.Digest)
 	if err != nil {
 		return err
 	}
@@ -151,7 +148,7 @@ func (f *Format) wheelMetadata(ctx context.Context, m *UploadMeta, info blob.Inf
 	if at.RequiresPython == "" {
 		at.RequiresPython = cm.RequiresPython
 	}
-	mi, err := f.d.PutBlob(ctx, bytes.NewReader(data), blob.Checksums{})
+	mi, err := w.PutBlob(ctx, bytes.NewReader(data), blob.Checksums{})
 	if err != nil {
 		return err
 	}

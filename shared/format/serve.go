@@ -1,0 +1,146 @@
+package format
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+
+	"github.com/depot-registry/depot/shared/auth"
+	"github.com/depot-registry/depot/shared/ratelimit"
+)
+
+// Authenticator checks the credential a request presents.
+type Authenticator interface {
+	Authenticate(ctx context.Context, authorization, remote string) (*auth.Principal, error)
+}
+
+// Server serves one format whatever the transport: it matches the route,
+// authenticates, finds and authorises the repository the route names,
+// runs the handler, hides the cause of a 500 behind the request id, and
+// tells the audit log of every write. A transport (net/http on the
+// origin, fasthttp on edges) only turns its request into a Request and
+// writes the Response, opening a Blob from wherever it keeps blobs.
+type Server struct {
+	format Format
+	env    *Env
+	writer *Writer
+	authn  Authenticator
+	log    *slog.Logger
+	routes []Route
+	// OnWrite, when set, is told of every answered write route (the
+	// audit log), with the status answered.
+	OnWrite func(r *Request, status int)
+}
+
+// NewServer serves f, built over env. With a nil writer the node serves
+// no writes: write routes answer 405 (an edge forwards them before they
+// get here).
+func NewServer(f Format, env *Env, w *Writer, authn Authenticator, log *slog.Logger) *Server {
+	return &Server{format: f, env: env, writer: w, authn: authn, log: log, routes: f.Routes()}
+}
+
+// Format is the format served.
+func (s *Server) Format() Format { return s.format }
+
+// Route finds the route for method and path (see Match), for transports
+// that decide something before serving (an edge forwards write routes).
+func (s *Server) Route(method, path string) (*Route, map[string]string, bool) {
+	return Match(s.routes, method, path)
+}
+
+// Serve answers r. The transport fills in what it knows of the request;
+// Serve sets Params, Action, Principal and Repo.
+func (s *Server) Serve(ctx context.Context, r *Request) *Response {
+	route, params, pathOK := s.Route(r.Method, r.Path)
+	if route == nil || (route.Write != nil && s.writer == nil) {
+		code := http.StatusNotFound
+		if pathOK {
+			code = http.StatusMethodNotAllowed
+		}
+		return s.format.Error(r, Errorf(code, "UNSUPPORTED", "%s %s%s is not served", r.Method, r.Prefix, r.Path))
+	}
+	r.Params, r.Action = params, route.Action
+	resp := s.serve(ctx, r, route)
+	if resp.Status == 0 {
+		resp.Status = http.StatusOK
+	}
+	if route.Write != nil && s.OnWrite != nil {
+		s.OnWrite(r, resp.Status)
+	}
+	return resp
+}
+
+func (s *Server) serve(ctx context.Context, r *Request, route *Route) *Response {
+	p, err := s.authn.Authenticate(ctx, r.Header.Get("Authorization"), r.RemoteAddr)
+	if err == nil && !p.AcceptedOn(s.format.Name()) {
+		// A registry token serves only the format it was issued for.
+		err = auth.ErrBadCredentials
+	}
+	if err != nil {
+		return s.authError(r, err)
+	}
+	r.Principal = p
+	if v, ok := s.format.(Validator); ok {
+		if err := v.Validate(r); err != nil {
+			return s.Fail(r, err)
+		}
+	}
+	if route.Action != "" {
+		if r.Repo, err = s.env.Repo(r, r.Param("repo"), route.Action, RepoFormats(s.format)...); err != nil {
+			return s.Fail(r, err)
+		}
+	}
+	var resp *Response
+	if route.Write != nil {
+		resp, err = route.Write(ctx, r, s.writer)
+	} else {
+		resp, err = route.Read(ctx, r)
+	}
+	if err != nil {
+		return s.Fail(r, err)
+	}
+	return resp
+}
+
+// Fail answers err in the format's own shape. A 500's cause is logged
+// and the client gets only the request id; an error that came from the
+// connection (see Request.Interrupted) is answered as such.
+func (s *Server) Fail(r *Request, err error) *Response {
+	if r.Interrupted != nil {
+		if e := r.Interrupted(err); e != nil {
+			err = e
+		}
+	}
+	if errors.Is(err, ErrClientGone) {
+		// Whatever the handler made of it, nobody is there to answer.
+		return &Response{Status: StatusClientClosed, Header: http.Header{}, Abort: true}
+	}
+	switch Classify(err).Status {
+	case http.StatusInternalServerError:
+		s.log.Error("format handler failed", "request_id", r.RequestID, "format", s.format.Name(), "err", err)
+		err = Errorf(http.StatusInternalServerError, "INTERNAL", "internal error; quote request id %s to the administrator", r.RequestID)
+	case http.StatusInsufficientStorage:
+		s.log.Warn("upload refused: insufficient storage", "request_id", r.RequestID, "format", s.format.Name(), "err", err)
+	}
+	return s.format.Error(r, err)
+}
+
+// authError answers a failed credential check in the format's own shape:
+// 401 with its challenge, or 429/503 with Retry-After when the check was
+// throttled or the server is busy hashing.
+func (s *Server) authError(r *Request, err error) *Response {
+	var t *auth.ThrottledError
+	switch {
+	case errors.As(err, &t):
+		resp := s.format.Error(r, Errorf(http.StatusTooManyRequests, "TOO_MANY_REQUESTS", "%s", t.Error()))
+		resp.Header.Set("Retry-After", strconv.Itoa(ratelimit.Seconds(t.RetryAfter)))
+		return resp
+	case errors.Is(err, auth.ErrBusy):
+		resp := s.format.Error(r, Errorf(http.StatusServiceUnavailable, "UNAVAILABLE", "the server is busy verifying passwords; retry shortly"))
+		resp.Header.Set("Retry-After", "1")
+		return resp
+	}
+	return s.format.Error(r, Unauthorized())
+}
