@@ -31,9 +31,12 @@ func (d *Env) Repo(r *Request, name, action string, formats ...string) (*meta.Re
 	err := d.Meta.View(func(tx *meta.Tx) error {
 		var err error
 		repo, err = tx.RepoByName(name)
-		if err != nil || !slices.Contains(formats, repo.Format) {
+		if errors.Is(err, meta.ErrNotFound) || err == nil && !slices.Contains(formats, repo.Format) {
 			repo = nil
 			return nil
+		}
+		if err != nil {
+			return err // a store failure is not "no such repository"
 		}
 		allowed = auth.Can(tx, r.Principal, repo, action)
 		visible = allowed || auth.Can(tx, r.Principal, repo, meta.ActionRead)
@@ -57,10 +60,10 @@ func (d *Env) Repo(r *Request, name, action string, formats ...string) (*meta.Re
 }
 
 // Can reports whether the caller may do action on repo.
-func (d *Env) Can(r *Request, repo *meta.Repository, action string) bool {
+func (d *Env) Can(r *Request, repo *meta.Repository, action string) (bool, error) {
 	ok := false
-	_ = d.Meta.View(func(tx *meta.Tx) error { ok = auth.Can(tx, r.Principal, repo, action); return nil })
-	return ok
+	err := d.Meta.View(func(tx *meta.Tx) error { ok = auth.Can(tx, r.Principal, repo, action); return nil })
+	return ok, err
 }
 
 // Artifact returns the artifact stored at path in repo.

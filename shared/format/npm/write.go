@@ -210,7 +210,10 @@ func (f *Format) revPut(ctx context.Context, r *format.Request, w *format.Writer
 	if err != nil {
 		return nil, err
 	}
-	mayWrite := f.env.Can(r, repo, meta.ActionWrite)
+	mayWrite, err := f.env.Can(r, repo, meta.ActionWrite)
+	if err != nil {
+		return nil, err
+	}
 	idx, err := f.decide(ctx, w, repo, e.Name, func(st *pkgState) (meta.Command, error) {
 		// The client removes versions from the document it read: if the
 		// package changed since (a publish in between), that document is
