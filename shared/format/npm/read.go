@@ -118,28 +118,35 @@ func (f *Format) search(r *format.Request, e Endpoint) (*format.Response, error)
 	size := queryInt(r, "size", searchDefaultSize)
 	size = max(1, min(size, searchMaxSize))
 	from := max(0, queryInt(r, "from", 0))
-	var pkgs []meta.PackageSummary
+	// One view for the listing and every package's state: a consistent
+	// answer, and one transaction rather than one per package.
+	var states []*pkgState
 	if err := f.env.View(func(tx *meta.Tx) error {
-		var err error
-		pkgs, _, err = tx.Packages(meta.PackageFilter{RepoIDs: []string{repo.ID}})
-		return err
+		pkgs, _, err := tx.Packages(meta.PackageFilter{RepoIDs: []string{repo.ID}})
+		if err != nil {
+			return err
+		}
+		terms := strings.Fields(text)
+		for _, p := range pkgs {
+			n, err := ParseName(p.Name)
+			if err != nil {
+				continue
+			}
+			st, err := loadTx(tx, repo, n)
+			if err != nil {
+				return err
+			}
+			if len(st.Versions) > 0 && matches(st, terms) {
+				states = append(states, st)
+			}
+		}
+		return nil
 	}); err != nil {
 		return nil, err
 	}
-	terms := strings.Fields(text)
 	var hits []searchHit
-	for _, p := range pkgs {
-		n, err := ParseName(p.Name)
-		if err != nil {
-			continue
-		}
-		st, err := f.load(repo, n)
-		if err != nil {
-			return nil, err
-		}
-		if len(st.Versions) == 0 || !matches(st, terms) {
-			continue
-		}
+	for _, st := range states {
+		n := st.Name
 		v, _ := st.find(st.distTags()["latest"])
 		var h searchHit
 		h.Package.Name, h.Package.Version = n.String(), v.Raw
