@@ -96,7 +96,10 @@ func (s site) start(t *testing.T) *proc {
 		resp, err := http.Get(p.url + "/api/v1/health")
 		if err == nil {
 			resp.Body.Close()
-			if resp.StatusCode == 200 {
+			// The startup message is printed before the origin serves, but
+			// it reaches out through a pipe that exec copies on its own
+			// goroutine: wait for it too, so tests read what was printed.
+			if resp.StatusCode == 200 && strings.Contains(out.String(), "listening on") {
 				return p
 			}
 		}
