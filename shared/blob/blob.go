@@ -107,6 +107,7 @@ type Store interface {
 	Statter
 	Deleter
 	Walker
+	Sweeper
 }
 
 // File is an open blob: io.ReadSeekCloser plus Size(); also io.ReaderAt.

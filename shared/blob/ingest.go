@@ -27,8 +27,9 @@ type Ingester interface {
 	// Uploads visits every live upload. An error returned by fn stops
 	// the walk and is returned unchanged.
 	Uploads(ctx context.Context, fn func(UploadInfo) error) error
-	// SweepUploads removes every upload last modified before olderThan.
-	SweepUploads(ctx context.Context, olderThan time.Time) error
+	// SweepUploads removes every upload last modified before olderThan
+	// and counts them with the bytes they held.
+	SweepUploads(ctx context.Context, olderThan time.Time) (Swept, error)
 }
 
 // UploadInfo describes a live upload.

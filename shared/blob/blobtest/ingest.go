@@ -329,12 +329,12 @@ func testIngestUploads(t *testing.T, s IngestStore, _ func() IngestStore) {
 func testIngestSweep(t *testing.T, s IngestStore, _ func() IngestStore) {
 	u := create(t, s, "")
 	appendAll(t, u, []byte("idle"))
-	if err := s.SweepUploads(t.Context(), u.ModTime()); err != nil {
-		t.Fatalf("SweepUploads: %v", err)
+	if swept, err := s.SweepUploads(t.Context(), u.ModTime()); err != nil || swept != (blob.Swept{}) {
+		t.Fatalf("SweepUploads at the upload's time = %+v, %v; want nothing swept", swept, err)
 	}
 	resume(t, s, u.ID())
-	if err := s.SweepUploads(t.Context(), u.ModTime().Add(time.Nanosecond)); err != nil {
-		t.Fatalf("SweepUploads: %v", err)
+	if swept, err := s.SweepUploads(t.Context(), u.ModTime().Add(time.Nanosecond)); err != nil || swept != (blob.Swept{Count: 1, Bytes: 4}) {
+		t.Fatalf("SweepUploads after it = %+v, %v; want 1 upload of 4 bytes", swept, err)
 	}
 	wantUnknown(t, s, u.ID())
 	if m := uploads(t, s); len(m) != 0 {

@@ -23,6 +23,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/depot-registry/depot/shared/blob"
 	"github.com/depot-registry/depot/shared/blob/internal/blobio"
@@ -39,6 +41,10 @@ type FS struct {
 	tmp     string // <dir>/tmp
 	uploads string // <dir>/uploads
 	wrap    func(io.Writer) io.Writer
+	now     func() time.Time
+	// locks hold off writers of a digest while a sweep decides on it
+	// (see blob.Sweeper), striped by the digest's first byte.
+	locks [256]sync.Mutex
 }
 
 var (
@@ -56,6 +62,16 @@ func WithWriter(wrap func(io.Writer) io.Writer) Option {
 	return func(s *FS) { s.wrap = wrap }
 }
 
+// WithClock sets the clock that stamps blobs as recent (see
+// blob.Sweeper), so a test can age them by moving its clock.
+func WithClock(now func() time.Time) Option {
+	return func(s *FS) {
+		if now != nil {
+			s.now = now
+		}
+	}
+}
+
 // New opens (creating if needed) a store rooted at dir and removes temp
 // files left behind by a crash. Uploads are kept: they can be resumed.
 func New(dir string, opts ...Option) (*FS, error) {
@@ -66,6 +82,7 @@ func New(dir string, opts ...Option) (*FS, error) {
 		blobs:   filepath.Join(dir, "sha256"),
 		tmp:     filepath.Join(dir, "tmp"),
 		uploads: filepath.Join(dir, "uploads"),
+		now:     time.Now,
 	}
 	for _, o := range opts {
 		o(s)
@@ -192,14 +209,26 @@ func (s *FS) place(src, hx string, n int64) (moved bool, err error) {
 		return false, fmt.Errorf("blob/fs: %w", err)
 	}
 
+	mu := s.lock(hx)
+	mu.Lock()
+	defer mu.Unlock()
+	now := s.now()
 	if fi, err := os.Stat(final); err == nil && fi.Mode().IsRegular() && fi.Size() == n {
-		// Already stored: keep the existing file. Sync the directory
-		// anyway in case a concurrent writer renamed it in but has not
-		// fsynced the directory yet.
+		// Already stored: keep the existing file, made recent so that a
+		// sweep leaves it to the record this write is about to commit.
+		// Sync the directory anyway in case a concurrent writer renamed
+		// it in but has not fsynced the directory yet.
+		if err := os.Chtimes(final, now, now); err != nil {
+			return false, fmt.Errorf("blob/fs: %w", err)
+		}
 		if err := syncDir(shard); err != nil {
 			return false, fmt.Errorf("blob/fs: %w", err)
 		}
 		return false, nil
+	}
+	// An upload's data keeps the time of its last append: stamp it now.
+	if err := os.Chtimes(src, now, now); err != nil {
+		return false, fmt.Errorf("blob/fs: %w", err)
 	}
 	// Identical content under the same name, so replacing a file that a
 	// concurrent writer renamed in first is harmless.
@@ -287,6 +316,11 @@ func (s *FS) Delete(ctx context.Context, digest string) error {
 // Walk implements blob.Walker. Blobs are visited in digest order; files
 // that do not look like blobs are skipped.
 func (s *FS) Walk(ctx context.Context, fn func(digest string, size int64) error) error {
+	return s.walk(ctx, func(digest, _ string, fi fs.FileInfo) error { return fn(digest, fi.Size()) })
+}
+
+// walk visits every blob in digest order with its file's path and info.
+func (s *FS) walk(ctx context.Context, fn func(digest, path string, fi fs.FileInfo) error) error {
 	shards, err := os.ReadDir(s.blobs)
 	if err != nil {
 		return fmt.Errorf("blob/fs: %w", err)
@@ -295,7 +329,8 @@ func (s *FS) Walk(ctx context.Context, fn func(digest string, size int64) error)
 		if !sh.IsDir() || len(sh.Name()) != 2 {
 			continue
 		}
-		entries, err := os.ReadDir(filepath.Join(s.blobs, sh.Name()))
+		dir := filepath.Join(s.blobs, sh.Name())
+		entries, err := os.ReadDir(dir)
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				continue
@@ -318,7 +353,7 @@ func (s *FS) Walk(ctx context.Context, fn func(digest string, size int64) error)
 				}
 				return fmt.Errorf("blob/fs: %w", err)
 			}
-			if err := fn(digest, fi.Size()); err != nil {
+			if err := fn(digest, filepath.Join(dir, e.Name()), fi); err != nil {
 				return err
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/depot-registry/depot/shared/blob"
 	"github.com/depot-registry/depot/shared/blob/blobtest"
@@ -240,4 +241,14 @@ func TestPutDiskFull(t *testing.T) {
 	if _, err := s.Put(t.Context(), strings.NewReader("fits"), blob.PutOptions{}); err != nil {
 		t.Fatalf("Put with room: %v", err)
 	}
+}
+
+func TestSweeper(t *testing.T) {
+	blobtest.RunSweeper(t, func(t *testing.T, now func() time.Time) blob.Store {
+		s, err := fs.New(t.TempDir(), fs.WithClock(now))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
 }

@@ -233,21 +233,29 @@ func (s *FS) Uploads(ctx context.Context, fn func(blob.UploadInfo) error) error 
 
 // SweepUploads implements blob.Ingester. It also clears the directory of
 // an upload whose commit a crash interrupted after the data had moved.
-func (s *FS) SweepUploads(ctx context.Context, olderThan time.Time) error {
-	return s.eachUpload(ctx, func(id string) error {
+func (s *FS) SweepUploads(ctx context.Context, olderThan time.Time) (blob.Swept, error) {
+	var swept blob.Swept
+	err := s.eachUpload(ctx, func(id string) error {
 		fi, err := os.Stat(filepath.Join(s.uploads, id, dataFile))
+		var n int64
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 		case err != nil:
 			return fmt.Errorf("blob/fs: %w", err)
 		case !fi.ModTime().Before(olderThan):
 			return nil
+		default:
+			n = fi.Size()
 		}
-		if err := s.drop(id); err != nil && !errors.Is(err, blob.ErrUploadUnknown) {
+		switch err := s.drop(id); {
+		case err == nil:
+			swept.Add(n)
+		case !errors.Is(err, blob.ErrUploadUnknown):
 			return err
 		}
 		return nil
 	})
+	return swept, err
 }
 
 // drop removes an upload: first out of uploads/ in one rename, so that it

@@ -209,7 +209,7 @@ func TestSweepClearsCommitDebris(t *testing.T) {
 	if err := s.Uploads(t.Context(), func(in blob.UploadInfo) error { return fmt.Errorf("debris listed: %+v", in) }); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.SweepUploads(t.Context(), time.Time{}); err != nil {
+	if _, err := s.SweepUploads(t.Context(), time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "uploads", u.ID())); !errors.Is(err, os.ErrNotExist) {

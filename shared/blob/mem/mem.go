@@ -24,8 +24,9 @@ type Store struct {
 	now func() time.Time
 
 	mu      sync.Mutex
-	blobs   map[string][]byte // by sha256 digest
-	uploads map[string]*entry // by id
+	blobs   map[string][]byte    // by sha256 digest
+	recent  map[string]time.Time // when each blob was last made recent (blob.Sweeper)
+	uploads map[string]*entry    // by id
 }
 
 type entry struct {
@@ -42,15 +43,16 @@ var (
 // Option tunes a Store.
 type Option func(*Store)
 
-// WithClock sets the clock that stamps uploads' ModTime, so a test can
-// expire them by moving its clock rather than by waiting.
+// WithClock sets the clock that stamps uploads' ModTime and blobs as
+// recent, so a test can expire them by moving its clock rather than by
+// waiting.
 func WithClock(now func() time.Time) Option {
 	return func(s *Store) { s.now = now }
 }
 
 // New returns an empty store.
 func New(opts ...Option) *Store {
-	s := &Store{now: time.Now, blobs: map[string][]byte{}, uploads: map[string]*entry{}}
+	s := &Store{now: time.Now, blobs: map[string][]byte{}, recent: map[string]time.Time{}, uploads: map[string]*entry{}}
 	for _, o := range opts {
 		o(s)
 	}
@@ -99,7 +101,8 @@ func (s *Store) store(data []byte, expect blob.Checksums) (blob.Info, error) {
 	return s.keep(data, sums), nil
 }
 
-// keep stores data with its checksums, unless it is stored already.
+// keep stores data with its checksums, unless it is stored already, and
+// makes it recent either way.
 func (s *Store) keep(data []byte, sums blob.Checksums) blob.Info {
 	info := blob.Info{Digest: "sha256:" + sums.SHA256, Size: int64(len(data)), Checksums: sums}
 	s.mu.Lock()
@@ -107,6 +110,7 @@ func (s *Store) keep(data []byte, sums blob.Checksums) blob.Info {
 	if _, ok := s.blobs[info.Digest]; !ok {
 		s.blobs[info.Digest] = data
 	}
+	s.recent[info.Digest] = s.now()
 	return info
 }
 
@@ -159,7 +163,46 @@ func (s *Store) Delete(ctx context.Context, digest string) error {
 		return fmt.Errorf("%w: %s", blob.ErrNotFound, digest) // deleted meanwhile
 	}
 	delete(s.blobs, digest)
+	delete(s.recent, digest)
 	return nil
+}
+
+// Keep implements blob.Sweeper.
+func (s *Store) Keep(ctx context.Context, digest string) error {
+	if _, err := s.get(ctx, digest); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.blobs[digest]; !ok {
+		return fmt.Errorf("%w: %s", blob.ErrNotFound, digest) // deleted meanwhile
+	}
+	s.recent[digest] = s.now()
+	return nil
+}
+
+// Sweep implements blob.Sweeper. unused runs under the store's lock,
+// which holds off every writer meanwhile.
+func (s *Store) Sweep(ctx context.Context, cutoff time.Time, unused func(digest string) (bool, error)) (blob.SweepResult, error) {
+	var res blob.SweepResult
+	err := s.Walk(ctx, func(digest string, _ int64) error {
+		res.Scanned++
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		data, ok := s.blobs[digest]
+		if !ok || !s.recent[digest].Before(cutoff) {
+			return nil
+		}
+		drop, err := unused(digest)
+		if err != nil || !drop {
+			return err
+		}
+		delete(s.blobs, digest)
+		delete(s.recent, digest)
+		res.Removed.Add(int64(len(data)))
+		return nil
+	})
+	return res, err
 }
 
 // Walk implements blob.Walker, in digest order, over the blobs stored
@@ -234,18 +277,20 @@ func (s *Store) Uploads(ctx context.Context, fn func(blob.UploadInfo) error) err
 }
 
 // SweepUploads implements blob.Ingester.
-func (s *Store) SweepUploads(ctx context.Context, olderThan time.Time) error {
+func (s *Store) SweepUploads(ctx context.Context, olderThan time.Time) (blob.Swept, error) {
+	var swept blob.Swept
 	if err := ctx.Err(); err != nil {
-		return err
+		return swept, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for id, e := range s.uploads {
 		if e.mod.Before(olderThan) {
 			delete(s.uploads, id)
+			swept.Add(int64(len(e.data)))
 		}
 	}
-	return nil
+	return swept, nil
 }
 
 type upload struct {

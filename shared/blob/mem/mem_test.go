@@ -43,16 +43,20 @@ func TestClock(t *testing.T) {
 	if !u.ModTime().Equal(now) {
 		t.Fatalf("ModTime after Append = %v, want %v", u.ModTime(), now)
 	}
-	if err := s.SweepUploads(t.Context(), now.Add(-time.Minute)); err != nil {
+	if _, err := s.SweepUploads(t.Context(), now.Add(-time.Minute)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Resume(t.Context(), u.ID()); err != nil {
 		t.Fatalf("fresh upload swept: %v", err)
 	}
-	if err := s.SweepUploads(t.Context(), now.Add(time.Minute)); err != nil {
+	if _, err := s.SweepUploads(t.Context(), now.Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Resume(t.Context(), u.ID()); !errors.Is(err, blob.ErrUploadUnknown) {
 		t.Fatalf("idle upload kept: %v", err)
 	}
+}
+
+func TestSweeper(t *testing.T) {
+	blobtest.RunSweeper(t, func(_ *testing.T, now func() time.Time) blob.Store { return mem.New(mem.WithClock(now)) })
 }

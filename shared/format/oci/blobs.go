@@ -121,7 +121,9 @@ func (f *Format) mount(ctx context.Context, r *format.Request, w *format.Writer,
 	if err != nil || !ok {
 		return nil, err
 	}
-	if _, err := w.Blobs.Stat(ctx, l.Addr); err != nil {
+	// Keep, not Stat: the link about to be committed refers to a blob
+	// this request did not write, and a sweep must leave it alone.
+	if err := w.Blobs.Keep(ctx, l.Addr); err != nil {
 		return nil, nil
 	}
 	return f.link(ctx, r, w, n, repo, digest, l)

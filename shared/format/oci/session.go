@@ -48,7 +48,7 @@ func (f *Format) sweep(ctx context.Context, w *format.Writer, owner string) (liv
 		return nil
 	})
 	if err == nil && stale {
-		err = w.Ingest.SweepUploads(ctx, cutoff)
+		_, err = w.Ingest.SweepUploads(ctx, cutoff)
 	}
 	return live, mine, err
 }
