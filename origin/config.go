@@ -56,6 +56,12 @@ type Config struct {
 	// BodyTimeout bounds reading an API request body (small JSON).
 	BodyTimeout time.Duration
 
+	// GCGrace is how long a blob stays after it was last written or
+	// linked even if nothing refers to it; GCInterval is how often
+	// garbage collection runs on its own (0 = only on request).
+	GCGrace    time.Duration
+	GCInterval time.Duration
+
 	LogFormat string
 	LogLevel  string
 
@@ -99,6 +105,8 @@ func DefaultConfig() Config {
 		MinUploadRate:    1024,
 		UploadRateWindow: 60 * time.Second,
 		BodyTimeout:      30 * time.Second,
+		GCGrace:          time.Hour,
+		GCInterval:       6 * time.Hour,
 		LogFormat:        "text",
 		LogLevel:         "info",
 	}
@@ -129,6 +137,8 @@ func (c *Config) Bind(s *config.Set) {
 	s.String(&c.TrustedProxies, "trusted-proxies", "DEPOT_TRUSTED_PROXIES", "comma-separated addresses or CIDRs of reverse proxies whose X-Forwarded-* headers are trusted (default: none)")
 	s.String(&c.CORSOrigins, "cors-origins", "DEPOT_CORS_ORIGINS", "comma-separated browser origins (https://host[:port], or *) allowed to call the API from another site")
 	s.Int(&c.MinUploadRate, "min-upload-rate", "DEPOT_MIN_UPLOAD_RATE", "slowest accepted request body in bytes per second, averaged over 60-second windows (0 = no minimum)")
+	s.Duration(&c.GCGrace, "gc-grace", "DEPOT_GC_GRACE", "garbage collection keeps an unreferenced blob this long after it was last written or linked (e.g. 1h, 90m)")
+	s.Duration(&c.GCInterval, "gc-interval", "DEPOT_GC_INTERVAL", "run garbage collection this often (0 = only on POST /api/v1/admin/cleanup)")
 	s.String(&c.LogFormat, "log-format", "DEPOT_LOG_FORMAT", "log format: text or json")
 	s.String(&c.LogLevel, "log-level", "DEPOT_LOG_LEVEL", "log level: debug, info, warn, error")
 }

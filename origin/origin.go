@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -24,12 +25,14 @@ import (
 	"github.com/depot-registry/depot/origin/fsm"
 	"github.com/depot-registry/depot/origin/service/audit"
 	"github.com/depot-registry/depot/origin/service/downloads"
+	"github.com/depot-registry/depot/origin/service/gc"
 	"github.com/depot-registry/depot/shared/apierr"
 	"github.com/depot-registry/depot/shared/auth"
 	"github.com/depot-registry/depot/shared/blob/fs"
 	"github.com/depot-registry/depot/shared/diskspace"
 	"github.com/depot-registry/depot/shared/format"
 	"github.com/depot-registry/depot/shared/format/all"
+	"github.com/depot-registry/depot/shared/format/oci"
 	"github.com/depot-registry/depot/shared/httpx"
 	"github.com/depot-registry/depot/shared/meta"
 	"github.com/depot-registry/depot/shared/metrics"
@@ -50,6 +53,7 @@ type Origin struct {
 	handler http.Handler
 	nodeID  string
 	space   *diskspace.Guard
+	gc      *gc.Collector
 	now     func() time.Time // cfg.Clock or the wall clock
 }
 
@@ -57,6 +61,9 @@ type Origin struct {
 func New(cfg Config, log *slog.Logger, out io.Writer) (o *Origin, err error) {
 	if cfg.MinFreeBytes < 0 {
 		return nil, fmt.Errorf("--min-free-bytes must not be negative, got %d", cfg.MinFreeBytes)
+	}
+	if cfg.GCGrace <= 0 || cfg.GCInterval < 0 {
+		return nil, fmt.Errorf("--gc-grace must be positive and --gc-interval not negative, got %v and %v", cfg.GCGrace, cfg.GCInterval)
 	}
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
@@ -87,7 +94,7 @@ func New(cfg Config, log *slog.Logger, out io.Writer) (o *Origin, err error) {
 	if o.store, err = meta.Open(filepath.Join(cfg.DataDir, "meta.db")); err != nil {
 		return nil, err
 	}
-	blobs, err := fs.New(filepath.Join(cfg.DataDir, "blobs"), fs.WithWriter(cfg.BlobWriter))
+	blobs, err := fs.New(filepath.Join(cfg.DataDir, "blobs"), fs.WithWriter(cfg.BlobWriter), fs.WithClock(cfg.Clock))
 	if err != nil {
 		return nil, err
 	}
@@ -149,8 +156,11 @@ func New(cfg Config, log *slog.Logger, out io.Writer) (o *Origin, err error) {
 		}}
 	env := &format.Env{Meta: o.store, Now: now, Tokens: authn,
 		OnDownload: func(*format.Request, *meta.Artifact) { dl.Add() }}
+	scratch := filepath.Join(cfg.DataDir, "scratch")
 	writer := &format.Writer{Env: env, Blobs: blobs, Commit: commit, NewID: auth.NewID, MaxUpload: cfg.MaxUploadBytes,
-		ScratchDir: filepath.Join(cfg.DataDir, "scratch"), Ingest: blobs, Space: o.space}
+		ScratchDir: scratch, Ingest: blobs, Space: o.space}
+	o.gc = gc.New(gc.Config{Meta: o.store, Blobs: blobs, Uploads: blobs, UploadTTL: oci.SessionTTL, Scratch: scratch,
+		Grace: cfg.GCGrace, Now: now, Log: log.With("component", "gc"), Metrics: &m.GC})
 	formats := all.Build(env)
 	if cfg.Formats != nil {
 		formats = formats[:0]
@@ -171,7 +181,7 @@ func New(cfg Config, log *slog.Logger, out io.Writer) (o *Origin, err error) {
 		RateLimit: int(cfg.RateLimit), RateLimitLogin: int(cfg.RateLimitLogin), RateWindow: cfg.RateWindow,
 		UsersCreateRepo: cfg.UsersCreateRepo, MaxUpload: cfg.MaxUploadBytes, CORSOrigins: splitList(cfg.CORSOrigins),
 	}, api.Deps{
-		Store: o.store, Blobs: blobs, Commit: commit, Authn: authn, JWT: jwt, Audit: o.audit, Downloads: dl,
+		Store: o.store, Blobs: blobs, Commit: commit, Authn: authn, JWT: jwt, Audit: o.audit, Downloads: dl, GC: o.gc,
 		Log: log, Health: o.health, Now: now, Formats: byName, Env: env, Writer: writer,
 	})
 
@@ -263,9 +273,15 @@ func (o *Origin) Run(ctx context.Context, ln net.Listener) error {
 			_ = admin.Shutdown(sctx)
 		}()
 	}
+	// Background work ends before o.close closes the store under it.
+	var bg sync.WaitGroup
+	defer bg.Wait()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	go o.purgeSessions(ctx, time.Hour)
+	bg.Go(func() { o.purgeSessions(ctx, time.Hour) })
+	bg.Go(func() { o.gc.Every(ctx, o.cfg.GCInterval) })
 	select {
 	case err := <-errc:
 		return err

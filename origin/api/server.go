@@ -13,6 +13,7 @@ import (
 
 	"github.com/depot-registry/depot/origin/service/audit"
 	"github.com/depot-registry/depot/origin/service/downloads"
+	"github.com/depot-registry/depot/origin/service/gc"
 	"github.com/depot-registry/depot/shared/apierr"
 	"github.com/depot-registry/depot/shared/auth"
 	"github.com/depot-registry/depot/shared/blob"
@@ -53,6 +54,7 @@ type Deps struct {
 	JWT       *auth.JWT
 	Audit     *audit.Log
 	Downloads *downloads.Counter
+	GC        *gc.Collector // nil: POST /admin/cleanup answers 503
 	Log       *slog.Logger
 	Health    Health
 	Formats   map[string]format.Format // by repository format, for deletes that formats handle
@@ -150,6 +152,7 @@ func (s *Server) routes() {
 	s.handle("GET /packages/{name}/versions", anyone, s.listVersions)
 
 	s.handle("GET /admin/stats", adminOnly, s.stats)
+	s.handle("POST /admin/cleanup", adminOnly, s.cleanup)
 
 }
 

@@ -114,6 +114,39 @@ func (s *Set) Seconds(p *time.Duration, name, env, usage string) {
 	}
 }
 
+// Duration binds a duration written as Go writes them ("90m", "1h30m")
+// or as a whole number of seconds; it must not be negative, and 0 is
+// allowed (settings use it for "off").
+func (s *Set) Duration(p *time.Duration, name, env, usage string) {
+	def := p.String()
+	if v := s.env(name, env, ""); v != "" {
+		d, err := parseDuration(v)
+		if err != nil {
+			s.errs = append(s.errs, fmt.Errorf("%s=%q: %w", env, v, err))
+		}
+		*p = d
+	}
+	s.add(name, env, usage, def)
+	if name != "" {
+		s.fs.Func(name, usage, func(v string) error {
+			d, err := parseDuration(v)
+			*p = d
+			return err
+		})
+	}
+}
+
+func parseDuration(v string) (time.Duration, error) {
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil && n >= 0 {
+		return time.Duration(n) * time.Second, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("want a duration such as 90m or 1h, or a number of seconds")
+	}
+	return d, nil
+}
+
 // Parse parses args; environment errors are reported first.
 func (s *Set) Parse(args []string) error {
 	if len(s.errs) > 0 {

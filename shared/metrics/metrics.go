@@ -22,6 +22,19 @@ type Metrics struct {
 	// AuthFailures counts failed credential checks by reason
 	// (bad_credentials, throttled, busy).
 	AuthFailures *prometheus.CounterVec
+	GC           GC
+}
+
+// GC are the garbage collector's metrics.
+type GC struct {
+	// Runs counts collections by outcome (ok, error).
+	Runs *prometheus.CounterVec
+	// Removed and RemovedBytes count what collections removed, by kind
+	// (blob, upload, temp).
+	Removed      *prometheus.CounterVec
+	RemovedBytes *prometheus.CounterVec
+	Duration     prometheus.Histogram
+	LastSuccess  prometheus.Gauge
 }
 
 // New registers the collectors in a fresh registry.
@@ -47,8 +60,27 @@ func New() *Metrics {
 		AuthFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "depot_auth_failures_total", Help: "Failed credential checks, by reason.",
 		}, []string{"reason"}),
+		GC: GC{
+			Runs: prometheus.NewCounterVec(prometheus.CounterOpts{
+				Name: "depot_gc_runs_total", Help: "Garbage collections, by outcome (ok, error).",
+			}, []string{"outcome"}),
+			Removed: prometheus.NewCounterVec(prometheus.CounterOpts{
+				Name: "depot_gc_removed_total", Help: "Items garbage collection removed, by kind (blob, upload, temp).",
+			}, []string{"kind"}),
+			RemovedBytes: prometheus.NewCounterVec(prometheus.CounterOpts{
+				Name: "depot_gc_removed_bytes_total", Help: "Bytes garbage collection freed, by kind (blob, upload, temp).",
+			}, []string{"kind"}),
+			Duration: prometheus.NewHistogram(prometheus.HistogramOpts{
+				Name: "depot_gc_duration_seconds", Help: "Duration of garbage collections.",
+				Buckets: prometheus.ExponentialBuckets(0.01, 4, 10),
+			}),
+			LastSuccess: prometheus.NewGauge(prometheus.GaugeOpts{
+				Name: "depot_gc_last_success_timestamp_seconds", Help: "When the last successful garbage collection ended (unix time).",
+			}),
+		},
 	}
 	reg.MustRegister(m.HTTP.Requests, m.HTTP.Duration, m.HTTP.Bytes, m.Uploads, m.AuthFailures,
+		m.GC.Runs, m.GC.Removed, m.GC.RemovedBytes, m.GC.Duration, m.GC.LastSuccess,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

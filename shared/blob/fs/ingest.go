@@ -104,7 +104,18 @@ func (s *FS) create(ctx context.Context, label []byte) (blob.Upload, error) {
 		return nil, fmt.Errorf("blob/fs: %w", err)
 	}
 	placed = true
-	return &upload{s: s, id: id, dir: dir, label: bytes.Clone(label), mod: fi.ModTime(), hash: blobio.NewHasher()}, nil
+	return &upload{s: s, id: id, dir: dir, label: bytes.Clone(label), mod: s.stamp(filepath.Join(dir, dataFile), fi.ModTime()), hash: blobio.NewHasher()}, nil
+}
+
+// stamp sets the modification time of an upload's data to the store's
+// clock, which the sweeps compare with; if that fails, the kernel's time
+// (had) stays.
+func (s *FS) stamp(data string, had time.Time) time.Time {
+	now := s.now()
+	if err := os.Chtimes(data, now, now); err != nil {
+		return had
+	}
+	return now
 }
 
 // Resume implements blob.Ingester. The saved hash state is used when it
@@ -349,6 +360,9 @@ func (u *upload) append(ctx context.Context, r io.Reader, max int64) (int64, err
 		return 0, fmt.Errorf("blob/fs: %w", err)
 	}
 	u.size, u.hash, u.mod = u.size+n, next, fi.ModTime()
+	if n > 0 {
+		u.mod = u.s.stamp(filepath.Join(u.dir, dataFile), u.mod)
+	}
 	return n, nil
 }
 

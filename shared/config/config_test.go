@@ -1,0 +1,41 @@
+package config
+
+import (
+	"testing"
+	"time"
+)
+
+func TestDuration(t *testing.T) {
+	for _, tc := range []struct {
+		env, flag string
+		want      time.Duration
+		bad       bool
+	}{
+		{want: time.Hour},
+		{env: "90m", want: 90 * time.Minute},
+		{env: "120", want: 2 * time.Minute},
+		{flag: "0", want: 0},
+		{env: "1h", flag: "2h30m", want: 150 * time.Minute},
+		{env: "-1h", bad: true},
+		{flag: "soon", bad: true},
+	} {
+		env := map[string]string{"TEST_GRACE": tc.env}
+		d := time.Hour
+		s := New("test", func(k string) (string, bool) { v, ok := env[k]; return v, ok && v != "" })
+		s.Duration(&d, "grace", "TEST_GRACE", "grace")
+		var args []string
+		if tc.flag != "" {
+			args = []string{"--grace", tc.flag}
+		}
+		err := s.Parse(args)
+		if tc.bad {
+			if err == nil {
+				t.Errorf("env %q flag %q: no error", tc.env, tc.flag)
+			}
+			continue
+		}
+		if err != nil || d != tc.want {
+			t.Errorf("env %q flag %q = %v, %v; want %v", tc.env, tc.flag, d, err, tc.want)
+		}
+	}
+}
