@@ -226,7 +226,7 @@ type callerKey struct{}
 func tooMany(w http.ResponseWriter, retry time.Duration) {
 	secs := ratelimit.Seconds(retry)
 	w.Header().Set("Retry-After", strconv.Itoa(secs))
-	apierr.Write(w, apierr.New(apierr.RateLimited, "too many requests; retry in %d seconds", secs).With("retry_after", secs))
+	apierr.Write(w, apierr.New(apierr.RateLimited, "too many requests; retry in %d seconds", secs).With(apierr.RetryAfter, secs))
 }
 
 func isWrite(method string) bool {
@@ -336,7 +336,7 @@ func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 	if httpx.ClientGone(r, err) {
 		httpx.Abort(w) // nobody to answer: a 499, not an error
 	}
-	e := apierr.As(err, mapDomain)
+	e := apierr.As(err, format.Domain)
 	if e != nil && e.Code == apierr.InsufficientStorage {
 		s.d.Log.Warn("api request refused: insufficient storage", "request_id", httpx.RequestID(r.Context()), "err", err)
 	}
@@ -348,65 +348,10 @@ func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 	if e.Code == apierr.Unauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="Depot"`)
 	}
-	if secs, ok := e.Details["retry_after"].(int); ok {
+	if secs, ok := e.RetryAfterSeconds(); ok {
 		w.Header().Set("Retry-After", strconv.Itoa(secs))
 	}
 	apierr.Write(w, e)
-}
-
-// mapDomain maps store and blob sentinels to client errors.
-func mapDomain(err error) *apierr.Error {
-	msg := err.Error()
-	if i := strings.Index(msg, ": "); i >= 0 {
-		msg = msg[i+2:]
-	}
-	var fe *format.Error
-	var throttled *auth.ThrottledError
-	switch {
-	case errors.Is(err, auth.ErrBadCredentials):
-		return apierr.New(apierr.Unauthorized, "invalid credentials")
-	case errors.As(err, &throttled):
-		return apierr.New(apierr.RateLimited, "%s", throttled.Error()).With("retry_after", ratelimit.Seconds(throttled.RetryAfter))
-	case errors.Is(err, auth.ErrBusy):
-		return apierr.New(apierr.Unavailable, "the server is busy verifying passwords; retry shortly").With("retry_after", 1)
-	case errors.As(err, &fe):
-		return &apierr.Error{Code: codeForStatus(fe.Status), Message: fe.Message}
-	case errors.Is(err, meta.ErrNotFound):
-		return apierr.New(apierr.NotFound, "%s not found", msg)
-	case errors.Is(err, meta.ErrConflict):
-		return apierr.New(apierr.Conflict, "%s", msg)
-	case errors.Is(err, meta.ErrInvalid):
-		return apierr.New(apierr.ValidationFailed, "%s", msg)
-	case errors.Is(err, blob.ErrNotFound):
-		return apierr.New(apierr.NotFound, "artifact content not found")
-	case errors.Is(err, blob.ErrTooLarge):
-		return apierr.New(apierr.PayloadTooLarge, "body exceeds the size limit")
-	case errors.Is(err, blob.ErrNoSpace):
-		return apierr.New(apierr.InsufficientStorage, "not enough free storage on this node; retry later")
-	case errors.Is(err, context.DeadlineExceeded):
-		return apierr.New(apierr.Unavailable, "the cluster did not answer in time; retry")
-	}
-	return nil
-}
-
-func codeForStatus(status int) apierr.Code {
-	switch status {
-	case http.StatusNotFound:
-		return apierr.NotFound
-	case http.StatusConflict:
-		return apierr.Conflict
-	case http.StatusUnauthorized:
-		return apierr.Unauthorized
-	case http.StatusForbidden:
-		return apierr.Forbidden
-	case http.StatusRequestEntityTooLarge:
-		return apierr.PayloadTooLarge
-	case http.StatusBadRequest:
-		return apierr.BadRequest
-	case http.StatusInsufficientStorage:
-		return apierr.InsufficientStorage
-	}
-	return apierr.Internal
 }
 
 // maxJSON bounds API request bodies.

@@ -60,18 +60,44 @@ func (c Code) Status() int {
 	return http.StatusInternalServerError
 }
 
-// Error is an error meant for the client. Its message and details are shown
-// as they are, so they must never carry internals.
+// Error is an error meant for the client: the REST API's and every
+// package format's (each renders it in its client's shape). Its message
+// and details are shown as they are, so they must never carry internals.
 type Error struct {
 	Code    Code           `json:"code"`
 	Message string         `json:"message"`
 	Details map[string]any `json:"details"`
+	status  int            // 0: the code's
 }
 
 func (e *Error) Error() string { return string(e.Code) + ": " + e.Message }
 
-// Status is the HTTP status the error is answered with.
-func (e *Error) Status() int { return e.Code.Status() }
+// Status is the HTTP status the error is answered with: its code's,
+// unless a protocol asked for another with WithStatus.
+func (e *Error) Status() int {
+	if e.status != 0 {
+		return e.status
+	}
+	return e.Code.Status()
+}
+
+// WithStatus answers the error with a status other than its code's, for a
+// client protocol that expects one (a 416 for an upload range error); the
+// code stays what the error is.
+func (e *Error) WithStatus(status int) *Error {
+	e.status = status
+	return e
+}
+
+// RetryAfter is the detail that says, in whole seconds, when to retry; the
+// transports send it as the Retry-After header too.
+const RetryAfter = "retry_after"
+
+// RetryAfterSeconds returns the error's retry_after detail, if any.
+func (e *Error) RetryAfterSeconds() (int, bool) {
+	secs, ok := e.Details[RetryAfter].(int)
+	return secs, ok
+}
 
 // New builds a client error.
 func New(code Code, format string, args ...any) *Error {
@@ -93,11 +119,11 @@ func Invalid(field, format string, args ...any) *Error {
 }
 
 // Mapper turns a domain error (a sentinel of a store, say) into a client
-// error. Packages register theirs with Register at wiring time.
+// error, or returns nil for an error it does not know.
 type Mapper func(error) *Error
 
-// As finds the client error in err's chain. Domain errors are mapped by the
-// given mappers; anything else becomes INTERNAL, with no detail leaked.
+// As finds the client error in err's chain, else asks the mappers; nil
+// means nobody knows err (the caller answers INTERNAL and logs it).
 func As(err error, mappers ...Mapper) *Error {
 	var e *Error
 	if errors.As(err, &e) {

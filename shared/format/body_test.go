@@ -17,7 +17,7 @@ func TestBodyReader(t *testing.T) {
 		if err == nil {
 			return 0
 		}
-		return Classify(err).Status
+		return Classify(err).Status()
 	}
 	if _, err := BodyReader(&Request{ContentLength: 11, Body: strings.NewReader("")}, 10); status(err) != http.StatusRequestEntityTooLarge {
 		t.Errorf("announced oversize: %v", err)

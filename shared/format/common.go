@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/depot-registry/depot/shared/apierr"
 	"github.com/depot-registry/depot/shared/auth"
 	"github.com/depot-registry/depot/shared/blob"
 	"github.com/depot-registry/depot/shared/meta"
@@ -366,7 +367,7 @@ func (b *bodyReader) Read(p []byte) (int, error) {
 }
 
 func tooLarge(max int64) error {
-	return Errorf(http.StatusRequestEntityTooLarge, "PAYLOAD_TOO_LARGE", "request body exceeds %d bytes", max)
+	return Errorf(apierr.PayloadTooLarge, "request body exceeds %d bytes", max)
 }
 
 // DeleteAt deletes the artifact at path in repo and answers 204.

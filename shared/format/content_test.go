@@ -119,7 +119,7 @@ func TestCheckName(t *testing.T) {
 		for what, check := range map[string]func(string, string) error{"CheckName": format.CheckName, "CheckSegment": format.CheckSegment} {
 			err := check("file name", c.s)
 			e := format.Classify(err)
-			if err == nil || e.Status != http.StatusBadRequest || !strings.Contains(e.Message, c.cp) || !strings.Contains(e.Message, "file name") {
+			if err == nil || e.Status() != http.StatusBadRequest || !strings.Contains(e.Message, c.cp) || !strings.Contains(e.Message, "file name") {
 				t.Errorf("%s(%q) = %v; want 400 naming %s", what, c.s, err, c.cp)
 			}
 		}
@@ -160,7 +160,7 @@ func TestUploadNamesChecked(t *testing.T) {
 		_, _, errRecord := d.Record(t.Context(), r, u, blob.Info{Digest: "sha256:00"})
 		_, errChange := d.ChangeCmd(r, repo, nil, []format.Placed{{Upload: u}}, nil)
 		for _, err := range []error{errStore, errRecord, errChange} {
-			if e := format.Classify(err); err == nil || e.Status != http.StatusBadRequest || !strings.Contains(e.Message, "U+") {
+			if e := format.Classify(err); err == nil || e.Status() != http.StatusBadRequest || !strings.Contains(e.Message, "U+") {
 				t.Errorf("upload %q %q %q: err %v, want 400 naming the code point", u.Package, u.Version, u.Path, err)
 			}
 		}

@@ -1,27 +1,27 @@
 package format
 
 import (
+	"context"
 	"errors"
-	"fmt"
 	"net/http"
+	"strconv"
+	"strings"
 
+	"github.com/depot-registry/depot/shared/apierr"
+	"github.com/depot-registry/depot/shared/auth"
 	"github.com/depot-registry/depot/shared/blob"
 	"github.com/depot-registry/depot/shared/meta"
+	"github.com/depot-registry/depot/shared/ratelimit"
 )
 
-// Error is a client-facing failure of a format route; each format renders
-// it in its native shape.
-type Error struct {
-	Status  int
-	Code    string // upper-case code, e.g. NOT_FOUND
-	Message string
-}
+// Error is a client-facing failure of a format route: the REST API's
+// error (one registry of codes, apierr), which each format renders in its
+// client's native shape.
+type Error = apierr.Error
 
-func (e *Error) Error() string { return e.Message }
-
-// Errorf builds an Error.
-func Errorf(status int, code, format string, args ...any) *Error {
-	return &Error{Status: status, Code: code, Message: fmt.Sprintf(format, args...)}
+// Errorf builds an Error with a code of the registry.
+func Errorf(code apierr.Code, format string, args ...any) *Error {
+	return apierr.New(code, format, args...)
 }
 
 // RepoNotFoundError is a repository that does not exist, or that the
@@ -32,6 +32,17 @@ type RepoNotFoundError struct{ Name string }
 
 func (e *RepoNotFoundError) Error() string { return "repository " + e.Name + " not found" }
 
+// NotServedError is a request no route of the format serves: 405 when
+// the path is served under other methods (or only on nodes that take
+// writes), else 404. Formats whose clients have a code for it (docker's
+// UNSUPPORTED) render it so.
+type NotServedError struct {
+	Method, Path string
+	PathServed   bool
+}
+
+func (e *NotServedError) Error() string { return e.Method + " " + e.Path + " is not served" }
+
 // ErrClientGone is what a transport reports (Request.Interrupted) when the
 // client went away before it could be answered.
 var ErrClientGone = errors.New("the client went away")
@@ -40,59 +51,56 @@ var ErrClientGone = errors.New("the client went away")
 // it slower than the minimum transfer rate or past its deadline.
 var ErrSlowBody = errors.New("the request body arrived too slowly")
 
-// Common errors.
-func NotFound(format string, args ...any) *Error {
-	return Errorf(http.StatusNotFound, "NOT_FOUND", format, args...)
-}
+// NotFound is a missing thing.
+func NotFound(format string, args ...any) *Error { return Errorf(apierr.NotFound, format, args...) }
 
 // BadRequest is a malformed request.
-func BadRequest(format string, args ...any) *Error {
-	return Errorf(http.StatusBadRequest, "BAD_REQUEST", format, args...)
-}
+func BadRequest(format string, args ...any) *Error { return Errorf(apierr.BadRequest, format, args...) }
 
 // Conflict is a clash with stored state.
-func Conflict(format string, args ...any) *Error {
-	return Errorf(http.StatusConflict, "CONFLICT", format, args...)
-}
+func Conflict(format string, args ...any) *Error { return Errorf(apierr.Conflict, format, args...) }
 
 // Unauthorized asks for credentials.
-func Unauthorized() *Error {
-	return Errorf(http.StatusUnauthorized, "UNAUTHORIZED", "authentication required")
-}
+func Unauthorized() *Error { return Errorf(apierr.Unauthorized, "authentication required") }
 
 // Forbidden refuses an authenticated caller.
-func Forbidden(format string, args ...any) *Error {
-	return Errorf(http.StatusForbidden, "FORBIDDEN", format, args...)
-}
+func Forbidden(format string, args ...any) *Error { return Errorf(apierr.Forbidden, format, args...) }
 
 // InsufficientStorage refuses an upload the node has no room for (507):
 // the disk is full, or free space is below the configured minimum.
 func InsufficientStorage() *Error {
-	return Errorf(http.StatusInsufficientStorage, "INSUFFICIENT_STORAGE", "not enough free storage on this node for the upload; retry later")
+	return Errorf(apierr.InsufficientStorage, "not enough free storage on this node for the upload; retry later")
 }
 
-// Classify maps any handler error to an Error. Unknown errors become a
-// 500 whose message says nothing about the cause (the transport logs it).
-func Classify(err error) *Error {
-	var e *Error
+// Domain maps the errors of the layers below (the metadata store, the
+// blob store, authentication, the commit path) to client errors: the one
+// place this is decided, for the REST API and every format. It returns
+// nil for an error it does not know, which is an internal error.
+func Domain(err error) *Error {
 	var rnf *RepoNotFoundError
+	var throttled *auth.ThrottledError
+	var ns *NotServedError
 	switch {
-	case errors.As(err, &e):
-		return e
 	case errors.As(err, &rnf):
 		return NotFound("%s", rnf.Error())
+	case errors.As(err, &ns) && ns.PathServed:
+		return Errorf(apierr.MethodNotAllowed, "%s", ns.Error())
+	case errors.As(err, &ns):
+		return NotFound("%s", ns.Error())
 	case errors.Is(err, meta.ErrNotFound):
-		return NotFound("%s", trimSentinel(err))
+		return NotFound("%s not found", clientText(err, meta.ErrNotFound))
 	case errors.Is(err, meta.ErrConflict):
-		return Conflict("%s", trimSentinel(err))
+		return Conflict("%s", clientText(err, meta.ErrConflict))
 	case errors.Is(err, meta.ErrInvalid):
-		return BadRequest("%s", trimSentinel(err))
+		return Errorf(apierr.ValidationFailed, "%s", clientText(err, meta.ErrInvalid))
 	case errors.Is(err, meta.ErrStale):
 		// Decide gave up: others kept changing what this write was
 		// decided from. Nothing was written; the client may retry.
-		return Errorf(http.StatusServiceUnavailable, "UNAVAILABLE", "the package changed too often while this write was being decided; retry")
+		return Errorf(apierr.Unavailable, "what this write depends on changed too often while it was being decided; retry").With(apierr.RetryAfter, 1)
+	case errors.Is(err, blob.ErrNotFound):
+		return NotFound("artifact content not found")
 	case errors.Is(err, blob.ErrTooLarge):
-		return Errorf(http.StatusRequestEntityTooLarge, "PAYLOAD_TOO_LARGE", "upload exceeds the size limit")
+		return Errorf(apierr.PayloadTooLarge, "upload exceeds the size limit")
 	case errors.Is(err, blob.ErrDigestMismatch):
 		return BadRequest("checksum does not match the uploaded bytes")
 	case errors.Is(err, blob.ErrInvalidDigest):
@@ -100,31 +108,53 @@ func Classify(err error) *Error {
 	case errors.Is(err, blob.ErrNoSpace):
 		return InsufficientStorage()
 	case errors.Is(err, ErrSlowBody):
-		return Errorf(http.StatusRequestTimeout, "REQUEST_TIMEOUT", "%s", ErrSlowBody.Error())
+		return Errorf(apierr.RequestTimeout, "%s", ErrSlowBody.Error())
+	case errors.Is(err, auth.ErrBadCredentials):
+		return Errorf(apierr.Unauthorized, "invalid credentials")
+	case errors.As(err, &throttled):
+		return Errorf(apierr.RateLimited, "%s", throttled.Error()).With(apierr.RetryAfter, ratelimit.Seconds(throttled.RetryAfter))
+	case errors.Is(err, auth.ErrBusy):
+		return Errorf(apierr.Unavailable, "the server is busy verifying passwords; retry shortly").With(apierr.RetryAfter, 1)
+	case errors.Is(err, context.DeadlineExceeded):
+		return Errorf(apierr.Unavailable, "the cluster did not answer in time; retry").With(apierr.RetryAfter, 1)
 	}
-	return Errorf(http.StatusInternalServerError, "INTERNAL", "internal error")
+	return nil
 }
 
-// trimSentinel drops the "not found: " style prefix of wrapped sentinels.
-func trimSentinel(err error) string {
-	msg := err.Error()
-	for _, s := range []error{meta.ErrNotFound, meta.ErrConflict, meta.ErrInvalid} {
-		p := s.Error() + ": "
-		if len(msg) > len(p) && msg[:len(p)] == p {
-			return msg[len(p):]
+// Classify maps any handler error to an Error. Unknown errors become
+// INTERNAL with a message that says nothing about the cause (the
+// transport logs it).
+func Classify(err error) *Error {
+	if e := apierr.As(err, Domain); e != nil {
+		return e
+	}
+	return Errorf(apierr.Internal, "internal error")
+}
+
+// clientText is the message a store wrapped around its sentinel (see
+// meta.NotFoundf): what the client is told, without the sentinel's own
+// words or the context added by layers above.
+func clientText(err, sentinel error) string {
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		if errors.Unwrap(e) == sentinel {
+			return strings.TrimPrefix(e.Error(), sentinel.Error()+": ")
 		}
 	}
-	return msg
+	return err.Error()
 }
 
 // ErrorResponse renders err for a format: the status and code from
-// Classify, challenge as WWW-Authenticate on a 401, and the body render
-// returns in the client's native shape.
+// Classify, challenge as WWW-Authenticate on a 401, Retry-After when the
+// error says when to retry, and the body render returns in the client's
+// native shape.
 func ErrorResponse(err error, challenge string, render func(*Error) (contentType string, body []byte)) *Response {
 	e := Classify(err)
-	resp := NewResponse(e.Status)
-	if e.Status == http.StatusUnauthorized && challenge != "" {
+	resp := NewResponse(e.Status())
+	if e.Status() == http.StatusUnauthorized && challenge != "" {
 		resp.Header.Set("WWW-Authenticate", challenge)
+	}
+	if secs, ok := e.RetryAfterSeconds(); ok {
+		resp.Header.Set("Retry-After", strconv.Itoa(secs))
 	}
 	ct, body := render(e)
 	resp.Header.Set("Content-Type", ct)

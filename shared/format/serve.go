@@ -5,10 +5,9 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
-	"strconv"
 
+	"github.com/depot-registry/depot/shared/apierr"
 	"github.com/depot-registry/depot/shared/auth"
-	"github.com/depot-registry/depot/shared/ratelimit"
 )
 
 // Authenticator checks the credential a request presents.
@@ -55,11 +54,7 @@ func (s *Server) Route(method, path string) (*Route, map[string]string, bool) {
 func (s *Server) Serve(ctx context.Context, r *Request) *Response {
 	route, params, pathOK := s.Route(r.Method, r.Path)
 	if route == nil || (route.Write != nil && s.writer == nil) {
-		code := http.StatusNotFound
-		if pathOK {
-			code = http.StatusMethodNotAllowed
-		}
-		return s.format.Error(r, Errorf(code, "UNSUPPORTED", "%s %s%s is not served", r.Method, r.Prefix, r.Path))
+		return s.format.Error(r, &NotServedError{Method: r.Method, Path: r.Prefix + r.Path, PathServed: pathOK})
 	}
 	r.Params, r.Action = params, route.Action
 	resp := s.serve(ctx, r, route)
@@ -117,30 +112,23 @@ func (s *Server) Fail(r *Request, err error) *Response {
 		// Whatever the handler made of it, nobody is there to answer.
 		return &Response{Status: StatusClientClosed, Header: http.Header{}, Abort: true}
 	}
-	switch Classify(err).Status {
-	case http.StatusInternalServerError:
+	switch Classify(err).Code {
+	case apierr.Internal:
 		s.log.Error("format handler failed", "request_id", r.RequestID, "format", s.format.Name(), "err", err)
-		err = Errorf(http.StatusInternalServerError, "INTERNAL", "internal error; quote request id %s to the administrator", r.RequestID)
-	case http.StatusInsufficientStorage:
+		err = apierr.InternalError(r.RequestID)
+	case apierr.InsufficientStorage:
 		s.log.Warn("upload refused: insufficient storage", "request_id", r.RequestID, "format", s.format.Name(), "err", err)
 	}
 	return s.format.Error(r, err)
 }
 
 // authError answers a failed credential check in the format's own shape:
-// 401 with its challenge, or 429/503 with Retry-After when the check was
-// throttled or the server is busy hashing.
+// 401 with its challenge, 429/503 with Retry-After when the check was
+// throttled or the server is busy hashing, and a logged 500 when the
+// check itself failed (a store error is not a wrong password).
 func (s *Server) authError(r *Request, err error) *Response {
-	var t *auth.ThrottledError
-	switch {
-	case errors.As(err, &t):
-		resp := s.format.Error(r, Errorf(http.StatusTooManyRequests, "TOO_MANY_REQUESTS", "%s", t.Error()))
-		resp.Header.Set("Retry-After", strconv.Itoa(ratelimit.Seconds(t.RetryAfter)))
-		return resp
-	case errors.Is(err, auth.ErrBusy):
-		resp := s.format.Error(r, Errorf(http.StatusServiceUnavailable, "UNAVAILABLE", "the server is busy verifying passwords; retry shortly"))
-		resp.Header.Set("Retry-After", "1")
-		return resp
+	if errors.Is(err, auth.ErrBadCredentials) {
+		return s.format.Error(r, Unauthorized())
 	}
-	return s.format.Error(r, Unauthorized())
+	return s.Fail(r, err)
 }

@@ -55,7 +55,7 @@ func TestPutBlobGuard(t *testing.T) {
 	if !errors.Is(err, blob.ErrNoSpace) || body.read {
 		t.Fatalf("declared 1000 bytes with room for 100: err %v, body read %v", err, body.read)
 	}
-	if e := format.Classify(err); e.Status != http.StatusInsufficientStorage || e.Code != "INSUFFICIENT_STORAGE" {
+	if e := format.Classify(err); e.Status() != http.StatusInsufficientStorage || e.Code != "INSUFFICIENT_STORAGE" {
 		t.Fatalf("Classify = %+v", e)
 	}
 	if _, err := d.PutBlob(t.Context(), &sized{Reader: strings.NewReader("fits"), n: 4}, blob.Checksums{}); err != nil {

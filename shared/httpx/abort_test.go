@@ -121,7 +121,7 @@ func TestBrokenBodyIs499(t *testing.T) {
 	conn.Close()
 	<-done
 	var fe *format.Error
-	if err := <-f.got; !errors.As(err, &fe) || fe.Status != http.StatusBadRequest {
+	if err := <-f.got; !errors.As(err, &fe) || fe.Status() != http.StatusBadRequest {
 		t.Fatalf("the handler read %v, want the 400 ReadBody makes of a broken body", err)
 	}
 	rec := httptest.NewRecorder()

@@ -150,8 +150,8 @@ func TestReadOnlyNode(t *testing.T) {
 	// Writes: 405 in the format's own shape, and nothing committed.
 	before := e.Store.LastApplied()
 	for _, w := range []struct{ method, path, shape string }{
-		{"PUT", tool, `"code":"UNSUPPORTED"`},
-		{"DELETE", tool, `"code":"UNSUPPORTED"`},
+		{"PUT", tool, `"code":"METHOD_NOT_ALLOWED"`},
+		{"DELETE", tool, `"code":"METHOD_NOT_ALLOWED"`},
 		{"PUT", jar, "not served"},
 		{"DELETE", jar, "not served"},
 		{"PUT", "/npm/js/demo-pkg", `{"error":`},

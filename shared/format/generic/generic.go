@@ -127,6 +127,6 @@ func coords(r *format.Request) (Coords, error) {
 // Basic credentials (curl, wget and CI scripts send them).
 func (f *Format) Error(r *format.Request, err error) *format.Response {
 	return format.ErrorResponse(err, format.BasicChallenge, func(e *format.Error) (string, []byte) {
-		return "application/json", apierr.Body(&apierr.Error{Code: apierr.Code(e.Code), Message: e.Message})
+		return "application/json", apierr.Body(e)
 	})
 }

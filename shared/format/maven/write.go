@@ -9,6 +9,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/depot-registry/depot/shared/apierr"
 	"github.com/depot-registry/depot/shared/format"
 	"github.com/depot-registry/depot/shared/meta"
 )
@@ -127,7 +128,7 @@ func (f *Format) delete(ctx context.Context, r *format.Request, w *format.Writer
 		return nil, err
 	}
 	if c.Metadata || c.Checksum != "" {
-		return nil, format.Errorf(http.StatusMethodNotAllowed, "UNSUPPORTED", "%s is generated; delete the files it describes", path.Base(r.Param("path")))
+		return nil, format.Errorf(apierr.MethodNotAllowed, "%s is generated; delete the files it describes", path.Base(r.Param("path")))
 	}
 	return w.DeleteAt(ctx, r.Repo, c.Path())
 }

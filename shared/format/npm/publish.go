@@ -11,9 +11,9 @@ import (
 	"fmt"
 	"hash"
 	"io"
-	"net/http"
 	"strings"
 
+	"github.com/depot-registry/depot/shared/apierr"
 	"github.com/depot-registry/depot/shared/format"
 )
 
@@ -132,7 +132,7 @@ func sum(algo string, r io.Reader) ([]byte, error) {
 
 // tarballTooLarge refuses a tarball past lim.MaxTarball.
 func tarballTooLarge(max int64) error {
-	return format.Errorf(http.StatusRequestEntityTooLarge, "PAYLOAD_TOO_LARGE", "tarball exceeds %d bytes", max)
+	return format.Errorf(apierr.PayloadTooLarge, "tarball exceeds %d bytes", max)
 }
 
 // Publish is a validated new version.

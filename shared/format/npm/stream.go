@@ -7,9 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"net/http"
 	"strconv"
 
+	"github.com/depot-registry/depot/shared/apierr"
 	"github.com/depot-registry/depot/shared/format"
 )
 
@@ -24,7 +24,7 @@ import (
 type Sink func(data io.Reader) (Tarball, error)
 
 // errMetadataTooLarge refuses a document whose metadata is past maxMetadata.
-var errMetadataTooLarge = format.Errorf(http.StatusRequestEntityTooLarge, "PAYLOAD_TOO_LARGE",
+var errMetadataTooLarge = format.Errorf(apierr.PayloadTooLarge,
 	"a package document is limited to %d bytes besides its tarball", maxMetadata)
 
 // errOneTarball refuses a second attachment (npm sends a provenance

@@ -45,8 +45,8 @@ func wantStatus(t *testing.T, err error, status int, msg string) {
 	if err == nil {
 		t.Fatalf("accepted, want %d %q", status, msg)
 	}
-	if fe := format.Classify(err); fe.Status != status || !strings.Contains(fe.Message, msg) {
-		t.Fatalf("error %d %q, want %d mentioning %q", fe.Status, fe.Message, status, msg)
+	if fe := format.Classify(err); fe.Status() != status || !strings.Contains(fe.Message, msg) {
+		t.Fatalf("error %d %q, want %d mentioning %q", fe.Status(), fe.Message, status, msg)
 	}
 }
 
@@ -129,8 +129,8 @@ func TestReadDocumentErrors(t *testing.T) {
 			t.Errorf("%s: accepted", body)
 			continue
 		}
-		if fe := format.Classify(err); fe.Status != http.StatusBadRequest || !strings.Contains(fe.Message, msg) {
-			t.Errorf("%s: %d %q, want 400 mentioning %q", body, fe.Status, fe.Message, msg)
+		if fe := format.Classify(err); fe.Status() != http.StatusBadRequest || !strings.Contains(fe.Message, msg) {
+			t.Errorf("%s: %d %q, want 400 mentioning %q", body, fe.Status(), fe.Message, msg)
 		}
 	}
 	// A body that fails mid-attachment reports its own error.
@@ -223,8 +223,8 @@ func FuzzReadDocument(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		d, err := ParseDocument(body, Name{Base: "demo"})
 		if err != nil {
-			if fe := format.Classify(err); fe.Status/100 != 4 {
-				t.Fatalf("%q: %d %s, want a client error", body, fe.Status, err)
+			if fe := format.Classify(err); fe.Status()/100 != 4 {
+				t.Fatalf("%q: %d %s, want a client error", body, fe.Status(), err)
 			}
 			return
 		}

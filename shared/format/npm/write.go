@@ -9,6 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/depot-registry/depot/shared/apierr"
 	"github.com/depot-registry/depot/shared/blob"
 	"github.com/depot-registry/depot/shared/format"
 	"github.com/depot-registry/depot/shared/meta"
@@ -73,7 +74,7 @@ func (f *Format) publish(ctx context.Context, r *format.Request, w *format.Write
 		},
 	})
 	if err != nil {
-		if fe := format.Classify(err); fe.Status == http.StatusConflict {
+		if fe := format.Classify(err); fe.Code == apierr.Conflict {
 			// A concurrent publish of the same version won the race.
 			return nil, format.Conflict("cannot publish over the previously published version %s of %s", p.Version, e.Name)
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/depot-registry/depot/shared/apierr"
 	"github.com/depot-registry/depot/shared/format"
 )
 
@@ -29,10 +30,45 @@ const (
 	codeUnknown             = "UNKNOWN" // distribution's code for anything else
 )
 
-// ociError is a format.Error with the spec's optional detail; Unwrap lets
-// format.Classify see the status and code.
+// generic is the registry code (apierr) each of the distribution's codes
+// stands for, which is what the rest of Depot (the REST API deleting
+// through this format, logs) sees.
+var generic = map[string]apierr.Code{
+	codeBlobUnknown:         apierr.NotFound,
+	codeBlobUploadInvalid:   apierr.BadRequest,
+	codeBlobUploadUnknown:   apierr.NotFound,
+	codeDigestInvalid:       apierr.ValidationFailed,
+	codeManifestBlobUnknown: apierr.ValidationFailed,
+	codeManifestInvalid:     apierr.ValidationFailed,
+	codeManifestUnknown:     apierr.NotFound,
+	codeNameInvalid:         apierr.ValidationFailed,
+	codeNameUnknown:         apierr.NotFound,
+	codeSizeInvalid:         apierr.ValidationFailed,
+	codeUnauthorized:        apierr.Unauthorized,
+	codeDenied:              apierr.Forbidden,
+	codeUnsupported:         apierr.MethodNotAllowed,
+	codeTooManyRequests:     apierr.RateLimited,
+	codePaginationInvalid:   apierr.ValidationFailed,
+}
+
+// native is the distribution's code for each registry code that reaches
+// this format from the shared machinery.
+var native = map[apierr.Code]string{
+	apierr.NotFound:         codeNameUnknown,
+	apierr.Unauthorized:     codeUnauthorized,
+	apierr.Forbidden:        codeDenied,
+	apierr.DemoMode:         codeDenied,
+	apierr.PayloadTooLarge:  codeSizeInvalid,
+	apierr.RateLimited:      codeTooManyRequests,
+	apierr.MethodNotAllowed: codeUnsupported,
+}
+
+// ociError is a client error with the distribution's own code, the
+// spec's optional detail and headers; Unwrap gives format.Classify the
+// registry's error, whose status is the one the spec wants.
 type ociError struct {
 	err    *format.Error
+	code   string // the distribution's
 	detail any
 	header []string // name, value pairs the error response carries
 }
@@ -41,14 +77,14 @@ func (e *ociError) Error() string { return e.err.Message }
 func (e *ociError) Unwrap() error { return e.err }
 
 func errf(status int, code, msg string, args ...any) error {
-	return &ociError{err: format.Errorf(status, code, msg, args...)}
+	return &ociError{err: format.Errorf(generic[code], msg, args...).WithStatus(status), code: code}
 }
 
 // withDetail attaches the spec's detail object (e.g. the missing digest).
 func withDetail(err error, detail any) error {
 	var e *ociError
 	if errors.As(err, &e) {
-		return &ociError{err: e.err, detail: detail, header: e.header}
+		return &ociError{err: e.err, code: e.code, detail: detail, header: e.header}
 	}
 	return err
 }
@@ -58,33 +94,21 @@ func withDetail(err error, detail any) error {
 func withHeader(err error, kv ...string) error {
 	var e *ociError
 	if errors.As(err, &e) {
-		return &ociError{err: e.err, detail: e.detail, header: append(append([]string{}, e.header...), kv...)}
+		return &ociError{err: e.err, code: e.code, detail: e.detail, header: append(append([]string{}, e.header...), kv...)}
 	}
 	return err
 }
 
-// nativeCode maps the shared machinery's codes to the distribution's.
-func nativeCode(e *format.Error) string {
-	switch e.Code {
-	case "NOT_FOUND":
-		return codeNameUnknown
-	case "UNAUTHORIZED":
-		return codeUnauthorized
-	case "FORBIDDEN", "DEMO_MODE":
-		return codeDenied
-	case "PAYLOAD_TOO_LARGE":
-		return codeSizeInvalid
-	case "TOO_MANY_REQUESTS", "RATE_LIMITED":
-		return codeTooManyRequests
-	case "UNSUPPORTED":
+// nativeCode is the distribution's code for err, whose client error is e.
+func nativeCode(err error, e *format.Error) string {
+	if oe := (*ociError)(nil); errors.As(err, &oe) {
+		return oe.code
+	}
+	if ns := (*format.NotServedError)(nil); errors.As(err, &ns) {
 		return codeUnsupported
 	}
-	for _, c := range []string{codeBlobUnknown, codeBlobUploadInvalid, codeBlobUploadUnknown, codeDigestInvalid,
-		codeManifestBlobUnknown, codeManifestInvalid, codeManifestUnknown, codeNameInvalid, codeNameUnknown,
-		codeSizeInvalid, codeUnauthorized, codeDenied, codeUnsupported, codeTooManyRequests, codePaginationInvalid} {
-		if e.Code == c {
-			return c
-		}
+	if c, ok := native[e.Code]; ok {
+		return c
 	}
 	return codeUnknown
 }
@@ -111,7 +135,7 @@ func (f *Format) Error(r *format.Request, err error) *format.Response {
 		detail = oe.detail
 	}
 	resp := format.ErrorResponse(err, challenge(r), func(e *format.Error) (string, []byte) {
-		b, _ := json.Marshal(errorBody{Errors: []errorItem{{Code: nativeCode(e), Message: e.Message, Detail: detail}}})
+		b, _ := json.Marshal(errorBody{Errors: []errorItem{{Code: nativeCode(err, e), Message: e.Message, Detail: detail}}})
 		return "application/json", b
 	})
 	resp.Header.Set(apiVersionHeader, apiVersion)

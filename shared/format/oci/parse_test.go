@@ -13,9 +13,9 @@ import (
 const d256 = "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
 func code(err error) string {
-	var e *format.Error
+	var e *ociError
 	if errors.As(err, &e) {
-		return e.Code
+		return e.code
 	}
 	return ""
 }
@@ -150,7 +150,7 @@ func TestParseManifest(t *testing.T) {
 		}
 	}
 	big := make([]byte, MaxManifestSize+1)
-	if _, err := ParseManifest(MediaOCIManifest, big); format.Classify(err).Status != http.StatusRequestEntityTooLarge {
+	if _, err := ParseManifest(MediaOCIManifest, big); format.Classify(err).Status() != http.StatusRequestEntityTooLarge {
 		t.Errorf("oversized: %v", err)
 	}
 }

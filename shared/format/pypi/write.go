@@ -10,6 +10,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/depot-registry/depot/shared/apierr"
 	"github.com/depot-registry/depot/shared/blob"
 	"github.com/depot-registry/depot/shared/format"
 	"github.com/depot-registry/depot/shared/meta"
@@ -95,8 +96,7 @@ func (f *Format) upload(ctx context.Context, r *format.Request, w *format.Writer
 		ContentType: ct, Overwrite: format.OverwriteNever, Attrs: attrs, Refs: refs,
 		Decide: func(tx *meta.Tx) ([]meta.KVOp, error) { return nil, checkNew(tx, repo, m) },
 	}, *info)
-	var fe *format.Error
-	if errors.As(err, &fe) && fe.Status == http.StatusConflict || errors.Is(err, meta.ErrConflict) {
+	if format.Classify(err).Code == apierr.Conflict {
 		return nil, fileExists(m) // lost a race with the same upload
 	}
 	if err != nil {
