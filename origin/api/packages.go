@@ -22,7 +22,9 @@ func readableRepos(tx *meta.Tx, p *auth.Principal, only string) ([]string, error
 	repos, err := tx.Repos()
 	ids := []string{}
 	for i := range repos {
-		if auth.Can(tx, p, &repos[i], meta.ActionRead) {
+		if ok, err := auth.Can(tx, p, &repos[i], meta.ActionRead); err != nil {
+			return nil, err
+		} else if ok {
 			ids = append(ids, repos[i].ID)
 		}
 	}

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"net/http"
 	"slices"
 
@@ -21,6 +22,7 @@ func (s *Server) listPermissions(w http.ResponseWriter, r *http.Request, p *auth
 			return err
 		}
 		canAdmin := map[string]bool{}
+		var checkErr error // the filter cannot return one
 		out, err = tx.Permissions(func(g *meta.Permission) bool {
 			if repoFilter != "" && g.RepositoryID != repoFilter {
 				return false
@@ -29,15 +31,16 @@ func (s *Server) listPermissions(w http.ResponseWriter, r *http.Request, p *auth
 				return true
 			}
 			ok, seen := canAdmin[g.RepositoryID]
-			if !seen {
-				if repo, err := tx.Repo(g.RepositoryID); err == nil {
-					ok = auth.Can(tx, p, repo, meta.ActionAdmin)
+			if !seen && checkErr == nil {
+				var repo *meta.Repository
+				if repo, checkErr = tx.Repo(g.RepositoryID); checkErr == nil {
+					ok, checkErr = auth.Can(tx, p, repo, meta.ActionAdmin)
 				}
 				canAdmin[g.RepositoryID] = ok
 			}
 			return ok
 		})
-		return err
+		return cmp.Or(err, checkErr)
 	})
 	if err != nil {
 		return err
@@ -81,8 +84,8 @@ func (s *Server) createPermission(w http.ResponseWriter, r *http.Request, p *aut
 		if err != nil {
 			return apierr.Invalid("repository_id", "no repository with id %q", req.RepositoryID)
 		}
-		if !auth.Can(tx, p, repo, meta.ActionAdmin) {
-			return apierr.New(apierr.Forbidden, "managing permissions of %s needs its admin permission", repo.Name)
+		if ok, err := auth.Can(tx, p, repo, meta.ActionAdmin); err != nil || !ok {
+			return cmp.Or(err, error(apierr.New(apierr.Forbidden, "managing permissions of %s needs its admin permission", repo.Name)))
 		}
 		if req.UserID != "" {
 			if _, err := tx.User(req.UserID); err != nil {
@@ -115,8 +118,8 @@ func (s *Server) deletePermission(w http.ResponseWriter, r *http.Request, p *aut
 		if err != nil {
 			return err
 		}
-		if !auth.Can(tx, p, repo, meta.ActionAdmin) {
-			return apierr.New(apierr.Forbidden, "managing permissions of %s needs its admin permission", repo.Name)
+		if ok, err := auth.Can(tx, p, repo, meta.ActionAdmin); err != nil || !ok {
+			return cmp.Or(err, error(apierr.New(apierr.Forbidden, "managing permissions of %s needs its admin permission", repo.Name)))
 		}
 		return nil
 	})

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"errors"
 	"net/http"
 	"regexp"
 	"slices"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/depot-registry/depot/shared/apierr"
 	"github.com/depot-registry/depot/shared/auth"
+	"github.com/depot-registry/depot/shared/format"
 	"github.com/depot-registry/depot/shared/format/all"
 	"github.com/depot-registry/depot/shared/meta"
 )
@@ -36,22 +38,25 @@ func checkSettings(fmtName string, settings map[string]string) error {
 	return nil
 }
 
-// repoAccess loads a repository and checks that p may do action on it.
+// repoAccess loads a repository by id and checks that p may do action on
+// it with the one access check (format.Access). Unlike a name on a package
+// path, an id is not guessable, so a signed-in caller who may not read an
+// existing repository is refused (403) rather than told it is not there.
 func repoAccess(tx *meta.Tx, p *auth.Principal, id, action string) (*meta.Repository, error) {
 	repo, err := tx.Repo(id)
+	if errors.Is(err, meta.ErrNotFound) {
+		repo = nil
+	} else if err != nil {
+		return nil, err
+	}
+	err = format.Access(tx, p, repo, id, action)
+	if rnf := (*format.RepoNotFoundError)(nil); repo != nil && errors.As(err, &rnf) {
+		return nil, apierr.New(apierr.Forbidden, "%s may not %s repository %s", p.Name(), action, repo.Name)
+	}
 	if err != nil {
-		if p.Anonymous() {
-			return nil, apierr.New(apierr.Unauthorized, "authentication required")
-		}
-		return nil, apierr.New(apierr.NotFound, "repository %s not found", id)
+		return nil, err
 	}
-	if auth.Can(tx, p, repo, action) {
-		return repo, nil
-	}
-	if p.Anonymous() {
-		return nil, apierr.New(apierr.Unauthorized, "authentication required")
-	}
-	return nil, apierr.New(apierr.Forbidden, "%s may not %s repository %s", p.Name(), action, repo.Name)
+	return repo, nil
 }
 
 func (s *Server) listRepos(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
@@ -67,7 +72,12 @@ func (s *Server) listRepos(w http.ResponseWriter, r *http.Request, p *auth.Princ
 	err = s.view(func(tx *meta.Tx) error {
 		repos, err := tx.Repos()
 		for i := range repos {
-			if (fmtName == "" || repos[i].Format == fmtName) && auth.Can(tx, p, &repos[i], meta.ActionRead) {
+			if fmtName != "" && repos[i].Format != fmtName {
+				continue
+			}
+			if ok, err := auth.Can(tx, p, &repos[i], meta.ActionRead); err != nil {
+				return err
+			} else if ok {
 				visible = append(visible, viewRepo(&repos[i]))
 			}
 		}

@@ -91,35 +91,36 @@ func (p *Principal) scopeAllows(action, repoName string) bool {
 // repo. Rules, in order: public repositories are readable by all (a
 // credential never reads less than no credential); token scopes bound
 // everything else; admins may do everything; viewers never write;
-// otherwise the user's own grants and their groups' grants decide.
-func Can(tx *meta.Tx, p *Principal, repo *meta.Repository, action string) bool {
+// otherwise the user's own grants and their groups' grants decide. A
+// failure to read the grants is an error, never a "no".
+func Can(tx *meta.Tx, p *Principal, repo *meta.Repository, action string) (bool, error) {
 	if action == meta.ActionRead && repo.Public {
-		return true
+		return true, nil
 	}
 	if p.Anonymous() || p.MustChangePassword || !p.scopeAllows(action, repo.Name) {
-		return false
+		return false, nil
 	}
 	switch p.Role {
 	case meta.RoleAdmin:
-		return true
+		return true, nil
 	case meta.RoleViewer:
 		if action != meta.ActionRead {
-			return false
+			return false, nil
 		}
 	case meta.RoleUser:
 	default:
-		return false
+		return false, nil
 	}
 	grants, err := tx.Grants(p.UserID, repo.ID)
 	if err != nil {
-		return false
+		return false, err
 	}
 	for _, g := range grants {
 		for _, have := range g.Permissions {
 			if meta.Implies(have, action) {
-				return true
+				return true, nil
 			}
 		}
 	}
-	return false
+	return false, nil
 }

@@ -24,46 +24,67 @@ import (
 // checking access, storing an upload as an artifact, and serving one.
 
 // Repo returns repository name if it has one of formats and the caller may
-// do action on it. An anonymous caller is asked to authenticate (401)
-// rather than told whether a private repository exists.
+// do action on it (see Access).
 func (d *Env) Repo(r *Request, name, action string, formats ...string) (*meta.Repository, error) {
 	var repo *meta.Repository
-	allowed, visible := false, false
 	err := d.Meta.View(func(tx *meta.Tx) error {
 		var err error
 		repo, err = tx.RepoByName(name)
 		if errors.Is(err, meta.ErrNotFound) || err == nil && !slices.Contains(formats, repo.Format) {
 			repo = nil
-			return nil
-		}
-		if err != nil {
+		} else if err != nil {
 			return err // a store failure is not "no such repository"
 		}
-		allowed = auth.Can(tx, r.Principal, repo, action)
-		visible = allowed || auth.Can(tx, r.Principal, repo, meta.ActionRead)
-		return nil
+		return Access(tx, r.Principal, repo, name, action)
 	})
-	switch {
-	case err != nil:
+	if err != nil {
 		return nil, err
+	}
+	return repo, nil
+}
+
+// Access is the one access check of the REST API and every format: may
+// p do action on repo (nil: there is none by that name or id)? An
+// anonymous caller is asked to authenticate (401) rather than told whether
+// a private repository exists; a caller who may not read it is told it
+// does not exist (404); one who may read it but not do action is refused
+// (403).
+func Access(tx *meta.Tx, p *auth.Principal, repo *meta.Repository, name, action string) error {
+	allowed, visible := false, false
+	if repo != nil {
+		var err error
+		if allowed, err = auth.Can(tx, p, repo, action); err != nil {
+			return err
+		}
+		if visible = allowed; !visible && action != meta.ActionRead {
+			if visible, err = auth.Can(tx, p, repo, meta.ActionRead); err != nil {
+				return err
+			}
+		}
+	}
+	switch {
 	case allowed:
-		return repo, nil
-	case r.Principal.Anonymous():
-		return nil, Unauthorized()
-	case repo != nil && r.Principal.MustChangePassword:
-		return nil, Forbidden("password change required before using this account")
-	case repo == nil || !visible:
+		return nil
+	case p.Anonymous():
+		return Unauthorized()
+	case repo != nil && p.MustChangePassword:
+		return Errorf(apierr.PasswordChangeRequired, "password change required before using this account")
+	case !visible:
 		// A private repository the caller cannot read is indistinguishable
 		// from one that does not exist.
-		return nil, &RepoNotFoundError{Name: name}
+		return &RepoNotFoundError{Name: name}
 	}
-	return nil, Forbidden("%s may not %s in repository %s", r.Principal.Name(), action, name)
+	return Forbidden("%s may not %s in repository %s", p.Name(), action, repo.Name)
 }
 
 // Can reports whether the caller may do action on repo.
 func (d *Env) Can(r *Request, repo *meta.Repository, action string) (bool, error) {
-	ok := false
-	err := d.Meta.View(func(tx *meta.Tx) error { ok = auth.Can(tx, r.Principal, repo, action); return nil })
+	var ok bool
+	err := d.Meta.View(func(tx *meta.Tx) error {
+		var err error
+		ok, err = auth.Can(tx, r.Principal, repo, action)
+		return err
+	})
 	return ok, err
 }
 
@@ -137,8 +158,10 @@ func (d *Writer) mayReplace(tx *meta.Tx, r *Request, u Upload) (bool, error) {
 	if u.Overwrite == OverwriteAlways {
 		return true, nil
 	}
-	if u.Overwrite == OverwriteIfDelete && auth.Can(tx, r.Principal, u.Repo, meta.ActionDelete) {
-		return true, nil
+	if u.Overwrite == OverwriteIfDelete {
+		if ok, err := auth.Can(tx, r.Principal, u.Repo, meta.ActionDelete); ok || err != nil {
+			return ok, err
+		}
 	}
 	if _, err := tx.ArtifactByPath(u.Repo.ID, u.Path); err == nil {
 		if u.Overwrite == OverwriteNever {

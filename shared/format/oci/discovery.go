@@ -87,7 +87,12 @@ func (f *Format) catalog(_ context.Context, r *format.Request) (*format.Response
 	err := f.env.View(func(tx *meta.Tx) error {
 		all, err := tx.Repos()
 		for _, repo := range all {
-			if repo.Format == Name && auth.Can(tx, r.Principal, &repo, meta.ActionRead) {
+			if repo.Format != Name {
+				continue
+			}
+			if ok, err := auth.Can(tx, r.Principal, &repo, meta.ActionRead); err != nil {
+				return err
+			} else if ok {
 				for _, img := range (view{tx: tx, repo: &repo}).images() {
 					names = append(names, strings.ToLower(repo.Name)+"/"+img)
 				}

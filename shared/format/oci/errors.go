@@ -54,13 +54,14 @@ var generic = map[string]apierr.Code{
 // native is the distribution's code for each registry code that reaches
 // this format from the shared machinery.
 var native = map[apierr.Code]string{
-	apierr.NotFound:         codeNameUnknown,
-	apierr.Unauthorized:     codeUnauthorized,
-	apierr.Forbidden:        codeDenied,
-	apierr.DemoMode:         codeDenied,
-	apierr.PayloadTooLarge:  codeSizeInvalid,
-	apierr.RateLimited:      codeTooManyRequests,
-	apierr.MethodNotAllowed: codeUnsupported,
+	apierr.NotFound:               codeNameUnknown,
+	apierr.Unauthorized:           codeUnauthorized,
+	apierr.Forbidden:              codeDenied,
+	apierr.DemoMode:               codeDenied,
+	apierr.PasswordChangeRequired: codeDenied,
+	apierr.PayloadTooLarge:        codeSizeInvalid,
+	apierr.RateLimited:            codeTooManyRequests,
+	apierr.MethodNotAllowed:       codeUnsupported,
 }
 
 // ociError is a client error with the distribution's own code, the
