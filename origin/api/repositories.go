@@ -15,25 +15,12 @@ import (
 )
 
 // Repository names appear in client URLs and image references, so they are
-// kept to a portable alphabet; docker names must be lowercase (OCI).
+// kept to a portable alphabet; formats may ask for more (format.CheckRepo).
 var repoNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
 
-func checkRepoName(name, fmtName string) error {
+func checkRepoName(name string) error {
 	if !repoNameRE.MatchString(name) {
 		return apierr.Invalid("name", "name must be 1-100 characters: letters, digits, '.', '_', '-', starting with a letter or digit")
-	}
-	if fmtName == "docker" && strings.ToLower(name) != name {
-		return apierr.Invalid("name", "docker repository names must be lowercase")
-	}
-	return nil
-}
-
-// checkSettings validates format-specific repository settings.
-func checkSettings(fmtName string, settings map[string]string) error {
-	for k, v := range settings {
-		if err := all.CheckSetting(fmtName, k, v); err != nil {
-			return apierr.Invalid("settings", "%s", err.Error()).With("setting", k)
-		}
 	}
 	return nil
 }
@@ -131,13 +118,13 @@ func (s *Server) createRepo(w http.ResponseWriter, r *http.Request, p *auth.Prin
 		// A repository nothing serves would answer 404 on every client path.
 		return apierr.Invalid("format", "format %q is not served yet; one of %s", req.Format, strings.Join(served, ", ")).With("served", served)
 	}
-	if err := checkRepoName(req.Name, req.Format); err != nil {
+	if err := checkRepoName(req.Name); err != nil {
 		return err
 	}
 	if len(req.Description) > 4096 {
 		return apierr.Invalid("description", "description is longer than 4096 characters")
 	}
-	if err := checkSettings(req.Format, req.Settings); err != nil {
+	if err := format.CheckRepo(s.d.Formats[req.Format], req.Name, req.Settings); err != nil {
 		return err
 	}
 	now := s.d.Now().UTC()
@@ -196,7 +183,7 @@ func (s *Server) updateRepo(w http.ResponseWriter, r *http.Request, p *auth.Prin
 	if req.Description != nil && len(*req.Description) > 4096 {
 		return apierr.Invalid("description", "description is longer than 4096 characters")
 	}
-	if err := checkSettings(repo.Format, req.Settings); err != nil {
+	if err := format.CheckRepo(s.d.Formats[repo.Format], "", req.Settings); err != nil {
 		return err
 	}
 	cmd := &meta.RepoUpdate{ID: id, Description: req.Description, Public: req.Public, Settings: req.Settings, At: s.d.Now().UTC()}

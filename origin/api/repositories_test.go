@@ -448,4 +448,13 @@ func TestRepositorySettings(t *testing.T) {
 	if r.Settings["version_policy"] != "snapshot" {
 		t.Fatalf("updated settings %v", r.Settings)
 	}
+	e.Do("PUT", "/api/v1/repositories/"+r.ID, e.Admin, map[string]any{"settings": map[string]string{"layout": "flat"}}).
+		WantError(400, "VALIDATION_FAILED").WantField("settings")
+	// gradle repositories are served by the maven format, with its settings.
+	e.Do("POST", "/api/v1/repositories", e.Admin, map[string]any{"name": "grd", "format": "gradle",
+		"settings": map[string]string{"version_policy": "snapshot"}}).Want(201)
+	// Each format's own name rule: docker names are lowercase, others need not be.
+	e.Do("POST", "/api/v1/repositories", e.Admin, map[string]any{"name": "Images", "format": "docker"}).
+		WantError(400, "VALIDATION_FAILED").WantField("name")
+	e.Do("POST", "/api/v1/repositories", e.Admin, map[string]any{"name": "Libs", "format": "generic"}).Want(201)
 }

@@ -7,11 +7,14 @@ package format
 import (
 	"context"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/depot-registry/depot/shared/apierr"
 	"github.com/depot-registry/depot/shared/auth"
 	"github.com/depot-registry/depot/shared/blob"
 	"github.com/depot-registry/depot/shared/meta"
@@ -109,6 +112,43 @@ func RepoFormats(f Format) []string {
 		return m.RepoFormats()
 	}
 	return []string{f.Name()}
+}
+
+// Configurable is implemented by formats whose repositories have
+// settings: each setting's allowed values, the first being the default.
+type Configurable interface {
+	Settings() map[string][]string
+}
+
+// RepoNamer is implemented by formats whose clients need more of a
+// repository name than the API asks of every name (docker: lowercase).
+type RepoNamer interface {
+	CheckRepoName(name string) error
+}
+
+// CheckRepo applies f's rules to a repository's name (skipped when
+// empty) and settings; the error is a validation failure naming the field.
+// A nil f (a format no handler serves) has no rules and no settings.
+func CheckRepo(f Format, name string, settings map[string]string) error {
+	if n, ok := f.(RepoNamer); ok && name != "" {
+		if err := n.CheckRepoName(name); err != nil {
+			return apierr.Invalid("name", "%s", err.Error())
+		}
+	}
+	var allowed map[string][]string
+	if c, ok := f.(Configurable); ok {
+		allowed = c.Settings()
+	}
+	for _, k := range slices.Sorted(maps.Keys(settings)) {
+		values, ok := allowed[k]
+		if !ok {
+			return apierr.Invalid("settings", "this repository's format has no setting %q", k).With("setting", k)
+		}
+		if !slices.Contains(values, settings[k]) {
+			return apierr.Invalid("settings", "setting %s must be one of %s", k, strings.Join(values, ", ")).With("setting", k)
+		}
+	}
+	return nil
 }
 
 // ArtifactDeleter is implemented by formats that keep state beside their

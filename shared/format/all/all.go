@@ -3,10 +3,6 @@
 package all
 
 import (
-	"fmt"
-	"slices"
-	"strings"
-
 	"github.com/depot-registry/depot/shared/format"
 	"github.com/depot-registry/depot/shared/format/generic"
 	"github.com/depot-registry/depot/shared/format/maven"
@@ -20,22 +16,15 @@ import (
 type Entry struct {
 	Name string
 	New  func(*format.Env) format.Format
-	// Settings are the repository settings the format understands, with
-	// their allowed values (the first is the default).
-	Settings map[string][]string
 }
-
-// mavenSettings: release and snapshot repositories are separate, as in
-// Nexus and Artifactory; "mixed" accepts both.
-var mavenSettings = map[string][]string{"version_policy": {"mixed", "release", "snapshot"}}
 
 // entries lists every format identifier a repository may have. Formats
 // without a constructor are accepted for repositories before their client
 // paths exist.
 var entries = []Entry{
 	{Name: "docker", New: func(e *format.Env) format.Format { return oci.New(e) }},
-	{Name: "maven", Settings: mavenSettings, New: func(e *format.Env) format.Format { return maven.New(e) }},
-	{Name: "gradle", Settings: mavenSettings},
+	{Name: "maven", New: func(e *format.Env) format.Format { return maven.New(e) }}, // serves gradle too
+	{Name: "gradle"},
 	{Name: "npm", New: func(e *format.Env) format.Format { return npm.New(e) }},
 	{Name: "pypi", New: func(e *format.Env) format.Format { return pypi.New(e) }},
 	{Name: "crates"},
@@ -56,25 +45,6 @@ func Known(name string) bool {
 		}
 	}
 	return false
-}
-
-// CheckSetting reports whether a repository of format name may have
-// setting key = value; the error says what is allowed.
-func CheckSetting(name, key, value string) error {
-	for _, e := range entries {
-		if e.Name != name {
-			continue
-		}
-		allowed, ok := e.Settings[key]
-		if !ok {
-			return fmt.Errorf("%s repositories have no setting %q", name, key)
-		}
-		if !slices.Contains(allowed, value) {
-			return fmt.Errorf("setting %s must be one of %s", key, strings.Join(allowed, ", "))
-		}
-		return nil
-	}
-	return fmt.Errorf("unknown format %q", name)
 }
 
 // Names lists the format identifiers.

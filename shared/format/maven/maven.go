@@ -70,6 +70,13 @@ func coords(r *format.Request) (Coords, error) {
 	return ParsePath(r.Param("repo") + "/" + r.Param("path"))
 }
 
+// Settings implements format.Configurable: release and snapshot
+// repositories are separate, as in Nexus and Artifactory; "mixed" accepts
+// both.
+func (f *Format) Settings() map[string][]string {
+	return map[string][]string{SettingVersionPolicy: {"mixed", "release", "snapshot"}}
+}
+
 // checkPolicy applies the repository's version_policy to an upload under
 // version v: release repositories refuse SNAPSHOTs and snapshot
 // repositories refuse releases, as in Nexus and Artifactory.

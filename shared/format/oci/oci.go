@@ -2,6 +2,7 @@ package oci
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/url"
 	"strings"
@@ -106,6 +107,15 @@ func versioned(resp *format.Response, err error) (*format.Response, error) {
 
 // Validate implements format.Validator: a route below a name needs a
 // valid one.
+// CheckRepoName implements format.RepoNamer: a repository name is the
+// first component of image names, which OCI wants lowercase.
+func (f *Format) CheckRepoName(name string) error {
+	if strings.ToLower(name) != name {
+		return errors.New("docker repository names must be lowercase")
+	}
+	return nil
+}
+
 func (f *Format) Validate(r *format.Request) error {
 	if name, ok := r.Params["name"]; ok {
 		_, err := ParseName(name)
