@@ -85,7 +85,7 @@ func start(t *testing.T, cfg origin.Config, out *bytes.Buffer) (*origin.Origin, 
 	cfg.RaftTimeout = 100 * time.Millisecond
 	cfg.JWTSecret = "test-secret-test-secret-test-secret-0123456789"
 	cfg.AdminPassword = origintest.InitialAdminPassword
-	o, err := origin.New(cfg, slog.New(slog.NewTextHandler(out, nil)), out)
+	o, err := origin.New(t.Context(), cfg, slog.New(slog.NewTextHandler(out, nil)), out)
 	if err == nil {
 		t.Cleanup(o.Close)
 	}

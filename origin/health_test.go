@@ -24,7 +24,7 @@ func TestHealthNoLeader(t *testing.T) {
 	cfg.AdminPassword = "initial-admin-pw"
 	cfg.JWTSecret = strings.Repeat("s", 32)
 	cfg.MinFreeBytes = 0 // the host's free space is not under test
-	o, err := New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), io.Discard)
+	o, err := New(t.Context(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}

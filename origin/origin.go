@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/depot-registry/depot/cluster/leader"
+	"github.com/depot-registry/depot/cluster/peerauth"
 	"github.com/depot-registry/depot/cluster/raftnode"
 	"github.com/depot-registry/depot/origin/api"
 	"github.com/depot-registry/depot/origin/fsm"
@@ -45,30 +46,34 @@ var Version = "dev"
 type Origin struct {
 	cfg     Config
 	log     *slog.Logger
-	out     io.Writer // startup banner
+	out     io.Writer        // startup banner
+	now     func() time.Time // cfg.Clock or the wall clock
+	nodeID  string
+	key     peerauth.Key
+	secret  []byte // JWT
 	store   *meta.Store
+	blobs   *fs.FS
+	audit   *audit.Log
 	node    *raftnode.Node
 	commit  leader.Applier
-	audit   *audit.Log
-	handler http.Handler
-	nodeID  string
+	metrics *metrics.Metrics
 	space   *diskspace.Guard
 	gc      *gc.Collector
-	now     func() time.Time // cfg.Clock or the wall clock
+	handler http.Handler
 }
 
-// New opens the data directory and starts raft; Run serves.
-func New(cfg Config, log *slog.Logger, out io.Writer) (o *Origin, err error) {
-	if cfg.MinFreeBytes < 0 {
-		return nil, fmt.Errorf("--min-free-bytes must not be negative, got %d", cfg.MinFreeBytes)
+// New opens the data directory and starts raft; Run serves. It builds the
+// origin in stages, each standing on the ones before it; ctx bounds the
+// waits (raft electing a leader) and cancelling it stops the start.
+func New(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) (o *Origin, err error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
 	}
-	if cfg.GCGrace <= 0 || cfg.GCInterval < 0 {
-		return nil, fmt.Errorf("--gc-grace must be positive and --gc-interval not negative, got %v and %v", cfg.GCGrace, cfg.GCInterval)
+	now := cfg.Clock
+	if now == nil {
+		now = time.Now
 	}
-	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
-		return nil, fmt.Errorf("data dir: %w", err)
-	}
-	o = &Origin{cfg: cfg, log: log, out: out}
+	o = &Origin{cfg: cfg, log: log, out: out, now: now}
 	// Every error return sets o to nil: close what was built through a copy.
 	built := o
 	defer func() {
@@ -76,61 +81,89 @@ func New(cfg Config, log *slog.Logger, out io.Writer) (o *Origin, err error) {
 			built.close()
 		}
 	}()
+	for _, stage := range []func(context.Context) error{o.openData, o.startRaft, o.serve} {
+		if err := stage(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return o, nil
+}
+
+// check refuses settings no origin can run with.
+func (cfg *Config) check() error {
+	if cfg.MinFreeBytes < 0 {
+		return fmt.Errorf("--min-free-bytes must not be negative, got %d", cfg.MinFreeBytes)
+	}
+	if cfg.GCGrace <= 0 || cfg.GCInterval < 0 {
+		return fmt.Errorf("--gc-grace must be positive and --gc-interval not negative, got %v and %v", cfg.GCGrace, cfg.GCInterval)
+	}
+	return nil
+}
+
+// openData opens what lives in the data directory: the node's identity
+// and keys, the metadata store, the blob store and the audit log.
+func (o *Origin) openData(context.Context) error {
+	cfg := o.cfg
+	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
+		return fmt.Errorf("data dir: %w", err)
+	}
+	var err error
 	if o.nodeID, err = persisted(filepath.Join(cfg.DataDir, "node-id"), cfg.NodeID, func() string { return "origin-" + auth.NewID()[:12] }); err != nil {
-		return nil, err
+		return err
 	}
-	key, err := clusterKey(cfg)
-	if err != nil {
-		return nil, err
+	if o.key, err = clusterKey(cfg); err != nil {
+		return err
 	}
-	secret, generated, err := jwtSecret(cfg)
-	if err != nil {
-		return nil, err
+	var generated bool
+	if o.secret, generated, err = jwtSecret(cfg); err != nil {
+		return err
 	}
 	if generated {
-		fmt.Fprintf(out, "WARNING: JWT_SECRET was not set; generated one and kept it in %s.\n"+
+		fmt.Fprintf(o.out, "WARNING: JWT_SECRET was not set; generated one and kept it in %s.\n"+
 			"         Every origin of a cluster must share one secret: set JWT_SECRET on each.\n", filepath.Join(cfg.DataDir, "jwt-secret"))
 	}
 	if o.store, err = meta.Open(filepath.Join(cfg.DataDir, "meta.db")); err != nil {
-		return nil, err
+		return err
 	}
-	blobs, err := fs.New(filepath.Join(cfg.DataDir, "blobs"), fs.WithWriter(cfg.BlobWriter), fs.WithClock(cfg.Clock))
-	if err != nil {
-		return nil, err
+	if o.blobs, err = fs.New(filepath.Join(cfg.DataDir, "blobs"), fs.WithWriter(cfg.BlobWriter), fs.WithClock(cfg.Clock)); err != nil {
+		return err
 	}
 	if cfg.AuditEnabled {
-		p := cfg.AuditPath
-		if p == "" {
-			p = filepath.Join(cfg.DataDir, "audit.log")
-		}
-		if o.audit, err = audit.Open(p); err != nil {
-			return nil, fmt.Errorf("audit log: %w", err)
+		p := cmp.Or(cfg.AuditPath, filepath.Join(cfg.DataDir, "audit.log"))
+		if o.audit, err = audit.Open(p, o.now); err != nil {
+			return fmt.Errorf("audit log: %w", err)
 		}
 	}
+	return nil
+}
+
+// startRaft starts the raft node over the store, waits for a leader and
+// makes sure the installation has an administrator.
+func (o *Origin) startRaft(ctx context.Context) error {
+	var err error
 	o.node, err = raftnode.New(raftnode.Config{
-		NodeID: o.nodeID, BindAddr: cfg.RaftAddr, Dir: filepath.Join(cfg.DataDir, "raft"), Bootstrap: true, Key: key, Logger: log,
-		HeartbeatTimeout: cfg.RaftTimeout, ElectionTimeout: cfg.RaftTimeout,
+		NodeID: o.nodeID, BindAddr: o.cfg.RaftAddr, Dir: filepath.Join(o.cfg.DataDir, "raft"), Bootstrap: true, Key: o.key, Logger: o.log,
+		HeartbeatTimeout: o.cfg.RaftTimeout, ElectionTimeout: o.cfg.RaftTimeout,
 	}, fsm.New(o.store))
 	if err != nil {
-		return nil, err
+		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if err := o.node.WaitLeader(ctx); err != nil {
-		return nil, err
+		return err
 	}
-	commit := &leader.Local{Node: o.node}
-	o.commit = commit
-	now := cfg.Clock
-	if now == nil {
-		now = time.Now
-	}
-	o.now = now
-	if err := o.ensureAdmin(ctx, commit); err != nil {
-		return nil, err
-	}
+	o.commit = &leader.Local{Node: o.node}
+	return o.ensureAdmin(ctx, o.commit)
+}
 
+// serve builds the services and the HTTP handler: authentication, the
+// formats' read and write environments, the REST API, garbage
+// collection, metrics and the middleware around them.
+func (o *Origin) serve(context.Context) error {
+	cfg, log, now := o.cfg, o.log, o.now
 	m := metrics.New()
+	o.metrics = m
 	// The whole data directory (raft log, metadata, blobs, upload
 	// sessions) is one filesystem's worth: uploads stop while it still has
 	// MinFreeBytes, so the raft log never runs out.
@@ -140,10 +173,10 @@ func New(cfg Config, log *slog.Logger, out io.Writer) (o *Origin, err error) {
 			"free_bytes", st.Free, "min_free_bytes", st.MinFree)
 	}
 	dl := downloads.New(now)
-	jwt := auth.NewJWT(secret, now)
+	jwt := auth.NewJWT(o.secret, now)
 	proxies, err := httpx.ParseProxies(cfg.TrustedProxies)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	hasher := auth.NewHasher(0)
 	hasher.Params = cfg.PasswordParams
@@ -157,9 +190,9 @@ func New(cfg Config, log *slog.Logger, out io.Writer) (o *Origin, err error) {
 	env := &format.Env{Meta: o.store, Now: now, Tokens: authn,
 		OnDownload: func(*format.Request, *meta.Artifact) { dl.Add() }}
 	scratch := filepath.Join(cfg.DataDir, "scratch")
-	writer := &format.Writer{Env: env, Blobs: blobs, Commit: commit, NewID: auth.NewID, MaxUpload: cfg.MaxUploadBytes,
-		ScratchDir: scratch, Ingest: blobs, Space: o.space}
-	o.gc = gc.New(gc.Config{Meta: o.store, Blobs: blobs, Uploads: blobs, UploadTTL: oci.SessionTTL, Scratch: scratch,
+	writer := &format.Writer{Env: env, Blobs: o.blobs, Commit: o.commit, NewID: auth.NewID, MaxUpload: cfg.MaxUploadBytes,
+		ScratchDir: scratch, Ingest: o.blobs, Space: o.space}
+	o.gc = gc.New(gc.Config{Meta: o.store, Blobs: o.blobs, Uploads: o.blobs, UploadTTL: oci.SessionTTL, Scratch: scratch,
 		Grace: cfg.GCGrace, Now: now, Log: log.With("component", "gc"), Metrics: &m.GC})
 	formats := all.Build(env)
 	if cfg.Formats != nil {
@@ -181,7 +214,7 @@ func New(cfg Config, log *slog.Logger, out io.Writer) (o *Origin, err error) {
 		RateLimit: int(cfg.RateLimit), RateLimitLogin: int(cfg.RateLimitLogin), RateWindow: cfg.RateWindow,
 		UsersCreateRepo: cfg.UsersCreateRepo, MaxUpload: cfg.MaxUploadBytes, CORSOrigins: splitList(cfg.CORSOrigins),
 	}, api.Deps{
-		Store: o.store, Blobs: blobs, Commit: commit, Authn: authn, JWT: jwt, Audit: o.audit, Downloads: dl, GC: o.gc,
+		Store: o.store, Blobs: o.blobs, Commit: o.commit, Authn: authn, JWT: jwt, Audit: o.audit, Downloads: dl, GC: o.gc,
 		Log: log, Health: o.health, Now: now, Formats: byName, Env: env, Writer: writer,
 	})
 
@@ -193,7 +226,7 @@ func New(cfg Config, log *slog.Logger, out io.Writer) (o *Origin, err error) {
 		srv := format.NewServer(f, env, writer, authn, log)
 		srv.OnWrite = apiSrv.AuditFormatWrite
 		for _, prefix := range format.Prefixes(f) {
-			fh := httpx.MinRate(httpx.NewFormatHandler(srv, prefix, blobs), cfg.MinUploadRate, cfg.UploadRateWindow)
+			fh := httpx.MinRate(httpx.NewFormatHandler(srv, prefix, o.blobs), cfg.MinUploadRate, cfg.UploadRateWindow)
 			if cfg.DemoMode {
 				fh = readOnly(fh)
 			}
@@ -218,7 +251,7 @@ func New(cfg Config, log *slog.Logger, out io.Writer) (o *Origin, err error) {
 		}
 		return "other"
 	}), proxies, cfg.ExternalURL)
-	return o, nil
+	return nil
 }
 
 // splitList splits a comma-separated setting, dropping empty items.
@@ -361,9 +394,8 @@ func (o *Origin) health() ([]string, map[string]any) {
 // password must be changed before the account can do anything else.
 func (o *Origin) ensureAdmin(ctx context.Context, commit leader.Applier) error {
 	has := false
-	_ = o.store.View(func(tx *meta.Tx) error { has = tx.HasUsers(); return nil })
-	if has {
-		return nil
+	if err := o.store.View(func(tx *meta.Tx) error { has = tx.HasUsers(); return nil }); err != nil || has {
+		return err
 	}
 	pw, generated := o.cfg.AdminPassword, false
 	if pw == "" {

@@ -22,7 +22,7 @@ func TestRunSaysDemoMode(t *testing.T) {
 		cfg.JWTSecret = strings.Repeat("s", 32)
 		cfg.DemoMode = demo
 		var out, log bytes.Buffer
-		o, err := New(cfg, slog.New(slog.NewTextHandler(&log, nil)), &out)
+		o, err := New(t.Context(), cfg, slog.New(slog.NewTextHandler(&log, nil)), &out)
 		if err != nil {
 			t.Fatal(err)
 		}

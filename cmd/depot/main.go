@@ -99,7 +99,7 @@ func runOrigin(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "depot origin: cannot listen on %s (--listen): %v\n", cfg.Listen, err)
 		return 1
 	}
-	o, err := origin.New(cfg, log, stderr)
+	o, err := origin.New(ctx, cfg, log, stderr)
 	if err != nil {
 		ln.Close()
 		log.Error("origin failed to start", "err", err)

@@ -91,7 +91,7 @@ func Start(t testing.TB, opts Options) *Env {
 		logw = io.Discard
 	}
 	log := slog.New(slog.NewTextHandler(logw, nil))
-	o, err := origin.New(cfg, log, io.Discard)
+	o, err := origin.New(t.Context(), cfg, log, io.Discard)
 	if err != nil {
 		t.Fatalf("start origin: %v", err)
 	}

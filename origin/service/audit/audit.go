@@ -41,12 +41,17 @@ func clip(s string, n int) string {
 
 // Log appends events to a writer; a nil *Log discards them.
 type Log struct {
-	mu sync.Mutex
-	w  io.WriteCloser
+	mu  sync.Mutex
+	w   io.WriteCloser
+	now func() time.Time
 }
 
-// Open appends to the file at path, creating it (0600) and its directory.
-func Open(path string) (*Log, error) {
+// Open appends to the file at path, creating it (0600) and its directory;
+// now stamps events recorded without a time (nil: the wall clock).
+func Open(path string, now func() time.Time) (*Log, error) {
+	if now == nil {
+		now = time.Now
+	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 		return nil, err
 	}
@@ -54,7 +59,7 @@ func Open(path string) (*Log, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Log{w: f}, nil
+	return &Log{w: f, now: now}, nil
 }
 
 // Record writes one event as a JSON line.
@@ -63,7 +68,7 @@ func (l *Log) Record(e Event) {
 		return
 	}
 	if e.Time.IsZero() {
-		e.Time = time.Now().UTC()
+		e.Time = l.now().UTC()
 	}
 	e.Actor, e.Target = clip(e.Actor, maxActor), clip(e.Target, maxTarget)
 	e.Action, e.RequestID = clip(e.Action, maxTarget), clip(e.RequestID, maxActor)
