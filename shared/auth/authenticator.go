@@ -313,11 +313,14 @@ func (a *Authenticator) password(ctx context.Context, user, pass, remote, scheme
 		return nil, a.fail(ctx, f, ErrBadCredentials)
 	}
 	var u *meta.User
-	_ = a.Meta.View(func(tx *meta.Tx) error {
+	err := a.Meta.View(func(tx *meta.Tx) error {
 		var err error
 		u, err = tx.UserByName(user)
 		return err
 	})
+	if err != nil && !errors.Is(err, meta.ErrNotFound) {
+		return nil, err // the store failed: that is not a wrong password
+	}
 	// The limits come first, even before the cache: a throttled address
 	// must not keep guessing against the cache of recent sign-ins.
 	if err := a.Guard.Check(remote, user); err != nil {

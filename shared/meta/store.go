@@ -64,10 +64,13 @@ func OpenWith(path string, o Options) (*Store, error) {
 	if s.retention == 0 {
 		s.retention = DefaultTombstoneRetention
 	}
-	_ = db.View(func(btx *bolt.Tx) error {
+	if err := db.View(func(btx *bolt.Tx) error {
 		s.applied.Store((&Tx{tx: btx}).lastApplied())
 		return nil
-	})
+	}); err != nil {
+		db.Close()
+		return nil, err
+	}
 	return s, nil
 }
 
