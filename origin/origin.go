@@ -289,7 +289,7 @@ func (o *Origin) Run(ctx context.Context, ln net.Listener) error {
 		ErrorLog: slog.NewLogLogger(o.log.Handler(), slog.LevelWarn)}
 	abs, _ := filepath.Abs(o.cfg.DataDir)
 	o.log.Info("depot origin started", "listen", ln.Addr().String(), "data_dir", abs, "node_id", o.nodeID,
-		"raft_addr", o.cfg.RaftAddr, "version", Version)
+		"raft_addr", o.cfg.RaftAddr, "version", Version, "gc_interval", o.cfg.GCInterval.String(), "gc_grace", o.cfg.GCGrace.String())
 	fmt.Fprintf(o.out, "Depot origin %s listening on http://%s (API at http://%s%s)\n  data directory: %s\n  node id: %s, raft on %s\n",
 		Version, ln.Addr(), ln.Addr(), api.Prefix, abs, o.nodeID, o.cfg.RaftAddr)
 	if o.cfg.DemoMode {
