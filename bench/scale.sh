@@ -16,6 +16,7 @@
 #   N          sequential requests per route and user [200]
 #   C          concurrent clients                     [8]
 #   CN         requests per route and user with C clients [400]
+#   BUDGET     stop each sequential or concurrent run of a route after this long [20s]
 # Quick run: ARTIFACTS=50000 REPOS=100 bench/scale.sh
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -40,4 +41,4 @@ dir=${DIR:-$tmp/work}
 mkdir -p "$dir"
 say "work directory $dir (load average: $(cut -d' ' -f1-3 /proc/loadavg))"
 "$tmp/scale" -depot "$depot" -dir "$dir" -artifacts "${ARTIFACTS:-1000000}" -repos "${REPOS:-1000}" \
-	-n "${N:-200}" -c "${C:-8}" -cn "${CN:-400}"
+	-n "${N:-200}" -c "${C:-8}" -cn "${CN:-400}" -route-budget "${BUDGET:-20s}"

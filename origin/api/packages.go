@@ -60,11 +60,33 @@ func (s *Server) listPackages(w http.ResponseWriter, r *http.Request, p *auth.Pr
 	return writeJSON(w, http.StatusOK, map[string]any{"packages": pkgs, "total": total, "page": pg, "limit": lim})
 }
 
+// packageRepos lists the ids of the repositories p may read that have a
+// package of that name (or only the one given, which must be readable):
+// only those repositories are read.
+func packageRepos(tx *meta.Tx, p *auth.Principal, name, only string) ([]string, error) {
+	if only != "" {
+		return readableRepos(tx, p, only)
+	}
+	ids := []string{}
+	for _, id := range tx.PackageRepos(name) {
+		repo, err := tx.Repo(id)
+		if err != nil {
+			return nil, err
+		}
+		if ok, err := auth.Can(tx, p, repo, meta.ActionRead); err != nil {
+			return nil, err
+		} else if ok {
+			ids = append(ids, id)
+		}
+	}
+	return ids, nil
+}
+
 func (s *Server) listVersions(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
 	name := r.PathValue("name")
 	out := []meta.VersionSummary{}
 	err := s.view(func(tx *meta.Tx) error {
-		ids, err := readableRepos(tx, p, r.URL.Query().Get("repository_id"))
+		ids, err := packageRepos(tx, p, name, r.URL.Query().Get("repository_id"))
 		if err != nil {
 			return err
 		}

@@ -121,3 +121,16 @@ func (tx *Tx) KVList(repoID, prefix string) []KVPair {
 	})
 	return out
 }
+
+// KVKeys visits the keys of a repository's format keyspace under prefix,
+// in key order, without decoding their values, until fn returns false. A
+// tracked transaction remembers the range, as KVList does.
+func (tx *Tx) KVKeys(repoID, prefix string, fn func(key string) bool) {
+	strip := len(key(repoID, ""))
+	_ = tx.scan(Space(KindKV), key(repoID, prefix), func(k string, _ []byte) error {
+		if !fn(k[strip:]) {
+			return errStop
+		}
+		return nil
+	})
+}

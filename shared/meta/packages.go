@@ -266,3 +266,33 @@ func (tx *Tx) Versions(repoID, name string) ([]VersionSummary, error) {
 	sort.SliceStable(out, func(i, j int) bool { return out[i].UploadedAt.After(out[j].UploadedAt) })
 	return out, nil
 }
+
+// PackageNames visits the names of a repository's packages (those with at
+// least one artifact) in name order, reading no summary, until fn returns
+// false. Derived from the package versions, it is not tracked: for reads,
+// not for decisions.
+func (tx *Tx) PackageNames(repoID string, fn func(name string) bool) {
+	p := []byte(key(repoID, ""))
+	cur := tx.bucket(bPackages).Cursor()
+	for k, _ := cur.Seek(p); k != nil && bytes.HasPrefix(k, p); k, _ = cur.Next() {
+		if !fn(string(k[len(p):])) {
+			return
+		}
+	}
+}
+
+// PackageRepos lists, in repository name order, the ids of the
+// repositories that have a package of that name: one lookup per
+// repository, no record read. Untracked: for reads, not for decisions.
+func (tx *Tx) PackageRepos(name string) []string {
+	var out []string
+	pkgs := tx.bucket(bPackages)
+	cur := tx.space(SpaceRepoNames).Cursor()
+	for _, v := cur.First(); v != nil; _, v = cur.Next() {
+		id := string(v[8:])
+		if pkgs.Get([]byte(key(id, name))) != nil {
+			out = append(out, id)
+		}
+	}
+	return out
+}

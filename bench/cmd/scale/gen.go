@@ -582,6 +582,7 @@ func (g *gen) npm(p repoPlan) error {
 			kv = append(kv,
 				kvSet("pkg/"+n.String(), map[string]any{"description": desc, "readme": "# " + n.String() + "\n\n" + strings.Repeat(desc+". ", 20),
 					"keywords": []string{w1, "bench"}, "created": g.now, "modified": g.at()}),
+				kvSet("find/"+n.String(), map[string]any{"d": desc, "k": []string{w1, "bench"}}),
 				kvSet("tag/"+n.String()+"/latest", v))
 		}
 		if err := bt.add(a, kv...); err != nil {
@@ -620,7 +621,11 @@ func (g *gen) pypi(p repoPlan) error {
 		a.Attrs, _ = json.Marshal(attrs)
 		m := pypi.UploadMeta{Project: norm, Version: v, Filename: file}
 		a.Path, a.PackageName, a.Version, a.ContentType = m.Path(), norm, v, ct
-		if err := bt.add(a); err != nil {
+		var kv []meta.KVOp
+		if i%10 == 0 {
+			kv = append(kv, kvSet("name/"+norm+"/"+display, true)) // the project's spelling
+		}
+		if err := bt.add(a, kv...); err != nil {
 			return err
 		}
 	}

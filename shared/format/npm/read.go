@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -118,29 +117,34 @@ func (f *Format) search(r *format.Request, e Endpoint) (*format.Response, error)
 	size := queryInt(r, "size", searchDefaultSize)
 	size = max(1, min(size, searchMaxSize))
 	from := max(0, queryInt(r, "from", 0))
-	// One view for the listing and every package's state: a consistent
-	// answer, and one transaction rather than one per package.
+	// One view for the listing and the packages shown: a consistent
+	// answer. Packages are matched on their names and search records; only
+	// the page's packages are loaded, so an answer costs one small record
+	// per package of the repository plus its own page.
 	var states []*pkgState
+	total := 0
 	if err := f.env.View(func(tx *meta.Tx) error {
-		pkgs, _, err := tx.Packages(meta.PackageFilter{RepoIDs: []string{repo.ID}})
-		if err != nil {
-			return err
-		}
 		terms := strings.Fields(text)
-		for _, p := range pkgs {
-			n, err := ParseName(p.Name)
-			if err != nil {
-				continue
+		var err error
+		tx.PackageNames(repo.ID, func(name string) bool {
+			n, perr := ParseName(name)
+			if perr != nil || !searchMatch(tx, repo, n, terms) {
+				return true
 			}
-			st, err := loadTx(tx, repo, n)
-			if err != nil {
-				return err
-			}
-			if len(st.Versions) > 0 && matches(st, terms) {
+			if total >= from && len(states) < size {
+				var st *pkgState
+				if st, err = loadTx(tx, repo, n); err != nil {
+					return false
+				}
+				if len(st.Versions) == 0 {
+					return true // a foreign record: nothing npm can show
+				}
 				states = append(states, st)
 			}
-		}
-		return nil
+			total++
+			return true
+		})
+		return err
 	}); err != nil {
 		return nil, err
 	}
@@ -159,10 +163,6 @@ func (f *Format) search(r *format.Request, e Endpoint) (*format.Response, error)
 		h.SearchScore = 1
 		hits = append(hits, h)
 	}
-	sort.SliceStable(hits, func(i, j int) bool { return hits[i].Package.Name < hits[j].Package.Name })
-	total := len(hits)
-	from = min(from, total)
-	hits = hits[from:min(from+size, total)]
 	if hits == nil {
 		hits = []searchHit{}
 	}
@@ -170,9 +170,35 @@ func (f *Format) search(r *format.Request, e Endpoint) (*format.Response, error)
 		"time": npmTime(f.env.Time())}), nil
 }
 
-func matches(st *pkgState, terms []string) bool {
-	hay := strings.ToLower(st.Name.String() + " " + st.Meta.Description + " " + strings.Join(st.Meta.Keywords, " "))
+// searchMatch reports whether every term occurs in the name, description
+// or keywords of package n. A name that holds every term needs no record;
+// a package published before search records were kept is read from its
+// package record.
+func searchMatch(tx *meta.Tx, repo *meta.Repository, n Name, terms []string) bool {
+	name := strings.ToLower(n.String())
+	rest := terms[:0:0]
 	for _, t := range terms {
+		if !strings.Contains(name, t) {
+			rest = append(rest, t)
+		}
+	}
+	if len(rest) == 0 {
+		return true
+	}
+	var d findDoc
+	raw, ok := tx.KV(repo.ID, findKey(n))
+	if !ok {
+		raw, ok = tx.KV(repo.ID, pkgKey(n))
+		var m pkgMeta
+		if !ok || json.Unmarshal(raw, &m) != nil {
+			return false
+		}
+		d = findDoc{Description: m.Description, Keywords: m.Keywords}
+	} else if json.Unmarshal(raw, &d) != nil {
+		return false
+	}
+	hay := strings.ToLower(d.Description + " " + strings.Join(d.Keywords, " "))
+	for _, t := range rest {
 		if !strings.Contains(hay, t) {
 			return false
 		}

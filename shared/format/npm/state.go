@@ -21,6 +21,9 @@ const (
 	keyPkg = "pkg/" // pkg/<name> -> pkgMeta
 	keyTag = "tag/" // tag/<name>/<tag> -> "<version>"
 	keyDep = "dep/" // dep/<name>/<version> -> "<deprecation message>"
+	// find/<name> -> findDoc: what search matches besides the name, apart
+	// from the package record, whose readme may be large.
+	keyFind = "find/"
 )
 
 func pkgKey(n Name) string                 { return keyPkg + n.String() }
@@ -28,6 +31,7 @@ func tagPrefix(n Name) string              { return keyTag + n.String() + "/" }
 func tagKey(n Name, tag string) string     { return tagPrefix(n) + tag }
 func depPrefix(n Name) string              { return keyDep + n.String() + "/" }
 func depKey(n Name, version string) string { return depPrefix(n) + version }
+func findKey(n Name) string                { return keyFind + n.String() }
 
 // pkgMeta is the package-level part of a packument.
 type pkgMeta struct {
@@ -36,6 +40,18 @@ type pkgMeta struct {
 	Keywords    []string  `json:"keywords,omitempty"`
 	Created     time.Time `json:"created"`
 	Modified    time.Time `json:"modified"`
+}
+
+// findDoc is the search record of a package: its description and
+// keywords, as in its package record.
+type findDoc struct {
+	Description string   `json:"d,omitempty"`
+	Keywords    []string `json:"k,omitempty"`
+}
+
+// findOp keeps the search record of a package in step with m.
+func findOp(n Name, m pkgMeta) meta.KVOp {
+	return format.KVSet(findKey(n), findDoc{Description: m.Description, Keywords: m.Keywords})
 }
 
 // version is one published version.
@@ -184,7 +200,7 @@ func (st *pkgState) dropOps(gone map[string]bool, prefer string, now time.Time) 
 
 // purgeOps delete every keyspace entry of the package.
 func (st *pkgState) purgeOps() []meta.KVOp {
-	ops := []meta.KVOp{format.KVDelete(pkgKey(st.Name))}
+	ops := []meta.KVOp{format.KVDelete(pkgKey(st.Name)), format.KVDelete(findKey(st.Name))}
 	for _, t := range sortedKeys(st.Tags) {
 		ops = append(ops, format.KVDelete(tagKey(st.Name, t)))
 	}

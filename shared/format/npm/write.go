@@ -103,7 +103,7 @@ func (f *Format) publishOps(st *pkgState, doc *Document, p *Publish) []meta.KVOp
 	if kw := keywords(p.Manifest); kw != nil {
 		m.Keywords = kw
 	}
-	kv := []meta.KVOp{format.KVSet(pkgKey(st.Name), m)}
+	kv := []meta.KVOp{format.KVSet(pkgKey(st.Name), m), findOp(st.Name, m)}
 	tags := slices.Clone(p.Tags)
 	if _, ok := st.Tags["latest"]; !ok && !slices.Contains(tags, "latest") {
 		// A first publish under another tag still needs a latest.

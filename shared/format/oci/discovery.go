@@ -78,32 +78,62 @@ func (f *Format) tags(_ context.Context, r *format.Request) (*format.Response, e
 	return paged(r, nameURL(r, n, "tags", "list"), "tags", tags, map[string]any{"name": n.String()})
 }
 
-// catalog lists the images of the repositories the caller may read.
+// catalog lists the images of the repositories the caller may read. A
+// page visits repositories in catalog order from the one ?last= is in,
+// and stops once it has one name more than it shows: its cost is the
+// repositories it reads (their images' keys only), not the registry.
 func (f *Format) catalog(_ context.Context, r *format.Request) (*format.Response, error) {
 	if !r.Principal.Granted("registry", "catalog", "*") {
 		return nil, errf(http.StatusUnauthorized, codeUnauthorized, "the token does not grant the catalog")
 	}
+	n, err := pageSize(r)
+	if err != nil {
+		return nil, err
+	}
+	last := r.Query.Get("last")
 	var names []string
-	err := f.env.View(func(tx *meta.Tx) error {
+	err = f.env.View(func(tx *meta.Tx) error {
 		all, err := tx.Repos()
+		if err != nil {
+			return err
+		}
+		// Every name of a repository starts with "<repository>/", and no
+		// such prefix starts another: in prefix order, each repository's
+		// names are one run of the sorted catalog.
+		var repos []meta.Repository
 		for _, repo := range all {
-			if repo.Format != Name {
-				continue
-			}
-			if ok, err := auth.Can(tx, r.Principal, &repo, meta.ActionRead); err != nil {
-				return err
-			} else if ok {
-				for _, img := range (view{tx: tx, repo: &repo}).images() {
-					names = append(names, strings.ToLower(repo.Name)+"/"+img)
-				}
+			if repo.Format == Name {
+				repos = append(repos, repo)
 			}
 		}
-		return err
+		prefix := func(repo *meta.Repository) string { return strings.ToLower(repo.Name) + "/" }
+		sort.Slice(repos, func(i, j int) bool { return prefix(&repos[i]) < prefix(&repos[j]) })
+		for i := range repos {
+			repo, p := &repos[i], prefix(&repos[i])
+			if last >= p && !strings.HasPrefix(last, p) {
+				continue // the whole run sorts before last
+			}
+			if ok, err := auth.Can(tx, r.Principal, repo, meta.ActionRead); err != nil {
+				return err
+			} else if !ok {
+				continue
+			}
+			imgs := (view{tx: tx, repo: repo}).images()
+			sort.Strings(imgs)
+			for _, img := range imgs {
+				if name := p + img; name > last {
+					names = append(names, name)
+				}
+			}
+			if len(names) > n {
+				break
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	sort.Strings(names)
 	return paged(r, format.URL(r, Prefix, "_catalog"), "repositories", names, map[string]any{})
 }
 

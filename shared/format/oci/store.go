@@ -147,14 +147,16 @@ func digestOf(a *meta.Artifact) string {
 }
 
 // images lists the images of a repository that hold a manifest.
+// Only the keys are read: the catalog asks for every image.
 func (v view) images() []string {
 	var out []string
-	for _, kv := range v.tx.KVList(v.repo.ID, "m/") {
-		img, _, ok := strings.Cut(strings.TrimPrefix(kv.Key, "m/"), "@")
+	v.tx.KVKeys(v.repo.ID, "m/", func(k string) bool {
+		img, _, ok := strings.Cut(strings.TrimPrefix(k, "m/"), "@")
 		if ok && (len(out) == 0 || out[len(out)-1] != img) {
 			out = append(out, img)
 		}
-	}
+		return true
+	})
 	return out
 }
 

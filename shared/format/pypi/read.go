@@ -41,33 +41,58 @@ func attrsOf(a *meta.Artifact) fileAttrs {
 	return at
 }
 
-// projectList serves /simple/: one entry per project that has files.
+// projectList serves /simple/: one entry per project that has files, in
+// name order, under the spelling of its newest upload. The spellings are
+// kept in the keys of the format keyspace (nameKey), so the list reads no
+// artifact and decodes no record; a project uploaded before they were
+// kept is named from its newest file.
 func (f *Format) projectList(_ context.Context, r *format.Request) (*format.Response, error) {
 	repo := r.Repo
-	arts, err := f.env.List(repo, "")
+	var projects []Project
+	err := f.env.View(func(tx *meta.Tx) error {
+		display := map[string]string{}
+		tx.KVKeys(repo.ID, keyName, func(k string) bool {
+			if norm, name, ok := strings.Cut(strings.TrimPrefix(k, keyName), "/"); ok {
+				display[norm] = name
+			}
+			return true
+		})
+		var err error
+		tx.PackageNames(repo.ID, func(norm string) bool {
+			name, ok := display[norm]
+			if !ok {
+				if name, err = newestSpelling(tx, repo, norm); err != nil {
+					return false
+				}
+			}
+			projects = append(projects, Project{Name: name, URL: format.URL(r, r.Prefix, repo.Name, "simple", norm) + "/"})
+			return true
+		})
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
-	// The newest upload's spelling names the project ("Demo_Pkg").
-	var projects []Project
-	newest := map[string]int{} // normalized name -> index in arts
-	pos := map[string]int{}    // normalized name -> index in projects
+	return page(r, RenderProjectList, projects), nil
+}
+
+// newestSpelling is the name as uploaded of the newest file of a project
+// (the last in path order among equals), or the normalized name.
+func newestSpelling(tx *meta.Tx, repo *meta.Repository, norm string) (string, error) {
+	arts, err := tx.ArtifactsUnder(repo.ID, norm+"/")
+	if err != nil {
+		return "", err
+	}
+	name, newest := norm, -1
 	for i := range arts {
-		norm := arts[i].PackageName
-		at := attrsOf(&arts[i])
-		j, ok := newest[norm]
-		if !ok {
-			pos[norm] = len(projects)
-			projects = append(projects, Project{Name: norm, URL: format.URL(r, r.Prefix, repo.Name, "simple", norm) + "/"})
+		if arts[i].PackageName != norm {
+			continue
 		}
-		if at.Name != "" && (!ok || !arts[i].UploadedAt.Before(arts[j].UploadedAt)) {
-			newest[norm] = i
-			projects[pos[norm]].Name = at.Name
-		} else if !ok {
-			newest[norm] = i
+		if at := attrsOf(&arts[i]); at.Name != "" && (newest < 0 || !arts[i].UploadedAt.Before(arts[newest].UploadedAt)) {
+			name, newest = at.Name, i
 		}
 	}
-	return page(r, RenderProjectList, projects), nil
+	return name, nil
 }
 
 // projectPage serves /simple/<project>/. A name that is not normalized is

@@ -94,7 +94,12 @@ func (f *Format) upload(ctx context.Context, r *format.Request, w *format.Writer
 	}
 	_, idx, err := w.Record(ctx, r, format.Upload{Repo: repo, Path: m.Path(), Package: m.Project, Version: m.Version,
 		ContentType: ct, Overwrite: format.OverwriteNever, Attrs: attrs, Refs: refs,
-		Decide: func(tx *meta.Tx) ([]meta.KVOp, error) { return nil, checkNew(tx, repo, m) },
+		Decide: func(tx *meta.Tx) ([]meta.KVOp, error) {
+			if err := checkNew(tx, repo, m); err != nil {
+				return nil, err
+			}
+			return nameOps(tx, repo, m), nil
+		},
 	}, *info)
 	if format.Classify(err).Code == apierr.Conflict {
 		return nil, fileExists(m) // lost a race with the same upload
@@ -123,6 +128,31 @@ func checkNew(tx *meta.Tx, repo *meta.Repository, m *UploadMeta) error {
 		}
 	}
 	return nil
+}
+
+// keyName prefixes the keys that remember how each project is spelled:
+// name/<normalized>/<as uploaded last>, the value unused. A key per
+// spelling lets the project list read keys only.
+const keyName = "name/"
+
+// nameOps make m's spelling the project's: its key is set and any other
+// spelling's key removed.
+func nameOps(tx *meta.Tx, repo *meta.Repository, m *UploadMeta) []meta.KVOp {
+	want := keyName + m.Project + "/" + m.Name
+	var ops []meta.KVOp
+	have := false
+	tx.KVKeys(repo.ID, keyName+m.Project+"/", func(k string) bool {
+		if k == want {
+			have = true
+		} else {
+			ops = append(ops, format.KVDelete(k))
+		}
+		return true
+	})
+	if !have {
+		ops = append(ops, format.KVSet(want, true))
+	}
+	return ops
 }
 
 func fileExists(m *UploadMeta) error {
