@@ -94,7 +94,8 @@ type PackageFilter struct {
 // Packages lists packages ordered by name then repository: the window
 // [Offset, Offset+Limit) of them, and how many match in all. The listing
 // merges the per-repository package indexes, so a page costs its own size
-// plus one seek per repository; only a Query walks every name.
+// plus one seek per repository; only a Query walks every name (and sorts
+// its matches).
 func (tx *Tx) Packages(f PackageFilter) ([]PackageSummary, int, error) {
 	repos, err := tx.packageRepos(f)
 	if err != nil {
@@ -120,32 +121,68 @@ func (tx *Tx) Packages(f PackageFilter) ([]PackageSummary, int, error) {
 		}
 		return out, total, nil
 	}
-	q := lower(f.Query)
+	if f.Query != "" {
+		return tx.searchPackages(repos, lower(f.Query), want)
+	}
 	m := newPkgMerge(tx.bucket(bPackages), repos)
 	total := 0
 	for m.Len() > 0 {
 		c := m.top()
-		if q == "" || strings.Contains(lower(c.name), q) {
-			if want(total) {
-				var s PackageSummary
-				if err := json.Unmarshal(c.val, &s); err != nil {
-					return nil, 0, err
-				}
-				out = append(out, s)
+		if want(total) {
+			var s PackageSummary
+			if err := json.Unmarshal(c.val, &s); err != nil {
+				return nil, 0, err
 			}
-			total++
-			if q == "" && f.Limit > 0 && total >= f.Offset+f.Limit {
-				// The rest only counts: the repositories' totals say it.
-				total = 0
-				for _, id := range repos {
-					total += int(tx.repoStats(id).Packages)
-				}
-				return out, total, nil
+			out = append(out, s)
+		}
+		total++
+		if f.Limit > 0 && total >= f.Offset+f.Limit {
+			// The rest only counts: the repositories' totals say it.
+			total = 0
+			for _, id := range repos {
+				total += int(tx.repoStats(id).Packages)
 			}
+			return out, total, nil
 		}
 		m.advance()
 	}
 	return out, total, nil
+}
+
+// searchPackages lists the packages whose name contains q (lower case):
+// every name is read, but a repository's names in one pass of its own,
+// and only the matches are sorted and decoded.
+func (tx *Tx) searchPackages(repos []string, q string, want func(int) bool) ([]PackageSummary, int, error) {
+	type hit struct{ name, repo string }
+	var hits []hit
+	b := tx.bucket(bPackages)
+	for _, id := range repos {
+		p := []byte(key(id, ""))
+		cur := b.Cursor()
+		for k, _ := cur.Seek(p); k != nil && bytes.HasPrefix(k, p); k, _ = cur.Next() {
+			if name := string(k[len(p):]); strings.Contains(lower(name), q) {
+				hits = append(hits, hit{name, id})
+			}
+		}
+	}
+	sort.Slice(hits, func(i, j int) bool {
+		if hits[i].name != hits[j].name {
+			return hits[i].name < hits[j].name
+		}
+		return hits[i].repo < hits[j].repo
+	})
+	out := []PackageSummary{}
+	for i, h := range hits {
+		if !want(i) {
+			continue
+		}
+		var s PackageSummary
+		if err := json.Unmarshal(b.Get([]byte(key(h.repo, h.name))), &s); err != nil {
+			return nil, 0, err
+		}
+		out = append(out, s)
+	}
+	return out, len(hits), nil
 }
 
 // packageRepos are the repository ids a filter covers, sorted.
