@@ -19,14 +19,9 @@ func readableRepos(tx *meta.Tx, p *auth.Principal, only string) ([]string, error
 		}
 		return []string{only}, nil
 	}
-	repos, err := tx.Repos()
-	ids := []string{}
-	for i := range repos {
-		if ok, err := auth.Can(tx, p, &repos[i], meta.ActionRead); err != nil {
-			return nil, err
-		} else if ok {
-			ids = append(ids, repos[i].ID)
-		}
+	ids, err := auth.Readable(tx, p)
+	if ids == nil {
+		ids = []string{} // nil would mean every repository
 	}
 	return ids, err
 }

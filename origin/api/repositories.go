@@ -55,27 +55,53 @@ func (s *Server) listRepos(w http.ResponseWriter, r *http.Request, p *auth.Princ
 	if fmtName != "" && !all.Known(fmtName) {
 		return apierr.Invalid("format", "unknown format %q; known: %s", fmtName, strings.Join(all.Names(), ", "))
 	}
-	var visible []repoView
+	// The readable repositories in name order come from indexes; only
+	// the page's records are read (all of the readable ones to filter by
+	// format).
+	out, total := []repoView{}, 0
 	err = s.view(func(tx *meta.Tx) error {
-		repos, err := tx.Repos()
-		for i := range repos {
-			if fmtName != "" && repos[i].Format != fmtName {
-				continue
-			}
-			if ok, err := auth.Can(tx, p, &repos[i], meta.ActionRead); err != nil {
-				return err
-			} else if ok {
-				visible = append(visible, viewRepo(&repos[i]))
+		readable, err := auth.Readable(tx, p)
+		if err != nil {
+			return err
+		}
+		byName, err := tx.RepoIDsByName()
+		if err != nil {
+			return err
+		}
+		var ids []string
+		for _, id := range byName {
+			if _, ok := slices.BinarySearch(readable, id); ok {
+				ids = append(ids, id)
 			}
 		}
-		return err
+		if fmtName != "" {
+			kept := ids[:0]
+			for _, id := range ids {
+				repo, err := tx.Repo(id)
+				if err != nil {
+					return err
+				}
+				if repo.Format == fmtName {
+					kept = append(kept, id)
+				}
+			}
+			ids = kept
+		}
+		total = len(ids)
+		from, to := window(total, pg, lim)
+		for _, id := range ids[from:to] {
+			repo, err := tx.Repo(id)
+			if err != nil {
+				return err
+			}
+			out = append(out, viewRepo(repo))
+		}
+		return nil
 	})
 	if err != nil {
 		return err
 	}
-	from, to := window(len(visible), pg, lim)
-	return writeJSON(w, http.StatusOK, map[string]any{
-		"repositories": append([]repoView{}, visible[from:to]...), "total": len(visible), "page": pg, "limit": lim})
+	return writeJSON(w, http.StatusOK, map[string]any{"repositories": out, "total": total, "page": pg, "limit": lim})
 }
 
 // servedFormats lists, sorted, the repository formats that have client

@@ -1,6 +1,8 @@
 package auth
 
 import (
+	"slices"
+
 	"github.com/depot-registry/depot/shared/meta"
 )
 
@@ -123,4 +125,53 @@ func Can(tx *meta.Tx, p *Principal, repo *meta.Repository, action string) (bool,
 		}
 	}
 	return false, nil
+}
+
+// Readable lists, sorted, the ids of the repositories p may read: for
+// every repository the answer of Can(tx, p, repo, read), found from the
+// indexes (the public repositories, p's grants) instead of by checking
+// each repository, so that listings cost what the caller may see.
+func Readable(tx *meta.Tx, p *Principal) ([]string, error) {
+	ids := tx.PublicRepoIDs()
+	if p.Anonymous() || p.MustChangePassword {
+		return ids, nil
+	}
+	var more []string
+	switch p.Role {
+	case meta.RoleAdmin:
+		more = tx.RepoIDs()
+	case meta.RoleUser, meta.RoleViewer:
+		var err error
+		if more, err = tx.GrantedRepoIDs(p.UserID, meta.ActionRead); err != nil {
+			return nil, err
+		}
+	}
+	for _, id := range more {
+		if !p.scopeEverywhere(meta.ActionRead) {
+			repo, err := tx.Repo(id)
+			if err != nil {
+				return nil, err
+			}
+			if !p.scopeAllows(meta.ActionRead, repo.Name) {
+				continue
+			}
+		}
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids), nil
+}
+
+// scopeEverywhere reports whether p's token scopes, if it came with a
+// token, allow action on every repository.
+func (p *Principal) scopeEverywhere(action string) bool {
+	if p.TokenID == "" {
+		return true
+	}
+	for _, s := range p.Scopes {
+		if s.Global || s.Repo == "" && s.grants(action) {
+			return true
+		}
+	}
+	return false
 }

@@ -66,11 +66,17 @@ func (tx *Tx) summarise(repoID, name, format string) error {
 		if err := tx.setRepoStats(repoID, st); err != nil {
 			return err
 		}
+		if err := tx.indexGrams(repoID, name, false); err != nil {
+			return err
+		}
 		return tx.bucket(bPackages).Delete(k)
 	}
 	if !existed {
 		st.Packages++
 		if err := tx.setRepoStats(repoID, st); err != nil {
+			return err
+		}
+		if err := tx.indexGrams(repoID, name, true); err != nil {
 			return err
 		}
 	}
@@ -121,8 +127,10 @@ func (tx *Tx) Packages(f PackageFilter) ([]PackageSummary, int, error) {
 		}
 		return out, total, nil
 	}
-	if f.Query != "" {
-		return tx.searchPackages(repos, lower(f.Query), want)
+	if q := lower(f.Query); len(q) >= gramLen {
+		return tx.searchGrams(repos, q, want)
+	} else if q != "" {
+		return tx.searchPackages(repos, q, want)
 	}
 	m := newPkgMerge(tx.bucket(bPackages), repos)
 	total := 0
@@ -149,9 +157,9 @@ func (tx *Tx) Packages(f PackageFilter) ([]PackageSummary, int, error) {
 	return out, total, nil
 }
 
-// searchPackages lists the packages whose name contains q (lower case):
-// every name is read, but a repository's names in one pass of its own,
-// and only the matches are sorted and decoded.
+// searchPackages lists the packages whose name contains q (lower case,
+// shorter than a trigram): every name is read, but a repository's names
+// in one pass of its own, and only the matches are sorted and decoded.
 func (tx *Tx) searchPackages(repos []string, q string, want func(int) bool) ([]PackageSummary, int, error) {
 	type hit struct{ name, repo string }
 	var hits []hit
@@ -176,13 +184,20 @@ func (tx *Tx) searchPackages(repos []string, q string, want func(int) bool) ([]P
 		if !want(i) {
 			continue
 		}
-		var s PackageSummary
-		if err := json.Unmarshal(b.Get([]byte(key(h.repo, h.name))), &s); err != nil {
+		s, err := tx.packageSummary(h.repo, h.name)
+		if err != nil {
 			return nil, 0, err
 		}
 		out = append(out, s)
 	}
 	return out, len(hits), nil
+}
+
+// packageSummary reads one package's summary.
+func (tx *Tx) packageSummary(repoID, name string) (PackageSummary, error) {
+	var s PackageSummary
+	err := json.Unmarshal(tx.bucket(bPackages).Get([]byte(key(repoID, name))), &s)
+	return s, err
 }
 
 // packageRepos are the repository ids a filter covers, sorted.

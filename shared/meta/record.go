@@ -83,23 +83,36 @@ func (s Space) String() string {
 // aggregates, rebuilt from records.
 var (
 	bSys          = []byte("sys")
-	bChanges      = []byte("changes")     // index, kind, key -> deleted flag, repo id
-	bTombs        = []byte("tombs")       // kind, key -> index of the delete
-	bTombOrder    = []byte("tomb_order")  // index, kind, key -> "" (compaction order)
-	bAdmins       = []byte("admins")      // user id -> ""
-	bUserTokens   = []byte("user_tokens") // user \0 token id -> ""
-	bUserSessions = []byte("user_sess")   // user \0 session id -> ""
-	bMembers      = []byte("members")     // user \0 group id -> ""
-	bPermSubject  = []byte("perm_subj")   // subject \0 repo \0 permission id -> ""
-	bPermRepo     = []byte("perm_repo")   // repo \0 permission id -> ""
-	bRepoStats    = []byte("repo_stats")  // repo id -> repoStats JSON
-	bPackages     = []byte("packages")    // repo \0 name -> PackageSummary JSON
-	bBlobRefs     = []byte("blob_refs")   // digest \0 kind \0 key -> ""
+	bChanges      = []byte("changes")      // index, kind, key -> deleted flag, repo id
+	bTombs        = []byte("tombs")        // kind, key -> index of the delete
+	bTombOrder    = []byte("tomb_order")   // index, kind, key -> "" (compaction order)
+	bAdmins       = []byte("admins")       // user id -> ""
+	bUserTokens   = []byte("user_tokens")  // user \0 token id -> ""
+	bUserSessions = []byte("user_sess")    // user \0 session id -> ""
+	bMembers      = []byte("members")      // user \0 group id -> ""
+	bPermSubject  = []byte("perm_subj")    // subject \0 repo \0 permission id -> ""
+	bPermRepo     = []byte("perm_repo")    // repo \0 permission id -> ""
+	bRepoStats    = []byte("repo_stats")   // repo id -> repoStats JSON
+	bPackages     = []byte("packages")     // repo \0 name -> PackageSummary JSON
+	bBlobRefs     = []byte("blob_refs")    // digest \0 kind \0 key -> ""
+	bPublicRepos  = []byte("public_repos") // repo id -> ""
+	bPkgGrams     = []byte("pkg_grams")    // trigram \0 name \0 repo -> ""
+	bGramCounts   = []byte("gram_counts")  // trigram -> how many packages have it (uint64)
 )
+
+// lateIndexes are derived buckets added after stores were first written:
+// a store opened without one builds it from the records at once.
+var lateIndexes = []struct {
+	bucket []byte
+	build  func(tx *Tx) error
+}{
+	{bPublicRepos, buildPublicRepos},
+	{bPkgGrams, buildPkgGrams}, // with bGramCounts
+}
 
 func allBuckets() [][]byte {
 	out := [][]byte{bSys, bChanges, bTombs, bTombOrder, bAdmins, bUserTokens, bUserSessions, bMembers,
-		bPermSubject, bPermRepo, bRepoStats, bPackages, bBlobRefs}
+		bPermSubject, bPermRepo, bRepoStats, bPackages, bBlobRefs, bPublicRepos, bPkgGrams, bGramCounts}
 	for _, s := range spaces {
 		out = append(out, s.bucket)
 	}

@@ -149,8 +149,16 @@ func indexRepo(tx *Tx, id string, before, after []byte) error {
 		if err := tx.space(SpaceRepoNames).Delete([]byte(lower(o.Name))); err != nil {
 			return err
 		}
+		if err := tx.delKey(bPublicRepos, id); err != nil {
+			return err
+		}
 	}
 	if n != nil {
+		if n.Public {
+			if err := tx.setKey(bPublicRepos, id); err != nil {
+				return err
+			}
+		}
 		return tx.setIndexEntry(SpaceRepoNames, lower(n.Name), []byte(id))
 	}
 	// The stats go with the last artifact; a repository deleted with

@@ -85,9 +85,20 @@ func openDB(path string) (*bolt.DB, error) {
 			return fmt.Errorf("meta: %s was written by an earlier development version of Depot (layout %d, this one reads %d); start from an empty data directory",
 				path, getU64(sys.Get(keySchema)), schemaVersion)
 		}
+		var missing []func(*Tx) error
+		for _, ix := range lateIndexes {
+			if sys != nil && tx.Bucket(ix.bucket) == nil {
+				missing = append(missing, ix.build)
+			}
+		}
 		for _, b := range allBuckets() {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
+			}
+		}
+		for _, build := range missing {
+			if err := build(&Tx{tx: tx}); err != nil {
+				return fmt.Errorf("meta: building an index: %w", err)
 			}
 		}
 		return tx.Bucket(bSys).Put(keySchema, u64(schemaVersion))

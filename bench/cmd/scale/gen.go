@@ -582,7 +582,7 @@ func (g *gen) npm(p repoPlan) error {
 			kv = append(kv,
 				kvSet("pkg/"+n.String(), map[string]any{"description": desc, "readme": "# " + n.String() + "\n\n" + strings.Repeat(desc+". ", 20),
 					"keywords": []string{w1, "bench"}, "created": g.now, "modified": g.at()}),
-				kvSet("find/"+n.String(), map[string]any{"d": desc, "k": []string{w1, "bench"}}),
+				kvSet("find/"+n.String(), strings.ToLower(desc+" "+w1+" bench")),
 				kvSet("tag/"+n.String()+"/latest", v))
 		}
 		if err := bt.add(a, kv...); err != nil {

@@ -127,9 +127,12 @@ func (f *Format) search(r *format.Request, e Endpoint) (*format.Response, error)
 		terms := strings.Fields(text)
 		var err error
 		tx.PackageNames(repo.ID, func(name string) bool {
-			n, perr := ParseName(name)
-			if perr != nil || !searchMatch(tx, repo, n, terms) {
+			if !searchMatch(tx, repo, name, terms) {
 				return true
+			}
+			n, perr := ParseName(name)
+			if perr != nil {
+				return true // a foreign record: nothing npm can show
 			}
 			if total >= from && len(states) < size {
 				var st *pkgState
@@ -170,34 +173,33 @@ func (f *Format) search(r *format.Request, e Endpoint) (*format.Response, error)
 		"time": npmTime(f.env.Time())}), nil
 }
 
-// searchMatch reports whether every term occurs in the name, description
-// or keywords of package n. A name that holds every term needs no record;
-// a package published before search records were kept is read from its
-// package record.
-func searchMatch(tx *meta.Tx, repo *meta.Repository, n Name, terms []string) bool {
-	name := strings.ToLower(n.String())
+// searchMatch reports whether every term occurs in the name (lower
+// case), description or keywords of a package. A name that holds every
+// term needs no record; a package published before search records were
+// kept is read from its package record.
+func searchMatch(tx *meta.Tx, repo *meta.Repository, name string, terms []string) bool {
+	lname := strings.ToLower(name)
 	rest := terms[:0:0]
 	for _, t := range terms {
-		if !strings.Contains(name, t) {
+		if !strings.Contains(lname, t) {
 			rest = append(rest, t)
 		}
 	}
 	if len(rest) == 0 {
 		return true
 	}
-	var d findDoc
-	raw, ok := tx.KV(repo.ID, findKey(n))
-	if !ok {
-		raw, ok = tx.KV(repo.ID, pkgKey(n))
-		var m pkgMeta
-		if !ok || json.Unmarshal(raw, &m) != nil {
+	var hay string
+	if raw, ok := tx.KV(repo.ID, keyFind+name); ok {
+		if hay, ok = readFindText(raw); !ok {
 			return false
 		}
-		d = findDoc{Description: m.Description, Keywords: m.Keywords}
-	} else if json.Unmarshal(raw, &d) != nil {
-		return false
+	} else {
+		var m pkgMeta
+		if raw, ok := tx.KV(repo.ID, keyPkg+name); !ok || json.Unmarshal(raw, &m) != nil {
+			return false
+		}
+		hay = findText(m)
 	}
-	hay := strings.ToLower(d.Description + " " + strings.Join(d.Keywords, " "))
 	for _, t := range rest {
 		if !strings.Contains(hay, t) {
 			return false

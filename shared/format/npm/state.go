@@ -1,6 +1,7 @@
 package npm
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -21,8 +22,8 @@ const (
 	keyPkg = "pkg/" // pkg/<name> -> pkgMeta
 	keyTag = "tag/" // tag/<name>/<tag> -> "<version>"
 	keyDep = "dep/" // dep/<name>/<version> -> "<deprecation message>"
-	// find/<name> -> findDoc: what search matches besides the name, apart
-	// from the package record, whose readme may be large.
+	// find/<name> -> "<text>": what search matches besides the name (see
+	// findText), apart from the package record, whose readme may be large.
 	keyFind = "find/"
 )
 
@@ -42,16 +43,26 @@ type pkgMeta struct {
 	Modified    time.Time `json:"modified"`
 }
 
-// findDoc is the search record of a package: its description and
-// keywords, as in its package record.
-type findDoc struct {
-	Description string   `json:"d,omitempty"`
-	Keywords    []string `json:"k,omitempty"`
+// findText is what search matches in a package besides its name: its
+// description and keywords, lower case, as one string.
+func findText(m pkgMeta) string {
+	return strings.ToLower(m.Description + " " + strings.Join(m.Keywords, " "))
 }
 
-// findOp keeps the search record of a package in step with m.
+// findOp keeps the search record of a package in step with m: its
+// findText as a JSON string.
 func findOp(n Name, m pkgMeta) meta.KVOp {
-	return format.KVSet(findKey(n), findDoc{Description: m.Description, Keywords: m.Keywords})
+	return format.KVSet(findKey(n), findText(m))
+}
+
+// readFindText reads a search record. A JSON string without a backslash
+// is its bytes between the quotes, so the common case decodes nothing.
+func readFindText(raw []byte) (string, bool) {
+	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' && !bytes.ContainsRune(raw, '\\') {
+		return string(raw[1 : len(raw)-1]), true
+	}
+	var s string
+	return s, json.Unmarshal(raw, &s) == nil
 }
 
 // version is one published version.

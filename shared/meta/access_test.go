@@ -1,0 +1,216 @@
+package meta
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// scanSearch is the trigram search's reference: every package, filtered.
+func scanSearch(t *testing.T, s *Store, repos []string, q string) []string {
+	t.Helper()
+	var out []string
+	err := s.View(func(tx *Tx) error {
+		pkgs, total, err := tx.searchPackages(repos, lower(q), func(int) bool { return true })
+		for _, p := range pkgs {
+			out = append(out, p.RepositoryID+"/"+p.Name)
+		}
+		if total != len(pkgs) {
+			t.Errorf("scan total %d for %d packages", total, len(pkgs))
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func gramSearch(t *testing.T, s *Store, repos []string, q string, offset, limit int) ([]string, int) {
+	t.Helper()
+	var out []string
+	var total int
+	err := s.View(func(tx *Tx) error {
+		pkgs, n, err := tx.Packages(PackageFilter{RepoIDs: repos, Query: q, Offset: offset, Limit: limit})
+		for _, p := range pkgs {
+			out = append(out, p.RepositoryID+"/"+p.Name)
+		}
+		total = n
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out, total
+}
+
+// TestSearchGrams: a search through the trigram index finds exactly what
+// reading every name finds, in the same order, paged the same, after
+// packages come and go, and on a store rebuilt from a snapshot.
+func TestSearchGrams(t *testing.T) {
+	s := open(t)
+	seed(t, s) // r1
+	if err := s.Apply(0, &RepoCreate{Repo: Repository{ID: "r2", Name: "two", Format: "generic", CreatedAt: t0}}); err != nil {
+		t.Fatal(err)
+	}
+	words := []string{"Parser", "json", "http", "par", "arse", "client", "PARSE", "xml"}
+	rng := rand.New(rand.NewPCG(1, 2))
+	var ids []string
+	for i := range 300 {
+		name := fmt.Sprintf("%s-%s-%d", words[rng.IntN(len(words))], words[rng.IntN(len(words))], i%40)
+		repo := []string{"r1", "r2"}[rng.IntN(2)]
+		id := fmt.Sprintf("a%d", i)
+		a := Artifact{ID: id, RepositoryID: repo, Path: fmt.Sprintf("%s/1.%d/f", name, i), PackageName: name, Version: fmt.Sprintf("1.%d", i), Digest: "sha256:x", SizeBytes: 1}
+		if err := s.Apply(0, &ArtifactPut{Artifact: a}); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	check := func(s *Store) {
+		t.Helper()
+		for _, q := range []string{"parse", "PARSER", "rse-js", "json-http", "client-1", "xml-par", "nothing-like-it", "ars"} {
+			for _, repos := range [][]string{{"r1", "r2"}, {"r2"}, {}} {
+				want := scanSearch(t, s, repos, q)
+				got, total := gramSearch(t, s, repos, q, 0, 0)
+				if !reflect.DeepEqual(got, want) || total != len(want) {
+					t.Fatalf("search %q in %v = %v (%d), want %v", q, repos, got, total, want)
+				}
+				if len(want) > 3 {
+					page, total := gramSearch(t, s, repos, q, 2, 2)
+					if !reflect.DeepEqual(page, want[2:4]) || total != len(want) {
+						t.Fatalf("page 2 of %q = %v (%d), want %v (%d)", q, page, total, want[2:4], len(want))
+					}
+				}
+			}
+		}
+	}
+	check(s)
+	rng.Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
+	for _, id := range ids[:200] {
+		if err := s.Apply(0, &ArtifactDelete{ID: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check(s)
+	check(snapshotInto(t, s))
+	// Every package gone: no trigram is left counted.
+	for _, id := range ids[200:] {
+		if err := s.Apply(0, &ArtifactDelete{ID: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = s.View(func(tx *Tx) error {
+		if n := tx.bucket(bGramCounts).Stats().KeyN; n != 0 {
+			t.Errorf("%d trigram counts left with no package", n)
+		}
+		if n := tx.bucket(bPkgGrams).Stats().KeyN; n != 0 {
+			t.Errorf("%d trigram entries left with no package", n)
+		}
+		return nil
+	})
+}
+
+// TestLateIndexes: a store written before an index existed gets it built
+// from its records when opened.
+func TestLateIndexes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "meta.db")
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []Command{
+		&RepoCreate{Repo: Repository{ID: "r1", Name: "open", Format: "generic", Public: true, CreatedAt: t0}},
+		&RepoCreate{Repo: Repository{ID: "r2", Name: "closed", Format: "generic", CreatedAt: t0}},
+		&ArtifactPut{Artifact: Artifact{ID: "a1", RepositoryID: "r1", Path: "json-parser/1/f", PackageName: "json-parser", Version: "1", Digest: "sha256:x"}},
+	} {
+		if err := s.Apply(0, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(func(tx *bolt.Tx) error {
+		for _, ix := range lateIndexes {
+			if err := tx.DeleteBucket(ix.bucket); err != nil {
+				return err
+			}
+		}
+		return tx.DeleteBucket(bGramCounts)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if s, err = Open(path); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if got, _ := gramSearch(t, s, []string{"r1", "r2"}, "PARSER", 0, 0); !reflect.DeepEqual(got, []string{"r1/json-parser"}) {
+		t.Errorf("search after the rebuild = %v", got)
+	}
+	_ = s.View(func(tx *Tx) error {
+		if got := tx.PublicRepoIDs(); !reflect.DeepEqual(got, []string{"r1"}) {
+			t.Errorf("public repositories after the rebuild = %v", got)
+		}
+		return nil
+	})
+}
+
+// TestReadableIndexes: public repositories follow updates and deletes;
+// grants are found through the user and its groups, for the actions
+// their permissions imply.
+func TestReadableIndexes(t *testing.T) {
+	s := open(t)
+	for _, c := range []Command{
+		&UserCreate{User: User{ID: "u1", Username: "ann", Role: RoleUser, CreatedAt: t0, UpdatedAt: t0}},
+		&GroupCreate{Group: Group{ID: "g1", Name: "devs", CreatedAt: t0}},
+		&GroupAddMembers{GroupID: "g1", UserIDs: []string{"u1"}},
+		&RepoCreate{Repo: Repository{ID: "r1", Name: "one", Format: "generic", Public: true, CreatedAt: t0}},
+		&RepoCreate{Repo: Repository{ID: "r2", Name: "two", Format: "generic", CreatedAt: t0}},
+		&RepoCreate{Repo: Repository{ID: "r3", Name: "three", Format: "generic", CreatedAt: t0}},
+		&RepoCreate{Repo: Repository{ID: "r4", Name: "four", Format: "generic", Public: true, CreatedAt: t0}},
+		&PermissionCreate{Permission: Permission{ID: "p1", RepositoryID: "r2", UserID: "u1", Permissions: []string{ActionRead}, CreatedAt: t0}},
+		&PermissionCreate{Permission: Permission{ID: "p2", RepositoryID: "r3", GroupID: "g1", Permissions: []string{ActionWrite}, CreatedAt: t0}},
+		&RepoUpdate{ID: "r4", Public: new(false), At: t0},
+	} {
+		if err := s.Apply(0, c); err != nil {
+			t.Fatalf("%T: %v", c, err)
+		}
+	}
+	_ = s.View(func(tx *Tx) error {
+		read, err := tx.GrantedRepoIDs("u1", ActionRead)
+		write, err2 := tx.GrantedRepoIDs("u1", ActionWrite)
+		for _, c := range []struct {
+			what      string
+			got, want []string
+		}{
+			{"all", tx.RepoIDs(), []string{"r1", "r2", "r3", "r4"}},
+			{"public", tx.PublicRepoIDs(), []string{"r1"}},
+			{"granted read", read, []string{"r2", "r3"}},
+			{"granted write", write, []string{"r3"}},
+		} {
+			if !reflect.DeepEqual(c.got, c.want) {
+				t.Errorf("%s = %v, want %v", c.what, c.got, c.want)
+			}
+		}
+		if err != nil || err2 != nil {
+			t.Error(err, err2)
+		}
+		return nil
+	})
+	if err := s.Apply(0, &RepoDelete{ID: "r1"}); err != nil {
+		t.Fatal(err)
+	}
+	_ = s.View(func(tx *Tx) error {
+		if got := tx.PublicRepoIDs(); len(got) != 0 {
+			t.Errorf("public after delete = %v", got)
+		}
+		return nil
+	})
+}

@@ -1,0 +1,105 @@
+package meta
+
+import (
+	"bytes"
+	"strings"
+)
+
+// Package names are indexed by their trigrams (of the lower-case name), so
+// a substring search reads the names that share the query's rarest
+// trigram instead of every name of every repository. Shorter queries scan.
+
+const gramLen = 3
+
+// grams lists the distinct trigrams of a lower-case string.
+func grams(s string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for i := 0; i+gramLen <= len(s); i++ {
+		if g := s[i : i+gramLen]; !seen[g] {
+			seen[g] = true
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// indexGrams adds (or removes) the package name of a repository to the
+// trigram index, keeping each trigram's count.
+func (tx *Tx) indexGrams(repoID, name string, add bool) error {
+	counts := tx.bucket(bGramCounts)
+	for _, g := range grams(lower(name)) {
+		k := []byte(key(g, name, repoID))
+		n := getU64(counts.Get([]byte(g)))
+		var err error
+		switch {
+		case add:
+			if err = tx.bucket(bPkgGrams).Put(k, []byte{}); err == nil {
+				err = counts.Put([]byte(g), u64(n+1))
+			}
+		case n <= 1:
+			if err = tx.bucket(bPkgGrams).Delete(k); err == nil {
+				err = counts.Delete([]byte(g))
+			}
+		default:
+			if err = tx.bucket(bPkgGrams).Delete(k); err == nil {
+				err = counts.Put([]byte(g), u64(n-1))
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// searchGrams is searchPackages for a query of at least gramLen bytes:
+// it walks the names holding the query's rarest trigram, which come in
+// (name, repository) order, so the matches need no sort.
+func (tx *Tx) searchGrams(repos []string, q string, want func(int) bool) ([]PackageSummary, int, error) {
+	rarest, least := "", uint64(0)
+	for i, g := range grams(q) {
+		n := getU64(tx.bucket(bGramCounts).Get([]byte(g)))
+		if i == 0 || n < least {
+			rarest, least = g, n
+		}
+	}
+	out := []PackageSummary{}
+	if least == 0 {
+		return out, 0, nil
+	}
+	readable := make(map[string]bool, len(repos))
+	for _, id := range repos {
+		readable[id] = true
+	}
+	total := 0
+	p := []byte(key(rarest, ""))
+	cur := tx.bucket(bPkgGrams).Cursor()
+	for k, _ := cur.Seek(p); k != nil && bytes.HasPrefix(k, p); k, _ = cur.Next() {
+		name, repo, _ := strings.Cut(string(k[len(p):]), "\x00")
+		if !readable[repo] || !strings.Contains(lower(name), q) {
+			continue
+		}
+		if want(total) {
+			s, err := tx.packageSummary(repo, name)
+			if err != nil {
+				return nil, 0, err
+			}
+			out = append(out, s)
+		}
+		total++
+	}
+	return out, total, nil
+}
+
+// buildPkgGrams fills the trigram index from the package summaries.
+func buildPkgGrams(tx *Tx) error {
+	cur := tx.bucket(bPackages).Cursor()
+	for k, _ := cur.First(); k != nil; k, _ = cur.Next() {
+		repo, name, _ := strings.Cut(string(k), "\x00")
+		if err := tx.indexGrams(repo, name, true); err != nil {
+			return err
+		}
+	}
+	return nil
+}
