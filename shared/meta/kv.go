@@ -1,6 +1,7 @@
 package meta
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 )
@@ -28,6 +29,25 @@ type KVPair struct {
 type kvRecord struct {
 	Value json.RawMessage `json:"v"`
 	Blobs []string        `json:"b,omitempty"`
+}
+
+// kvValue reads the value of a stored key. The record is json.Marshal's
+// rendering of a kvRecord, so one without a blobs field is exactly
+// {"v":<value>}: its value is taken as it is, without a decode (a key is
+// read per package by searches and listings). Anything else is decoded.
+func kvValue(raw []byte) (json.RawMessage, bool) {
+	const head = `{"v":`
+	if len(raw) > len(head)+1 && string(raw[:len(head)]) == head && raw[len(raw)-1] == '}' &&
+		!bytes.Contains(raw, []byte(`,"b":`)) {
+		// A copy: raw is the database's memory, valid only in the
+		// transaction, and callers keep values beyond it.
+		return bytes.Clone(raw[len(head) : len(raw)-1]), true
+	}
+	var rec kvRecord
+	if json.Unmarshal(raw, &rec) != nil {
+		return nil, false
+	}
+	return rec.Value, true
 }
 
 // KVApply changes a repository's format keyspace.
@@ -100,11 +120,7 @@ func (tx *Tx) KV(repoID, k string) (json.RawMessage, bool) {
 	if raw == nil {
 		return nil, false
 	}
-	var rec kvRecord
-	if json.Unmarshal(raw, &rec) != nil {
-		return nil, false
-	}
-	return rec.Value, true
+	return kvValue(raw)
 }
 
 // KVList lists the keys of a repository's format keyspace under prefix,
@@ -113,9 +129,8 @@ func (tx *Tx) KVList(repoID, prefix string) []KVPair {
 	var out []KVPair
 	strip := len(key(repoID, ""))
 	_ = tx.scan(Space(KindKV), key(repoID, prefix), func(k string, raw []byte) error {
-		var rec kvRecord
-		if json.Unmarshal(raw, &rec) == nil {
-			out = append(out, KVPair{Key: k[strip:], Value: rec.Value})
+		if v, ok := kvValue(raw); ok {
+			out = append(out, KVPair{Key: k[strip:], Value: v})
 		}
 		return nil
 	})

@@ -89,3 +89,31 @@ func isStale(err error) bool {
 	_, ok := err.(*StaleError)
 	return ok
 }
+
+// TestKVValue: values are read back as written whatever they hold,
+// with or without blobs, including values that mention the blobs field.
+func TestKVValue(t *testing.T) {
+	for _, rec := range []kvRecord{
+		{Value: json.RawMessage(`"text"`)},
+		{Value: json.RawMessage(`{"a":1}`)},
+		{Value: json.RawMessage(`"fake ,\"b\": field"`)},
+		{Value: json.RawMessage(`{"v":2}`), Blobs: []string{"sha256:x"}},
+		{Value: json.RawMessage(`["<&>"]`)},
+	} {
+		raw, err := json.Marshal(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want kvRecord
+		if err := json.Unmarshal(raw, &want); err != nil {
+			t.Fatal(err)
+		}
+		got, ok := kvValue(raw)
+		if !ok || string(got) != string(want.Value) {
+			t.Errorf("kvValue(%s) = %s, %v; want %s", raw, got, ok, want.Value)
+		}
+	}
+	if _, ok := kvValue([]byte(`{"v":`)); ok {
+		t.Error("a truncated record reads as a value")
+	}
+}
