@@ -37,6 +37,11 @@ const (
 	CmdKVApply          CmdType = 18
 	CmdArtifactsApply   CmdType = 19
 	CmdChecked          CmdType = 20
+	CmdEdgeCreate       CmdType = 21
+	CmdEdgeDelete       CmdType = 22
+	CmdEdgeAssign       CmdType = 23
+	CmdEdgeUnassign     CmdType = 24
+	CmdEdgeHeartbeat    CmdType = 25
 )
 
 // commands is the registration table: every command type and how to make
@@ -63,6 +68,11 @@ var commands = map[CmdType]func() Command{
 	CmdKVApply:          func() Command { return new(KVApply) },
 	CmdArtifactsApply:   func() Command { return new(ArtifactsApply) },
 	CmdChecked:          func() Command { return new(Checked) },
+	CmdEdgeCreate:       func() Command { return new(EdgeCreate) },
+	CmdEdgeDelete:       func() Command { return new(EdgeDelete) },
+	CmdEdgeAssign:       func() Command { return new(EdgeAssign) },
+	CmdEdgeUnassign:     func() Command { return new(EdgeUnassign) },
+	CmdEdgeHeartbeat:    func() Command { return new(EdgeHeartbeat) },
 }
 
 // CommandTypes lists every registered command type in order.

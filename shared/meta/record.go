@@ -32,6 +32,9 @@ const (
 	KindRepo       Kind = 6
 	KindArtifact   Kind = 7
 	KindKV         Kind = 8
+	// KindEdge records hold edge nodes' credential hashes: a feed to an
+	// edge never carries them.
+	KindEdge Kind = 9
 )
 
 // Space is a keyspace whose values begin with a modify index: the records
@@ -48,6 +51,8 @@ const (
 	SpaceArtifactPaths Space = 23 // repo \0 path -> artifact id
 	SpaceArtifactPkgs  Space = 24 // repo \0 package \0 version \0 artifact id -> uploaded-at, size
 	SpaceTokenHashes   Space = 25 // hash -> token id
+	SpaceEdgeNames     Space = 26 // lower(name) -> edge node id
+	SpaceEdgeTokens    Space = 27 // credential hash -> edge node id
 )
 
 type spaceInfo struct {
@@ -70,6 +75,9 @@ var spaces = map[Space]spaceInfo{
 	SpaceArtifactPaths:    {"artifact paths", []byte("artifact_paths")},
 	SpaceArtifactPkgs:     {"package versions", []byte("artifact_pkgs")},
 	SpaceTokenHashes:      {"token hashes", []byte("token_hashes")},
+	Space(KindEdge):       {"edge nodes", []byte("edges")},
+	SpaceEdgeNames:        {"edge node names", []byte("edge_names")},
+	SpaceEdgeTokens:       {"edge node credentials", []byte("edge_tokens")},
 }
 
 func (s Space) String() string {
@@ -98,6 +106,7 @@ var (
 	bPublicRepos  = []byte("public_repos") // repo id -> ""
 	bPkgGrams     = []byte("pkg_grams")    // trigram \0 name \0 repo -> ""
 	bGramCounts   = []byte("gram_counts")  // trigram -> how many packages have it (uint64)
+	bEdgeRepos    = []byte("edge_repos")   // repo \0 edge node id -> ""
 )
 
 // lateIndexes are derived buckets added after stores were first written:
@@ -112,7 +121,7 @@ var lateIndexes = []struct {
 
 func allBuckets() [][]byte {
 	out := [][]byte{bSys, bChanges, bTombs, bTombOrder, bAdmins, bUserTokens, bUserSessions, bMembers,
-		bPermSubject, bPermRepo, bRepoStats, bPackages, bBlobRefs, bPublicRepos, bPkgGrams, bGramCounts}
+		bPermSubject, bPermRepo, bRepoStats, bPackages, bBlobRefs, bPublicRepos, bPkgGrams, bGramCounts, bEdgeRepos}
 	for _, s := range spaces {
 		out = append(out, s.bucket)
 	}
@@ -137,6 +146,7 @@ var kinds = map[Kind]kindInfo{
 	KindRepo:       {func(key string, _ []byte) string { return key }, indexRepo},
 	KindArtifact:   {artifactRepo, indexArtifact},
 	KindKV:         {kvRepo, indexKV},
+	KindEdge:       {global, indexEdge},
 }
 
 func global(string, []byte) string { return "" }

@@ -132,6 +132,7 @@ func (c *RepoDelete) apply(tx *Tx) error {
 		tx.delAll(KindArtifact, arts),
 		tx.delAll(KindPermission, tx.prefixKeys(bPermRepo, key(r.ID, ""))),
 		tx.delAll(KindKV, kv),
+		tx.unassignEverywhere(r.ID),
 	} {
 		if err != nil {
 			return err

@@ -62,7 +62,13 @@ func script() []Command {
 		&ArtifactDelete{IDs: []string{"a3"}, RepoID: "r1", KV: []KVOp{{Key: "tag/two"}}},
 		&Checked{Pre: []Pre{{Space: Space(KindKV), Key: key("r1", "tag/new")}, {Space: SpaceArtifactPaths, Key: key("r1", "tool/"), Prefix: true, Count: 1, Index: 20}},
 			Cmd: &KVApply{RepoID: "r1", Ops: []KVOp{{Key: "tag/new", Value: json.RawMessage(`"a2"`), Blobs: []string{"sha256:bb"}}}}},
-		&RepoDelete{ID: "r2"},
+		&EdgeCreate{Edge: EdgeNode{ID: "e1", Name: "near-ci", URL: "http://edge:8081", Region: "eu", TokenHash: "ehash1", CreatedAt: t0, UpdatedAt: t0}},
+		&EdgeCreate{Edge: EdgeNode{ID: "e2", Name: "gone", URL: "http://edge2:8081", TokenHash: "ehash2", CreatedAt: t0, UpdatedAt: t0}},
+		&EdgeAssign{ID: "e1", RepoIDs: []string{"r2", "r1", "r2"}, At: t0.Add(time.Minute)},
+		&EdgeHeartbeat{ID: "e1", Report: EdgeReport{At: t0.Add(2 * time.Minute), AppliedIndex: 30, CachedBytes: 100, MissingBlobs: 2, Version: "v1"}},
+		&EdgeUnassign{ID: "e1", RepoID: "r1", At: t0.Add(3 * time.Minute)},
+		&EdgeDelete{ID: "e2"},
+		&RepoDelete{ID: "r2"}, // also unassigns it from e1
 		&UserDelete{ID: "u2"},
 	}
 }
@@ -197,6 +203,14 @@ func TestCommandRoundTrip(t *testing.T) {
 		}
 		if _, err := tx.RepoByName("other"); !errors.Is(err, ErrNotFound) {
 			t.Errorf("deleted repo found: %v", err)
+		}
+		e, err := tx.EdgeByTokenHash("ehash1")
+		if err != nil || e.ID != "e1" || len(e.Repositories) != 0 || e.Report == nil || e.Report.AppliedIndex != 30 ||
+			!e.UpdatedAt.Equal(t0.Add(3*time.Minute)) {
+			t.Errorf("edge e1 = %+v, %v (want no repository left, its report, updated when r1 was unassigned)", e, err)
+		}
+		if _, err := tx.EdgeByTokenHash("ehash2"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("deregistered edge's credential still found: %v", err)
 		}
 		if _, err := tx.Artifact("a4"); !errors.Is(err, ErrNotFound) {
 			t.Errorf("artifact of deleted repo still there: %v", err)
