@@ -101,6 +101,7 @@ const (
 	open                        // anyone at all: login and refresh
 	selfService                 // signed in, allowed while a password change is pending
 	adminOnly                   // global admin
+	edgeNode                    // an edge node's credential (node-to-origin traffic, not audited)
 
 	// ownAccount, added to a kind, also wants a credential that may
 	// manage its account (a session or password, not a token narrowed to
@@ -153,6 +154,16 @@ func (s *Server) routes() {
 
 	s.handle("GET /admin/stats", adminOnly, s.stats)
 	s.handle("POST /admin/cleanup", adminOnly, s.cleanup)
+
+	s.handle("GET /edge-nodes", adminOnly, s.listEdges)
+	s.handle("POST /edge-nodes", adminOnly, s.createEdge)
+	s.handle("GET /edge-nodes/{id}", adminOnly, func(w http.ResponseWriter, r *http.Request, _ *auth.Principal) error {
+		return s.edgeAnswer(w, http.StatusOK, r.PathValue("id"))
+	})
+	s.handle("DELETE /edge-nodes/{id}", adminOnly, s.deleteEdge)
+	s.handle("POST /edge-nodes/{id}/repositories", adminOnly, s.assignEdge)
+	s.handle("DELETE /edge-nodes/{id}/repositories/{repo}", adminOnly, s.unassignEdge)
+	s.handle("POST /edge-nodes/{id}/heartbeat", edgeNode, s.edgeHeartbeat)
 
 }
 
@@ -262,7 +273,7 @@ func (s *Server) wrap(a access, h handler) http.Handler {
 		if err == nil {
 			err = s.gate(a, p, r)
 		}
-		if isWrite(r.Method) && r.URL.Path != Prefix+"/auth/login" {
+		if isWrite(r.Method) && r.URL.Path != Prefix+"/auth/login" && a != edgeNode {
 			// Deferred: a request aborted for a client gone is audited too.
 			defer func() { s.AuditWrite(r, p, sw.Status) }()
 		}
@@ -278,6 +289,12 @@ func (s *Server) wrap(a access, h handler) http.Handler {
 func (s *Server) gate(a access, p *auth.Principal, r *http.Request) error {
 	kind := a &^ ownAccount
 	if kind == open || (kind == anyone && p.Anonymous()) {
+		return nil
+	}
+	if kind == edgeNode {
+		if p.Edge() == "" {
+			return apierr.New(apierr.Unauthorized, "an edge node's credential is required")
+		}
 		return nil
 	}
 	if p.Anonymous() {

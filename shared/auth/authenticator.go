@@ -107,6 +107,9 @@ func (a *Authenticator) Bearer(tok string) (*Principal, error) {
 	if strings.HasPrefix(tok, TokenPrefix) {
 		return a.APIToken(tok)
 	}
+	if strings.HasPrefix(tok, EdgeTokenPrefix) {
+		return a.EdgeToken(tok)
+	}
 	if a.JWT == nil || !LooksLikeJWT(tok) {
 		return nil, ErrBadCredentials
 	}
@@ -257,6 +260,26 @@ func (a *Authenticator) APIToken(secret string) (*Principal, error) {
 			return ErrBadCredentials
 		}
 		p, err = a.tokenPrincipal(tx, t)
+		return err
+	})
+	return p, err
+}
+
+// EdgeToken resolves an edge node's credential to a node principal; a
+// deregistered node's credential fails at once.
+func (a *Authenticator) EdgeToken(secret string) (*Principal, error) {
+	if len(secret) > MaxSecretBytes {
+		return nil, ErrBadCredentials
+	}
+	var p *Principal
+	err := a.Meta.View(func(tx *meta.Tx) error {
+		e, err := tx.EdgeByTokenHash(HashAPIToken(secret))
+		if errors.Is(err, meta.ErrNotFound) {
+			return ErrBadCredentials
+		}
+		if err == nil {
+			p = &Principal{Via: CredEdge, EdgeID: e.ID}
+		}
 		return err
 	})
 	return p, err

@@ -24,6 +24,9 @@ type Principal struct {
 	// were issued for and what they grant there (docker's access claim).
 	Audience string
 	Access   []Access
+	// EdgeID is set for an edge node's credential (Via CredEdge): the
+	// principal is a node, not a user, and is anonymous to user routes.
+	EdgeID string
 	// pwVersion fingerprints the password hash a password credential
 	// matched, so a registry token derived from it dies with the password.
 	pwVersion string
@@ -39,7 +42,16 @@ const (
 	CredSession             // access JWT of a login session
 	CredAPIToken            // API token
 	CredRegistry            // registry token from a format's token endpoint
+	CredEdge                // an edge node's credential
 )
+
+// Edge is the id of the edge node p authenticated as, or "".
+func (p *Principal) Edge() string {
+	if p == nil || p.Via != CredEdge {
+		return ""
+	}
+	return p.EdgeID
+}
 
 // ManagesAccount reports whether p may manage its own account (profile,
 // API tokens): a login session or password, or a token with the global
@@ -66,8 +78,11 @@ func (p *Principal) AcceptedOn(area string) bool {
 // Anonymous reports whether p is nobody.
 func (p *Principal) Anonymous() bool { return p == nil || p.UserID == "" }
 
-// Name is the username, or "anonymous".
+// Name is the username, "edge:<id>" for an edge node, or "anonymous".
 func (p *Principal) Name() string {
+	if id := p.Edge(); id != "" {
+		return "edge:" + id
+	}
 	if p.Anonymous() {
 		return "anonymous"
 	}

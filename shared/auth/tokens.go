@@ -11,6 +11,10 @@ import (
 // logs and secret scanners, and cannot be confused with JWTs.
 const TokenPrefix = "dpt_"
 
+// EdgeTokenPrefix marks edge node credentials: they authenticate an edge
+// node to the origins' edge endpoints and nothing else.
+const EdgeTokenPrefix = "dpe_"
+
 // unambiguousAlphabet omits characters that are easily misread when a
 // generated password is copied by hand: 0/O/o, 1/l/I.
 const unambiguousAlphabet = "ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnpqrstuvwxyz23456789"
@@ -20,12 +24,18 @@ const randomPasswordLen = 20
 // NewAPIToken returns a new API token secret ("dpt_" followed by 43 base64url
 // characters encoding 32 random bytes) and the hash to store. The secret is
 // shown to the user once and never persisted.
-func NewAPIToken() (secret, hash string, err error) {
+func NewAPIToken() (secret, hash string, err error) { return newToken(TokenPrefix) }
+
+// NewEdgeToken returns a new edge node credential ("dpe_" and 32 random
+// bytes) and the hash to store, as NewAPIToken does.
+func NewEdgeToken() (secret, hash string, err error) { return newToken(EdgeTokenPrefix) }
+
+func newToken(prefix string) (secret, hash string, err error) {
 	b := make([]byte, 32)
 	if _, err := rand.Read(b); err != nil {
 		return "", "", err
 	}
-	secret = TokenPrefix + base64.RawURLEncoding.EncodeToString(b)
+	secret = prefix + base64.RawURLEncoding.EncodeToString(b)
 	return secret, HashAPIToken(secret), nil
 }
 
