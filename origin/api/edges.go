@@ -1,12 +1,16 @@
 package api
 
 import (
+	"errors"
+	"math"
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/depot-registry/depot/replication/feed"
 	"github.com/depot-registry/depot/shared/apierr"
 	"github.com/depot-registry/depot/shared/auth"
 	"github.com/depot-registry/depot/shared/meta"
@@ -227,4 +231,49 @@ func (s *Server) edgeHeartbeat(w http.ResponseWriter, r *http.Request, p *auth.P
 		}
 	}
 	return writeJSON(w, http.StatusOK, map[string]any{"repository_ids": slices.Clip(e.Repositories), "origin_index": s.d.Store.LastApplied()})
+}
+
+// edgeFeed serves the change feed to an edge node (replication/feed):
+// ?since=<index> (0: everything it may see), ?repository_id= (one of its
+// repositories alone), ?limit=, ?wait=<seconds> (long poll).
+func (s *Server) edgeFeed(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	id := r.PathValue("id")
+	if p.Edge() != id {
+		return apierr.New(apierr.Forbidden, "an edge node reads only its own feed")
+	}
+	q := r.URL.Query()
+	var req feed.Request
+	for _, f := range []struct {
+		name string
+		max  uint64
+		set  func(uint64)
+	}{
+		{"since", math.MaxUint64, func(v uint64) { req.Since = v }},
+		{"limit", feed.MaxLimit, func(v uint64) { req.Limit = int(v) }},
+		{"wait", uint64(feed.MaxWait / time.Second), func(v uint64) { req.Wait = time.Duration(v) * time.Second }},
+	} {
+		if raw := q.Get(f.name); raw != "" {
+			v, err := strconv.ParseUint(raw, 10, 64)
+			if err != nil || v > f.max {
+				return apierr.Invalid(f.name, "%s must be a whole number up to %d", f.name, f.max)
+			}
+			f.set(v)
+		}
+	}
+	req.Repo = q.Get("repository_id")
+	var e *meta.EdgeNode
+	if err := s.view(func(tx *meta.Tx) error { var err error; e, err = tx.Edge(id); return err }); err != nil {
+		return err
+	}
+	page, err := feed.Read(r.Context(), s.d.Store, e, req)
+	if errors.Is(err, feed.ErrNotAssigned) {
+		return apierr.Invalid("repository_id", "repository %s is not assigned to this edge node", req.Repo)
+	}
+	if err != nil {
+		return err
+	}
+	if page.Changes == nil {
+		page.Changes = []meta.Change{}
+	}
+	return writeJSON(w, http.StatusOK, page)
 }

@@ -3,6 +3,7 @@ package api_test
 import (
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -143,4 +144,69 @@ func TestEdgeNodes(t *testing.T) {
 	e.Do("POST", "/api/v1/edge-nodes/"+n.ID+"/heartbeat", token, report).WantError(401, "UNAUTHORIZED")
 	e.Do("GET", "/api/v1/edge-nodes/"+n.ID, e.Admin, nil).WantError(404, "NOT_FOUND")
 	e.Do("DELETE", "/api/v1/edge-nodes/"+n.ID, e.Admin, nil).WantError(404, "NOT_FOUND")
+}
+
+// TestEdgeFeed: an edge node reads, with its credential, the changes of
+// its repositories and the records it needs to authorise, from 0 and
+// then by long poll; deletions reach it as such.
+func TestEdgeFeed(t *testing.T) {
+	e := origintest.Start(t, origintest.Options{})
+	var n edgeNode
+	e.Do("POST", "/api/v1/edge-nodes", e.Admin, map[string]string{"name": "near", "url": "http://127.0.0.1:8081"}).Want(201).JSON(&n)
+	mine := e.CreateRepo("mine", "generic", false)
+	theirs := e.CreateRepo("theirs", "generic", false)
+	e.Do("POST", "/api/v1/edge-nodes/"+n.ID+"/repositories", e.Admin, map[string][]string{"repository_ids": {mine}}).Want(200)
+	a := put(e, "Bearer "+e.Admin, "mine/tool/1.0/tool.bin", "bytes")
+	put(e, "Bearer "+e.Admin, "theirs/tool/1.0/tool.bin", "other bytes")
+
+	type page struct {
+		Changes []struct {
+			Index   uint64 `json:"index"`
+			Kind    int    `json:"kind"`
+			Key     string `json:"key"`
+			Repo    string `json:"repo"`
+			Deleted bool   `json:"deleted"`
+		} `json:"changes"`
+		Next uint64 `json:"next"`
+	}
+	var p page
+	e.Do("GET", "/api/v1/edge-nodes/"+n.ID+"/feed?since=0", n.Token, nil).Want(200).JSON(&p)
+	sawArtifact, sawUser := false, false
+	for _, c := range p.Changes {
+		if c.Repo != "" && c.Repo != mine {
+			t.Errorf("the feed carries a record of %s, not assigned: %+v", c.Repo, c)
+		}
+		sawArtifact = sawArtifact || c.Key == a.ID
+		sawUser = sawUser || c.Kind == 1
+	}
+	if !sawArtifact || !sawUser || p.Next == 0 {
+		t.Fatalf("feed from 0 = %+v, want the artifact and the users", p)
+	}
+
+	// A long poll answers the deletion of the node's artifact.
+	done := make(chan page, 1)
+	go func() {
+		var q page
+		e.Do("GET", "/api/v1/edge-nodes/"+n.ID+"/feed?since="+strconv.FormatUint(p.Next, 10)+"&wait=20", n.Token, nil).Want(200).JSON(&q)
+		done <- q
+	}()
+	time.Sleep(100 * time.Millisecond)
+	e.Do("DELETE", "/api/v1/artifacts/"+a.ID, e.Admin, nil).Want(204)
+	select {
+	case q := <-done:
+		found := false
+		for _, c := range q.Changes {
+			found = found || c.Key == a.ID && c.Deleted
+		}
+		if !found {
+			t.Fatalf("long poll = %+v, want the deletion of %s", q, a.ID)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the long poll did not answer the deletion")
+	}
+
+	e.Do("GET", "/api/v1/edge-nodes/other/feed", n.Token, nil).WantError(403, "FORBIDDEN")
+	e.Do("GET", "/api/v1/edge-nodes/"+n.ID+"/feed", e.Admin, nil).WantError(401, "UNAUTHORIZED")
+	e.Do("GET", "/api/v1/edge-nodes/"+n.ID+"/feed?repository_id="+theirs, n.Token, nil).WantError(400, "VALIDATION_FAILED").WantField("repository_id")
+	e.Do("GET", "/api/v1/edge-nodes/"+n.ID+"/feed?wait=3600", n.Token, nil).WantError(400, "VALIDATION_FAILED").WantField("wait")
 }

@@ -164,6 +164,7 @@ func (s *Server) routes() {
 	s.handle("POST /edge-nodes/{id}/repositories", adminOnly, s.assignEdge)
 	s.handle("DELETE /edge-nodes/{id}/repositories/{repo}", adminOnly, s.unassignEdge)
 	s.handle("POST /edge-nodes/{id}/heartbeat", edgeNode, s.edgeHeartbeat)
+	s.handle("GET /edge-nodes/{id}/feed", edgeNode, s.edgeFeed)
 
 }
 

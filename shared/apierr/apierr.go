@@ -31,6 +31,9 @@ const (
 	Unavailable            Code = "UNAVAILABLE"
 	RequestTimeout         Code = "REQUEST_TIMEOUT"
 	InsufficientStorage    Code = "INSUFFICIENT_STORAGE"
+	// ResyncRequired tells a change feed reader that it is further behind
+	// than the deletions the origin remembers: read again from 0.
+	ResyncRequired Code = "RESYNC_REQUIRED"
 )
 
 var statuses = map[Code]int{
@@ -50,6 +53,7 @@ var statuses = map[Code]int{
 	Unavailable:            http.StatusServiceUnavailable,
 	RequestTimeout:         http.StatusRequestTimeout,
 	InsufficientStorage:    http.StatusInsufficientStorage,
+	ResyncRequired:         http.StatusGone,
 }
 
 // Status returns the HTTP status of a code (500 for an unknown one).

@@ -93,6 +93,8 @@ func Domain(err error) *Error {
 		return Conflict("%s", clientText(err, meta.ErrConflict))
 	case errors.Is(err, meta.ErrInvalid):
 		return Errorf(apierr.ValidationFailed, "%s", clientText(err, meta.ErrInvalid))
+	case errors.Is(err, meta.ErrCompacted):
+		return Errorf(apierr.ResyncRequired, "the change feed no longer reaches back to that index; read it again from 0")
 	case errors.Is(err, meta.ErrStale):
 		// Decide gave up: others kept changing what this write was
 		// decided from. Nothing was written; the client may retry.

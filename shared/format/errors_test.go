@@ -40,6 +40,7 @@ func TestClassify(t *testing.T) {
 		{&format.NotServedError{Method: "PUT", Path: "/x", PathServed: true}, apierr.MethodNotAllowed, 405, "PUT /x is not served", 0},
 		{&format.NotServedError{Method: "GET", Path: "/x"}, apierr.NotFound, 404, "GET /x is not served", 0},
 		{format.Errorf(apierr.BadRequest, "range").WithStatus(http.StatusRequestedRangeNotSatisfiable), apierr.BadRequest, 416, "range", 0},
+		{fmt.Errorf("reading: %w", meta.ErrCompacted), apierr.ResyncRequired, 410, "", 0},
 		{fmt.Errorf("disk on fire"), apierr.Internal, 500, "internal error", 0},
 	} {
 		e := format.Classify(tc.err)

@@ -1,0 +1,181 @@
+package feed_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/depot-registry/depot/replication/feed"
+	"github.com/depot-registry/depot/shared/meta"
+)
+
+var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+func store(t *testing.T, opts meta.Options) *meta.Store {
+	t.Helper()
+	s, err := meta.OpenWith(filepath.Join(t.TempDir(), "meta.db"), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func apply(t *testing.T, s *meta.Store, cmds ...meta.Command) {
+	t.Helper()
+	for _, c := range cmds {
+		if err := s.Apply(s.LastApplied()+1, c); err != nil {
+			t.Fatalf("%T: %v", c, err)
+		}
+	}
+}
+
+func art(id, repo, path string) meta.Artifact {
+	return meta.Artifact{ID: id, RepositoryID: repo, Path: path, PackageName: "p", Version: "1", Digest: "sha256:" + id, UploadedAt: t0}
+}
+
+// keys renders a page as kind/key (deleted ones with a minus).
+func keys(p feed.Page) []string {
+	var out []string
+	for _, c := range p.Changes {
+		k := c.Kind.String() + "/" + c.Key
+		if c.Deleted {
+			k = "-" + k
+		}
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func edge(t *testing.T, s *meta.Store, id string) *meta.EdgeNode {
+	t.Helper()
+	var e *meta.EdgeNode
+	if err := s.View(func(tx *meta.Tx) error { var err error; e, err = tx.Edge(id); return err }); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func fixture(t *testing.T) *meta.Store {
+	s := store(t, meta.Options{})
+	apply(t, s,
+		&meta.UserCreate{User: meta.User{ID: "u1", Username: "ann", Role: meta.RoleUser, PasswordHash: "h", CreatedAt: t0}},
+		&meta.TokenCreate{Token: meta.Token{ID: "t1", UserID: "u1", Name: "ci", Hash: "th", CreatedAt: t0}},
+		&meta.SessionCreate{Session: meta.Session{ID: "s1", UserID: "u1", CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)}},
+		&meta.GroupCreate{Group: meta.Group{ID: "g1", Name: "devs", CreatedAt: t0}},
+		&meta.RepoCreate{Repo: meta.Repository{ID: "r1", Name: "mine", Format: "generic", CreatedAt: t0}},
+		&meta.RepoCreate{Repo: meta.Repository{ID: "r2", Name: "theirs", Format: "generic", CreatedAt: t0}},
+		&meta.PermissionCreate{Permission: meta.Permission{ID: "p1", RepositoryID: "r1", UserID: "u1", Permissions: []string{"read"}, CreatedAt: t0}},
+		&meta.PermissionCreate{Permission: meta.Permission{ID: "p2", RepositoryID: "r2", UserID: "u1", Permissions: []string{"read"}, CreatedAt: t0}},
+		&meta.ArtifactPut{Artifact: art("a1", "r1", "p/1/a")},
+		&meta.ArtifactPut{Artifact: art("a2", "r2", "p/1/b")},
+		&meta.KVApply{RepoID: "r1", Ops: []meta.KVOp{{Key: "tag/x", Value: []byte(`"1"`)}}},
+		&meta.EdgeCreate{Edge: meta.EdgeNode{ID: "e1", Name: "near", URL: "http://e", TokenHash: "eh1", CreatedAt: t0}},
+		&meta.EdgeCreate{Edge: meta.EdgeNode{ID: "e2", Name: "far", URL: "http://f", TokenHash: "eh2", CreatedAt: t0}},
+		&meta.EdgeAssign{ID: "e1", RepoIDs: []string{"r1"}, At: t0},
+	)
+	return s
+}
+
+// TestWhatAnEdgeReads: from 0, the node's repositories and the records it
+// needs to authorise; never sessions, edge records or other repositories.
+func TestWhatAnEdgeReads(t *testing.T) {
+	s := fixture(t)
+	p, err := feed.Read(t.Context(), s, edge(t, s, "e1"), feed.Request{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"artifacts/a1", "format keys/r1\x00tag/x", "groups/g1", "permissions/p1", "repositories/r1", "tokens/t1", "users/u1"}
+	if got := keys(p); !slices.Equal(got, want) {
+		t.Fatalf("from 0 = %q\nwant %q", got, want)
+	}
+	if p.Next != s.LastApplied() {
+		t.Fatalf("next = %d, want the last applied index %d", p.Next, s.LastApplied())
+	}
+	// One repository on its own: no global records.
+	p, err = feed.Read(t.Context(), s, edge(t, s, "e1"), feed.Request{Repo: "r1"})
+	if want := []string{"artifacts/a1", "format keys/r1\x00tag/x", "permissions/p1", "repositories/r1"}; err != nil || !slices.Equal(keys(p), want) {
+		t.Fatalf("r1 alone = %q, %v; want %q", keys(p), err, want)
+	}
+	if _, err := feed.Read(t.Context(), s, edge(t, s, "e1"), feed.Request{Repo: "r2"}); !errors.Is(err, feed.ErrNotAssigned) {
+		t.Fatalf("a repository not assigned: err = %v", err)
+	}
+	// Paged: every change once, in order.
+	var all []string
+	since := uint64(0)
+	for range 20 {
+		p, err := feed.Read(t.Context(), s, edge(t, s, "e1"), feed.Request{Since: since, Limit: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Changes) == 0 {
+			break
+		}
+		all, since = append(all, keys(p)...), p.Next
+	}
+	slices.Sort(all)
+	if !slices.Equal(all, want) {
+		t.Fatalf("paged = %q, want %q", all, want)
+	}
+}
+
+// TestLongPoll: a read with nothing new waits, ignores what the node may
+// not see, and answers the first change it may see, deletions included.
+func TestLongPoll(t *testing.T) {
+	s := fixture(t)
+	e := edge(t, s, "e1")
+	since := s.LastApplied()
+	got := make(chan feed.Page, 1)
+	go func() {
+		p, err := feed.Read(context.Background(), s, e, feed.Request{Since: since, Wait: 10 * time.Second})
+		if err != nil {
+			t.Error(err)
+		}
+		got <- p
+	}()
+	time.Sleep(50 * time.Millisecond)
+	apply(t, s, &meta.ArtifactPut{Artifact: art("a3", "r2", "p/2/b")}) // not the node's
+	select {
+	case p := <-got:
+		t.Fatalf("answered a change it may not see: %q", keys(p))
+	case <-time.After(100 * time.Millisecond):
+	}
+	apply(t, s, &meta.ArtifactDelete{ID: "a1"})
+	select {
+	case p := <-got:
+		if want := []string{"-artifacts/a1"}; !slices.Equal(keys(p), want) || p.Next != s.LastApplied() {
+			t.Fatalf("long poll = %q next %d, want %q next %d", keys(p), p.Next, want, s.LastApplied())
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the long poll did not answer the node's change")
+	}
+	// Nothing more within the wait: an empty page at the last index.
+	start := time.Now()
+	p, err := feed.Read(t.Context(), s, e, feed.Request{Since: s.LastApplied(), Wait: 100 * time.Millisecond})
+	if err != nil || len(p.Changes) != 0 || p.Next != s.LastApplied() || time.Since(start) < 100*time.Millisecond {
+		t.Fatalf("an idle wait = %+v, %v after %v", p, err, time.Since(start))
+	}
+}
+
+// TestCompacted: a reader further behind than the deletions the store
+// remembers is told to read again from 0.
+func TestCompacted(t *testing.T) {
+	s := store(t, meta.Options{TombstoneRetention: 2})
+	apply(t, s,
+		&meta.RepoCreate{Repo: meta.Repository{ID: "r1", Name: "mine", Format: "generic", CreatedAt: t0}},
+		&meta.EdgeCreate{Edge: meta.EdgeNode{ID: "e1", Name: "near", URL: "http://e", TokenHash: "eh1", CreatedAt: t0}},
+		&meta.EdgeAssign{ID: "e1", RepoIDs: []string{"r1"}, At: t0},
+		&meta.ArtifactPut{Artifact: art("a1", "r1", "p/1/a")},
+		&meta.ArtifactDelete{ID: "a1"},
+	)
+	for i := range 5 {
+		apply(t, s, &meta.ArtifactPut{Artifact: art("b"+string(rune('0'+i)), "r1", "q/"+string(rune('0'+i))+"/b")})
+	}
+	if _, err := feed.Read(t.Context(), s, edge(t, s, "e1"), feed.Request{Since: 2}); !errors.Is(err, meta.ErrCompacted) {
+		t.Fatalf("err = %v, want ErrCompacted", err)
+	}
+}
