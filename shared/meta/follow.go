@@ -1,0 +1,93 @@
+package meta
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// A follower (an edge node's replica) is a store fed by the change feed
+// of another: it holds the records the feed passes it, each with the
+// modify index it has on the origin, and keeps every derived index with
+// the same hooks, so the same queries and format handlers run on it.
+
+// ApplyChanges makes the store hold what one page of a change feed says,
+// in one transaction: each record as it is now on the origin, each
+// deletion as a tombstone, and next as the last applied index. A change
+// older than what the store holds of that record (a value or a
+// deletion) is ignored, so pages may be applied again or interleaved
+// without bringing back what was deleted, and the applied index never
+// moves back. Waiters on WaitIndex are woken.
+func (s *Store) ApplyChanges(changes []Change, next uint64) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var last uint64
+	err := s.db.Update(func(btx *bolt.Tx) error {
+		tx := &Tx{tx: btx}
+		last = tx.lastApplied()
+		for _, c := range inApplyOrder(changes) {
+			if _, ok := kinds[c.Kind]; !ok {
+				return fmt.Errorf("meta: change of unknown kind %d", c.Kind)
+			}
+			tx.idx = c.Index
+			held := tx.space(Space(c.Kind)).Get([]byte(c.Key))
+			var err error
+			switch {
+			case held != nil && getU64(held) >= c.Index,
+				held == nil && getU64(tx.bucket(bTombs).Get(tombKey(c.Kind, c.Key))) >= c.Index && c.Index > 0:
+				// What is here is as new or newer (pages of one
+				// repository's catch-up and of the feed may interleave):
+				// an older value never overwrites it, nor resurrects it.
+			case c.Deleted && held != nil:
+				err = tx.delRec(c.Kind, c.Key)
+			case c.Deleted:
+				// Never held here: nothing to remove.
+			default:
+				err = tx.putRaw(c.Kind, c.Key, c.Index, c.Value)
+			}
+			if err != nil {
+				return fmt.Errorf("meta: applying change %d (%s %q): %w", c.Index, c.Kind, c.Key, err)
+			}
+		}
+		last = max(last, next)
+		if last > s.retention {
+			if err := tx.compact(last - s.retention); err != nil {
+				return err
+			}
+		}
+		return btx.Bucket(bSys).Put(keyLastApplied, u64(last))
+	})
+	if err != nil {
+		return err
+	}
+	s.setApplied(last)
+	return nil
+}
+
+// inApplyOrder orders the changes of each index as the command that made
+// them did its work: deletions first, children before parents (a
+// repository's artifacts and keys before the repository, whose totals go
+// with it), then writes in kind order (users before their tokens,
+// repositories before their artifacts and keys). Kinds are numbered
+// parents first.
+func inApplyOrder(changes []Change) []Change {
+	out := slices.Clone(changes)
+	slices.SortStableFunc(out, func(a, b Change) int {
+		if c := cmp.Compare(a.Index, b.Index); c != 0 {
+			return c
+		}
+		if a.Deleted != b.Deleted {
+			if a.Deleted {
+				return -1
+			}
+			return 1
+		}
+		if a.Deleted {
+			return cmp.Compare(b.Kind, a.Kind)
+		}
+		return cmp.Compare(a.Kind, b.Kind)
+	})
+	return out
+}
