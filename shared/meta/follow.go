@@ -91,3 +91,36 @@ func inApplyOrder(changes []Change) []Change {
 	})
 	return out
 }
+
+// RetainOnly ends a follower's resync from index 0 at index at: it
+// deletes every record of the given kinds that keep does not report as
+// seen in the resync (deleted on the origin while the follower was too
+// far behind to hear of it), and records at as applied.
+func (s *Store) RetainOnly(kinds []Kind, keep func(Kind, string) bool, at uint64) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	err := s.db.Update(func(btx *bolt.Tx) error {
+		tx := &Tx{tx: btx, idx: at}
+		// Children before parents, as inApplyOrder deletes.
+		for _, k := range slices.Backward(slices.Sorted(slices.Values(kinds))) {
+			var gone []string
+			cur := tx.space(Space(k)).Cursor()
+			for key, _ := cur.First(); key != nil; key, _ = cur.Next() {
+				if !keep(k, string(key)) {
+					gone = append(gone, string(key))
+				}
+			}
+			for i := len(gone) - 1; i >= 0; i-- {
+				if err := tx.delRec(k, gone[i]); err != nil {
+					return err
+				}
+			}
+		}
+		return btx.Bucket(bSys).Put(keyLastApplied, u64(max(tx.lastApplied(), at)))
+	})
+	if err != nil {
+		return err
+	}
+	s.setApplied(max(s.LastApplied(), at))
+	return nil
+}

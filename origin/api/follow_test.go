@@ -1,0 +1,117 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/depot-registry/depot/origin/origintest"
+	"github.com/depot-registry/depot/replication/feed"
+	"github.com/depot-registry/depot/shared/auth"
+	"github.com/depot-registry/depot/shared/meta"
+)
+
+// TestEdgeFollower: a follower store kept by the feed client from a real
+// origin holds the node's repositories and the records it needs to
+// authorise, follows writes and deletions, catches up on a repository
+// assigned later, hears of a revoked token within 2 s while following,
+// and a resync drops what the origin no longer has.
+func TestEdgeFollower(t *testing.T) {
+	e := origintest.Start(t, origintest.Options{})
+	var n edgeNode
+	e.Do("POST", "/api/v1/edge-nodes", e.Admin, map[string]string{"name": "near", "url": "http://127.0.0.1:8081"}).Want(201).JSON(&n)
+	mine := e.CreateRepo("mine", "generic", false)
+	other := e.CreateRepo("other", "generic", false)
+	e.Do("POST", "/api/v1/edge-nodes/"+n.ID+"/repositories", e.Admin, map[string][]string{"repository_ids": {mine}}).Want(200)
+	first := put(e, "Bearer "+e.Admin, "mine/tool/1.0/tool.bin", "one")
+	put(e, "Bearer "+e.Admin, "other/tool/1.0/tool.bin", "two")
+	var tok struct {
+		ID    string `json:"id"`
+		Token string `json:"token"`
+	}
+	e.Do("POST", "/api/v1/users/me/tokens", e.Admin, map[string]any{"name": "ci", "scopes": []string{"repository:read"}}).Want(201).JSON(&tok)
+
+	s, err := meta.Open(filepath.Join(t.TempDir(), "replica.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	// The first origin is down: the client goes on to the next.
+	c := &feed.Client{Origins: []string{"http://127.0.0.1:1", e.URL}, NodeID: n.ID, Token: n.Token}
+	has := func(repo, path string) bool {
+		var a *meta.Artifact
+		_ = s.View(func(tx *meta.Tx) error { a, _ = tx.ArtifactByPath(repo, path); return nil })
+		return a != nil
+	}
+	hasToken := func() bool {
+		var err error
+		_ = s.View(func(tx *meta.Tx) error { _, err = tx.TokenByHash(auth.HashAPIToken(tok.Token)); return nil })
+		return err == nil
+	}
+	if err := feed.Sync(t.Context(), c, s, 0); err != nil {
+		t.Fatal(err)
+	}
+	if !has(mine, "tool/1.0/tool.bin") || has(other, "tool/1.0/tool.bin") || !hasToken() {
+		t.Fatal("after the first sync the replica lacks the node's records, or holds another repository's")
+	}
+
+	// Writes and deletions follow.
+	put(e, "Bearer "+e.Admin, "mine/tool/2.0/tool.bin", "three")
+	e.Do("DELETE", "/api/v1/artifacts/"+first.ID, e.Admin, nil).Want(204)
+	if err := feed.Sync(t.Context(), c, s, 0); err != nil {
+		t.Fatal(err)
+	}
+	if !has(mine, "tool/2.0/tool.bin") || has(mine, "tool/1.0/tool.bin") {
+		t.Fatal("the replica missed a write or a deletion")
+	}
+
+	// A repository assigned later: caught up on its own, the applied
+	// index left for the feed to move.
+	e.Do("POST", "/api/v1/edge-nodes/"+n.ID+"/repositories", e.Admin, map[string][]string{"repository_ids": {other}}).Want(200)
+	before := s.LastApplied()
+	if err := feed.CatchUp(t.Context(), c, s, other); err != nil {
+		t.Fatal(err)
+	}
+	if !has(other, "tool/1.0/tool.bin") || s.LastApplied() != before {
+		t.Fatalf("catch-up: has the file %v, applied index %d -> %d", has(other, "tool/1.0/tool.bin"), before, s.LastApplied())
+	}
+
+	// Following: a revoked token is gone from the replica within 2 s.
+	ctx, stop := context.WithCancel(t.Context())
+	followed := make(chan error, 1)
+	go func() { followed <- feed.Follow(ctx, c, s, 30*time.Second, slog.New(slog.NewTextHandler(io.Discard, nil))) }()
+	time.Sleep(200 * time.Millisecond) // the follower is waiting in a long poll
+	e.Do("DELETE", "/api/v1/users/me/tokens/"+tok.ID, e.Admin, nil).Want(204)
+	revoked := time.Now()
+	for hasToken() {
+		if time.Since(revoked) > 2*time.Second {
+			t.Fatal("the revoked token is still in the replica after 2 s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Logf("revocation reached the replica in %v", time.Since(revoked).Round(time.Millisecond))
+	stop()
+	if err := <-followed; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Follow ended with %v", err)
+	}
+
+	// A resync from 0 removes what the origin no longer has.
+	stray, _ := json.Marshal(meta.Artifact{ID: "stray", RepositoryID: mine, Path: "ghost/1/g", PackageName: "ghost", Version: "1", Digest: "sha256:00"})
+	if err := s.ApplyChanges([]meta.Change{{Index: 2, Kind: meta.KindArtifact, Key: "stray", Repo: mine, Value: stray}}, 0); err != nil {
+		t.Fatal(err)
+	}
+	if !has(mine, "ghost/1/g") {
+		t.Fatal("the stray record was not written")
+	}
+	if err := feed.Resync(t.Context(), c, s); err != nil {
+		t.Fatal(err)
+	}
+	if has(mine, "ghost/1/g") || !has(mine, "tool/2.0/tool.bin") || !has(other, "tool/1.0/tool.bin") {
+		t.Fatal("after a resync the replica kept a record the origin does not have, or lost one it has")
+	}
+}

@@ -1,0 +1,186 @@
+package feed
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/depot-registry/depot/shared/meta"
+)
+
+// The edge's side: reading the feed from the origins and keeping a
+// follower store (meta.Store.ApplyChanges) up to date with it.
+
+// ErrResync is an origin saying the reader is further behind than the
+// deletions it remembers: read again from 0.
+var ErrResync = errors.New("feed: the origin no longer reaches back that far; resync from 0")
+
+// maxPage bounds the body of one page a client reads.
+const maxPage = 512 << 20
+
+// Client reads one edge node's feed from the origins, trying each in turn
+// from the last that answered.
+type Client struct {
+	Origins []string // base URLs, e.g. http://origin-1:8080
+	NodeID  string
+	Token   string // the node's credential
+	HTTP    *http.Client
+	next    atomic.Int64 // the origin to try first
+}
+
+// Read does one read of the feed.
+func (c *Client) Read(ctx context.Context, r Request) (Page, error) {
+	q := url.Values{"since": {strconv.FormatUint(r.Since, 10)}}
+	if r.Repo != "" {
+		q.Set("repository_id", r.Repo)
+	}
+	if r.Limit > 0 {
+		q.Set("limit", strconv.Itoa(r.Limit))
+	}
+	if r.Wait > 0 {
+		q.Set("wait", strconv.Itoa(int(r.Wait/time.Second)))
+	}
+	path := "/api/v1/edge-nodes/" + url.PathEscape(c.NodeID) + "/feed?" + q.Encode()
+	var errs []error
+	first := int(c.next.Load())
+	for i := range c.Origins {
+		n := (first + i) % len(c.Origins)
+		p, err := c.readFrom(ctx, strings.TrimRight(c.Origins[n], "/")+path)
+		if err == nil || errors.Is(err, ErrResync) || ctx.Err() != nil {
+			c.next.Store(int64(n))
+			return p, err
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", c.Origins[n], err))
+	}
+	return Page{}, errors.Join(errs...)
+}
+
+func (c *Client) readFrom(ctx context.Context, u string) (Page, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return Page{}, err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.Token)
+	hc := c.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return Page{}, err
+	}
+	defer resp.Body.Close()
+	body := io.LimitReader(resp.Body, maxPage)
+	switch resp.StatusCode {
+	case http.StatusOK:
+	case http.StatusGone:
+		return Page{}, ErrResync
+	default:
+		msg, _ := io.ReadAll(io.LimitReader(body, 4096))
+		return Page{}, fmt.Errorf("feed: %s: %s", resp.Status, strings.TrimSpace(string(msg)))
+	}
+	var p Page
+	if err := json.NewDecoder(body).Decode(&p); err != nil {
+		return Page{}, fmt.Errorf("feed: reading a page: %w", err)
+	}
+	return p, nil
+}
+
+// Sync brings s up to date once: it reads pages from s's applied index
+// until one is empty, waiting up to wait for the first change. On
+// ErrResync it reads everything again from 0 (Resync).
+func Sync(ctx context.Context, c *Client, s *meta.Store, wait time.Duration) error {
+	for {
+		p, err := c.Read(ctx, Request{Since: s.LastApplied(), Wait: wait})
+		if errors.Is(err, ErrResync) {
+			return Resync(ctx, c, s)
+		}
+		if err != nil {
+			return err
+		}
+		if err := s.ApplyChanges(p.Changes, p.Next); err != nil {
+			return err
+		}
+		if len(p.Changes) == 0 {
+			return nil
+		}
+		wait = 0
+	}
+}
+
+// CatchUp reads one repository from 0 into s (a repository newly assigned
+// to the node), without moving s's applied index: the feed goes on from
+// where it was and brings anything newer.
+func CatchUp(ctx context.Context, c *Client, s *meta.Store, repoID string) error {
+	var since uint64
+	for {
+		p, err := c.Read(ctx, Request{Since: since, Repo: repoID})
+		if err != nil {
+			return err
+		}
+		if err := s.ApplyChanges(p.Changes, 0); err != nil {
+			return err
+		}
+		if len(p.Changes) == 0 || p.Next <= since {
+			return nil
+		}
+		since = p.Next
+	}
+}
+
+// Resync reads everything the node may see again from 0 and removes what
+// is no longer there (deleted while s was too far behind to hear of it).
+func Resync(ctx context.Context, c *Client, s *meta.Store) error {
+	type rec struct {
+		k   meta.Kind
+		key string
+	}
+	seen := map[rec]bool{}
+	var since uint64
+	for {
+		p, err := c.Read(ctx, Request{Since: since})
+		if err != nil {
+			return err
+		}
+		for _, ch := range p.Changes {
+			seen[rec{ch.Kind, ch.Key}] = !ch.Deleted
+		}
+		if err := s.ApplyChanges(p.Changes, 0); err != nil {
+			return err
+		}
+		if len(p.Changes) == 0 || p.Next <= since {
+			return s.RetainOnly(kinds, func(k meta.Kind, key string) bool { return seen[rec{k, key}] }, max(since, p.Next))
+		}
+		since = p.Next
+	}
+}
+
+// Follow keeps s up to date with the feed until ctx ends, long-polling
+// with wait and retrying failures with a growing pause (at most 30 s).
+// Each failure is logged; it returns ctx's error.
+func Follow(ctx context.Context, c *Client, s *meta.Store, wait time.Duration, log *slog.Logger) error {
+	pause := time.Second
+	for ctx.Err() == nil {
+		err := Sync(ctx, c, s, wait)
+		if err == nil || ctx.Err() != nil {
+			pause = time.Second
+			continue
+		}
+		log.Warn("change feed: read failed; retrying", "err", err, "retry_in", pause)
+		select {
+		case <-ctx.Done():
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, 30*time.Second)
+	}
+	return ctx.Err()
+}
