@@ -84,7 +84,9 @@ func TestEdgeFollower(t *testing.T) {
 	// Following: a revoked token is gone from the replica within 2 s.
 	ctx, stop := context.WithCancel(t.Context())
 	followed := make(chan error, 1)
-	go func() { followed <- feed.Follow(ctx, c, s, 30*time.Second, slog.New(slog.NewTextHandler(io.Discard, nil))) }()
+	go func() {
+		followed <- feed.Follow(ctx, c, s, 30*time.Second, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	}()
 	time.Sleep(200 * time.Millisecond) // the follower is waiting in a long poll
 	e.Do("DELETE", "/api/v1/users/me/tokens/"+tok.ID, e.Admin, nil).Want(204)
 	revoked := time.Now()
