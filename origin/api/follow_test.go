@@ -74,11 +74,14 @@ func TestEdgeFollower(t *testing.T) {
 	// index left for the feed to move.
 	e.Do("POST", "/api/v1/edge-nodes/"+n.ID+"/repositories", e.Admin, map[string][]string{"repository_ids": {other}}).Want(200)
 	before := s.LastApplied()
-	if err := feed.CatchUp(t.Context(), c, s, other); err != nil {
+	if err := feed.Reconcile(t.Context(), c, s, []string{mine, other}); err != nil {
 		t.Fatal(err)
 	}
 	if !has(other, "tool/1.0/tool.bin") || s.LastApplied() != before {
 		t.Fatalf("catch-up: has the file %v, applied index %d -> %d", has(other, "tool/1.0/tool.bin"), before, s.LastApplied())
+	}
+	if followed, err := s.Followed(); err != nil || len(followed) != 2 {
+		t.Fatalf("followed = %v, %v; want both repositories", followed, err)
 	}
 
 	// Following: a revoked token is gone from the replica within 2 s.
@@ -102,6 +105,18 @@ func TestEdgeFollower(t *testing.T) {
 		t.Fatalf("Follow ended with %v", err)
 	}
 
+	// Unassigned: the node drops the repository's records.
+	e.Do("DELETE", "/api/v1/edge-nodes/"+n.ID+"/repositories/"+other, e.Admin, nil).Want(200)
+	if err := feed.Reconcile(t.Context(), c, s, []string{mine}); err != nil {
+		t.Fatal(err)
+	}
+	if has(other, "tool/1.0/tool.bin") || !has(mine, "tool/2.0/tool.bin") {
+		t.Fatal("after unassigning, the replica kept the other repository's records or lost its own")
+	}
+	if followed, _ := s.Followed(); len(followed) != 1 || followed[0] != mine {
+		t.Fatalf("followed after unassigning = %v", followed)
+	}
+
 	// A resync from 0 removes what the origin no longer has.
 	stray, _ := json.Marshal(meta.Artifact{ID: "stray", RepositoryID: mine, Path: "ghost/1/g", PackageName: "ghost", Version: "1", Digest: "sha256:00"})
 	if err := s.ApplyChanges([]meta.Change{{Index: 2, Kind: meta.KindArtifact, Key: "stray", Repo: mine, Value: stray}}, 0); err != nil {
@@ -113,7 +128,7 @@ func TestEdgeFollower(t *testing.T) {
 	if err := feed.Resync(t.Context(), c, s); err != nil {
 		t.Fatal(err)
 	}
-	if has(mine, "ghost/1/g") || !has(mine, "tool/2.0/tool.bin") || !has(other, "tool/1.0/tool.bin") {
+	if has(mine, "ghost/1/g") || !has(mine, "tool/2.0/tool.bin") {
 		t.Fatal("after a resync the replica kept a record the origin does not have, or lost one it has")
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -183,4 +184,34 @@ func Follow(ctx context.Context, c *Client, s *meta.Store, wait time.Duration, l
 		pause = min(2*pause, 30*time.Second)
 	}
 	return ctx.Err()
+}
+
+// Reconcile makes the follower hold exactly the assigned repositories: it
+// catches up on each assigned one it has not followed yet and drops the
+// records of each it followed that is no longer assigned. A catch-up cut
+// short is done again next time (pages apply idempotently).
+func Reconcile(ctx context.Context, c *Client, s *meta.Store, assigned []string) error {
+	followed, err := s.Followed()
+	if err != nil {
+		return err
+	}
+	for _, id := range assigned {
+		if slices.Contains(followed, id) {
+			continue
+		}
+		if err := CatchUp(ctx, c, s, id); err != nil {
+			return fmt.Errorf("catching up on repository %s: %w", id, err)
+		}
+		if err := s.SetFollowed(id, true); err != nil {
+			return err
+		}
+	}
+	for _, id := range followed {
+		if !slices.Contains(assigned, id) {
+			if err := s.SetFollowed(id, false); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

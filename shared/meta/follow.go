@@ -2,6 +2,7 @@ package meta
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"slices"
 
@@ -123,4 +124,73 @@ func (s *Store) RetainOnly(kinds []Kind, keep func(Kind, string) bool, at uint64
 	}
 	s.setApplied(max(s.LastApplied(), at))
 	return nil
+}
+
+// keyFollowed keeps, in a follower, the repositories it has caught up on.
+var keyFollowed = []byte("followed_repos")
+
+// Followed lists, sorted, the repositories the follower has caught up on.
+func (s *Store) Followed() ([]string, error) {
+	var ids []string
+	err := s.View(func(tx *Tx) error {
+		ids = tx.followed()
+		return nil
+	})
+	return ids, err
+}
+
+func (tx *Tx) followed() []string {
+	var ids []string
+	if raw := tx.bucket(bSys).Get(keyFollowed); raw != nil {
+		_ = json.Unmarshal(raw, &ids)
+	}
+	return ids
+}
+
+// SetFollowed records that the follower has caught up on a repository
+// (on), or drops every record of the repository (its artifacts, format
+// keys, grants and itself) and forgets it (off): a repository no longer
+// assigned to the node.
+func (s *Store) SetFollowed(repoID string, on bool) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.db.Update(func(btx *bolt.Tx) error {
+		tx := &Tx{tx: btx}
+		tx.idx = tx.lastApplied()
+		ids := tx.followed()
+		if on {
+			ids = sortedSet(append(ids, repoID))
+		} else {
+			ids = slices.DeleteFunc(ids, func(id string) bool { return id == repoID })
+			if err := tx.dropRepo(repoID); err != nil {
+				return err
+			}
+		}
+		raw, err := json.Marshal(ids)
+		if err != nil {
+			return err
+		}
+		return btx.Bucket(bSys).Put(keyFollowed, raw)
+	})
+}
+
+// dropRepo deletes a repository's records, children first: what
+// RepoDelete does, and what a follower does with a repository no longer
+// assigned to it.
+func (tx *Tx) dropRepo(id string) error {
+	_, arts := tx.under(SpaceArtifactPaths, key(id, ""))
+	kv, _ := tx.under(Space(KindKV), key(id, ""))
+	for _, err := range []error{
+		tx.delAll(KindKV, kv),
+		tx.delAll(KindArtifact, arts),
+		tx.delAll(KindPermission, tx.prefixKeys(bPermRepo, key(id, ""))),
+	} {
+		if err != nil {
+			return err
+		}
+	}
+	if tx.space(Space(KindRepo)).Get([]byte(id)) == nil {
+		return nil
+	}
+	return tx.delRec(KindRepo, id)
 }

@@ -126,19 +126,10 @@ func (c *RepoDelete) apply(tx *Tx) error {
 	if err != nil {
 		return err
 	}
-	_, arts := tx.under(SpaceArtifactPaths, key(r.ID, ""))
-	kv, _ := tx.under(Space(KindKV), key(r.ID, ""))
-	for _, err := range []error{
-		tx.delAll(KindArtifact, arts),
-		tx.delAll(KindPermission, tx.prefixKeys(bPermRepo, key(r.ID, ""))),
-		tx.delAll(KindKV, kv),
-		tx.unassignEverywhere(r.ID),
-	} {
-		if err != nil {
-			return err
-		}
+	if err := tx.unassignEverywhere(r.ID); err != nil {
+		return err
 	}
-	return tx.delRec(KindRepo, r.ID)
+	return tx.dropRepo(r.ID)
 }
 
 func indexRepo(tx *Tx, id string, before, after []byte) error {
