@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/depot-registry/depot/origin"
 	"github.com/depot-registry/depot/origin/origintest"
 )
 
@@ -209,4 +210,20 @@ func TestEdgeFeed(t *testing.T) {
 	e.Do("GET", "/api/v1/edge-nodes/"+n.ID+"/feed", e.Admin, nil).WantError(401, "UNAUTHORIZED")
 	e.Do("GET", "/api/v1/edge-nodes/"+n.ID+"/feed?repository_id="+theirs, n.Token, nil).WantError(400, "VALIDATION_FAILED").WantField("repository_id")
 	e.Do("GET", "/api/v1/edge-nodes/"+n.ID+"/feed?wait=3600", n.Token, nil).WantError(400, "VALIDATION_FAILED").WantField("wait")
+}
+
+// TestEdgeRateBucket: a node's requests are limited in a bucket of its
+// own, not in that of its address's anonymous callers.
+func TestEdgeRateBucket(t *testing.T) {
+	e := origintest.Start(t, origintest.Options{Config: func(c *origin.Config) { c.RateLimit = 20 }})
+	var n edgeNode
+	e.Do("POST", "/api/v1/edge-nodes", e.Admin, map[string]string{"name": "near", "url": "http://127.0.0.1:8081"}).Want(201).JSON(&n)
+	limited := false
+	for i := 0; i < 100 && !limited; i++ {
+		limited = e.Do("GET", "/api/v1/health", "", nil).Status == 429
+	}
+	if !limited {
+		t.Fatal("anonymous requests were never limited")
+	}
+	e.Do("GET", "/api/v1/edge-nodes/"+n.ID+"/feed?since=0", n.Token, nil).Want(200)
 }

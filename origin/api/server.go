@@ -202,7 +202,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p, authErr = nil, auth.ErrBadCredentials
 	}
 	key := "a:" + ip
-	if !p.Anonymous() {
+	switch {
+	case p.Edge() != "":
+		key = "e:" + p.Edge() // a node's own bucket, not its address's
+	case !p.Anonymous():
 		key = "u:" + p.UserID + ":" + p.TokenID
 	}
 	d := s.apiLimit.Allow(key)
