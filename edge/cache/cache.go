@@ -1,0 +1,424 @@
+// Package cache is an edge node's blob cache: blobs by digest on the
+// node's disk, each verified against its digest before it is kept, the
+// least recently used unpinned ones evicted past a size limit, and one
+// fetch from an origin per missing digest however many clients want it,
+// streamed to them while it arrives.
+//
+// A stream never completes with bytes whose digest did not verify: its
+// last byte is held back until the whole blob has been checked, and a
+// blob that fails the check ends every stream of it with an error (the
+// transport aborts the response) and is not kept.
+//
+// Layout: <dir>/sha256/<2 hex>/<hex> cached blobs; <dir>/tmp/ fetches in
+// progress (cleared when the cache is opened).
+package cache
+
+import (
+	"container/list"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/depot-registry/depot/shared/blob"
+)
+
+// Fetcher opens a blob at an origin.
+type Fetcher func(ctx context.Context, digest string) (io.ReadCloser, error)
+
+// FetchTimeout bounds one fetch from an origin.
+const FetchTimeout = time.Hour
+
+// Cache is safe for concurrent use.
+type Cache struct {
+	dir   string
+	limit int64
+	fetch Fetcher
+
+	mu      sync.Mutex
+	lru     list.List                // of *entry; front: most recently used
+	byHex   map[string]*list.Element // cached blobs
+	used    int64
+	pinned  map[string]bool // hex of blobs never evicted
+	flights map[string]*flight
+
+	hits, misses, fetched atomic.Int64
+}
+
+type entry struct {
+	hex  string
+	size int64
+}
+
+// Open opens (creating it) the cache in dir, holding at most limit bytes
+// of unpinned blobs (0: no limit); blobs cached before are kept, the
+// least recently modified first in line for eviction.
+func Open(dir string, limit int64, fetch Fetcher) (*Cache, error) {
+	c := &Cache{dir: dir, limit: limit, fetch: fetch, byHex: map[string]*list.Element{},
+		pinned: map[string]bool{}, flights: map[string]*flight{}}
+	if err := os.RemoveAll(c.tmp()); err != nil {
+		return nil, fmt.Errorf("cache: %w", err)
+	}
+	for _, d := range []string{c.tmp(), filepath.Join(dir, "sha256")} {
+		if err := os.MkdirAll(d, 0o750); err != nil {
+			return nil, fmt.Errorf("cache: %w", err)
+		}
+	}
+	type found struct {
+		entry
+		mod time.Time
+	}
+	var all []found
+	err := filepath.WalkDir(filepath.Join(dir, "sha256"), func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		if _, _, err := blob.ParseDigest("sha256:" + d.Name()); err != nil {
+			return nil
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		all = append(all, found{entry{d.Name(), fi.Size()}, fi.ModTime()})
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cache: %w", err)
+	}
+	slices.SortFunc(all, func(a, b found) int { return a.mod.Compare(b.mod) })
+	for _, f := range all {
+		c.byHex[f.hex] = c.lru.PushFront(&f.entry)
+		c.used += f.size
+	}
+	return c, nil
+}
+
+func (c *Cache) tmp() string { return filepath.Join(c.dir, "tmp") }
+
+func (c *Cache) path(hx string) string { return filepath.Join(c.dir, "sha256", hx[:2], hx) }
+
+// hexOf validates a digest; the cache keeps sha256 blobs.
+func hexOf(digest string) (string, error) {
+	algo, hx, err := blob.ParseDigest(digest)
+	if err != nil {
+		return "", err
+	}
+	if algo != "sha256" {
+		return "", fmt.Errorf("%w: the cache keeps sha256 blobs", blob.ErrInvalidDigest)
+	}
+	return hx, nil
+}
+
+// Get opens a blob: a cached one as an *os.File (which the transport can
+// send with sendfile), a missing one as a stream of the fetch from the
+// origin. Close what it returns.
+func (c *Cache) Get(ctx context.Context, digest string) (io.ReadCloser, error) {
+	hx, err := hexOf(digest)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	if el, ok := c.byHex[hx]; ok {
+		c.lru.MoveToFront(el)
+		c.mu.Unlock()
+		f, err := os.Open(c.path(hx))
+		if err == nil {
+			c.hits.Add(1)
+			return f, nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("cache: %w", err)
+		}
+		c.forget(hx) // removed from under us: fetch it again
+		c.mu.Lock()
+	}
+	fl := c.flights[hx]
+	if fl == nil {
+		if fl, err = c.start(hx); err != nil {
+			c.mu.Unlock()
+			return nil, err
+		}
+	}
+	c.mu.Unlock()
+	c.misses.Add(1)
+	return fl.reader(ctx)
+}
+
+func (c *Cache) forget(hx string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.byHex[hx]; ok {
+		c.used -= el.Value.(*entry).size
+		c.lru.Remove(el)
+		delete(c.byHex, hx)
+	}
+}
+
+// Has reports whether a blob is cached.
+func (c *Cache) Has(digest string) bool {
+	hx, err := hexOf(digest)
+	if err != nil {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.byHex[hx]
+	return ok
+}
+
+// Pin keeps exactly these blobs from eviction (the blobs of the node's
+// repositories); others pinned before are unpinned.
+func (c *Cache) Pin(digests []string) {
+	pinned := map[string]bool{}
+	for _, d := range digests {
+		if hx, err := hexOf(d); err == nil {
+			pinned[hx] = true
+		}
+	}
+	c.mu.Lock()
+	c.pinned = pinned
+	c.mu.Unlock()
+	c.evict()
+}
+
+// Stats are the cache's figures.
+type Stats struct {
+	Blobs   int
+	Bytes   int64
+	Hits    int64 // Gets answered from disk
+	Misses  int64 // Gets that needed the origin
+	Fetched int64 // bytes fetched and verified
+}
+
+// Stats reads the figures.
+func (c *Cache) Stats() Stats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return Stats{Blobs: len(c.byHex), Bytes: c.used, Hits: c.hits.Load(), Misses: c.misses.Load(), Fetched: c.fetched.Load()}
+}
+
+// keep records a blob just placed, then evicts past the limit.
+func (c *Cache) keep(hx string, size int64) {
+	c.mu.Lock()
+	if _, ok := c.byHex[hx]; !ok {
+		c.byHex[hx] = c.lru.PushFront(&entry{hx, size})
+		c.used += size
+	}
+	c.mu.Unlock()
+	c.fetched.Add(size)
+	c.evict()
+}
+
+// evict removes least recently used unpinned blobs until the unpinned
+// ones fit the limit. A reader that has one open keeps reading it.
+func (c *Cache) evict() {
+	if c.limit <= 0 {
+		return
+	}
+	c.mu.Lock()
+	var gone []string
+	var unpinned int64
+	for el := c.lru.Front(); el != nil; el = el.Next() {
+		if e := el.Value.(*entry); !c.pinned[e.hex] {
+			unpinned += e.size
+		}
+	}
+	for el := c.lru.Back(); el != nil && unpinned > c.limit; {
+		prev := el.Prev()
+		if e := el.Value.(*entry); !c.pinned[e.hex] {
+			unpinned -= e.size
+			c.used -= e.size
+			c.lru.Remove(el)
+			delete(c.byHex, e.hex)
+			gone = append(gone, e.hex)
+		}
+		el = prev
+	}
+	c.mu.Unlock()
+	for _, hx := range gone {
+		_ = os.Remove(c.path(hx))
+	}
+}
+
+// flight is one fetch of a missing blob into a temp file, which readers
+// follow as it grows.
+type flight struct {
+	c    *Cache
+	hex  string
+	path string // the temp file
+
+	mu      sync.Mutex
+	grew    *sync.Cond
+	written int64
+	done    bool
+	err     error // set when done: the fetch failed or the digest did not match
+}
+
+// start begins fetching hx; the caller holds c.mu.
+func (c *Cache) start(hx string) (*flight, error) {
+	f, err := os.CreateTemp(c.tmp(), hx+"-*")
+	if err != nil {
+		return nil, fmt.Errorf("cache: %w", err)
+	}
+	fl := &flight{c: c, hex: hx, path: f.Name()}
+	fl.grew = sync.NewCond(&fl.mu)
+	c.flights[hx] = fl
+	go fl.run(f)
+	return fl, nil
+}
+
+func (fl *flight) run(f *os.File) {
+	err := fl.fetch(f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = fl.place()
+	}
+	if err != nil {
+		_ = os.Remove(fl.path)
+	}
+	c := fl.c
+	c.mu.Lock()
+	delete(c.flights, fl.hex)
+	c.mu.Unlock()
+	fl.mu.Lock()
+	fl.done, fl.err = true, err
+	fl.grew.Broadcast()
+	fl.mu.Unlock()
+	if err == nil {
+		c.keep(fl.hex, fl.written)
+	}
+}
+
+// fetch copies the blob from the origin into f, hashing as it goes, and
+// checks the digest.
+func (fl *flight) fetch(f *os.File) error {
+	ctx, cancel := context.WithTimeout(context.Background(), FetchTimeout)
+	defer cancel()
+	body, err := fl.c.fetch(ctx, "sha256:"+fl.hex)
+	if err != nil {
+		return err
+	}
+	defer body.Close()
+	h := sha256.New()
+	buf := make([]byte, 256<<10)
+	for {
+		n, rerr := body.Read(buf)
+		if n > 0 {
+			if _, err := f.Write(buf[:n]); err != nil {
+				return fmt.Errorf("cache: %w", blob.NoSpace(err))
+			}
+			h.Write(buf[:n])
+			fl.mu.Lock()
+			fl.written += int64(n)
+			fl.grew.Broadcast()
+			fl.mu.Unlock()
+		}
+		if rerr == io.EOF {
+			break
+		}
+		if rerr != nil {
+			return fmt.Errorf("cache: fetching sha256:%s: %w", fl.hex, rerr)
+		}
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); got != fl.hex {
+		return fmt.Errorf("%w: the origin sent sha256:%s for sha256:%s", blob.ErrDigestMismatch, got, fl.hex)
+	}
+	return f.Sync()
+}
+
+// place moves the verified temp file into the cache.
+func (fl *flight) place() error {
+	final := fl.c.path(fl.hex)
+	if err := os.MkdirAll(filepath.Dir(final), 0o750); err != nil {
+		return fmt.Errorf("cache: %w", err)
+	}
+	if err := os.Rename(fl.path, final); err != nil {
+		return fmt.Errorf("cache: %w", err)
+	}
+	return nil
+}
+
+// reader follows the flight from the start of the blob.
+func (fl *flight) reader(ctx context.Context) (io.ReadCloser, error) {
+	f, err := os.Open(fl.path)
+	if err != nil {
+		// Placed (or failed) between the lookup and now.
+		fl.mu.Lock()
+		for !fl.done {
+			fl.grew.Wait()
+		}
+		ferr := fl.err
+		fl.mu.Unlock()
+		if ferr != nil {
+			return nil, ferr
+		}
+		return os.Open(fl.c.path(fl.hex))
+	}
+	st := &stream{fl: fl, f: f, ctx: ctx}
+	// A reader waiting for bytes wakes when its request ends.
+	st.stop = context.AfterFunc(ctx, func() {
+		fl.mu.Lock()
+		fl.grew.Broadcast()
+		fl.mu.Unlock()
+	})
+	return st, nil
+}
+
+// stream reads a blob while its flight writes it. Until the flight has
+// verified the blob, the last byte written is held back, so a stream
+// never ends successfully with bytes that did not verify.
+type stream struct {
+	fl   *flight
+	f    *os.File
+	ctx  context.Context
+	stop func() bool
+	off  int64
+}
+
+func (s *stream) Read(p []byte) (int, error) {
+	fl := s.fl
+	fl.mu.Lock()
+	for {
+		readable := fl.written
+		if !fl.done || fl.err != nil {
+			readable--
+		}
+		switch {
+		case s.off < readable:
+			fl.mu.Unlock()
+			n, err := s.f.ReadAt(p[:min(int64(len(p)), readable-s.off)], s.off)
+			s.off += int64(n)
+			if err == io.EOF && n > 0 {
+				err = nil
+			}
+			return n, err
+		case fl.done && fl.err != nil:
+			fl.mu.Unlock()
+			return 0, fl.err
+		case fl.done:
+			fl.mu.Unlock()
+			return 0, io.EOF
+		case s.ctx.Err() != nil:
+			fl.mu.Unlock()
+			return 0, s.ctx.Err()
+		}
+		fl.grew.Wait()
+	}
+}
+
+func (s *stream) Close() error {
+	s.stop()
+	return s.f.Close()
+}

@@ -1,0 +1,290 @@
+package cache_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/depot-registry/depot/edge/cache"
+	"github.com/depot-registry/depot/shared/blob"
+)
+
+func digest(b []byte) string {
+	s := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(s[:])
+}
+
+// origin serves blobs by digest and counts fetches; a blob listed in slow
+// is sent in two halves, the second once release is closed.
+type origin struct {
+	blobs   map[string][]byte
+	fetches atomic.Int64
+	slow    map[string]chan struct{}
+	wrong   map[string][]byte // bytes sent instead of the blob's
+}
+
+func (o *origin) fetch(ctx context.Context, d string) (io.ReadCloser, error) {
+	o.fetches.Add(1)
+	b, ok := o.blobs[d]
+	if !ok {
+		return nil, fmt.Errorf("origin: %s: %w", d, blob.ErrNotFound)
+	}
+	if w, ok := o.wrong[d]; ok {
+		b = w
+	}
+	release, ok := o.slow[d]
+	if !ok {
+		return io.NopCloser(bytes.NewReader(b)), nil
+	}
+	pr, pw := io.Pipe()
+	go func() {
+		half := len(b) / 2
+		_, _ = pw.Write(b[:half])
+		<-release
+		_, _ = pw.Write(b[half:])
+		_ = pw.Close()
+	}()
+	return pr, nil
+}
+
+func newOrigin(blobs ...[]byte) *origin {
+	o := &origin{blobs: map[string][]byte{}, slow: map[string]chan struct{}{}, wrong: map[string][]byte{}}
+	for _, b := range blobs {
+		o.blobs[digest(b)] = b
+	}
+	return o
+}
+
+func read(t *testing.T, c *cache.Cache, d string) ([]byte, bool) {
+	t.Helper()
+	r, err := c.Get(t.Context(), d)
+	if err != nil {
+		t.Fatalf("Get %s: %v", d, err)
+	}
+	defer r.Close()
+	_, hit := r.(*os.File)
+	b, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatalf("reading %s: %v", d, err)
+	}
+	return b, hit
+}
+
+// TestMissThenHit: a miss is fetched once, verified and kept; the next Get
+// is a file on disk; a reopened cache still has it.
+func TestMissThenHit(t *testing.T) {
+	data := bytes.Repeat([]byte("layer "), 100000)
+	o := newOrigin(data)
+	dir := t.TempDir()
+	c, err := cache.Open(dir, 0, o.fetch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, hit := read(t, c, digest(data)); hit || !bytes.Equal(b, data) {
+		t.Fatalf("first Get: hit %v, %d bytes", hit, len(b))
+	}
+	// The fetch finishes placing the blob after the stream's last byte.
+	for !c.Has(digest(data)) {
+		time.Sleep(time.Millisecond)
+	}
+	if b, hit := read(t, c, digest(data)); !hit || !bytes.Equal(b, data) {
+		t.Fatalf("second Get: hit %v, %d bytes", hit, len(b))
+	}
+	if n := o.fetches.Load(); n != 1 {
+		t.Fatalf("%d fetches, want 1", n)
+	}
+	c2, err := cache.Open(dir, 0, o.fetch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, hit := read(t, c2, digest(data)); !hit || !bytes.Equal(b, data) {
+		t.Fatal("a reopened cache lost the blob")
+	}
+	if st := c2.Stats(); st.Blobs != 1 || st.Bytes != int64(len(data)) {
+		t.Fatalf("stats after reopening = %+v", st)
+	}
+}
+
+// TestOneFetchManyReaders: readers of a missing blob share one fetch and
+// stream it as it arrives, before it is complete.
+func TestOneFetchManyReaders(t *testing.T) {
+	data := bytes.Repeat([]byte{7}, 1<<20)
+	o := newOrigin(data)
+	release := make(chan struct{})
+	o.slow[digest(data)] = release
+	c, err := cache.Open(t.TempDir(), 0, o.fetch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const readers = 8
+	var wg sync.WaitGroup
+	firstHalf := make(chan struct{}, readers)
+	for range readers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, err := c.Get(context.Background(), digest(data))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer r.Close()
+			// A quarter: less than the origin has sent (the last byte
+			// written is held back until the blob verifies).
+			half := make([]byte, len(data)/4)
+			if _, err := io.ReadFull(r, half); err != nil {
+				t.Error(err)
+				return
+			}
+			firstHalf <- struct{}{} // streamed before the origin sent the rest
+			rest, err := io.ReadAll(r)
+			if err != nil || !bytes.Equal(append(half, rest...), data) {
+				t.Errorf("a reader got %d bytes, err %v", len(half)+len(rest), err)
+			}
+		}()
+	}
+	for range readers {
+		select {
+		case <-firstHalf:
+		case <-time.After(10 * time.Second):
+			t.Fatal("readers did not stream the first half while the fetch was in progress")
+		}
+	}
+	close(release)
+	wg.Wait()
+	if n := o.fetches.Load(); n != 1 {
+		t.Fatalf("%d fetches for %d readers, want 1", n, readers)
+	}
+}
+
+// TestWrongBytes: bytes that do not match the digest are never delivered
+// whole, end the stream with an error, and are not kept.
+func TestWrongBytes(t *testing.T) {
+	data := []byte("the real content")
+	o := newOrigin(data)
+	o.wrong[digest(data)] = []byte("forged content!!")
+	c, err := cache.Open(t.TempDir(), 0, o.fetch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := c.Get(t.Context(), digest(data))
+	if err == nil {
+		var got []byte
+		got, err = io.ReadAll(r)
+		r.Close()
+		if len(got) >= len(data) {
+			t.Fatalf("a stream delivered all %d bytes of a blob that did not verify", len(got))
+		}
+	}
+	if !errors.Is(err, blob.ErrDigestMismatch) {
+		t.Fatalf("err = %v, want ErrDigestMismatch", err)
+	}
+	if c.Has(digest(data)) {
+		t.Fatal("a blob that did not verify was kept")
+	}
+	// Fixed at the origin: the next Get fetches again and succeeds.
+	delete(o.wrong, digest(data))
+	if b, _ := read(t, c, digest(data)); !bytes.Equal(b, data) {
+		t.Fatalf("after the fix: %q", b)
+	}
+}
+
+// TestFetchFails: a blob the origin cannot give is an error, and the next
+// Get tries again.
+func TestFetchFails(t *testing.T) {
+	data := []byte("late")
+	o := newOrigin()
+	c, err := cache.Open(t.TempDir(), 0, o.fetch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := c.Get(t.Context(), digest(data))
+	if err == nil {
+		_, err = io.ReadAll(r)
+		r.Close()
+	}
+	if !errors.Is(err, blob.ErrNotFound) {
+		t.Fatalf("err = %v, want the origin's not found", err)
+	}
+	o.blobs[digest(data)] = data
+	if b, _ := read(t, c, digest(data)); !bytes.Equal(b, data) {
+		t.Fatalf("retry: %q", b)
+	}
+	if _, err := c.Get(t.Context(), "sha256:../../etc/passwd"); !errors.Is(err, blob.ErrInvalidDigest) {
+		t.Fatalf("a malformed digest: err = %v", err)
+	}
+}
+
+// TestEviction: past the limit, the least recently used unpinned blobs go;
+// pinned ones stay whatever their age.
+func TestEviction(t *testing.T) {
+	var blobs [][]byte
+	for i := range 4 {
+		blobs = append(blobs, bytes.Repeat([]byte{byte('a' + i)}, 100))
+	}
+	o := newOrigin(blobs...)
+	c, err := cache.Open(t.TempDir(), 250, o.fetch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Pin([]string{digest(blobs[0])})
+	get := func(i int) {
+		t.Helper()
+		read(t, c, digest(blobs[i]))
+		for !c.Has(digest(blobs[i])) {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	get(0) // pinned
+	get(1)
+	get(2)
+	get(1) // now more recent than 2
+	get(3) // over the limit: 2 is the least recently used unpinned blob
+	want := map[int]bool{0: true, 1: true, 2: false, 3: true}
+	for i, in := range want {
+		if c.Has(digest(blobs[i])) != in {
+			t.Errorf("blob %d cached = %v, want %v", i, !in, in)
+		}
+	}
+	if st := c.Stats(); st.Bytes != 300 || st.Blobs != 3 {
+		t.Fatalf("stats = %+v", st)
+	}
+}
+
+// TestWrongBytesWhileStreaming: a reader following a fetch of forged
+// bytes gets all but the last byte, then an error: never the whole.
+func TestWrongBytesWhileStreaming(t *testing.T) {
+	data := bytes.Repeat([]byte("x"), 1<<16)
+	forged := bytes.Repeat([]byte("y"), 1<<16)
+	o := newOrigin(data)
+	o.wrong[digest(data)] = forged
+	release := make(chan struct{})
+	o.slow[digest(data)] = release
+	c, err := cache.Open(t.TempDir(), 0, o.fetch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := c.Get(t.Context(), digest(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	first := make([]byte, 100)
+	if _, err := io.ReadFull(r, first); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	rest, err := io.ReadAll(r)
+	if got := len(first) + len(rest); got != len(forged)-1 || !errors.Is(err, blob.ErrDigestMismatch) {
+		t.Fatalf("streamed %d of %d forged bytes, err %v; want all but the last, then ErrDigestMismatch", got, len(forged), err)
+	}
+}
