@@ -13,6 +13,7 @@ import (
 	"github.com/depot-registry/depot/replication/feed"
 	"github.com/depot-registry/depot/shared/apierr"
 	"github.com/depot-registry/depot/shared/auth"
+	"github.com/depot-registry/depot/shared/blob"
 	"github.com/depot-registry/depot/shared/meta"
 )
 
@@ -276,4 +277,49 @@ func (s *Server) edgeFeed(w http.ResponseWriter, r *http.Request, p *auth.Princi
 		page.Changes = []meta.Change{}
 	}
 	return writeJSON(w, http.StatusOK, page)
+}
+
+// edgeBlob serves an edge node a blob by digest, Range requests included
+// (a fetch that broke resumes), when a record of one of its repositories
+// keeps it; any other digest is not found, whether it exists or not.
+func (s *Server) edgeBlob(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	id, digest := r.PathValue("id"), r.PathValue("digest")
+	if p.Edge() != id {
+		return apierr.New(apierr.Forbidden, "an edge node fetches only for itself")
+	}
+	if _, _, err := blob.ParseDigest(digest); err != nil {
+		return apierr.Invalid("digest", "digest must be sha256:<64 hex> or sha512:<128 hex>")
+	}
+	allowed := false
+	err := s.view(func(tx *meta.Tx) error {
+		e, err := tx.Edge(id)
+		if err != nil {
+			return err
+		}
+		for _, repo := range tx.BlobRepos(digest) {
+			if _, ok := slices.BinarySearch(e.Repositories, repo); ok {
+				allowed = true
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	notFound := apierr.New(apierr.NotFound, "blob %s not found in the repositories of this edge node", digest)
+	if !allowed {
+		return notFound
+	}
+	f, err := s.d.Blobs.Open(r.Context(), digest)
+	if errors.Is(err, blob.ErrNotFound) {
+		return notFound
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Docker-Content-Digest", digest)
+	http.ServeContent(w, r, "", time.Time{}, f)
+	return nil
 }

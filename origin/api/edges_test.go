@@ -227,3 +227,32 @@ func TestEdgeRateBucket(t *testing.T) {
 	}
 	e.Do("GET", "/api/v1/edge-nodes/"+n.ID+"/feed?since=0", n.Token, nil).Want(200)
 }
+
+// TestEdgeBlobs: a node fetches by digest the blobs its repositories'
+// records keep, with Range; any other digest is not found.
+func TestEdgeBlobs(t *testing.T) {
+	e := origintest.Start(t, origintest.Options{})
+	var n, m edgeNode
+	e.Do("POST", "/api/v1/edge-nodes", e.Admin, map[string]string{"name": "near", "url": "http://127.0.0.1:8081"}).Want(201).JSON(&n)
+	e.Do("POST", "/api/v1/edge-nodes", e.Admin, map[string]string{"name": "far", "url": "http://127.0.0.1:8082"}).Want(201).JSON(&m)
+	mine := e.CreateRepo("mine", "generic", false)
+	e.CreateRepo("other", "generic", false)
+	e.Do("POST", "/api/v1/edge-nodes/"+n.ID+"/repositories", e.Admin, map[string][]string{"repository_ids": {mine}}).Want(200)
+	a := put(e, "Bearer "+e.Admin, "mine/tool/1.0/tool.bin", "the bytes of mine")
+	b := put(e, "Bearer "+e.Admin, "other/tool/1.0/tool.bin", "the bytes of other")
+	url := func(node, sum string) string { return "/api/v1/edge-nodes/" + node + "/blobs/sha256:" + sum }
+
+	if r := e.Do("GET", url(n.ID, a.Checksums.SHA256), n.Token, nil).Want(200); string(r.Body) != "the bytes of mine" ||
+		r.Header.Get("Docker-Content-Digest") != "sha256:"+a.Checksums.SHA256 {
+		t.Fatalf("blob = %q, headers %v", r.Body, r.Header)
+	}
+	if r := e.DoHeader("GET", url(n.ID, a.Checksums.SHA256), n.Token, nil, map[string]string{"Range": "bytes=4-8"}).Want(206); string(r.Body) != "bytes" {
+		t.Fatalf("range = %q", r.Body)
+	}
+	e.Do("GET", url(n.ID, b.Checksums.SHA256), n.Token, nil).WantError(404, "NOT_FOUND")                     // another repository's
+	e.Do("GET", url(n.ID, strings.Repeat("0", 64)), n.Token, nil).WantError(404, "NOT_FOUND")                // nobody's
+	e.Do("GET", url(m.ID, a.Checksums.SHA256), m.Token, nil).WantError(404, "NOT_FOUND")                     // not assigned to that node
+	e.Do("GET", url(m.ID, a.Checksums.SHA256), n.Token, nil).WantError(403, "FORBIDDEN")                     // another node's path
+	e.Do("GET", "/api/v1/edge-nodes/"+n.ID+"/blobs/md5:x", n.Token, nil).WantError(400, "VALIDATION_FAILED") // malformed
+	e.Do("GET", url(n.ID, a.Checksums.SHA256), e.Admin, nil).WantError(401, "UNAUTHORIZED")                  // not a node
+}

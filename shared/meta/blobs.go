@@ -1,6 +1,10 @@
 package meta
 
-import "strconv"
+import (
+	"slices"
+	"strconv"
+	"strings"
+)
 
 // Blob referrers: which records keep a blob. Artifacts keep their own
 // blob and their Refs, format keys their Blobs. Garbage collection deletes
@@ -32,4 +36,28 @@ func (tx *Tx) unref(k Kind, id string, digests ...string) error {
 // Referenced reports whether any record keeps the blob.
 func (tx *Tx) Referenced(digest string) bool {
 	return len(tx.prefixKeysN(bBlobRefs, key(digest, ""), 1)) > 0
+}
+
+// BlobRepos lists, sorted and once each, the repositories whose records
+// keep the blob (what an edge node may fetch: the blobs of its
+// repositories).
+func (tx *Tx) BlobRepos(digest string) []string {
+	var out []string
+	for _, rest := range tx.prefixKeys(bBlobRefs, key(digest, "")) {
+		kind, id, ok := strings.Cut(rest, "\x00")
+		n, err := strconv.Atoi(kind)
+		if !ok || err != nil {
+			continue
+		}
+		k := Kind(n)
+		raw := tx.space(Space(k)).Get([]byte(id))
+		if raw == nil {
+			continue
+		}
+		if repo := kinds[k].repo(id, raw[8:]); repo != "" {
+			out = append(out, repo)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }

@@ -51,6 +51,7 @@ func state(t *testing.T, s *Store) string {
 		out["kv"] = tx.KVList("r1", "")
 		out["public"] = tx.PublicRepoIDs()
 		out["refs"] = []bool{tx.Referenced("sha256:bb"), tx.Referenced("sha256:aa"), tx.Referenced("sha256:ee")}
+		out["blob repos"] = tx.BlobRepos("sha256:bb")
 		return err
 	})
 	if err != nil {

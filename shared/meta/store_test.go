@@ -212,6 +212,14 @@ func TestCommandRoundTrip(t *testing.T) {
 		if _, err := tx.EdgeByTokenHash("ehash2"); !errors.Is(err, ErrNotFound) {
 			t.Errorf("deregistered edge's credential still found: %v", err)
 		}
+		// sha256:bb is kept by artifact a2 and by a format key, both of r1;
+		// sha256:ee went with r2.
+		if got := tx.BlobRepos("sha256:bb"); !reflect.DeepEqual(got, []string{"r1"}) {
+			t.Errorf("repositories of sha256:bb = %v, want [r1]", got)
+		}
+		if got := tx.BlobRepos("sha256:ee"); len(got) != 0 {
+			t.Errorf("repositories of sha256:ee = %v, want none", got)
+		}
 		if _, err := tx.Artifact("a4"); !errors.Is(err, ErrNotFound) {
 			t.Errorf("artifact of deleted repo still there: %v", err)
 		}
