@@ -1,6 +1,7 @@
 package feed
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/depot-registry/depot/shared/blob"
 	"github.com/depot-registry/depot/shared/meta"
 )
 
@@ -50,26 +52,58 @@ func (c *Client) Read(ctx context.Context, r Request) (Page, error) {
 	if r.Wait > 0 {
 		q.Set("wait", strconv.Itoa(int(r.Wait/time.Second)))
 	}
-	path := "/api/v1/edge-nodes/" + url.PathEscape(c.NodeID) + "/feed?" + q.Encode()
+	var p Page
+	err := c.each(func(base string) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/v1/edge-nodes/"+url.PathEscape(c.NodeID)+"/feed?"+q.Encode(), nil)
+		if err != nil {
+			return err
+		}
+		resp, err := c.do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		p = Page{}
+		if err := json.NewDecoder(io.LimitReader(resp.Body, maxPage)).Decode(&p); err != nil {
+			return fmt.Errorf("feed: reading a page: %w", err)
+		}
+		return nil
+	})
+	return p, err
+}
+
+// refusal is an origin's answer that another origin would give too.
+type refusal struct{ error }
+
+func (r refusal) Unwrap() error { return r.error }
+
+// each runs call against the origins in turn, from the last that
+// answered, until one answers or refuses (a refusal another origin would
+// repeat); it returns the last error otherwise.
+func (c *Client) each(call func(base string) error) error {
 	var errs []error
 	first := int(c.next.Load())
 	for i := range c.Origins {
 		n := (first + i) % len(c.Origins)
-		p, err := c.readFrom(ctx, strings.TrimRight(c.Origins[n], "/")+path)
-		if err == nil || errors.Is(err, ErrResync) || ctx.Err() != nil {
+		err := call(strings.TrimRight(c.Origins[n], "/"))
+		var ref refusal
+		if err == nil || errors.As(err, &ref) {
 			c.next.Store(int64(n))
-			return p, err
+			if err != nil {
+				return ref.error
+			}
+			return nil
 		}
 		errs = append(errs, fmt.Errorf("%s: %w", c.Origins[n], err))
 	}
-	return Page{}, errors.Join(errs...)
+	return errors.Join(errs...)
 }
 
-func (c *Client) readFrom(ctx context.Context, u string) (Page, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return Page{}, err
-	}
+// do sends req with the node's credential. A 2xx answer is returned to
+// be read and closed; 410 is ErrResync, 404 blob.ErrNotFound, and any
+// other 4xx a refusal; a 5xx or a failed connection lets each try the
+// next origin.
+func (c *Client) do(req *http.Request) (*http.Response, error) {
 	req.Header.Set("Authorization", "Bearer "+c.Token)
 	hc := c.HTTP
 	if hc == nil {
@@ -77,23 +111,26 @@ func (c *Client) readFrom(ctx context.Context, u string) (Page, error) {
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return Page{}, err
+		if req.Context().Err() != nil {
+			return nil, refusal{err}
+		}
+		return nil, err
 	}
-	defer resp.Body.Close()
-	body := io.LimitReader(resp.Body, maxPage)
-	switch resp.StatusCode {
-	case http.StatusOK:
-	case http.StatusGone:
-		return Page{}, ErrResync
-	default:
-		msg, _ := io.ReadAll(io.LimitReader(body, 4096))
-		return Page{}, fmt.Errorf("feed: %s: %s", resp.Status, strings.TrimSpace(string(msg)))
+	if resp.StatusCode/100 == 2 {
+		return resp, nil
 	}
-	var p Page
-	if err := json.NewDecoder(body).Decode(&p); err != nil {
-		return Page{}, fmt.Errorf("feed: reading a page: %w", err)
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	resp.Body.Close()
+	err = fmt.Errorf("%s %s: %s: %s", req.Method, req.URL.Path, resp.Status, strings.TrimSpace(string(msg)))
+	switch {
+	case resp.StatusCode == http.StatusGone:
+		return nil, refusal{fmt.Errorf("%w (%w)", ErrResync, err)}
+	case resp.StatusCode == http.StatusNotFound:
+		return nil, refusal{fmt.Errorf("%w (%w)", blob.ErrNotFound, err)}
+	case resp.StatusCode/100 == 4:
+		return nil, refusal{err}
 	}
-	return p, nil
+	return nil, err
 }
 
 // Sync brings s up to date once: it reads pages from s's applied index
@@ -214,4 +251,60 @@ func Reconcile(ctx context.Context, c *Client, s *meta.Store, assigned []string)
 		}
 	}
 	return nil
+}
+
+// Report is what a node says of itself in a heartbeat.
+type Report struct {
+	AppliedIndex uint64 `json:"applied_index"`
+	CachedBytes  int64  `json:"cached_bytes"`
+	MissingBlobs int64  `json:"missing_blobs"`
+	Version      string `json:"version"`
+}
+
+// Assignment is an origin's answer to a heartbeat.
+type Assignment struct {
+	RepositoryIDs []string `json:"repository_ids"`
+	OriginIndex   uint64   `json:"origin_index"`
+}
+
+// Heartbeat reports the node to an origin and returns what it should
+// serve.
+func (c *Client) Heartbeat(ctx context.Context, r Report) (Assignment, error) {
+	body, err := json.Marshal(r)
+	if err != nil {
+		return Assignment{}, err
+	}
+	var a Assignment
+	err = c.each(func(base string) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/v1/edge-nodes/"+url.PathEscape(c.NodeID)+"/heartbeat", bytes.NewReader(body))
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := c.do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		return json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(&a)
+	})
+	return a, err
+}
+
+// Fetch opens a blob of the node's repositories at an origin.
+func (c *Client) Fetch(ctx context.Context, digest string) (io.ReadCloser, error) {
+	var body io.ReadCloser
+	err := c.each(func(base string) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/v1/edge-nodes/"+url.PathEscape(c.NodeID)+"/blobs/"+digest, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := c.do(req)
+		if err != nil {
+			return err
+		}
+		body = resp.Body
+		return nil
+	})
+	return body, err
 }

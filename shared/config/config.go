@@ -7,8 +7,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -145,6 +147,49 @@ func parseDuration(v string) (time.Duration, error) {
 		return 0, fmt.Errorf("want a duration such as 90m or 1h, or a number of seconds")
 	}
 	return d, nil
+}
+
+// Bytes binds a size written as a number of bytes or with a unit (KB,
+// MB, GB, TB in powers of 1000; KiB, MiB, GiB, TiB in powers of 1024),
+// e.g. "50GiB".
+func (s *Set) Bytes(p *int64, name, env, usage string) {
+	def := strconv.FormatInt(*p, 10)
+	if v := s.env(name, env, ""); v != "" {
+		n, err := ParseBytes(v)
+		if err != nil {
+			s.errs = append(s.errs, fmt.Errorf("%s=%q: %w", env, v, err))
+		}
+		*p = n
+	}
+	s.add(name, env, usage, def)
+	if name != "" {
+		s.fs.Func(name, usage, func(v string) error {
+			n, err := ParseBytes(v)
+			*p = n
+			return err
+		})
+	}
+}
+
+// ParseBytes reads a size such as "1048576", "512MB" or "50GiB".
+func ParseBytes(v string) (int64, error) {
+	units := []struct {
+		suffix string
+		mult   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40},
+		{"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"B", 1}}
+	num, mult := strings.TrimSpace(v), int64(1)
+	for _, u := range units {
+		if strings.HasSuffix(num, u.suffix) {
+			num, mult = strings.TrimSpace(strings.TrimSuffix(num, u.suffix)), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n < 0 || n > math.MaxInt64/mult {
+		return 0, fmt.Errorf("want a size such as 50GiB, 512MB or a number of bytes")
+	}
+	return n * mult, nil
 }
 
 // Parse parses args; environment errors are reported first.

@@ -39,3 +39,16 @@ func TestDuration(t *testing.T) {
 		}
 	}
 }
+
+func TestParseBytes(t *testing.T) {
+	for in, want := range map[string]int64{"0": 0, "1024": 1024, "50GiB": 50 << 30, "512MB": 512e6, "2 KiB": 2048, "7B": 7, "1TB": 1e12} {
+		if got, err := ParseBytes(in); err != nil || got != want {
+			t.Errorf("ParseBytes(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "-1", "5XB", "GiB", "99999999999TiB", "1.5GB"} {
+		if _, err := ParseBytes(bad); err == nil {
+			t.Errorf("ParseBytes(%q): no error", bad)
+		}
+	}
+}
