@@ -59,6 +59,7 @@ type Origin struct {
 	metrics *metrics.Metrics
 	space   *diskspace.Guard
 	gc      *gc.Collector
+	api     *api.Server
 	handler http.Handler
 }
 
@@ -218,6 +219,7 @@ func (o *Origin) serve(context.Context) error {
 		Log: log, Health: o.health, Now: now, Formats: byName, Env: env, Writer: writer,
 	})
 
+	o.api = apiSrv
 	mux := http.NewServeMux()
 	mux.Handle(api.Prefix+"/", httpx.BodyDeadline(apiSrv, cfg.BodyTimeout))
 	mux.Handle("GET /metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
@@ -287,6 +289,7 @@ func (o *Origin) Run(ctx context.Context, ln net.Listener) error {
 	defer ln.Close()
 	srv := &http.Server{Handler: o.handler, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second,
 		ErrorLog: slog.NewLogLogger(o.log.Handler(), slog.LevelWarn)}
+	srv.RegisterOnShutdown(o.api.Drain) // long polls answer now rather than hold the shutdown up
 	abs, _ := filepath.Abs(o.cfg.DataDir)
 	o.log.Info("depot origin started", "listen", ln.Addr().String(), "data_dir", abs, "node_id", o.nodeID,
 		"raft_addr", o.cfg.RaftAddr, "version", Version, "gc_interval", o.cfg.GCInterval.String(), "gc_grace", o.cfg.GCGrace.String())

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"math"
 	"net/http"
@@ -266,7 +267,10 @@ func (s *Server) edgeFeed(w http.ResponseWriter, r *http.Request, p *auth.Princi
 	if err := s.view(func(tx *meta.Tx) error { var err error; e, err = tx.Edge(id); return err }); err != nil {
 		return err
 	}
-	page, err := feed.Read(r.Context(), s.d.Store, e, req)
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	defer context.AfterFunc(s.draining, cancel)()
+	page, err := feed.Read(ctx, s.d.Store, e, req)
 	if errors.Is(err, feed.ErrNotAssigned) {
 		return apierr.Invalid("repository_id", "repository %s is not assigned to this edge node", req.Repo)
 	}

@@ -71,7 +71,15 @@ type Server struct {
 	mux        *http.ServeMux
 	apiLimit   *ratelimit.Limiter
 	loginLimit *ratelimit.Limiter
+	// draining ends when the server shuts down, so long polls answer at
+	// once instead of holding the shutdown up.
+	draining context.Context
+	drain    context.CancelFunc
 }
+
+// Drain ends the long polls in progress and those to come (they answer
+// what they have): the process is shutting down.
+func (s *Server) Drain() { s.drain() }
 
 // New builds the API.
 func New(cfg Config, d Deps) *Server {
@@ -88,6 +96,7 @@ func New(cfg Config, d Deps) *Server {
 		apiLimit:   ratelimit.New(cfg.RateLimit, cfg.RateWindow, d.Now),
 		loginLimit: ratelimit.New(cfg.RateLimitLogin, cfg.RateWindow, d.Now),
 	}
+	s.draining, s.drain = context.WithCancel(context.Background())
 	s.routes()
 	return s
 }

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// edgeProc runs `depot edge` and waits until it listens.
+func edgeProc(t *testing.T, bin, origin, id, token, listen, cacheDir string) *proc {
+	t.Helper()
+	cmd := exec.Command(bin, "edge", "--origin", origin, "--node-id", id, "--listen", listen, "--cache-dir", cacheDir, "--heartbeat", "300ms")
+	cmd.Env = append(os.Environ(), "DEPOT_NODE_TOKEN="+token)
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	p := &proc{cmd: cmd, out: out, url: "http://" + listen}
+	waitFor(t, 30*time.Second, "the edge to listen", func() bool {
+		resp, err := http.Get(p.url + "/api/v1/health")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return strings.Contains(out.String(), "listening on")
+	})
+	return p
+}
+
+func waitFor(t *testing.T, d time.Duration, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestEdgeProcess: a registered edge node started with the real binary
+// reports itself online, replicates its repository up to the origin's
+// index, says it is degraded while the origin is down, and resumes from
+// its index when restarted.
+func TestEdgeProcess(t *testing.T) {
+	s := newSite(t)
+	o := s.start(t)
+	tok := login(t, o.url, "admin", "initial-pw-123")
+	call(t, "PUT", o.url+"/api/v1/users/me", tok, strings.NewReader(`{"current_password":"initial-pw-123","password":"changed-pw-456"}`), 200)
+	tok = login(t, o.url, "admin", "changed-pw-456")
+	var repo struct{ ID string }
+	_ = json.Unmarshal(call(t, "POST", o.url+"/api/v1/repositories", tok, strings.NewReader(`{"name":"files","format":"generic"}`), 201), &repo)
+	call(t, "PUT", o.url+"/generic/files/pkg/1.0/a.bin", "Basic "+basicAuth("admin", "changed-pw-456"), strings.NewReader("bytes"), 201)
+	var node struct{ ID, Token string }
+	_ = json.Unmarshal(call(t, "POST", o.url+"/api/v1/edge-nodes", tok, strings.NewReader(`{"name":"near","url":"http://127.0.0.1:8081"}`), 201), &node)
+	call(t, "POST", o.url+"/api/v1/edge-nodes/"+node.ID+"/repositories", tok, strings.NewReader(`{"repository_ids":["`+repo.ID+`"]}`), 200)
+
+	listen, cacheDir := freeAddr(t), t.TempDir()
+	e := edgeProc(t, s.bin, o.url, node.ID, node.Token, listen, cacheDir)
+	for _, want := range []string{"listening on http://" + listen, node.ID, o.url, cacheDir} {
+		if !strings.Contains(e.out.String(), want) {
+			t.Errorf("the startup message does not say %q:\n%s", want, e.out)
+		}
+	}
+	var view struct {
+		Status       string `json:"status"`
+		AppliedIndex uint64 `json:"applied_index"`
+		Lag          *uint64
+	}
+	waitFor(t, 20*time.Second, "the origin to list the edge online and caught up", func() bool {
+		_ = json.Unmarshal(call(t, "GET", o.url+"/api/v1/edge-nodes/"+node.ID, tok, nil, 200), &view)
+		return view.Status == "online" && view.AppliedIndex > 0 && view.Lag != nil && *view.Lag <= 2
+	})
+	call(t, "GET", e.url+"/api/v1/health", "", nil, 200)
+
+	// Origin down: the edge says it is degraded, and keeps running.
+	o.stop(t)
+	waitFor(t, 10*time.Second, "the edge to report the origin unreachable", func() bool {
+		resp, err := http.Get(e.url + "/api/v1/health")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		var h struct{ Reasons []string }
+		_ = json.NewDecoder(resp.Body).Decode(&h)
+		return resp.StatusCode == 503 && len(h.Reasons) == 1 && h.Reasons[0] == "origin_unreachable"
+	})
+
+	// A restarted edge resumes from its index.
+	e.stop(t)
+	e2 := edgeProc(t, s.bin, o.url, node.ID, node.Token, listen, cacheDir)
+	if strings.Contains(e2.out.String(), "replica at index 0;") {
+		t.Errorf("the restarted edge starts from index 0:\n%s", e2.out)
+	}
+	e2.stop(t)
+}

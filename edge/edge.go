@@ -1,0 +1,266 @@
+// Package edge wires an edge node: a replica of the origin's metadata for
+// the repositories assigned to the node, fed by the change feed; a blob
+// cache that fetches from the origins; a heartbeat that reports the node
+// and learns its assignment; and an HTTP server on fasthttp.
+//
+// This first stage replicates, caches and reports; serving the package
+// formats' read routes and forwarding writes come next (the server says
+// so on every other path).
+package edge
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/depot-registry/depot/edge/cache"
+	"github.com/depot-registry/depot/replication/feed"
+	"github.com/depot-registry/depot/shared/apierr"
+	"github.com/depot-registry/depot/shared/config"
+	"github.com/depot-registry/depot/shared/meta"
+)
+
+// Version is set at build time.
+var Version = "dev"
+
+// Config of an edge process.
+type Config struct {
+	Origins   string // comma-separated origin base URLs
+	NodeID    string
+	NodeToken string
+	Listen    string
+	CacheDir  string
+	CacheSize int64 // bytes of unpinned blobs kept; 0 = no limit
+
+	LogFormat string
+	LogLevel  string
+
+	// Heartbeat is how often the node reports to an origin.
+	Heartbeat time.Duration
+}
+
+// DefaultConfig is an edge on loopback with its cache in ./edge-cache.
+func DefaultConfig() Config {
+	return Config{Listen: "127.0.0.1:8081", CacheDir: "./edge-cache", CacheSize: 50 << 30,
+		LogFormat: "text", LogLevel: "info", Heartbeat: 5 * time.Second}
+}
+
+// Bind registers the settings on a flag set.
+func (c *Config) Bind(s *config.Set) {
+	s.String(&c.Origins, "origin", "DEPOT_ORIGIN", "origin base URL(s), comma-separated, e.g. http://origin-1:8080,http://origin-2:8080")
+	s.String(&c.NodeID, "node-id", "DEPOT_NODE_ID", "this edge node's id, from its registration (POST /api/v1/edge-nodes)")
+	s.String(&c.NodeToken, "node-token", "DEPOT_NODE_TOKEN", "this edge node's credential (dpe_...), from its registration; prefer the environment variable")
+	s.String(&c.Listen, "listen", "DEPOT_LISTEN", "HTTP address to serve on")
+	s.String(&c.CacheDir, "cache-dir", "DEPOT_CACHE_DIR", "directory of the blob cache and the metadata replica")
+	s.Bytes(&c.CacheSize, "cache-size", "DEPOT_CACHE_SIZE", "blob cache size limit (e.g. 50GiB; 0 = no limit)")
+	s.Duration(&c.Heartbeat, "heartbeat", "DEPOT_HEARTBEAT", "how often the node reports to an origin and learns its assignment (e.g. 5s)")
+	s.String(&c.LogFormat, "log-format", "DEPOT_LOG_FORMAT", "log format: text or json")
+	s.String(&c.LogLevel, "log-level", "DEPOT_LOG_LEVEL", "log level: debug, info, warn, error")
+}
+
+func (c *Config) origins() []string {
+	var out []string
+	for _, o := range strings.Split(c.Origins, ",") {
+		if o = strings.TrimRight(strings.TrimSpace(o), "/"); o != "" {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+func (c *Config) check() error {
+	switch {
+	case len(c.origins()) == 0:
+		return errors.New("--origin is required: the base URL of at least one origin")
+	case c.NodeID == "" || c.NodeToken == "":
+		return errors.New("--node-id and --node-token are required: register the node with POST /api/v1/edge-nodes on an origin")
+	case c.CacheSize < 0:
+		return errors.New("--cache-size must not be negative")
+	case c.Heartbeat < 100*time.Millisecond:
+		return errors.New("--heartbeat must be at least 100ms")
+	}
+	for _, o := range c.origins() {
+		if !strings.HasPrefix(o, "http://") && !strings.HasPrefix(o, "https://") {
+			return fmt.Errorf("--origin %q: want an http:// or https:// base URL", o)
+		}
+	}
+	return nil
+}
+
+// Edge is a running edge node.
+type Edge struct {
+	cfg     Config
+	log     *slog.Logger
+	out     io.Writer
+	replica *meta.Store
+	cache   *cache.Cache
+	client  *feed.Client
+
+	lastContact atomic.Int64  // unix nanos of the last heartbeat an origin answered
+	originIndex atomic.Uint64 // the origin's applied index then
+	named       sync.Once     // the assigned repositories are logged once
+}
+
+// New opens the cache directory (replica and blobs).
+func New(cfg Config, log *slog.Logger, out io.Writer) (*Edge, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(cfg.CacheDir, 0o750); err != nil {
+		return nil, fmt.Errorf("cache dir: %w", err)
+	}
+	e := &Edge{cfg: cfg, log: log, out: out,
+		client: &feed.Client{Origins: cfg.origins(), NodeID: cfg.NodeID, Token: cfg.NodeToken,
+			HTTP: &http.Client{Timeout: 0}}}
+	var err error
+	if e.replica, err = meta.Open(filepath.Join(cfg.CacheDir, "replica.db")); err != nil {
+		return nil, err
+	}
+	if e.cache, err = cache.Open(filepath.Join(cfg.CacheDir, "blobs"), cfg.CacheSize, e.client.Fetch); err != nil {
+		e.replica.Close()
+		return nil, err
+	}
+	return e, nil
+}
+
+// Run serves on ln and keeps the replica up to date until ctx ends.
+func (e *Edge) Run(ctx context.Context, ln net.Listener) error {
+	defer e.replica.Close()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	abs, _ := filepath.Abs(e.cfg.CacheDir)
+	fmt.Fprintf(e.out, "Depot edge %s listening on http://%s\n  node id: %s\n  origins: %s\n  cache: %s (limit %s)\n  replica at index %d; following the origins' change feed\n",
+		Version, ln.Addr(), e.cfg.NodeID, strings.Join(e.cfg.origins(), ", "), abs, sizeText(e.cfg.CacheSize), e.replica.LastApplied())
+	e.log.Info("depot edge started", "listen", ln.Addr().String(), "node_id", e.cfg.NodeID, "origins", e.cfg.origins(),
+		"cache_dir", abs, "cache_size", e.cfg.CacheSize, "applied_index", e.replica.LastApplied(), "version", Version)
+
+	var bg sync.WaitGroup
+	defer bg.Wait()
+	bg.Go(func() { e.heartbeats(ctx) })
+	bg.Go(func() { _ = feed.Follow(ctx, e.client, e.replica, 30*time.Second, e.log.With("component", "feed")) })
+
+	srv := &fasthttp.Server{Handler: e.handle, Name: "depot-edge", ReadTimeout: 2 * time.Minute,
+		IdleTimeout: 2 * time.Minute, NoDefaultServerHeader: true}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	e.log.Info("shutting down")
+	sctx, scancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer scancel()
+	return srv.ShutdownWithContext(sctx)
+}
+
+func sizeText(n int64) string {
+	if n == 0 {
+		return "none"
+	}
+	return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+}
+
+// heartbeats reports the node every Heartbeat and brings the replica's
+// repositories in line with the assignment each answer carries.
+func (e *Edge) heartbeats(ctx context.Context) {
+	t := time.NewTicker(e.cfg.Heartbeat)
+	defer t.Stop()
+	for {
+		if err := e.beat(ctx); err != nil && ctx.Err() == nil {
+			e.log.Warn("heartbeat failed", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (e *Edge) beat(ctx context.Context) error {
+	st := e.cache.Stats()
+	a, err := e.client.Heartbeat(ctx, feed.Report{AppliedIndex: e.replica.LastApplied(), CachedBytes: st.Bytes, Version: Version})
+	if err != nil {
+		return err
+	}
+	e.lastContact.Store(time.Now().UnixNano())
+	e.originIndex.Store(a.OriginIndex)
+	if err := feed.Reconcile(ctx, e.client, e.replica, a.RepositoryIDs); err != nil {
+		return err
+	}
+	e.named.Do(func() { e.log.Info("serving repositories", "repositories", e.repoNames(a.RepositoryIDs)) })
+	return nil
+}
+
+func (e *Edge) repoNames(ids []string) []string {
+	var names []string
+	_ = e.replica.View(func(tx *meta.Tx) error {
+		for _, id := range ids {
+			if r, err := tx.Repo(id); err == nil {
+				names = append(names, r.Name)
+			}
+		}
+		return nil
+	})
+	return names
+}
+
+// health says why the node is degraded: no origin answered its last
+// three heartbeats. It keeps serving what it has meanwhile.
+func (e *Edge) health() (reasons []string, details map[string]any) {
+	last := time.Unix(0, e.lastContact.Load())
+	if e.lastContact.Load() == 0 || time.Since(last) > 3*e.cfg.Heartbeat {
+		reasons = append(reasons, "origin_unreachable")
+	}
+	applied, origin := e.replica.LastApplied(), e.originIndex.Load()
+	details = map[string]any{"node_id": e.cfg.NodeID, "applied_index": applied, "origin_index": origin,
+		"cache": e.cache.Stats(), "version": Version}
+	if e.lastContact.Load() != 0 {
+		details["last_contact"] = last.UTC()
+	}
+	return reasons, details
+}
+
+func (e *Edge) handle(ctx *fasthttp.RequestCtx) {
+	switch string(ctx.Path()) {
+	case "/api/v1/health":
+		reasons, details := e.health()
+		body := map[string]any{"status": "ok", "node": details}
+		status := http.StatusOK
+		if len(reasons) > 0 {
+			body["status"], body["reasons"], status = "degraded", reasons, http.StatusServiceUnavailable
+		}
+		writeJSON(ctx, status, body)
+	default:
+		writeErr(ctx, apierr.New(apierr.NotFound, "this edge node does not serve %s yet: it replicates and caches; reads and writes go to an origin for now", ctx.Path()))
+	}
+}
+
+func writeJSON(ctx *fasthttp.RequestCtx, status int, v any) {
+	var buf bytes.Buffer
+	_ = json.NewEncoder(&buf).Encode(v)
+	ctx.SetStatusCode(status)
+	ctx.SetContentType("application/json")
+	ctx.SetBody(buf.Bytes())
+}
+
+func writeErr(ctx *fasthttp.RequestCtx, e *apierr.Error) {
+	ctx.SetStatusCode(e.Status())
+	ctx.SetContentType("application/json")
+	ctx.SetBody(apierr.Body(e))
+}
