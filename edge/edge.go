@@ -20,6 +20,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -113,7 +114,12 @@ type Edge struct {
 	lastContact atomic.Int64  // unix nanos of the last heartbeat an origin answered
 	originIndex atomic.Uint64 // the origin's applied index then
 	named       sync.Once     // the assigned repositories are logged once
+	missing     atomic.Int64  // blobs of the assigned repositories not cached yet
+	prefetch    chan []string // the assigned repositories, for the prefetcher
 }
+
+// prefetchParallel bounds the blobs fetched at once ahead of demand.
+const prefetchParallel = 4
 
 // New opens the cache directory (replica and blobs).
 func New(cfg Config, log *slog.Logger, out io.Writer) (*Edge, error) {
@@ -123,7 +129,7 @@ func New(cfg Config, log *slog.Logger, out io.Writer) (*Edge, error) {
 	if err := os.MkdirAll(cfg.CacheDir, 0o750); err != nil {
 		return nil, fmt.Errorf("cache dir: %w", err)
 	}
-	e := &Edge{cfg: cfg, log: log, out: out,
+	e := &Edge{cfg: cfg, log: log, out: out, prefetch: make(chan []string, 1),
 		client: &feed.Client{Origins: cfg.origins(), NodeID: cfg.NodeID, Token: cfg.NodeToken,
 			HTTP: &http.Client{Timeout: 0}}}
 	var err error
@@ -151,6 +157,7 @@ func (e *Edge) Run(ctx context.Context, ln net.Listener) error {
 	var bg sync.WaitGroup
 	defer bg.Wait()
 	bg.Go(func() { e.heartbeats(ctx) })
+	bg.Go(func() { e.prefetcher(ctx) })
 	bg.Go(func() { _ = feed.Follow(ctx, e.client, e.replica, 30*time.Second, e.log.With("component", "feed")) })
 
 	srv := &fasthttp.Server{Handler: e.handle, Name: "depot-edge", ReadTimeout: 2 * time.Minute,
@@ -194,7 +201,8 @@ func (e *Edge) heartbeats(ctx context.Context) {
 
 func (e *Edge) beat(ctx context.Context) error {
 	st := e.cache.Stats()
-	a, err := e.client.Heartbeat(ctx, feed.Report{AppliedIndex: e.replica.LastApplied(), CachedBytes: st.Bytes, Version: Version})
+	a, err := e.client.Heartbeat(ctx, feed.Report{AppliedIndex: e.replica.LastApplied(), CachedBytes: st.Bytes,
+		MissingBlobs: e.missing.Load(), Version: Version})
 	if err != nil {
 		return err
 	}
@@ -204,7 +212,54 @@ func (e *Edge) beat(ctx context.Context) error {
 		return err
 	}
 	e.named.Do(func() { e.log.Info("serving repositories", "repositories", e.repoNames(a.RepositoryIDs)) })
+	select { // the prefetcher takes the latest assignment when it is free
+	case <-e.prefetch:
+	default:
+	}
+	e.prefetch <- a.RepositoryIDs
 	return nil
+}
+
+// prefetcher pins the blobs of the assigned repositories and fetches those
+// not cached yet, each time a heartbeat brings the assignment.
+func (e *Edge) prefetcher(ctx context.Context) {
+	var lastRepos []string
+	var lastIndex uint64
+	for {
+		var repos []string
+		select {
+		case <-ctx.Done():
+			return
+		case repos = <-e.prefetch:
+		}
+		// Nothing changed since a pass that left nothing missing.
+		index := e.replica.LastApplied()
+		if index == lastIndex && slices.Equal(repos, lastRepos) && e.missing.Load() == 0 {
+			continue
+		}
+		lastRepos, lastIndex = repos, index
+		var digests []string
+		err := e.replica.View(func(tx *meta.Tx) error {
+			for _, id := range repos {
+				ds, err := tx.RepoBlobs(id)
+				if err != nil {
+					return err
+				}
+				digests = append(digests, ds...)
+			}
+			return nil
+		})
+		if err != nil {
+			e.log.Warn("listing the blobs to prefetch", "err", err)
+			continue
+		}
+		e.cache.Pin(digests)
+		missing := e.cache.Prefetch(ctx, digests, prefetchParallel)
+		e.missing.Store(int64(missing))
+		if missing > 0 && ctx.Err() == nil {
+			e.log.Warn("blobs of assigned repositories not cached yet; trying again at the next heartbeat", "missing", missing)
+		}
+	}
 }
 
 func (e *Edge) repoNames(ids []string) []string {

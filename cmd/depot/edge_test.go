@@ -1,10 +1,13 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -78,6 +81,21 @@ func TestEdgeProcess(t *testing.T) {
 		return view.Status == "online" && view.AppliedIndex > 0 && view.Lag != nil && *view.Lag <= 2
 	})
 	call(t, "GET", e.url+"/api/v1/health", "", nil, 200)
+	// The repository's blob is prefetched into the cache, verified.
+	sum := sha256.Sum256([]byte("bytes"))
+	hx := hex.EncodeToString(sum[:])
+	waitFor(t, 20*time.Second, "the blob to be prefetched", func() bool {
+		b, err := os.ReadFile(filepath.Join(cacheDir, "blobs", "sha256", hx[:2], hx))
+		return err == nil && string(b) == "bytes"
+	})
+	var missing struct {
+		MissingBlobs int64 `json:"missing_blobs"`
+		CachedBytes  int64 `json:"cached_bytes"`
+	}
+	waitFor(t, 20*time.Second, "the edge to report its cache", func() bool {
+		_ = json.Unmarshal(call(t, "GET", o.url+"/api/v1/edge-nodes/"+node.ID, tok, nil, 200), &missing)
+		return missing.CachedBytes == 5 && missing.MissingBlobs == 0
+	})
 
 	// Origin down: the edge says it is degraded, and keeps running.
 	o.stop(t)

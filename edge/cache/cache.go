@@ -289,6 +289,9 @@ func (fl *flight) run(f *os.File) {
 		_ = os.Remove(fl.path)
 	}
 	c := fl.c
+	if err == nil {
+		c.keep(fl.hex, fl.written) // cached before any stream of it ends
+	}
 	c.mu.Lock()
 	delete(c.flights, fl.hex)
 	c.mu.Unlock()
@@ -296,9 +299,6 @@ func (fl *flight) run(f *os.File) {
 	fl.done, fl.err = true, err
 	fl.grew.Broadcast()
 	fl.mu.Unlock()
-	if err == nil {
-		c.keep(fl.hex, fl.written)
-	}
 }
 
 // fetch copies the blob from the origin into f, hashing as it goes, and
@@ -421,4 +421,35 @@ func (s *stream) Read(p []byte) (int, error) {
 func (s *stream) Close() error {
 	s.stop()
 	return s.f.Close()
+}
+
+// Prefetch fetches the blobs of digests that are not cached, at most
+// parallel at a time, and returns how many are still missing (a fetch
+// that failed is tried again next time: nothing half-fetched is kept).
+func (c *Cache) Prefetch(ctx context.Context, digests []string, parallel int) int {
+	sem := make(chan struct{}, max(parallel, 1))
+	var wg sync.WaitGroup
+	for _, d := range digests {
+		if c.Has(d) || ctx.Err() != nil {
+			continue
+		}
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			r, err := c.Get(ctx, d)
+			if err != nil {
+				return
+			}
+			_, _ = io.Copy(io.Discard, r)
+			r.Close()
+		})
+	}
+	wg.Wait()
+	missing := 0
+	for _, d := range digests {
+		if !c.Has(d) {
+			missing++
+		}
+	}
+	return missing
 }

@@ -288,3 +288,32 @@ func TestWrongBytesWhileStreaming(t *testing.T) {
 		t.Fatalf("streamed %d of %d forged bytes, err %v; want all but the last, then ErrDigestMismatch", got, len(forged), err)
 	}
 }
+
+// TestPrefetch: the missing blobs are fetched, a few at a time; one the
+// origin cannot give stays missing and is counted.
+func TestPrefetch(t *testing.T) {
+	var blobs [][]byte
+	var digests []string
+	for i := range 10 {
+		b := bytes.Repeat([]byte{byte(i)}, 1000+i)
+		blobs, digests = append(blobs, b), append(digests, digest(b))
+	}
+	o := newOrigin(blobs...)
+	c, err := cache.Open(t.TempDir(), 0, o.fetch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	absent := digest([]byte("not at the origin"))
+	if missing := c.Prefetch(t.Context(), append(digests, absent), 3); missing != 1 {
+		t.Fatalf("missing after prefetch = %d, want 1", missing)
+	}
+	for _, d := range digests {
+		if !c.Has(d) {
+			t.Fatalf("%s not cached", d)
+		}
+	}
+	before := o.fetches.Load()
+	if missing := c.Prefetch(t.Context(), digests, 3); missing != 0 || o.fetches.Load() != before {
+		t.Fatalf("a second prefetch fetched %d more, missing %d", o.fetches.Load()-before, missing)
+	}
+}

@@ -1,6 +1,7 @@
 package meta
 
 import (
+	"encoding/json"
 	"slices"
 	"strconv"
 	"strings"
@@ -60,4 +61,30 @@ func (tx *Tx) BlobRepos(digest string) []string {
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
+}
+
+// RepoBlobs lists, sorted and once each, the blobs the records of a
+// repository keep: its artifacts' blobs and refs and its format keys'
+// blobs (what an edge node serving the repository pins).
+func (tx *Tx) RepoBlobs(repoID string) ([]string, error) {
+	var out []string
+	_, ids := tx.under(SpaceArtifactPaths, key(repoID, ""))
+	for _, id := range ids {
+		a, err := tx.Artifact(id)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, a.Digest)
+		out = append(out, a.Refs...)
+	}
+	_, values := tx.under(Space(KindKV), key(repoID, ""))
+	for _, raw := range values {
+		var rec kvRecord
+		if err := json.Unmarshal([]byte(raw), &rec); err != nil {
+			return nil, err
+		}
+		out = append(out, rec.Blobs...)
+	}
+	slices.Sort(out)
+	return slices.Compact(slices.DeleteFunc(out, func(d string) bool { return d == "" })), nil
 }

@@ -220,6 +220,9 @@ func TestCommandRoundTrip(t *testing.T) {
 		if got := tx.BlobRepos("sha256:ee"); len(got) != 0 {
 			t.Errorf("repositories of sha256:ee = %v, want none", got)
 		}
+		if got, err := tx.RepoBlobs("r1"); err != nil || !reflect.DeepEqual(got, []string{"sha256:bb"}) {
+			t.Errorf("blobs of r1 = %v, %v; want [sha256:bb]", got, err)
+		}
 		if _, err := tx.Artifact("a4"); !errors.Is(err, ErrNotFound) {
 			t.Errorf("artifact of deleted repo still there: %v", err)
 		}
