@@ -3,9 +3,9 @@
 // cache that fetches from the origins; a heartbeat that reports the node
 // and learns its assignment; and an HTTP server on fasthttp.
 //
-// This first stage replicates, caches and reports; serving the package
-// formats' read routes and forwarding writes come next (the server says
-// so on every other path).
+// It serves every format's read routes from the replica and the cache,
+// with the same format servers as the origin; forwarding writes and the
+// REST API come next (the server says so on those paths).
 package edge
 
 import (
@@ -29,9 +29,12 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/depot-registry/depot/edge/cache"
+	"github.com/depot-registry/depot/edge/server"
 	"github.com/depot-registry/depot/replication/feed"
-	"github.com/depot-registry/depot/shared/apierr"
+	"github.com/depot-registry/depot/shared/auth"
 	"github.com/depot-registry/depot/shared/config"
+	"github.com/depot-registry/depot/shared/format"
+	"github.com/depot-registry/depot/shared/format/all"
 	"github.com/depot-registry/depot/shared/meta"
 )
 
@@ -160,7 +163,7 @@ func (e *Edge) Run(ctx context.Context, ln net.Listener) error {
 	bg.Go(func() { e.prefetcher(ctx) })
 	bg.Go(func() { _ = feed.Follow(ctx, e.client, e.replica, 30*time.Second, e.log.With("component", "feed")) })
 
-	srv := &fasthttp.Server{Handler: e.handle, Name: "depot-edge", ReadTimeout: 2 * time.Minute,
+	srv := &fasthttp.Server{Handler: e.routes().Handle, Name: "depot-edge", ReadTimeout: 2 * time.Minute,
 		IdleTimeout: 2 * time.Minute, NoDefaultServerHeader: true}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -291,7 +294,29 @@ func (e *Edge) health() (reasons []string, details map[string]any) {
 	return reasons, details
 }
 
-func (e *Edge) handle(ctx *fasthttp.RequestCtx) {
+// routes mounts every format's read routes over the replica, with the
+// cache for blobs. Credentials are checked against the replica: API
+// tokens and passwords work while every origin is away. Registry tokens
+// (docker's token flow) are signed with a secret of this process, so
+// only this edge accepts them; the edge holds no secret an origin
+// accepts.
+func (e *Edge) routes() *server.Server {
+	now := time.Now
+	authn := &auth.Authenticator{Meta: e.replica, JWT: auth.NewJWT(auth.RandomSecret(), now), Now: now,
+		Cache: auth.NewCredCache(time.Minute, 10000, now), Hasher: auth.NewHasher(0), Guard: auth.NewGuard(10, 100, time.Minute, now)}
+	env := &format.Env{Meta: e.replica, Now: now, Tokens: authn}
+	s := &server.Server{Cache: e.cache, Other: e.other}
+	for _, f := range all.Build(env) {
+		srv := format.NewServer(f, env, nil, authn, e.log)
+		for _, prefix := range format.Prefixes(f) {
+			s.Mounts = append(s.Mounts, server.Mount{Prefix: prefix, Server: srv})
+		}
+	}
+	return s
+}
+
+// other answers what no format serves.
+func (e *Edge) other(ctx *fasthttp.RequestCtx) {
 	switch string(ctx.Path()) {
 	case "/api/v1/health":
 		reasons, details := e.health()
@@ -302,7 +327,7 @@ func (e *Edge) handle(ctx *fasthttp.RequestCtx) {
 		}
 		writeJSON(ctx, status, body)
 	default:
-		writeErr(ctx, apierr.New(apierr.NotFound, "this edge node does not serve %s yet: it replicates and caches; reads and writes go to an origin for now", ctx.Path()))
+		server.NotServed(ctx, "this edge node does not serve "+string(ctx.Path())+" yet: the package formats' reads are served here; writes and the REST API go to an origin for now")
 	}
 }
 
@@ -312,10 +337,4 @@ func writeJSON(ctx *fasthttp.RequestCtx, status int, v any) {
 	ctx.SetStatusCode(status)
 	ctx.SetContentType("application/json")
 	ctx.SetBody(buf.Bytes())
-}
-
-func writeErr(ctx *fasthttp.RequestCtx, e *apierr.Error) {
-	ctx.SetStatusCode(e.Status())
-	ctx.SetContentType("application/json")
-	ctx.SetBody(apierr.Body(e))
 }

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -97,7 +98,46 @@ func TestEdgeProcess(t *testing.T) {
 		return missing.CachedBytes == 5 && missing.MissingBlobs == 0
 	})
 
-	// Origin down: the edge says it is degraded, and keeps running.
+	// Reads are served by the edge, from its replica and cache, as the
+	// origin answers them.
+	basic := "Basic " + basicAuth("admin", "changed-pw-456")
+	file := "/generic/files/pkg/1.0/a.bin"
+	get := func(base string, hdr map[string]string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest("GET", base+file, nil)
+		req.Header.Set("Authorization", basic)
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	body := func(r *http.Response) string { defer r.Body.Close(); b, _ := io.ReadAll(r.Body); return string(b) }
+	fromOrigin, fromEdge := get(o.url, nil), get(e.url, nil)
+	if fromEdge.StatusCode != 200 || body(fromEdge) != "bytes" || body(fromOrigin) != "bytes" {
+		t.Fatalf("GET through the edge: %d", fromEdge.StatusCode)
+	}
+	for _, h := range []string{"Content-Type", "ETag", "Content-Length", "Content-Disposition"} {
+		if fromEdge.Header.Get(h) != fromOrigin.Header.Get(h) {
+			t.Errorf("%s: edge %q, origin %q", h, fromEdge.Header.Get(h), fromOrigin.Header.Get(h))
+		}
+	}
+	if r := get(e.url, map[string]string{"Range": "bytes=1-2"}); r.StatusCode != 206 || body(r) != "yt" || r.Header.Get("Content-Range") != "bytes 1-2/5" {
+		t.Errorf("range through the edge: %d %q", r.StatusCode, r.Header.Get("Content-Range"))
+	}
+	if r := get(e.url, map[string]string{"If-None-Match": fromOrigin.Header.Get("ETag")}); fromOrigin.Header.Get("ETag") != "" && r.StatusCode != 304 {
+		t.Errorf("conditional GET through the edge: %d", r.StatusCode)
+	}
+	anon, _ := http.Get(e.url + file)
+	if anon.StatusCode != 401 || anon.Header.Get("WWW-Authenticate") == "" {
+		t.Errorf("anonymous read of a private repository at the edge: %d %q", anon.StatusCode, anon.Header.Get("WWW-Authenticate"))
+	}
+	anon.Body.Close()
+
+	// Origin down: the edge says it is degraded, and keeps serving.
 	o.stop(t)
 	waitFor(t, 10*time.Second, "the edge to report the origin unreachable", func() bool {
 		resp, err := http.Get(e.url + "/api/v1/health")
@@ -109,6 +149,9 @@ func TestEdgeProcess(t *testing.T) {
 		_ = json.NewDecoder(resp.Body).Decode(&h)
 		return resp.StatusCode == 503 && len(h.Reasons) == 1 && h.Reasons[0] == "origin_unreachable"
 	})
+	if r := get(e.url, nil); r.StatusCode != 200 || body(r) != "bytes" {
+		t.Fatalf("with the origin down the edge answered %d", r.StatusCode)
+	}
 
 	// A restarted edge resumes from its index.
 	e.stop(t)
