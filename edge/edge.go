@@ -30,7 +30,9 @@ import (
 
 	"github.com/depot-registry/depot/edge/cache"
 	"github.com/depot-registry/depot/edge/server"
+	"github.com/depot-registry/depot/edge/upstream"
 	"github.com/depot-registry/depot/replication/feed"
+	"github.com/depot-registry/depot/shared/apierr"
 	"github.com/depot-registry/depot/shared/auth"
 	"github.com/depot-registry/depot/shared/config"
 	"github.com/depot-registry/depot/shared/format"
@@ -107,12 +109,13 @@ func (c *Config) check() error {
 
 // Edge is a running edge node.
 type Edge struct {
-	cfg     Config
-	log     *slog.Logger
-	out     io.Writer
-	replica *meta.Store
-	cache   *cache.Cache
-	client  *feed.Client
+	cfg      Config
+	log      *slog.Logger
+	out      io.Writer
+	replica  *meta.Store
+	cache    *cache.Cache
+	client   *feed.Client
+	upstream *upstream.Upstream
 
 	lastContact atomic.Int64  // unix nanos of the last heartbeat an origin answered
 	originIndex atomic.Uint64 // the origin's applied index then
@@ -135,6 +138,7 @@ func New(cfg Config, log *slog.Logger, out io.Writer) (*Edge, error) {
 	e := &Edge{cfg: cfg, log: log, out: out, prefetch: make(chan []string, 1),
 		client: &feed.Client{Origins: cfg.origins(), NodeID: cfg.NodeID, Token: cfg.NodeToken,
 			HTTP: &http.Client{Timeout: 0}}}
+	e.upstream = &upstream.Upstream{Origins: cfg.origins(), HTTP: &http.Client{}}
 	var err error
 	if e.replica, err = meta.Open(filepath.Join(cfg.CacheDir, "replica.db")); err != nil {
 		return nil, err
@@ -163,8 +167,10 @@ func (e *Edge) Run(ctx context.Context, ln net.Listener) error {
 	bg.Go(func() { e.prefetcher(ctx) })
 	bg.Go(func() { _ = feed.Follow(ctx, e.client, e.replica, 30*time.Second, e.log.With("component", "feed")) })
 
-	srv := &fasthttp.Server{Handler: e.routes().Handle, Name: "depot-edge", ReadTimeout: 2 * time.Minute,
-		IdleTimeout: 2 * time.Minute, NoDefaultServerHeader: true}
+	// Bodies stream (a write goes to the origin as it arrives, never
+	// whole in memory); the origin bounds their size.
+	srv := &fasthttp.Server{Handler: e.routes().Handle, Name: "depot-edge", IdleTimeout: 2 * time.Minute,
+		NoDefaultServerHeader: true, StreamRequestBody: true, MaxRequestBodySize: 1 << 40}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -305,7 +311,7 @@ func (e *Edge) routes() *server.Server {
 	authn := &auth.Authenticator{Meta: e.replica, JWT: auth.NewJWT(auth.RandomSecret(), now), Now: now,
 		Cache: auth.NewCredCache(time.Minute, 10000, now), Hasher: auth.NewHasher(0), Guard: auth.NewGuard(10, 100, time.Minute, now)}
 	env := &format.Env{Meta: e.replica, Now: now, Tokens: authn}
-	s := &server.Server{Cache: e.cache, Other: e.other}
+	s := &server.Server{Cache: e.cache, Other: e.other, Forward: e.forward}
 	for _, f := range all.Build(env) {
 		srv := format.NewServer(f, env, nil, authn, e.log)
 		for _, prefix := range format.Prefixes(f) {
@@ -315,10 +321,34 @@ func (e *Edge) routes() *server.Server {
 	return s
 }
 
-// other answers what no format serves.
+// forward sends a request the edge does not serve to an origin. After a
+// write the origin applied, it waits (at most writeWait) until the replica
+// has applied it too, so the client reads its write here at once.
+func (e *Edge) forward(ctx *fasthttp.RequestCtx) error {
+	idx, err := e.upstream.Forward(ctx)
+	if err != nil {
+		e.log.Warn("forwarding to an origin failed", "method", string(ctx.Method()), "path", string(ctx.Path()), "err", err)
+		return err
+	}
+	if idx > 0 && ctx.Response.StatusCode() < 300 {
+		wctx, cancel := context.WithTimeout(ctx, writeWait)
+		defer cancel()
+		if err := e.replica.WaitIndex(wctx, idx); err != nil {
+			e.log.Warn("the replica has not applied a forwarded write yet", "index", idx, "applied", e.replica.LastApplied())
+		}
+	}
+	return nil
+}
+
+// writeWait bounds how long a forwarded write waits for the replica.
+const writeWait = 10 * time.Second
+
+// other answers what no format serves: health here, the rest of the API
+// at an origin.
 func (e *Edge) other(ctx *fasthttp.RequestCtx) {
-	switch string(ctx.Path()) {
-	case "/api/v1/health":
+	path := string(ctx.Path())
+	switch {
+	case path == "/api/v1/health":
 		reasons, details := e.health()
 		body := map[string]any{"status": "ok", "node": details}
 		status := http.StatusOK
@@ -326,8 +356,16 @@ func (e *Edge) other(ctx *fasthttp.RequestCtx) {
 			body["status"], body["reasons"], status = "degraded", reasons, http.StatusServiceUnavailable
 		}
 		writeJSON(ctx, status, body)
+	case strings.HasPrefix(path, "/api/v1/"):
+		if err := e.forward(ctx); err != nil {
+			e := apierr.New(apierr.Unavailable, "this edge node cannot reach an origin; retry later").With(apierr.RetryAfter, 5)
+			ctx.Response.Header.Set("Retry-After", "5")
+			ctx.SetStatusCode(e.Status())
+			ctx.SetContentType("application/json")
+			ctx.SetBody(apierr.Body(e))
+		}
 	default:
-		server.NotServed(ctx, "this edge node does not serve "+string(ctx.Path())+" yet: the package formats' reads are served here; writes and the REST API go to an origin for now")
+		server.NotServed(ctx, "nothing is served at "+path)
 	}
 }
 

@@ -137,6 +137,25 @@ func TestEdgeProcess(t *testing.T) {
 	}
 	anon.Body.Close()
 
+	// A write through the edge goes to the origin, and the edge serves it
+	// at once (read your writes); the REST API is forwarded too.
+	req, _ := http.NewRequest("PUT", e.url+"/generic/files/pkg/2.0/b.bin", strings.NewReader("written at the edge"))
+	req.Header.Set("Authorization", basic)
+	put, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if put.StatusCode != 201 {
+		t.Fatalf("a write through the edge: %d %s", put.StatusCode, body(put))
+	}
+	put.Body.Close()
+	req, _ = http.NewRequest("GET", e.url+"/generic/files/pkg/2.0/b.bin", nil)
+	req.Header.Set("Authorization", basic)
+	if r, err := http.DefaultClient.Do(req); err != nil || r.StatusCode != 200 || body(r) != "written at the edge" {
+		t.Fatalf("reading the write back at the edge: %v %v", r, err)
+	}
+	call(t, "GET", e.url+"/api/v1/repositories", tok, nil, 200)
+
 	// Origin down: the edge says it is degraded, and keeps serving.
 	o.stop(t)
 	waitFor(t, 10*time.Second, "the edge to report the origin unreachable", func() bool {
@@ -151,6 +170,12 @@ func TestEdgeProcess(t *testing.T) {
 	})
 	if r := get(e.url, nil); r.StatusCode != 200 || body(r) != "bytes" {
 		t.Fatalf("with the origin down the edge answered %d", r.StatusCode)
+	}
+	// Writes need an origin: a clear 503 in the format's shape.
+	req, _ = http.NewRequest("PUT", e.url+"/generic/files/pkg/3.0/c.bin", strings.NewReader("nowhere to go"))
+	req.Header.Set("Authorization", basic)
+	if r, err := http.DefaultClient.Do(req); err != nil || r.StatusCode != 503 || !strings.Contains(body(r), "origin") {
+		t.Fatalf("a write with the origin down: %v %v", r, err)
 	}
 
 	// A restarted edge resumes from its index.

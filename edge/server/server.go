@@ -37,7 +37,15 @@ type Server struct {
 	Cache  *cache.Cache
 	// Other answers what no format serves (health, the API).
 	Other fasthttp.RequestHandler
+	// Forward sends a write to an origin and answers with the origin's
+	// answer (see Forwarder); nil: writes are refused.
+	Forward Forwarder
 }
+
+// Forwarder streams a request to an origin, writes the answer to ctx
+// (waiting, after a successful write, until the node has applied it) and
+// returns an error, with nothing written, when no origin could be reached.
+type Forwarder func(ctx *fasthttp.RequestCtx) error
 
 // Handle is the fasthttp handler.
 func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
@@ -65,6 +73,14 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx, m Mount, path string) {
 	raw := string(ctx.URI().PathOriginal())
 	if i := strings.IndexByte(raw, '?'); i >= 0 {
 		raw = raw[:i]
+	}
+	if route, _, _ := m.Server.Route(string(ctx.Method()), strings.TrimPrefix(path, m.Prefix)); route != nil && route.Write != nil && s.Forward != nil {
+		if err := s.Forward(ctx); err != nil {
+			_ = s.write(ctx, m.Server.Format().Error(&format.Request{Method: string(ctx.Method()), Prefix: m.Prefix,
+				Path: strings.TrimPrefix(path, m.Prefix), Header: header{&ctx.Request.Header}, Params: map[string]string{}},
+				format.Errorf(apierr.Unavailable, "this edge node cannot reach an origin to write to; retry later").With(apierr.RetryAfter, 5)))
+		}
+		return
 	}
 	req := &format.Request{
 		Method:        string(ctx.Method()),
