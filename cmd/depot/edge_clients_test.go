@@ -1,0 +1,62 @@
+package main
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/depot-registry/depot/origin/clienttest"
+)
+
+// TestNPMThroughEdge: the real npm client pointed at an edge publishes
+// (forwarded to the origin) and then installs the package from the same
+// edge at once (read your writes): packument, tarball and its integrity
+// from the edge's replica and cache.
+func TestNPMThroughEdge(t *testing.T) {
+	clienttest.RequireClients(t, "npm", "node")
+	s := newSite(t)
+	o := s.start(t)
+	tok := login(t, o.url, "admin", "initial-pw-123")
+	call(t, "PUT", o.url+"/api/v1/users/me", tok, strings.NewReader(`{"current_password":"initial-pw-123","password":"changed-pw-456"}`), 200)
+	tok = login(t, o.url, "admin", "changed-pw-456")
+	var repo struct{ ID string }
+	_ = json.Unmarshal(call(t, "POST", o.url+"/api/v1/repositories", tok, strings.NewReader(`{"name":"js","format":"npm"}`), 201), &repo)
+	var api struct{ Token string }
+	_ = json.Unmarshal(call(t, "POST", o.url+"/api/v1/users/me/tokens", tok, strings.NewReader(`{"name":"npm","scopes":["repository:write"]}`), 201), &api)
+	var node struct{ ID, Token string }
+	_ = json.Unmarshal(call(t, "POST", o.url+"/api/v1/edge-nodes", tok, strings.NewReader(`{"name":"near","url":"http://127.0.0.1:8081"}`), 201), &node)
+	call(t, "POST", o.url+"/api/v1/edge-nodes/"+node.ID+"/repositories", tok, strings.NewReader(`{"repository_ids":["`+repo.ID+`"]}`), 200)
+	listen := freeAddr(t)
+	e := edgeProc(t, s.bin, o.url, node.ID, node.Token, listen, t.TempDir())
+	waitFor(t, 20*time.Second, "the edge to catch up", func() bool { return strings.Contains(e.out.String(), "serving repositories") })
+
+	home := clienttest.Home(t)
+	npmrc := "registry=" + e.url + "/npm/js/\n//" + listen + "/npm/js/:_authToken=" + api.Token + "\n"
+	clienttest.WriteFile(t, filepath.Join(home, ".npmrc"), npmrc)
+	npm := func(dir string, args ...string) string {
+		t.Helper()
+		return clienttest.Run(t, clienttest.Cmd{Dir: dir, Name: "npm", Args: args, Env: []string{
+			"HOME=" + home, "npm_config_cache=" + filepath.Join(home, "cache"), "npm_config_userconfig=" + filepath.Join(home, ".npmrc"),
+			"npm_config_update_notifier=false", "npm_config_fund=false", "npm_config_audit=false", "npm_config_loglevel=warn", "NO_COLOR=1"}})
+	}
+	pkg := filepath.Join(t.TempDir(), "pkg")
+	clienttest.WriteFile(t, filepath.Join(pkg, "package.json"), `{"name":"edge-demo","version":"1.0.0","main":"index.js"}`)
+	clienttest.WriteFile(t, filepath.Join(pkg, "index.js"), `module.exports = "hello from the edge";`)
+	npm(pkg, "publish")
+
+	app := filepath.Join(t.TempDir(), "app")
+	clienttest.WriteFile(t, filepath.Join(app, "package.json"), `{"name":"consumer","version":"1.0.0","private":true}`)
+	clienttest.WriteFile(t, filepath.Join(app, ".npmrc"), npmrc)
+	npm(app, "install", "edge-demo@1.0.0")
+	out := clienttest.Run(t, clienttest.Cmd{Dir: app, Name: "node", Args: []string{"-e", `console.log(require("edge-demo"))`}})
+	if !strings.Contains(out, "hello from the edge") {
+		t.Fatalf("the installed package says %q", out)
+	}
+	// The tarball URL in the lock file points at the edge.
+	lock := clienttest.Run(t, clienttest.Cmd{Dir: app, Name: "cat", Args: []string{"package-lock.json"}})
+	if !strings.Contains(lock, e.url+"/npm/js/") {
+		t.Errorf("package-lock.json does not resolve through the edge:\n%s", lock)
+	}
+}
