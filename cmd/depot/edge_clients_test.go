@@ -1,7 +1,11 @@
 package main
 
 import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
 	"encoding/json"
+	"io"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -58,5 +62,84 @@ func TestNPMThroughEdge(t *testing.T) {
 	lock := clienttest.Run(t, clienttest.Cmd{Dir: app, Name: "cat", Args: []string{"package-lock.json"}})
 	if !strings.Contains(lock, e.url+"/npm/js/") {
 		t.Errorf("package-lock.json does not resolve through the edge:\n%s", lock)
+	}
+}
+
+// TestCraneThroughEdge: an image pushed to the origin with the real crane
+// is pulled from an edge with crane (docker's token flow answered by the
+// edge): the same manifest, and the layer's bytes from the edge's cache.
+func TestCraneThroughEdge(t *testing.T) {
+	bins := clienttest.RequireClients(t, "crane")
+	s := newSite(t)
+	o := s.start(t)
+	tok := login(t, o.url, "admin", "initial-pw-123")
+	call(t, "PUT", o.url+"/api/v1/users/me", tok, strings.NewReader(`{"current_password":"initial-pw-123","password":"changed-pw-456"}`), 200)
+	tok = login(t, o.url, "admin", "changed-pw-456")
+	var repo struct{ ID string }
+	_ = json.Unmarshal(call(t, "POST", o.url+"/api/v1/repositories", tok, strings.NewReader(`{"name":"images","format":"docker"}`), 201), &repo)
+	var api struct{ Token string }
+	_ = json.Unmarshal(call(t, "POST", o.url+"/api/v1/users/me/tokens", tok, strings.NewReader(`{"name":"crane","scopes":["repository:write"]}`), 201), &api)
+	var node struct{ ID, Token string }
+	_ = json.Unmarshal(call(t, "POST", o.url+"/api/v1/edge-nodes", tok, strings.NewReader(`{"name":"near","url":"http://127.0.0.1:8081"}`), 201), &node)
+	call(t, "POST", o.url+"/api/v1/edge-nodes/"+node.ID+"/repositories", tok, strings.NewReader(`{"repository_ids":["`+repo.ID+`"]}`), 200)
+	listen := freeAddr(t)
+	e := edgeProc(t, s.bin, o.url, node.ID, node.Token, listen, t.TempDir())
+
+	work, home := t.TempDir(), clienttest.Home(t)
+	env := []string{"HOME=" + home, "DOCKER_CONFIG=" + filepath.Join(home, "docker")}
+	crane := func(args ...string) (string, error) {
+		out, err := clienttest.TryRun(clienttest.Cmd{Dir: work, Env: env, Name: bins["crane"], Args: args})
+		return strings.TrimSpace(out), err
+	}
+	must := func(args ...string) string {
+		t.Helper()
+		out, err := crane(args...)
+		if err != nil {
+			t.Fatalf("crane %v: %v\n%s", args, err, out)
+		}
+		return out
+	}
+	originHost, edgeHost := strings.TrimPrefix(o.url, "http://"), listen
+	must("auth", "login", originHost, "-u", "admin", "-p", api.Token)
+	must("auth", "login", edgeHost, "-u", "admin", "-p", api.Token)
+	var layer bytes.Buffer
+	tw := tar.NewWriter(&layer)
+	content := "hello through the edge\n"
+	_ = tw.WriteHeader(&tar.Header{Name: "f.txt", Mode: 0o644, Size: int64(len(content))})
+	_, _ = tw.Write([]byte(content))
+	_ = tw.Close()
+	clienttest.WriteFile(t, filepath.Join(work, "layer.tar"), layer.String())
+	must("append", "--insecure", "-f", "layer.tar", "-t", originHost+"/images/app:1.0")
+	want := must("manifest", "--insecure", originHost+"/images/app:1.0")
+
+	var got string
+	waitFor(t, 20*time.Second, "the image to reach the edge", func() bool {
+		var err error
+		got, err = crane("manifest", "--insecure", edgeHost+"/images/app:1.0")
+		return err == nil
+	})
+	if got != want {
+		t.Fatalf("manifest at the edge:\n%s\nat the origin:\n%s", got, want)
+	}
+	var m struct {
+		Layers []struct{ Digest string } `json:"layers"`
+	}
+	if err := json.Unmarshal([]byte(got), &m); err != nil || len(m.Layers) != 1 {
+		t.Fatalf("manifest: %v %s", err, got)
+	}
+	blob := must("blob", "--insecure", edgeHost+"/images/app@"+m.Layers[0].Digest)
+	zr, err := gzip.NewReader(strings.NewReader(blob))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(zr)
+	if _, err := tr.Next(); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := io.ReadAll(tr); string(b) != content {
+		t.Fatalf("the layer from the edge holds %q", b)
+	}
+	if !strings.Contains(e.out.String(), "listening on") {
+		t.Errorf("edge output:\n%s", e.out)
 	}
 }
