@@ -143,3 +143,53 @@ func TestCraneThroughEdge(t *testing.T) {
 		t.Errorf("edge output:\n%s", e.out)
 	}
 }
+
+// TestPipThroughEdge: the real twine uploads a wheel through an edge
+// (forwarded), and the real pip installs it from the same edge's simple
+// index at once.
+func TestPipThroughEdge(t *testing.T) {
+	clienttest.RequireClients(t, "twine", "python3")
+	s := newSite(t)
+	o := s.start(t)
+	tok := login(t, o.url, "admin", "initial-pw-123")
+	call(t, "PUT", o.url+"/api/v1/users/me", tok, strings.NewReader(`{"current_password":"initial-pw-123","password":"changed-pw-456"}`), 200)
+	tok = login(t, o.url, "admin", "changed-pw-456")
+	var repo struct{ ID string }
+	_ = json.Unmarshal(call(t, "POST", o.url+"/api/v1/repositories", tok, strings.NewReader(`{"name":"py","format":"pypi"}`), 201), &repo)
+	var api struct{ Token string }
+	_ = json.Unmarshal(call(t, "POST", o.url+"/api/v1/users/me/tokens", tok, strings.NewReader(`{"name":"py","scopes":["repository:write"]}`), 201), &api)
+	var node struct{ ID, Token string }
+	_ = json.Unmarshal(call(t, "POST", o.url+"/api/v1/edge-nodes", tok, strings.NewReader(`{"name":"near","url":"http://127.0.0.1:8081"}`), 201), &node)
+	call(t, "POST", o.url+"/api/v1/edge-nodes/"+node.ID+"/repositories", tok, strings.NewReader(`{"repository_ids":["`+repo.ID+`"]}`), 200)
+	listen := freeAddr(t)
+	e := edgeProc(t, s.bin, o.url, node.ID, node.Token, listen, t.TempDir())
+	waitFor(t, 20*time.Second, "the edge to catch up", func() bool { return strings.Contains(e.out.String(), "serving repositories") })
+
+	home := clienttest.Home(t)
+	proj := filepath.Join(t.TempDir(), "edgepkg")
+	clienttest.WriteFile(t, filepath.Join(proj, "setup.py"), `from setuptools import setup
+setup(name="edge_pkg", version="1.0.0", package_dir={"": "src"}, packages=["edge_pkg"])
+`)
+	clienttest.WriteFile(t, filepath.Join(proj, "src", "edge_pkg", "__init__.py"), "def hello():\n    return 'hello from the edge'\n")
+	clienttest.Run(t, clienttest.Cmd{Dir: proj, Env: []string{"HOME=" + home}, Name: "/usr/bin/python3", Args: []string{"setup.py", "-q", "bdist_wheel"}})
+	wheels, _ := filepath.Glob(filepath.Join(proj, "dist", "*.whl"))
+	if len(wheels) != 1 {
+		t.Fatalf("wheels: %v", wheels)
+	}
+	clienttest.Run(t, clienttest.Cmd{Env: []string{"HOME=" + home}, Name: "twine", Args: []string{"upload", "--non-interactive",
+		"--disable-progress-bar", "--repository-url", e.url + "/pypi/py/", "-u", "admin", "-p", api.Token, wheels[0]}})
+
+	pipEnv := []string{"HOME=" + home, "PIP_DISABLE_PIP_VERSION_CHECK=1", "PIP_NO_INPUT=1", "PIP_CONFIG_FILE=/dev/null", "PYTHONDONTWRITEBYTECODE=1"}
+	venv := filepath.Join(t.TempDir(), "venv")
+	clienttest.Run(t, clienttest.Cmd{Env: pipEnv, Name: "python3", Args: []string{"-m", "venv", venv}})
+	index := "http://admin:" + api.Token + "@" + listen + "/pypi/py/simple/"
+	out := clienttest.Run(t, clienttest.Cmd{Env: pipEnv, Name: filepath.Join(venv, "bin", "pip"), Args: []string{
+		"install", "--no-cache-dir", "--index-url", index, "edge_pkg==1.0.0"}})
+	if !strings.Contains(out, "Successfully installed") {
+		t.Fatalf("pip install through the edge:\n%s", out)
+	}
+	got := clienttest.Run(t, clienttest.Cmd{Env: pipEnv, Name: filepath.Join(venv, "bin", "python"), Args: []string{"-c", "import edge_pkg; print(edge_pkg.hello())"}})
+	if !strings.Contains(got, "hello from the edge") {
+		t.Fatalf("the installed package says %q", got)
+	}
+}
