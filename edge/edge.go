@@ -121,6 +121,7 @@ type Edge struct {
 	originIndex atomic.Uint64 // the origin's applied index then
 	named       sync.Once     // the assigned repositories are logged once
 	missing     atomic.Int64  // blobs of the assigned repositories not cached yet
+	downloads   atomic.Int64  // served since the last heartbeat an origin took
 	prefetch    chan []string // the assigned repositories, for the prefetcher
 }
 
@@ -210,9 +211,11 @@ func (e *Edge) heartbeats(ctx context.Context) {
 
 func (e *Edge) beat(ctx context.Context) error {
 	st := e.cache.Stats()
+	served := e.downloads.Swap(0)
 	a, err := e.client.Heartbeat(ctx, feed.Report{AppliedIndex: e.replica.LastApplied(), CachedBytes: st.Bytes,
-		MissingBlobs: e.missing.Load(), Version: Version})
+		MissingBlobs: e.missing.Load(), Version: Version, Downloads: served})
 	if err != nil {
+		e.downloads.Add(served) // reported with the next heartbeat that goes through
 		return err
 	}
 	e.lastContact.Store(time.Now().UnixNano())
@@ -310,7 +313,8 @@ func (e *Edge) routes() *server.Server {
 	now := time.Now
 	authn := &auth.Authenticator{Meta: e.replica, JWT: auth.NewJWT(auth.RandomSecret(), now), Now: now,
 		Cache: auth.NewCredCache(time.Minute, 10000, now), Hasher: auth.NewHasher(0), Guard: auth.NewGuard(10, 100, time.Minute, now)}
-	env := &format.Env{Meta: e.replica, Now: now, Tokens: authn}
+	env := &format.Env{Meta: e.replica, Now: now, Tokens: authn,
+		OnDownload: func(*format.Request, *meta.Artifact) { e.downloads.Add(1) }}
 	s := &server.Server{Cache: e.cache, Other: e.other, Forward: e.forward}
 	for _, f := range all.Build(env) {
 		srv := format.NewServer(f, env, nil, authn, e.log)

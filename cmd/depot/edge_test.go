@@ -116,6 +116,13 @@ func TestEdgeProcess(t *testing.T) {
 		return resp
 	}
 	body := func(r *http.Response) string { defer r.Body.Close(); b, _ := io.ReadAll(r.Body); return string(b) }
+	downloads := func() float64 {
+		var st map[string]any
+		_ = json.Unmarshal(call(t, "GET", o.url+"/api/v1/admin/stats", tok, nil, 200), &st)
+		n, _ := st["downloads_24h"].(float64)
+		return n
+	}
+	before := downloads()
 	fromOrigin, fromEdge := get(o.url, nil), get(e.url, nil)
 	if fromEdge.StatusCode != 200 || body(fromEdge) != "bytes" || body(fromOrigin) != "bytes" {
 		t.Fatalf("GET through the edge: %d", fromEdge.StatusCode)
@@ -136,6 +143,10 @@ func TestEdgeProcess(t *testing.T) {
 		t.Errorf("anonymous read of a private repository at the edge: %d %q", anon.StatusCode, anon.Header.Get("WWW-Authenticate"))
 	}
 	anon.Body.Close()
+
+	// The edge's downloads count at the origin (in heartbeat batches):
+	// one from the origin itself, at least two from the edge.
+	waitFor(t, 10*time.Second, "the edge's downloads to be counted", func() bool { return downloads() >= before+3 })
 
 	// A write through the edge goes to the origin, and the edge serves it
 	// at once (read your writes); the REST API is forwarded too.

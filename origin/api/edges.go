@@ -214,12 +214,18 @@ func (s *Server) edgeHeartbeat(w http.ResponseWriter, r *http.Request, p *auth.P
 		CachedBytes  int64  `json:"cached_bytes"`
 		MissingBlobs int64  `json:"missing_blobs"`
 		Version      string `json:"version"`
+		// Downloads the node served since its last heartbeat: counted
+		// here in one go, never a log entry per download.
+		Downloads int64 `json:"downloads"`
 	}
 	if err := decode(r, &req); err != nil {
 		return err
 	}
-	if req.CachedBytes < 0 || req.MissingBlobs < 0 || len(req.Version) > 64 {
-		return apierr.Invalid("report", "cached_bytes and missing_blobs must not be negative, version at most 64 characters")
+	if req.CachedBytes < 0 || req.MissingBlobs < 0 || req.Downloads < 0 || req.Downloads > 1<<40 || len(req.Version) > 64 {
+		return apierr.Invalid("report", "cached_bytes, missing_blobs and downloads must not be negative, version at most 64 characters")
+	}
+	if s.d.Downloads != nil {
+		s.d.Downloads.AddN(req.Downloads)
 	}
 	now := s.d.Now().UTC()
 	var e *meta.EdgeNode

@@ -259,6 +259,7 @@ type Report struct {
 	CachedBytes  int64  `json:"cached_bytes"`
 	MissingBlobs int64  `json:"missing_blobs"`
 	Version      string `json:"version"`
+	Downloads    int64  `json:"downloads"` // served since the last report
 }
 
 // Assignment is an origin's answer to a heartbeat.

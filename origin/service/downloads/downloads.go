@@ -26,7 +26,13 @@ func New(now func() time.Time) *Counter {
 }
 
 // Add counts one download now.
-func (c *Counter) Add() {
+func (c *Counter) Add() { c.AddN(1) }
+
+// AddN counts n downloads now (an edge node's batch).
+func (c *Counter) AddN(n int64) {
+	if n <= 0 {
+		return
+	}
 	m := c.now().Unix() / 60
 	i := m % buckets
 	c.mu.Lock()
@@ -34,7 +40,7 @@ func (c *Counter) Add() {
 	if c.stamp[i] != m {
 		c.stamp[i], c.counts[i] = m, 0
 	}
-	c.counts[i]++
+	c.counts[i] += n
 }
 
 // Last24h sums the buckets of the last 24 hours.
