@@ -121,6 +121,9 @@ type Edge struct {
 	originIndex atomic.Uint64 // the origin's applied index then
 	named       sync.Once     // the assigned repositories are logged once
 	missing     atomic.Int64  // blobs of the assigned repositories not cached yet
+	authn       *auth.Authenticator
+	env         *format.Env
+	srv         *server.Server
 	downloads   atomic.Int64  // served since the last heartbeat an origin took
 	prefetch    chan []string // the assigned repositories, for the prefetcher
 }
@@ -316,6 +319,7 @@ func (e *Edge) routes() *server.Server {
 	env := &format.Env{Meta: e.replica, Now: now, Tokens: authn,
 		OnDownload: func(*format.Request, *meta.Artifact) { e.downloads.Add(1) }}
 	s := &server.Server{Cache: e.cache, Other: e.other, Forward: e.forward}
+	e.authn, e.env, e.srv = authn, env, s
 	for _, f := range all.Build(env) {
 		srv := format.NewServer(f, env, nil, authn, e.log)
 		for _, prefix := range format.Prefixes(f) {
@@ -360,6 +364,8 @@ func (e *Edge) other(ctx *fasthttp.RequestCtx) {
 			body["status"], body["reasons"], status = "degraded", reasons, http.StatusServiceUnavailable
 		}
 		writeJSON(ctx, status, body)
+	case (ctx.IsGet() || ctx.IsHead()) && downloadID(path) != "":
+		e.download(ctx, downloadID(path))
 	case strings.HasPrefix(path, "/api/v1/"):
 		if err := e.forward(ctx); err != nil {
 			e := apierr.New(apierr.Unavailable, "this edge node cannot reach an origin; retry later").With(apierr.RetryAfter, 5)
@@ -380,3 +386,68 @@ func writeJSON(ctx *fasthttp.RequestCtx, status int, v any) {
 	ctx.SetContentType("application/json")
 	ctx.SetBody(buf.Bytes())
 }
+
+// download serves GET /api/v1/artifacts/:id/download from the replica and
+// the cache, with the origin's rules and answer; an artifact of a
+// repository this node does not hold goes to an origin.
+func (e *Edge) download(ctx *fasthttp.RequestCtx, id string) {
+	p, err := e.authn.Authenticate(ctx, string(ctx.Request.Header.Peek("Authorization")), ctx.RemoteIP().String())
+	var a *meta.Artifact
+	var repo *meta.Repository
+	if err == nil {
+		err = e.replica.View(func(tx *meta.Tx) error {
+			var err error
+			if a, err = tx.Artifact(id); err != nil {
+				return err
+			}
+			if repo, err = tx.Repo(a.RepositoryID); err != nil {
+				return err
+			}
+			return format.AccessByID(tx, p, repo, repo.ID, meta.ActionRead)
+		})
+	}
+	if errors.Is(err, meta.ErrNotFound) && a == nil {
+		if err := e.forward(ctx); err == nil {
+			return
+		}
+	}
+	if err == nil {
+		req := &format.Request{Method: string(ctx.Method()), Header: headerOf(ctx), ContentLength: -1, Principal: p, Repo: repo,
+			BaseURL: "http://" + string(ctx.Host()), RemoteAddr: ctx.RemoteIP().String()}
+		if err = e.srv.Answer(ctx, e.env.Serve(req, a, true)); err == nil {
+			return
+		}
+	}
+	ae := format.Classify(err)
+	if ae.Code == apierr.Internal {
+		e.log.Error("edge download failed", "artifact", id, "err", err)
+	}
+	apiErr(ctx, ae)
+}
+
+// downloadID is the artifact id of a REST download path, or "".
+func downloadID(path string) string {
+	id, ok := strings.CutPrefix(path, "/api/v1/artifacts/")
+	if id, ok = strings.CutSuffix(id, "/download"); !ok || id == "" || strings.Contains(id, "/") {
+		return ""
+	}
+	return id
+}
+
+// apiErr answers in the REST API's error shape; a 401 challenges as the
+// API does.
+func apiErr(ctx *fasthttp.RequestCtx, e *apierr.Error) {
+	ctx.Response.Reset()
+	if e.Status() == http.StatusUnauthorized {
+		ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="Depot"`)
+	}
+	ctx.SetStatusCode(e.Status())
+	ctx.SetContentType("application/json")
+	ctx.SetBody(apierr.Body(e))
+}
+
+type fastHeader struct{ h *fasthttp.RequestHeader }
+
+func (h fastHeader) Get(k string) string { return string(h.h.Peek(k)) }
+
+func headerOf(ctx *fasthttp.RequestCtx) format.Header { return fastHeader{&ctx.Request.Header} }

@@ -138,6 +138,22 @@ func TestEdgeProcess(t *testing.T) {
 	if r := get(e.url, map[string]string{"If-None-Match": fromOrigin.Header.Get("ETag")}); fromOrigin.Header.Get("ETag") != "" && r.StatusCode != 304 {
 		t.Errorf("conditional GET through the edge: %d", r.StatusCode)
 	}
+	// The REST download, by artifact id, from the edge.
+	var art struct{ ID string }
+	var versions struct {
+		Versions []struct {
+			ArtifactID string `json:"artifact_id"`
+		} `json:"versions"`
+	}
+	_ = json.Unmarshal(call(t, "GET", o.url+"/api/v1/packages/pkg/versions", tok, nil, 200), &versions)
+	if len(versions.Versions) == 0 {
+		t.Fatal("no version of pkg")
+	}
+	art.ID = versions.Versions[0].ArtifactID
+	if got := call(t, "GET", e.url+"/api/v1/artifacts/"+art.ID+"/download", basic, nil, 200); string(got) != "bytes" {
+		t.Fatalf("REST download at the edge: %q", got)
+	}
+	call(t, "GET", e.url+"/api/v1/artifacts/"+art.ID+"/download", "", nil, 401)
 	anon, _ := http.Get(e.url + file)
 	if anon.StatusCode != 401 || anon.Header.Get("WWW-Authenticate") == "" {
 		t.Errorf("anonymous read of a private repository at the edge: %d %q", anon.StatusCode, anon.Header.Get("WWW-Authenticate"))
@@ -182,6 +198,7 @@ func TestEdgeProcess(t *testing.T) {
 	if r := get(e.url, nil); r.StatusCode != 200 || body(r) != "bytes" {
 		t.Fatalf("with the origin down the edge answered %d", r.StatusCode)
 	}
+	call(t, "GET", e.url+"/api/v1/artifacts/"+art.ID+"/download", basic, nil, 200) // offline too
 	// Writes need an origin: a clear 503 in the format's shape.
 	req, _ = http.NewRequest("PUT", e.url+"/generic/files/pkg/3.0/c.bin", strings.NewReader("nowhere to go"))
 	req.Header.Set("Authorization", basic)

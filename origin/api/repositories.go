@@ -36,11 +36,7 @@ func repoAccess(tx *meta.Tx, p *auth.Principal, id, action string) (*meta.Reposi
 	} else if err != nil {
 		return nil, err
 	}
-	err = format.Access(tx, p, repo, id, action)
-	if rnf := (*format.RepoNotFoundError)(nil); repo != nil && errors.As(err, &rnf) {
-		return nil, apierr.New(apierr.Forbidden, "%s may not %s repository %s", p.Name(), action, repo.Name)
-	}
-	if err != nil {
+	if err := format.AccessByID(tx, p, repo, id, action); err != nil {
 		return nil, err
 	}
 	return repo, nil

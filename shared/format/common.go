@@ -77,6 +77,17 @@ func Access(tx *meta.Tx, p *auth.Principal, repo *meta.Repository, name, action 
 	return Forbidden("%s may not %s in repository %s", p.Name(), action, repo.Name)
 }
 
+// AccessByID is Access for a repository named by its id (the REST API):
+// an id is not guessable, so a signed-in caller who may not read the
+// repository is refused (403) rather than told it is not there.
+func AccessByID(tx *meta.Tx, p *auth.Principal, repo *meta.Repository, id, action string) error {
+	err := Access(tx, p, repo, id, action)
+	if rnf := (*RepoNotFoundError)(nil); repo != nil && errors.As(err, &rnf) {
+		return Forbidden("%s may not %s repository %s", p.Name(), action, repo.Name)
+	}
+	return err
+}
+
 // Can reports whether the caller may do action on repo.
 func (d *Env) Can(r *Request, repo *meta.Repository, action string) (bool, error) {
 	var ok bool
