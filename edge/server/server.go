@@ -104,7 +104,9 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx, m Mount, path string) {
 
 // Answer sends a format response outside the format paths (the REST
 // download); see write.
-func (s *Server) Answer(ctx *fasthttp.RequestCtx, resp *format.Response) error { return s.write(ctx, resp) }
+func (s *Server) Answer(ctx *fasthttp.RequestCtx, resp *format.Response) error {
+	return s.write(ctx, resp)
+}
 
 // write sends a response; a blob is opened from the cache. An error means
 // nothing was written: the caller answers it in the format's shape.
