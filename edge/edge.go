@@ -117,15 +117,17 @@ type Edge struct {
 	client   *feed.Client
 	upstream *upstream.Upstream
 
-	lastContact atomic.Int64  // unix nanos of the last heartbeat an origin answered
-	originIndex atomic.Uint64 // the origin's applied index then
-	named       sync.Once     // the assigned repositories are logged once
-	missing     atomic.Int64  // blobs of the assigned repositories not cached yet
-	authn       *auth.Authenticator
-	env         *format.Env
-	srv         *server.Server
-	downloads   atomic.Int64  // served since the last heartbeat an origin took
-	prefetch    chan []string // the assigned repositories, for the prefetcher
+	lastContact  atomic.Int64  // unix nanos of the last heartbeat an origin answered
+	originIndex  atomic.Uint64 // the origin's applied index then
+	named        sync.Once     // the assigned repositories are logged once
+	missing      atomic.Int64  // blobs of the assigned repositories not cached yet
+	authn        *auth.Authenticator
+	env          *format.Env
+	srv          *server.Server
+	downloads    atomic.Int64 // served since the last heartbeat an origin took
+	beatFailures atomic.Int64
+	scrape       fasthttp.RequestHandler // /metrics
+	prefetch     chan []string           // the assigned repositories, for the prefetcher
 }
 
 // prefetchParallel bounds the blobs fetched at once ahead of demand.
@@ -202,6 +204,7 @@ func (e *Edge) heartbeats(ctx context.Context) {
 	defer t.Stop()
 	for {
 		if err := e.beat(ctx); err != nil && ctx.Err() == nil {
+			e.beatFailures.Add(1)
 			e.log.Warn("heartbeat failed", "err", err)
 		}
 		select {
@@ -319,7 +322,7 @@ func (e *Edge) routes() *server.Server {
 	env := &format.Env{Meta: e.replica, Now: now, Tokens: authn,
 		OnDownload: func(*format.Request, *meta.Artifact) { e.downloads.Add(1) }}
 	s := &server.Server{Cache: e.cache, Other: e.other, Forward: e.forward}
-	e.authn, e.env, e.srv = authn, env, s
+	e.authn, e.env, e.srv, e.scrape = authn, env, s, e.metrics()
 	for _, f := range all.Build(env) {
 		srv := format.NewServer(f, env, nil, authn, e.log)
 		for _, prefix := range format.Prefixes(f) {
@@ -356,6 +359,8 @@ const writeWait = 10 * time.Second
 func (e *Edge) other(ctx *fasthttp.RequestCtx) {
 	path := string(ctx.Path())
 	switch {
+	case path == "/metrics":
+		e.scrape(ctx)
 	case path == "/api/v1/health":
 		reasons, details := e.health()
 		body := map[string]any{"status": "ok", "node": details}

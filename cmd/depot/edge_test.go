@@ -82,6 +82,12 @@ func TestEdgeProcess(t *testing.T) {
 		return view.Status == "online" && view.AppliedIndex > 0 && view.Lag != nil && *view.Lag <= 2
 	})
 	call(t, "GET", e.url+"/api/v1/health", "", nil, 200)
+	metrics := string(call(t, "GET", e.url+"/metrics", "", nil, 200))
+	for _, m := range []string{"depot_edge_cache_hits_total", "depot_edge_replica_applied_index", "depot_edge_replica_lag", "depot_edge_feed_errors_total"} {
+		if !strings.Contains(metrics, m) {
+			t.Errorf("the edge's metrics lack %s", m)
+		}
+	}
 	// The repository's blob is prefetched into the cache, verified.
 	sum := sha256.Sum256([]byte("bytes"))
 	hx := hex.EncodeToString(sum[:])

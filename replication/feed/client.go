@@ -38,7 +38,11 @@ type Client struct {
 	Token   string // the node's credential
 	HTTP    *http.Client
 	next    atomic.Int64 // the origin to try first
+	fails   atomic.Int64
 }
+
+// Failures counts the feed reads that failed (for metrics).
+func (c *Client) Failures() int64 { return c.fails.Load() }
 
 // Read does one read of the feed.
 func (c *Client) Read(ctx context.Context, r Request) (Page, error) {
@@ -213,6 +217,7 @@ func Follow(ctx context.Context, c *Client, s *meta.Store, wait time.Duration, l
 			pause = time.Second
 			continue
 		}
+		c.fails.Add(1)
 		log.Warn("change feed: read failed; retrying", "err", err, "retry_in", pause)
 		select {
 		case <-ctx.Done():
