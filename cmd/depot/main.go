@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"os/signal"
@@ -84,69 +85,67 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 func runOrigin(args []string, stdout, stderr io.Writer) int {
 	cfg := origin.DefaultConfig()
-	set := config.New("origin", nil)
-	cfg.Bind(set)
-	if err := set.Parse(args); err != nil {
-		if config.IsHelp(err) {
-			fmt.Fprint(stdout, "Usage: depot origin [flags]\n\nRuns an origin node. Every setting is a flag, an environment variable, or both:\n\n")
-			set.PrintUsage(stdout)
-			return 0
-		}
-		fmt.Fprintf(stderr, "depot origin: %v\nRun 'depot help origin' for the settings.\n", err)
-		return 2
-	}
-	log := logx.New(stderr, cfg.LogFormat, cfg.LogLevel)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	// Bind before New touches the data directory: a taken port must not
-	// leave a new admin behind whose generated password scrolled away.
-	ln, err := net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		fmt.Fprintf(stderr, "depot origin: cannot listen on %s (--listen): %v\n", cfg.Listen, err)
-		return 1
-	}
-	o, err := origin.New(ctx, cfg, log, stderr)
-	if err != nil {
-		ln.Close()
-		log.Error("origin failed to start", "err", err)
-		return 1
-	}
-	if err := o.Run(ctx, ln); err != nil {
-		log.Error("origin stopped with an error", "err", err)
-		return 1
-	}
-	return 0
+	return runNode(nodeKind{name: "origin", about: "Runs an origin node.", bind: cfg.Bind,
+		settings: func() (string, string, string) { return cfg.LogFormat, cfg.LogLevel, cfg.Listen },
+		start:    func(ctx context.Context, log *slog.Logger) (node, error) { return origin.New(ctx, cfg, log, stderr) },
+	}, args, stdout, stderr)
 }
 
 func runEdge(args []string, stdout, stderr io.Writer) int {
 	cfg := edge.DefaultConfig()
-	set := config.New("edge", nil)
-	cfg.Bind(set)
+	return runNode(nodeKind{name: "edge", about: "Runs an edge node registered on the origins (POST /api/v1/edge-nodes).", bind: cfg.Bind,
+		settings: func() (string, string, string) { return cfg.LogFormat, cfg.LogLevel, cfg.Listen },
+		start:    func(_ context.Context, log *slog.Logger) (node, error) { return edge.New(cfg, log, stderr) },
+	}, args, stdout, stderr)
+}
+
+// node is a running origin or edge.
+type node interface {
+	Run(ctx context.Context, ln net.Listener) error
+}
+
+// nodeKind is what runNode needs to know of a kind of node.
+type nodeKind struct {
+	name, about string
+	bind        func(*config.Set)
+	// settings reads the bound log format, log level and listen address.
+	settings func() (logFormat, logLevel, listen string)
+	start    func(context.Context, *slog.Logger) (node, error)
+}
+
+// runNode is the life of a node process: its settings, its log, its
+// port (bound before the node touches its data directory, so a taken
+// port does not leave, say, a new admin behind whose generated password
+// scrolled away), then the node, until SIGINT or SIGTERM.
+func runNode(k nodeKind, args []string, stdout, stderr io.Writer) int {
+	set := config.New(k.name, nil)
+	k.bind(set)
 	if err := set.Parse(args); err != nil {
 		if config.IsHelp(err) {
-			fmt.Fprint(stdout, "Usage: depot edge [flags]\n\nRuns an edge node registered on the origins (POST /api/v1/edge-nodes).\nEvery setting is a flag, an environment variable, or both:\n\n")
+			fmt.Fprintf(stdout, "Usage: depot %s [flags]\n\n%s\nEvery setting is a flag, an environment variable, or both:\n\n", k.name, k.about)
 			set.PrintUsage(stdout)
 			return 0
 		}
-		fmt.Fprintf(stderr, "depot edge: %v\nRun 'depot help edge' for the settings.\n", err)
+		fmt.Fprintf(stderr, "depot %s: %v\nRun 'depot help %s' for the settings.\n", k.name, err, k.name)
 		return 2
 	}
-	log := logx.New(stderr, cfg.LogFormat, cfg.LogLevel)
+	logFormat, logLevel, listen := k.settings()
+	log := logx.New(stderr, logFormat, logLevel)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	ln, err := net.Listen("tcp", cfg.Listen)
+	ln, err := net.Listen("tcp", listen)
 	if err != nil {
-		fmt.Fprintf(stderr, "depot edge: cannot listen on %s (--listen): %v\n", cfg.Listen, err)
+		fmt.Fprintf(stderr, "depot %s: cannot listen on %s (--listen): %v\n", k.name, listen, err)
 		return 1
 	}
-	e, err := edge.New(cfg, log, stderr)
+	n, err := k.start(ctx, log)
 	if err != nil {
 		ln.Close()
-		fmt.Fprintf(stderr, "depot edge: %v\n", err)
+		log.Error(k.name+" failed to start", "err", err)
 		return 1
 	}
-	if err := e.Run(ctx, ln); err != nil {
-		log.Error("edge stopped with an error", "err", err)
+	if err := n.Run(ctx, ln); err != nil {
+		log.Error(k.name+" stopped with an error", "err", err)
 		return 1
 	}
 	return 0
