@@ -37,6 +37,54 @@ func edgeProc(t *testing.T, bin, origin, id, token, listen, cacheDir string) *pr
 	return p
 }
 
+// edgeSite is an origin with one repository assigned to a registered
+// edge node, and that node running: what every edge test starts from.
+type edgeSite struct {
+	site
+	o, e     *proc
+	tok      string // the admin's session, password changed
+	basic    string // the admin's Basic credentials
+	apiToken string // an API token of the admin (repository:write)
+	repoID   string
+	node     struct{ ID, Token string }
+	listen   string // the edge's address
+	cacheDir string
+}
+
+// startEdgeSite starts the origin, makes repository name of format,
+// registers and assigns an edge node, and starts it.
+func startEdgeSite(t *testing.T, name, format string) *edgeSite {
+	t.Helper()
+	es := &edgeSite{site: newSite(t), basic: "Basic " + basicAuth("admin", "changed-pw-456")}
+	es.o = es.start(t)
+	tok := login(t, es.o.url, "admin", "initial-pw-123")
+	call(t, "PUT", es.o.url+"/api/v1/users/me", tok, strings.NewReader(`{"current_password":"initial-pw-123","password":"changed-pw-456"}`), 200)
+	es.tok = login(t, es.o.url, "admin", "changed-pw-456")
+	post := func(path, body string, want int, v any) {
+		t.Helper()
+		if err := json.Unmarshal(call(t, "POST", es.o.url+"/api/v1"+path, es.tok, strings.NewReader(body), want), v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var repo struct{ ID string }
+	post("/repositories", `{"name":"`+name+`","format":"`+format+`"}`, 201, &repo)
+	var api struct{ Token string }
+	post("/users/me/tokens", `{"name":"edge tests","scopes":["repository:write"]}`, 201, &api)
+	post("/edge-nodes", `{"name":"near","url":"http://127.0.0.1:8081"}`, 201, &es.node)
+	post("/edge-nodes/"+es.node.ID+"/repositories", `{"repository_ids":["`+repo.ID+`"]}`, 200, &struct{}{})
+	es.repoID, es.apiToken = repo.ID, api.Token
+	es.listen, es.cacheDir = freeAddr(t), t.TempDir()
+	es.e = es.startEdge(t)
+	waitFor(t, 20*time.Second, "the edge to catch up", func() bool { return strings.Contains(es.e.out.String(), "serving repositories") })
+	return es
+}
+
+// startEdge runs the edge (again) with its address and cache.
+func (es *edgeSite) startEdge(t *testing.T) *proc {
+	t.Helper()
+	return edgeProc(t, es.bin, es.o.url, es.node.ID, es.node.Token, es.listen, es.cacheDir)
+}
+
 func waitFor(t *testing.T, d time.Duration, what string, ok func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(d)
@@ -53,20 +101,9 @@ func waitFor(t *testing.T, d time.Duration, what string, ok func() bool) {
 // index, says it is degraded while the origin is down, and resumes from
 // its index when restarted.
 func TestEdgeProcess(t *testing.T) {
-	s := newSite(t)
-	o := s.start(t)
-	tok := login(t, o.url, "admin", "initial-pw-123")
-	call(t, "PUT", o.url+"/api/v1/users/me", tok, strings.NewReader(`{"current_password":"initial-pw-123","password":"changed-pw-456"}`), 200)
-	tok = login(t, o.url, "admin", "changed-pw-456")
-	var repo struct{ ID string }
-	_ = json.Unmarshal(call(t, "POST", o.url+"/api/v1/repositories", tok, strings.NewReader(`{"name":"files","format":"generic"}`), 201), &repo)
-	call(t, "PUT", o.url+"/generic/files/pkg/1.0/a.bin", "Basic "+basicAuth("admin", "changed-pw-456"), strings.NewReader("bytes"), 201)
-	var node struct{ ID, Token string }
-	_ = json.Unmarshal(call(t, "POST", o.url+"/api/v1/edge-nodes", tok, strings.NewReader(`{"name":"near","url":"http://127.0.0.1:8081"}`), 201), &node)
-	call(t, "POST", o.url+"/api/v1/edge-nodes/"+node.ID+"/repositories", tok, strings.NewReader(`{"repository_ids":["`+repo.ID+`"]}`), 200)
-
-	listen, cacheDir := freeAddr(t), t.TempDir()
-	e := edgeProc(t, s.bin, o.url, node.ID, node.Token, listen, cacheDir)
+	es := startEdgeSite(t, "files", "generic")
+	o, e, tok, node, listen, cacheDir := es.o, es.e, es.tok, es.node, es.listen, es.cacheDir
+	call(t, "PUT", o.url+"/generic/files/pkg/1.0/a.bin", es.basic, strings.NewReader("bytes"), 201)
 	for _, want := range []string{"listening on http://" + listen, node.ID, o.url, cacheDir} {
 		if !strings.Contains(e.out.String(), want) {
 			t.Errorf("the startup message does not say %q:\n%s", want, e.out)
@@ -106,7 +143,7 @@ func TestEdgeProcess(t *testing.T) {
 
 	// Reads are served by the edge, from its replica and cache, as the
 	// origin answers them.
-	basic := "Basic " + basicAuth("admin", "changed-pw-456")
+	basic := es.basic
 	file := "/generic/files/pkg/1.0/a.bin"
 	get := func(base string, hdr map[string]string) *http.Response {
 		t.Helper()
@@ -141,8 +178,9 @@ func TestEdgeProcess(t *testing.T) {
 	if r := get(e.url, map[string]string{"Range": "bytes=1-2"}); r.StatusCode != 206 || body(r) != "yt" || r.Header.Get("Content-Range") != "bytes 1-2/5" {
 		t.Errorf("range through the edge: %d %q", r.StatusCode, r.Header.Get("Content-Range"))
 	}
-	if r := get(e.url, map[string]string{"If-None-Match": fromOrigin.Header.Get("ETag")}); fromOrigin.Header.Get("ETag") != "" && r.StatusCode != 304 {
-		t.Errorf("conditional GET through the edge: %d", r.StatusCode)
+	etag := fromOrigin.Header.Get("ETag")
+	if r := get(e.url, map[string]string{"If-None-Match": etag}); etag == "" || r.StatusCode != 304 {
+		t.Errorf("conditional GET through the edge with ETag %q: %d", etag, r.StatusCode)
 	}
 	// The REST download, by artifact id, from the edge.
 	var art struct{ ID string }
@@ -214,7 +252,7 @@ func TestEdgeProcess(t *testing.T) {
 
 	// A restarted edge resumes from its index.
 	e.stop(t)
-	e2 := edgeProc(t, s.bin, o.url, node.ID, node.Token, listen, cacheDir)
+	e2 := es.startEdge(t)
 	if strings.Contains(e2.out.String(), "replica at index 0;") {
 		t.Errorf("the restarted edge starts from index 0:\n%s", e2.out)
 	}
