@@ -76,66 +76,56 @@ func (s *Set) Bool(p *bool, name, env, usage string) {
 	}
 }
 
-// Int binds an integer setting.
-func (s *Set) Int(p *int64, name, env, usage string) {
-	def := strconv.FormatInt(*p, 10)
+// bind binds a setting read by parse from its environment variable and
+// its flag (the flag wins); def is the default as --help shows it.
+func bind[T any](s *Set, p *T, name, env, usage, def string, parse func(string) (T, error)) {
 	if v := s.env(name, env, ""); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			s.errs = append(s.errs, fmt.Errorf("%s=%q: want an integer", env, v))
+		if x, err := parse(v); err != nil {
+			s.errs = append(s.errs, fmt.Errorf("%s=%q: %w", env, v, err))
+		} else {
+			*p = x
 		}
-		*p = n
 	}
 	s.add(name, env, usage, def)
 	if name != "" {
-		s.fs.Int64Var(p, name, *p, usage)
+		s.fs.Func(name, usage, func(v string) error {
+			x, err := parse(v)
+			if err == nil {
+				*p = x
+			}
+			return err
+		})
 	}
+}
+
+// Int binds an integer setting.
+func (s *Set) Int(p *int64, name, env, usage string) {
+	bind(s, p, name, env, usage, strconv.FormatInt(*p, 10), func(v string) (int64, error) {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("want an integer")
+		}
+		return n, nil
+	})
 }
 
 // Seconds binds a duration given in whole seconds (the spec's variables
 // are in seconds).
 func (s *Set) Seconds(p *time.Duration, name, env, usage string) {
-	def := strconv.FormatInt(int64(*p/time.Second), 10)
-	if v := s.env(name, env, ""); v != "" {
+	bind(s, p, name, env, usage, strconv.FormatInt(int64(*p/time.Second), 10), func(v string) (time.Duration, error) {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n <= 0 {
-			s.errs = append(s.errs, fmt.Errorf("%s=%q: want a positive number of seconds", env, v))
+			return 0, fmt.Errorf("want a positive number of seconds")
 		}
-		*p = time.Duration(n) * time.Second
-	}
-	s.add(name, env, usage, def)
-	if name != "" {
-		s.fs.Func(name, usage, func(v string) error {
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil || n <= 0 {
-				return fmt.Errorf("want a positive number of seconds")
-			}
-			*p = time.Duration(n) * time.Second
-			return nil
-		})
-	}
+		return time.Duration(n) * time.Second, nil
+	})
 }
 
 // Duration binds a duration written as Go writes them ("90m", "1h30m")
 // or as a whole number of seconds; it must not be negative, and 0 is
 // allowed (settings use it for "off").
 func (s *Set) Duration(p *time.Duration, name, env, usage string) {
-	def := p.String()
-	if v := s.env(name, env, ""); v != "" {
-		d, err := parseDuration(v)
-		if err != nil {
-			s.errs = append(s.errs, fmt.Errorf("%s=%q: %w", env, v, err))
-		}
-		*p = d
-	}
-	s.add(name, env, usage, def)
-	if name != "" {
-		s.fs.Func(name, usage, func(v string) error {
-			d, err := parseDuration(v)
-			*p = d
-			return err
-		})
-	}
+	bind(s, p, name, env, usage, p.String(), parseDuration)
 }
 
 func parseDuration(v string) (time.Duration, error) {
@@ -153,22 +143,7 @@ func parseDuration(v string) (time.Duration, error) {
 // MB, GB, TB in powers of 1000; KiB, MiB, GiB, TiB in powers of 1024),
 // e.g. "50GiB".
 func (s *Set) Bytes(p *int64, name, env, usage string) {
-	def := strconv.FormatInt(*p, 10)
-	if v := s.env(name, env, ""); v != "" {
-		n, err := ParseBytes(v)
-		if err != nil {
-			s.errs = append(s.errs, fmt.Errorf("%s=%q: %w", env, v, err))
-		}
-		*p = n
-	}
-	s.add(name, env, usage, def)
-	if name != "" {
-		s.fs.Func(name, usage, func(v string) error {
-			n, err := ParseBytes(v)
-			*p = n
-			return err
-		})
-	}
+	bind(s, p, name, env, usage, strconv.FormatInt(*p, 10), ParseBytes)
 }
 
 // ParseBytes reads a size such as "1048576", "512MB" or "50GiB".
