@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"regexp"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -325,13 +324,4 @@ func printRows(rows []row) {
 			ms(pct(r.seq, 50)), ms(pct(r.seq, 90)), ms(pct(r.seq, 99)),
 			ms(pct(r.conc, 50)), ms(pct(r.conc, 90)), ms(pct(r.conc, 99)), rate, ok)
 	}
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -154,21 +154,19 @@ func (s *Store) Stat(ctx context.Context, digest string) (int64, error) {
 
 // Delete implements blob.Deleter.
 func (s *Store) Delete(ctx context.Context, digest string) error {
-	if _, err := s.get(ctx, digest); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.blobs[digest]; !ok {
-		return fmt.Errorf("%w: %s", blob.ErrNotFound, digest) // deleted meanwhile
-	}
-	delete(s.blobs, digest)
-	delete(s.recent, digest)
-	return nil
+	return s.stored(ctx, digest, func() {
+		delete(s.blobs, digest)
+		delete(s.recent, digest)
+	})
 }
 
 // Keep implements blob.Sweeper.
 func (s *Store) Keep(ctx context.Context, digest string) error {
+	return s.stored(ctx, digest, func() { s.recent[digest] = s.now() })
+}
+
+// stored runs fn under the lock if digest is stored, else answers as get.
+func (s *Store) stored(ctx context.Context, digest string, fn func()) error {
 	if _, err := s.get(ctx, digest); err != nil {
 		return err
 	}
@@ -177,7 +175,7 @@ func (s *Store) Keep(ctx context.Context, digest string) error {
 	if _, ok := s.blobs[digest]; !ok {
 		return fmt.Errorf("%w: %s", blob.ErrNotFound, digest) // deleted meanwhile
 	}
-	s.recent[digest] = s.now()
+	fn()
 	return nil
 }
 
