@@ -161,8 +161,9 @@ func Readable(tx *meta.Tx, p *Principal) ([]string, error) {
 			return nil, err
 		}
 	}
+	everywhere := p.scopeEverywhere(meta.ActionRead)
 	for _, id := range more {
-		if !p.scopeEverywhere(meta.ActionRead) {
+		if !everywhere {
 			repo, err := tx.Repo(id)
 			if err != nil {
 				return nil, err

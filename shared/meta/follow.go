@@ -53,12 +53,7 @@ func (s *Store) ApplyChanges(changes []Change, next uint64) error {
 			}
 		}
 		last = max(last, next)
-		if last > s.retention {
-			if err := tx.compact(last - s.retention); err != nil {
-				return err
-			}
-		}
-		return btx.Bucket(bSys).Put(keyLastApplied, u64(last))
+		return tx.settle(last, s.retention)
 	})
 	if err != nil {
 		return err
@@ -117,7 +112,7 @@ func (s *Store) RetainOnly(kinds []Kind, keep func(Kind, string) bool, at uint64
 				}
 			}
 		}
-		return btx.Bucket(bSys).Put(keyLastApplied, u64(max(tx.lastApplied(), at)))
+		return tx.settle(max(tx.lastApplied(), at), s.retention)
 	})
 	if err != nil {
 		return err

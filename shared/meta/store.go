@@ -224,12 +224,7 @@ func (s *Store) ApplyBatch(entries []Entry) []Result {
 					return errRollback
 				}
 			}
-			if last > s.retention {
-				if err := tx.compact(last - s.retention); err != nil {
-					return err
-				}
-			}
-			return btx.Bucket(bSys).Put(keyLastApplied, u64(last))
+			return tx.settle(last, s.retention)
 		})
 		if err == errRollback && failedAt >= 0 {
 			continue
@@ -251,6 +246,17 @@ func (s *Store) Apply(index uint64, c Command) error {
 		return err
 	}
 	return s.ApplyBatch([]Entry{{Index: index, Data: data}})[0].Err
+}
+
+// settle ends a transaction that applied up to index last: tombstones
+// older than the retention are forgotten and last is recorded as applied.
+func (tx *Tx) settle(last, retention uint64) error {
+	if last > retention {
+		if err := tx.compact(last - retention); err != nil {
+			return err
+		}
+	}
+	return tx.tx.Bucket(bSys).Put(keyLastApplied, u64(last))
 }
 
 func (tx *Tx) lastApplied() uint64 {
