@@ -373,11 +373,7 @@ func (e *Edge) other(ctx *fasthttp.RequestCtx) {
 		e.download(ctx, downloadID(path))
 	case strings.HasPrefix(path, "/api/v1/"):
 		if err := e.forward(ctx); err != nil {
-			e := apierr.New(apierr.Unavailable, "this edge node cannot reach an origin; retry later").With(apierr.RetryAfter, 5)
-			ctx.Response.Header.Set("Retry-After", "5")
-			ctx.SetStatusCode(e.Status())
-			ctx.SetContentType("application/json")
-			ctx.SetBody(apierr.Body(e))
+			server.APIError(ctx, apierr.New(apierr.Unavailable, "this edge node cannot reach an origin; retry later").With(apierr.RetryAfter, 5))
 		}
 	default:
 		server.NotServed(ctx, "nothing is served at "+path)
@@ -417,9 +413,9 @@ func (e *Edge) download(ctx *fasthttp.RequestCtx, id string) {
 		}
 	}
 	if err == nil {
-		req := &format.Request{Method: string(ctx.Method()), Header: headerOf(ctx), ContentLength: -1, Principal: p, Repo: repo,
-			BaseURL: "http://" + string(ctx.Host()), RemoteAddr: ctx.RemoteIP().String()}
-		if err = e.srv.Answer(ctx, e.env.Serve(req, a, true)); err == nil {
+		req := server.Request(ctx)
+		req.Principal, req.Repo = p, repo
+		if err = e.srv.Write(ctx, e.env.Serve(req, a, true)); err == nil {
 			return
 		}
 	}
@@ -427,7 +423,7 @@ func (e *Edge) download(ctx *fasthttp.RequestCtx, id string) {
 	if ae.Code == apierr.Internal {
 		e.log.Error("edge download failed", "artifact", id, "err", err)
 	}
-	apiErr(ctx, ae)
+	server.APIError(ctx, ae)
 }
 
 // downloadID is the artifact id of a REST download path, or "".
@@ -438,21 +434,3 @@ func downloadID(path string) string {
 	}
 	return id
 }
-
-// apiErr answers in the REST API's error shape; a 401 challenges as the
-// API does.
-func apiErr(ctx *fasthttp.RequestCtx, e *apierr.Error) {
-	ctx.Response.Reset()
-	if e.Status() == http.StatusUnauthorized {
-		ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="Depot"`)
-	}
-	ctx.SetStatusCode(e.Status())
-	ctx.SetContentType("application/json")
-	ctx.SetBody(apierr.Body(e))
-}
-
-type fastHeader struct{ h *fasthttp.RequestHeader }
-
-func (h fastHeader) Get(k string) string { return string(h.h.Peek(k)) }
-
-func headerOf(ctx *fasthttp.RequestCtx) format.Header { return fastHeader{&ctx.Request.Header} }

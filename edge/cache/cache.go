@@ -193,11 +193,11 @@ func (c *Cache) Pin(digests []string) {
 
 // Stats are the cache's figures.
 type Stats struct {
-	Blobs   int
-	Bytes   int64
-	Hits    int64 // Gets answered from disk
-	Misses  int64 // Gets that needed the origin
-	Fetched int64 // bytes fetched and verified
+	Blobs   int   `json:"blobs"`
+	Bytes   int64 `json:"bytes"`
+	Hits    int64 `json:"hits"`          // Gets answered from disk
+	Misses  int64 `json:"misses"`        // Gets that needed the origin
+	Fetched int64 `json:"fetched_bytes"` // bytes fetched and verified
 }
 
 // Stats reads the figures.

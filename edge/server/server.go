@@ -52,7 +52,7 @@ func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
 	path := string(ctx.Path())
 	for _, m := range s.Mounts {
 		if path == m.Prefix || strings.HasPrefix(path, m.Prefix+"/") {
-			s.serve(ctx, m, path)
+			s.serve(ctx, m)
 			return
 		}
 	}
@@ -64,29 +64,18 @@ type header struct{ h *fasthttp.RequestHeader }
 
 func (h header) Get(key string) string { return string(h.h.Peek(key)) }
 
-func (s *Server) serve(ctx *fasthttp.RequestCtx, m Mount, path string) {
+// Request is ctx as a format sees it, below no prefix yet.
+func Request(ctx *fasthttp.RequestCtx) *format.Request {
 	q, _ := url.ParseQuery(string(ctx.URI().QueryString()))
+	raw, _, _ := strings.Cut(string(ctx.URI().PathOriginal()), "?")
 	scheme := "http://"
 	if ctx.IsTLS() {
 		scheme = "https://"
 	}
-	raw := string(ctx.URI().PathOriginal())
-	if i := strings.IndexByte(raw, '?'); i >= 0 {
-		raw = raw[:i]
-	}
-	if route, _, _ := m.Server.Route(string(ctx.Method()), strings.TrimPrefix(path, m.Prefix)); route != nil && route.Write != nil && s.Forward != nil {
-		if err := s.Forward(ctx); err != nil {
-			_ = s.write(ctx, m.Server.Format().Error(&format.Request{Method: string(ctx.Method()), Prefix: m.Prefix,
-				Path: strings.TrimPrefix(path, m.Prefix), Header: header{&ctx.Request.Header}, Params: map[string]string{}},
-				format.Errorf(apierr.Unavailable, "this edge node cannot reach an origin to write to; retry later").With(apierr.RetryAfter, 5)))
-		}
-		return
-	}
-	req := &format.Request{
+	return &format.Request{
 		Method:        string(ctx.Method()),
-		Prefix:        m.Prefix,
-		Path:          strings.TrimPrefix(path, m.Prefix),
-		RawPath:       strings.TrimPrefix(raw, m.Prefix),
+		Path:          string(ctx.Path()),
+		RawPath:       raw,
 		Query:         q,
 		Header:        header{&ctx.Request.Header},
 		Body:          bytes.NewReader(ctx.PostBody()),
@@ -95,22 +84,30 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx, m Mount, path string) {
 		RemoteAddr:    ctx.RemoteIP().String(),
 		RequestID:     auth.NewID()[:16],
 	}
-	resp := m.Server.Serve(ctx, req)
-	if err := s.write(ctx, resp); err != nil {
+}
+
+// serve answers a request under m's prefix: a write route goes to an
+// origin (Forward), anything else to the format's Server.
+func (s *Server) serve(ctx *fasthttp.RequestCtx, m Mount) {
+	req := Request(ctx)
+	req.Prefix, req.Path, req.RawPath = m.Prefix, strings.TrimPrefix(req.Path, m.Prefix), strings.TrimPrefix(req.RawPath, m.Prefix)
+	if route, _, _ := m.Server.Route(req.Method, req.Path); route != nil && route.Write != nil && s.Forward != nil {
+		if err := s.Forward(ctx); err != nil {
+			_ = s.Write(ctx, m.Server.Format().Error(req, format.Errorf(apierr.Unavailable,
+				"this edge node cannot reach an origin to write to; retry later").With(apierr.RetryAfter, 5)))
+		}
+		return
+	}
+	if err := s.Write(ctx, m.Server.Serve(ctx, req)); err != nil {
 		ctx.Response.Reset()
-		_ = s.write(ctx, m.Server.Fail(req, err))
+		_ = s.Write(ctx, m.Server.Fail(req, err))
 	}
 }
 
-// Answer sends a format response outside the format paths (the REST
-// download); see write.
-func (s *Server) Answer(ctx *fasthttp.RequestCtx, resp *format.Response) error {
-	return s.write(ctx, resp)
-}
-
-// write sends a response; a blob is opened from the cache. An error means
-// nothing was written: the caller answers it in the format's shape.
-func (s *Server) write(ctx *fasthttp.RequestCtx, resp *format.Response) error {
+// Write sends a format response; a blob is opened from the cache. An
+// error means nothing was written: the caller answers it in the format's
+// shape.
+func (s *Server) Write(ctx *fasthttp.RequestCtx, resp *format.Response) error {
 	for k, vs := range resp.Header {
 		for i, v := range vs {
 			if i == 0 {
@@ -143,13 +140,16 @@ func (s *Server) write(ctx *fasthttp.RequestCtx, resp *format.Response) error {
 	// wait for the whole), as it comes. The first byte is awaited here, so
 	// a blob the origin cannot give is answered as an error, not as a
 	// broken response.
-	first := make([]byte, 1)
-	if n, err := io.ReadFull(r, first); n == 0 && err != nil && (b.Size > 0 || !errors.Is(err, io.EOF)) {
-		r.Close()
-		return blobErr(err, b)
+	var first []byte
+	if b.Size > 0 {
+		first = make([]byte, 1)
+		if _, err := io.ReadFull(r, first); err != nil {
+			r.Close()
+			return blobErr(err, b)
+		}
 	}
 	ctx.SetStatusCode(http.StatusOK)
-	ctx.SetBodyStream(&readCloser{io.MultiReader(bytes.NewReader(first[:min(1, b.Size)]), r), r}, int(b.Size))
+	ctx.SetBodyStream(&readCloser{io.MultiReader(bytes.NewReader(first), r), r}, int(b.Size))
 	return nil
 }
 
@@ -201,9 +201,21 @@ func cmpStatus(s int) int {
 }
 
 // NotServed answers, in the API's error shape, a path the edge does not
-// serve (yet).
+// serve.
 func NotServed(ctx *fasthttp.RequestCtx, what string) {
-	e := apierr.New(apierr.NotFound, "%s", what)
+	APIError(ctx, apierr.New(apierr.NotFound, "%s", what))
+}
+
+// APIError answers in the REST API's error shape, as the origin does: a
+// 401 challenges, an error that says when to retry says Retry-After.
+func APIError(ctx *fasthttp.RequestCtx, e *apierr.Error) {
+	ctx.Response.Reset()
+	if e.Status() == http.StatusUnauthorized {
+		ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="Depot"`)
+	}
+	if secs, ok := e.RetryAfterSeconds(); ok {
+		ctx.Response.Header.Set("Retry-After", strconv.Itoa(secs))
+	}
 	ctx.SetStatusCode(e.Status())
 	ctx.SetContentType("application/json")
 	ctx.SetBody(apierr.Body(e))
