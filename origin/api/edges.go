@@ -209,15 +209,7 @@ func (s *Server) edgeHeartbeat(w http.ResponseWriter, r *http.Request, p *auth.P
 	if p.Edge() != id {
 		return apierr.New(apierr.Forbidden, "an edge node reports only for itself")
 	}
-	var req struct {
-		AppliedIndex uint64 `json:"applied_index"`
-		CachedBytes  int64  `json:"cached_bytes"`
-		MissingBlobs int64  `json:"missing_blobs"`
-		Version      string `json:"version"`
-		// Downloads the node served since its last heartbeat: counted
-		// here in one go, never a log entry per download.
-		Downloads int64 `json:"downloads"`
-	}
+	var req feed.Report
 	if err := decode(r, &req); err != nil {
 		return err
 	}
@@ -238,7 +230,7 @@ func (s *Server) edgeHeartbeat(w http.ResponseWriter, r *http.Request, p *auth.P
 			return err
 		}
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{"repository_ids": slices.Clip(e.Repositories), "origin_index": s.d.Store.LastApplied()})
+	return writeJSON(w, http.StatusOK, feed.Assignment{RepositoryIDs: e.Repositories, OriginIndex: s.d.Store.LastApplied()})
 }
 
 // edgeFeed serves the change feed to an edge node (replication/feed):

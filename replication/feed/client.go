@@ -258,16 +258,20 @@ func Reconcile(ctx context.Context, c *Client, s *meta.Store, assigned []string)
 	return nil
 }
 
-// Report is what a node says of itself in a heartbeat.
+// Report is what a node says of itself in a heartbeat (the body of
+// POST /api/v1/edge-nodes/:id/heartbeat).
 type Report struct {
 	AppliedIndex uint64 `json:"applied_index"`
 	CachedBytes  int64  `json:"cached_bytes"`
 	MissingBlobs int64  `json:"missing_blobs"`
 	Version      string `json:"version"`
-	Downloads    int64  `json:"downloads"` // served since the last report
+	// Downloads the node served since its last report: the origin counts
+	// them in one go, never a log entry per download.
+	Downloads int64 `json:"downloads"`
 }
 
-// Assignment is an origin's answer to a heartbeat.
+// Assignment is an origin's answer to a heartbeat: what the node serves,
+// and how far the origin's log is.
 type Assignment struct {
 	RepositoryIDs []string `json:"repository_ids"`
 	OriginIndex   uint64   `json:"origin_index"`
