@@ -20,9 +20,9 @@ import (
 
 	"github.com/depot-registry/depot/edge/cache"
 	"github.com/depot-registry/depot/shared/apierr"
-	"github.com/depot-registry/depot/shared/auth"
 	"github.com/depot-registry/depot/shared/blob"
 	"github.com/depot-registry/depot/shared/format"
+	"github.com/depot-registry/depot/shared/httpx"
 )
 
 // Mount is one format served under one prefix.
@@ -82,7 +82,7 @@ func Request(ctx *fasthttp.RequestCtx) *format.Request {
 		ContentLength: int64(ctx.Request.Header.ContentLength()),
 		BaseURL:       scheme + string(ctx.Host()),
 		RemoteAddr:    ctx.RemoteIP().String(),
-		RequestID:     auth.NewID()[:16],
+		RequestID:     httpx.NewRequestID(),
 	}
 }
 

@@ -25,7 +25,9 @@ func RequestID(ctx context.Context) string {
 	return id
 }
 
-func newRequestID() string {
+// NewRequestID makes a request id: 16 hex digits, random (the edge's
+// transport uses it too).
+func NewRequestID() string {
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
@@ -70,7 +72,7 @@ func Observe(h http.Handler, log *slog.Logger, m *metrics.Metrics, area AreaFunc
 		start := time.Now()
 		id := r.Header.Get("X-Request-Id")
 		if id == "" || len(id) > 64 {
-			id = newRequestID()
+			id = NewRequestID()
 		}
 		w.Header().Set("X-Request-Id", id)
 		r = r.WithContext(context.WithValue(r.Context(), requestIDKey, id))
