@@ -28,10 +28,11 @@ type Sweeper interface {
 	Sweep(ctx context.Context, cutoff time.Time, unused func(digest string) (bool, error)) (SweepResult, error)
 }
 
-// Swept counts what a sweep removed.
+// Swept counts what a sweep removed (its JSON is that of the cleanup
+// answer's parts).
 type Swept struct {
-	Count int   `json:"count"`
-	Bytes int64 `json:"bytes"`
+	Count int   `json:"removed"`
+	Bytes int64 `json:"bytes_freed"`
 }
 
 // Add counts one removed item of n bytes.

@@ -73,14 +73,6 @@ func New(cfg Config) *Collector {
 	return &Collector{cfg: cfg}
 }
 
-// Freed counts what one part of a collection removed.
-type Freed struct {
-	Removed int   `json:"removed"`
-	Bytes   int64 `json:"bytes_freed"`
-}
-
-func freed(s blob.Swept) Freed { return Freed{Removed: s.Count, Bytes: s.Bytes} }
-
 // Result is what a collection found and removed; it is the answer of
 // POST /api/v1/admin/cleanup.
 type Result struct {
@@ -89,11 +81,11 @@ type Result struct {
 	GraceSeconds int64     `json:"grace_seconds"`
 	BlobsScanned int       `json:"blobs_scanned"`
 	// Blobs are stored blobs no record refers to.
-	Blobs Freed `json:"blobs"`
+	Blobs blob.Swept `json:"blobs"`
 	// Uploads are upload sessions idle for longer than their limit.
-	Uploads Freed `json:"uploads"`
+	Uploads blob.Swept `json:"uploads"`
 	// TempFiles are files failed or crashed writes left behind.
-	TempFiles Freed `json:"temp_files"`
+	TempFiles blob.Swept `json:"temp_files"`
 	// BytesFreed sums the three.
 	BytesFreed int64 `json:"bytes_freed"`
 }
@@ -117,21 +109,20 @@ func (c *Collector) collect(ctx context.Context, now time.Time) (Result, error) 
 	var res Result
 	cutoff := now.Add(-c.cfg.Grace)
 	swept, err := c.cfg.Blobs.Sweep(ctx, cutoff, c.unused)
-	res.BlobsScanned, res.Blobs, res.TempFiles = swept.Scanned, freed(swept.Removed), freed(swept.Temp)
+	res.BlobsScanned, res.Blobs, res.TempFiles = swept.Scanned, swept.Removed, swept.Temp
 	if err != nil {
 		return res, fmt.Errorf("sweeping blobs: %w", err)
 	}
 	if c.cfg.Uploads != nil && c.cfg.UploadTTL > 0 {
-		up, err := c.cfg.Uploads.SweepUploads(ctx, now.Add(-max(c.cfg.UploadTTL, c.cfg.Grace)))
-		res.Uploads = freed(up)
-		if err != nil {
+		var err error
+		if res.Uploads, err = c.cfg.Uploads.SweepUploads(ctx, now.Add(-max(c.cfg.UploadTTL, c.cfg.Grace))); err != nil {
 			return res, fmt.Errorf("sweeping uploads: %w", err)
 		}
 	}
 	if c.cfg.Scratch != "" {
 		// Scratch files carry the kernel's times: the grace on the wall clock.
 		scratch, err := sweepFiles(ctx, c.cfg.Scratch, time.Now().Add(-c.cfg.Grace))
-		res.TempFiles.Removed += scratch.Count
+		res.TempFiles.Count += scratch.Count
 		res.TempFiles.Bytes += scratch.Bytes
 		if err != nil {
 			return res, fmt.Errorf("sweeping scratch files: %w", err)
@@ -151,8 +142,8 @@ func (c *Collector) unused(digest string) (bool, error) {
 }
 
 func (c *Collector) observe(res Result, err error, took time.Duration) {
-	attrs := []any{"blobs_scanned", res.BlobsScanned, "blobs_removed", res.Blobs.Removed, "uploads_removed", res.Uploads.Removed,
-		"temp_files_removed", res.TempFiles.Removed, "bytes_freed", res.BytesFreed, "duration", took.Round(time.Millisecond)}
+	attrs := []any{"blobs_scanned", res.BlobsScanned, "blobs_removed", res.Blobs.Count, "uploads_removed", res.Uploads.Count,
+		"temp_files_removed", res.TempFiles.Count, "bytes_freed", res.BytesFreed, "duration", took.Round(time.Millisecond)}
 	if err != nil {
 		c.cfg.Log.Error("garbage collection failed", append(attrs, "err", err)...)
 	} else {
@@ -170,8 +161,8 @@ func (c *Collector) observe(res Result, err error, took time.Duration) {
 	}
 	m.Runs.WithLabelValues(outcome).Inc()
 	m.Duration.Observe(took.Seconds())
-	for kind, f := range map[string]Freed{"blob": res.Blobs, "upload": res.Uploads, "temp": res.TempFiles} {
-		m.Removed.WithLabelValues(kind).Add(float64(f.Removed))
+	for kind, f := range map[string]blob.Swept{"blob": res.Blobs, "upload": res.Uploads, "temp": res.TempFiles} {
+		m.Removed.WithLabelValues(kind).Add(float64(f.Count))
 		m.RemovedBytes.WithLabelValues(kind).Add(float64(f.Bytes))
 	}
 }

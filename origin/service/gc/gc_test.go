@@ -110,8 +110,8 @@ func TestCollect(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := gc.Result{StartedAt: epoch.Add(2 * time.Hour), GraceSeconds: 3600, BlobsScanned: 4,
-		Blobs: gc.Freed{Removed: 1, Bytes: orphan.Size}, Uploads: gc.Freed{Removed: 1, Bytes: 5},
-		TempFiles: gc.Freed{Removed: 2, Bytes: 16}}
+		Blobs: blob.Swept{Count: 1, Bytes: orphan.Size}, Uploads: blob.Swept{Count: 1, Bytes: 5},
+		TempFiles: blob.Swept{Count: 2, Bytes: 16}}
 	want.BytesFreed = want.Blobs.Bytes + want.Uploads.Bytes + want.TempFiles.Bytes
 	res.DurationMS = 0
 	if res != want {
@@ -203,7 +203,7 @@ func TestUnderLoad(t *testing.T) {
 				t.Errorf("Run: %v", err)
 				return
 			}
-			removed.Add(int64(res.Blobs.Removed))
+			removed.Add(int64(res.Blobs.Count))
 		}
 	}()
 
