@@ -159,6 +159,10 @@ func New(cfg Config, log *slog.Logger, out io.Writer) (*Edge, error) {
 // Run serves on ln and keeps the replica up to date until ctx ends.
 func (e *Edge) Run(ctx context.Context, ln net.Listener) error {
 	defer e.replica.Close()
+	// Background work ends (cancel, then wait) before the replica closes,
+	// whichever way Run returns.
+	var bg sync.WaitGroup
+	defer bg.Wait()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	abs, _ := filepath.Abs(e.cfg.CacheDir)
@@ -167,8 +171,6 @@ func (e *Edge) Run(ctx context.Context, ln net.Listener) error {
 	e.log.Info("depot edge started", "listen", ln.Addr().String(), "node_id", e.cfg.NodeID, "origins", e.cfg.origins(),
 		"cache_dir", abs, "cache_size", e.cfg.CacheSize, "applied_index", e.replica.LastApplied(), "version", Version)
 
-	var bg sync.WaitGroup
-	defer bg.Wait()
 	bg.Go(func() { e.heartbeats(ctx) })
 	bg.Go(func() { e.prefetcher(ctx) })
 	bg.Go(func() { _ = feed.Follow(ctx, e.client, e.replica, 30*time.Second, e.log.With("component", "feed")) })
