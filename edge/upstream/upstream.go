@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/depot-registry/depot/replication/feed"
 )
 
 // Upstream forwards to the origins, trying each in turn when one cannot
@@ -41,23 +43,22 @@ func (u *Upstream) Forward(ctx *fasthttp.RequestCtx) (uint64, error) {
 	} else {
 		body = bytes.NewReader(ctx.PostBody())
 	}
-	first := int(u.next.Load())
-	var errs []error
-	for i := range u.Origins {
-		n := (first + i) % len(u.Origins)
-		base := strings.TrimRight(u.Origins[n], "/")
+	var idx uint64
+	err := feed.Each(u.Origins, &u.next, func(base string) error {
 		sent := &countingReader{r: body}
 		resp, err := u.send(ctx, base, sent)
-		if err == nil {
-			u.next.Store(int64(n))
-			return u.answer(ctx, base, resp), nil
+		switch {
+		case err == nil:
+			idx = u.answer(ctx, base, resp)
+		case sent.n > 0:
+			err = feed.Final(err) // part of the body is gone: the client must retry
 		}
-		errs = append(errs, fmt.Errorf("%s: %w", base, err))
-		if sent.n > 0 {
-			break // part of the body is gone: the client must retry
-		}
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
-	return 0, fmt.Errorf("%w: %w", ErrUnavailable, errors.Join(errs...))
+	return idx, nil
 }
 
 type countingReader struct {

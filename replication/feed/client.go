@@ -76,37 +76,45 @@ func (c *Client) Read(ctx context.Context, r Request) (Page, error) {
 	return p, err
 }
 
-// refusal is an origin's answer that another origin would give too.
-type refusal struct{ error }
+// final marks an error that another origin would give too, or after
+// which trying another is wrong: Each stops at it.
+type final struct{ error }
 
-func (r refusal) Unwrap() error { return r.error }
+func (f final) Unwrap() error { return f.error }
 
-// each runs call against the origins in turn, from the last that
-// answered, until one answers or refuses (a refusal another origin would
-// repeat); it returns the last error otherwise.
-func (c *Client) each(call func(base string) error) error {
+// Final marks err as ending Each's round (see Each).
+func Final(err error) error { return final{err} }
+
+// Each calls call with the origins' base URLs in turn, from the one that
+// answered last (next keeps it), until call returns nil or an error
+// marked Final; otherwise it returns every origin's error. Nodes talk to
+// the origins through it: the feed, heartbeats, blob fetches, forwarded
+// writes.
+func Each(origins []string, next *atomic.Int64, call func(base string) error) error {
 	var errs []error
-	first := int(c.next.Load())
-	for i := range c.Origins {
-		n := (first + i) % len(c.Origins)
-		err := call(strings.TrimRight(c.Origins[n], "/"))
-		var ref refusal
-		if err == nil || errors.As(err, &ref) {
-			c.next.Store(int64(n))
+	first := int(next.Load())
+	for i := range origins {
+		n := (first + i) % len(origins)
+		err := call(strings.TrimRight(origins[n], "/"))
+		var f final
+		if err == nil || errors.As(err, &f) {
+			next.Store(int64(n))
 			if err != nil {
-				return ref.error
+				return f.error
 			}
 			return nil
 		}
-		errs = append(errs, fmt.Errorf("%s: %w", c.Origins[n], err))
+		errs = append(errs, fmt.Errorf("%s: %w", origins[n], err))
 	}
 	return errors.Join(errs...)
 }
 
+func (c *Client) each(call func(base string) error) error { return Each(c.Origins, &c.next, call) }
+
 // do sends req with the node's credential. A 2xx answer is returned to
 // be read and closed; 410 is ErrResync, 404 blob.ErrNotFound, and any
-// other 4xx a refusal; a 5xx or a failed connection lets each try the
-// next origin.
+// other 4xx a refusal another origin would repeat (Final); a 5xx or a
+// failed connection lets Each try the next origin.
 func (c *Client) do(req *http.Request) (*http.Response, error) {
 	req.Header.Set("Authorization", "Bearer "+c.Token)
 	hc := c.HTTP
@@ -116,7 +124,7 @@ func (c *Client) do(req *http.Request) (*http.Response, error) {
 	resp, err := hc.Do(req)
 	if err != nil {
 		if req.Context().Err() != nil {
-			return nil, refusal{err}
+			return nil, final{err}
 		}
 		return nil, err
 	}
@@ -128,11 +136,11 @@ func (c *Client) do(req *http.Request) (*http.Response, error) {
 	err = fmt.Errorf("%s %s: %s: %s", req.Method, req.URL.Path, resp.Status, strings.TrimSpace(string(msg)))
 	switch {
 	case resp.StatusCode == http.StatusGone:
-		return nil, refusal{fmt.Errorf("%w (%w)", ErrResync, err)}
+		return nil, final{fmt.Errorf("%w (%w)", ErrResync, err)}
 	case resp.StatusCode == http.StatusNotFound:
-		return nil, refusal{fmt.Errorf("%w (%w)", blob.ErrNotFound, err)}
+		return nil, final{fmt.Errorf("%w (%w)", blob.ErrNotFound, err)}
 	case resp.StatusCode/100 == 4:
-		return nil, refusal{err}
+		return nil, final{err}
 	}
 	return nil, err
 }
