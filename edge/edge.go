@@ -313,15 +313,17 @@ func (e *Edge) health() (reasons []string, details map[string]any) {
 
 // routes mounts every format's read routes over the replica, with the
 // cache for blobs. Credentials are checked against the replica: API
-// tokens and passwords work while every origin is away. Registry tokens
-// (docker's token flow) are signed with a secret of this process, so
-// only this edge accepts them; the edge holds no secret an origin
-// accepts.
+// tokens and passwords work while every origin is away. An origin's JWTs
+// (login sessions, registry tokens for pushes) are vouched for by an
+// origin, once per token. Registry tokens this edge issues are signed
+// with a secret of this process, so only this edge accepts them; the
+// edge holds no secret an origin accepts.
 func (e *Edge) routes() *server.Server {
 	now := time.Now
 	authn := &auth.Authenticator{Meta: e.replica, JWT: auth.NewJWT(auth.RandomSecret(), now), Now: now,
-		Cache: auth.NewCredCache(time.Minute, 10000, now), Hasher: auth.NewHasher(0), Guard: auth.NewGuard(10, 100, time.Minute, now)}
-	env := &format.Env{Meta: e.replica, Now: now, Tokens: authn,
+		Cache: auth.NewCredCache(time.Minute, 10000, now), Hasher: auth.NewHasher(0), Guard: auth.NewGuard(10, 100, time.Minute, now),
+		Remote: newVouches(e.client.Vouch, now).Remote}
+	env := &format.Env{Meta: e.replica, Now: now, Tokens: tokens{authn},
 		OnDownload: func(*format.Request, *meta.Artifact) { e.downloads.Add(1) }}
 	s := &server.Server{Cache: e.cache, Other: e.other, Forward: e.forward}
 	e.authn, e.env, e.srv, e.scrape = authn, env, s, e.metrics()
@@ -332,6 +334,19 @@ func (e *Edge) routes() *server.Server {
 		}
 	}
 	return s
+}
+
+// tokens issues this edge's registry tokens, for reads. A token that
+// grants pushes is an origin's to issue, since the pushes go there with
+// it: the token request goes to an origin too (format.ErrUpstream), and
+// the edge has an origin vouch for the token when it is presented here.
+type tokens struct{ *auth.Authenticator }
+
+func (t tokens) IssueRegistryToken(p *auth.Principal, g auth.RegistryGrant, ttl time.Duration) (string, time.Time, error) {
+	if !g.ReadOnly() {
+		return "", time.Time{}, format.ErrUpstream
+	}
+	return t.Authenticator.IssueRegistryToken(p, g, ttl)
 }
 
 // forward sends a request the edge does not serve to an origin. After a

@@ -98,7 +98,11 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx, m Mount) {
 		}
 		return
 	}
-	if err := s.Write(ctx, m.Server.Serve(ctx, req)); err != nil {
+	resp := m.Server.Serve(ctx, req)
+	if resp.Upstream && s.Forward != nil && s.Forward(ctx) == nil {
+		return
+	}
+	if err := s.Write(ctx, resp); err != nil {
 		ctx.Response.Reset()
 		_ = s.Write(ctx, m.Server.Fail(req, err))
 	}

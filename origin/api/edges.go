@@ -233,6 +233,26 @@ func (s *Server) edgeHeartbeat(w http.ResponseWriter, r *http.Request, p *auth.P
 	return writeJSON(w, http.StatusOK, feed.Assignment{RepositoryIDs: e.Repositories, OriginIndex: s.d.Store.LastApplied()})
 }
 
+// edgeVouch verifies, for an edge node, a JWT presented to it: the node
+// holds no secret to check an origin's tokens with and no login sessions
+// (see auth.Authenticator.Remote). The verdict says nothing about tokens
+// the origin did not sign; the node learns only the claims of a token
+// presented to it.
+func (s *Server) edgeVouch(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	if p.Edge() != r.PathValue("id") {
+		return apierr.New(apierr.Forbidden, "an edge node asks only for itself")
+	}
+	var req feed.VouchRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	c, err := s.d.Authn.Vouch(req.Token)
+	if err != nil {
+		return writeJSON(w, http.StatusOK, feed.Vouch{})
+	}
+	return writeJSON(w, http.StatusOK, feed.Vouch{Valid: true, Claims: c})
+}
+
 // edgeFeed serves the change feed to an edge node (replication/feed):
 // ?since=<index> (0: everything it may see), ?repository_id= (one of its
 // repositories alone), ?limit=, ?wait=<seconds> (long poll).

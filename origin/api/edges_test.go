@@ -256,3 +256,44 @@ func TestEdgeBlobs(t *testing.T) {
 	e.Do("GET", "/api/v1/edge-nodes/"+n.ID+"/blobs/md5:x", n.Token, nil).WantError(400, "VALIDATION_FAILED") // malformed
 	e.Do("GET", url(n.ID, a.Checksums.SHA256), e.Admin, nil).WantError(401, "UNAUTHORIZED")                  // not a node
 }
+
+// TestEdgeVouch: a node asks an origin about a JWT presented to it; the
+// origin vouches for its own unexpired tokens whose session is active,
+// with the claims, and for nothing else; only nodes may ask.
+func TestEdgeVouch(t *testing.T) {
+	e := origintest.Start(t, origintest.Options{})
+	var n edgeNode
+	e.Do("POST", "/api/v1/edge-nodes", e.Admin, map[string]string{"name": "near", "url": "http://127.0.0.1:8081"}).Want(201).JSON(&n)
+	type verdict struct {
+		Valid  bool `json:"valid"`
+		Claims *struct {
+			Subject string `json:"sub"`
+			Kind    string `json:"typ"`
+			Session string `json:"sid"`
+		} `json:"claims"`
+	}
+	ask := func(tok string) verdict {
+		t.Helper()
+		var v verdict
+		e.Do("POST", "/api/v1/edge-nodes/"+n.ID+"/vouch", n.Token, map[string]string{"token": tok}).Want(200).JSON(&v)
+		return v
+	}
+	session := e.Login("admin", origintest.AdminPassword)
+	if v := ask(session); !v.Valid || v.Claims == nil || v.Claims.Kind != "access" || v.Claims.Subject == "" || v.Claims.Session == "" {
+		t.Fatalf("verdict on a live session token: %+v", v)
+	}
+	// Forged, garbage, an API token: no.
+	forged := session[:len(session)-4] + "AAAA"
+	for _, tok := range []string{forged, "x.y.z", "", e.Token(e.Admin, []string{"repository:read"}, nil)} {
+		if v := ask(tok); v.Valid || v.Claims != nil {
+			t.Fatalf("vouched for %q: %+v", tok, v)
+		}
+	}
+	// After logout: no.
+	e.Do("POST", "/api/v1/auth/logout", session, nil).Want(204)
+	if v := ask(session); v.Valid {
+		t.Fatal("vouched for a session after its logout")
+	}
+	e.Do("POST", "/api/v1/edge-nodes/other/vouch", n.Token, map[string]string{"token": e.Admin}).WantError(403, "FORBIDDEN")
+	e.Do("POST", "/api/v1/edge-nodes/"+n.ID+"/vouch", e.Admin, map[string]string{"token": e.Admin}).WantError(401, "UNAUTHORIZED")
+}

@@ -174,6 +174,7 @@ func (s *Server) routes() {
 	s.handle("DELETE /edge-nodes/{id}/repositories/{repo}", adminOnly, s.unassignEdge)
 	s.handle("POST /edge-nodes/{id}/heartbeat", edgeNode, s.edgeHeartbeat)
 	s.handle("GET /edge-nodes/{id}/feed", edgeNode, s.edgeFeed)
+	s.handle("POST /edge-nodes/{id}/vouch", edgeNode, s.edgeVouch)
 	s.handle("GET /edge-nodes/{id}/blobs/{digest}", edgeNode, s.edgeBlob)
 
 }

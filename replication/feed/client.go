@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/depot-registry/depot/shared/auth"
 	"github.com/depot-registry/depot/shared/blob"
 	"github.com/depot-registry/depot/shared/meta"
 )
@@ -288,13 +289,42 @@ type Assignment struct {
 // Heartbeat reports the node to an origin and returns what it should
 // serve.
 func (c *Client) Heartbeat(ctx context.Context, r Report) (Assignment, error) {
-	body, err := json.Marshal(r)
-	if err != nil {
-		return Assignment{}, err
-	}
 	var a Assignment
-	err = c.each(func(base string) error {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/v1/edge-nodes/"+url.PathEscape(c.NodeID)+"/heartbeat", bytes.NewReader(body))
+	err := c.post(ctx, "heartbeat", r, &a)
+	return a, err
+}
+
+// VouchRequest asks an origin to verify a JWT presented to the node.
+type VouchRequest struct {
+	Token string `json:"token"`
+}
+
+// Vouch is an origin's verdict on a JWT: Claims when it signed the token,
+// the token is unexpired and its login session, if any, is active.
+type Vouch struct {
+	Valid  bool         `json:"valid"`
+	Claims *auth.Claims `json:"claims,omitempty"`
+}
+
+// Vouch asks an origin whether tok is a token it issued and still honours.
+func (c *Client) Vouch(ctx context.Context, tok string) (Vouch, error) {
+	var v Vouch
+	err := c.post(ctx, "vouch", VouchRequest{Token: tok}, &v)
+	if err == nil && v.Valid && v.Claims == nil {
+		err = errors.New("feed: a valid verdict without claims")
+	}
+	return v, err
+}
+
+// post sends in as JSON to the node's endpoint op at an origin and decodes
+// the answer into out.
+func (c *Client) post(ctx context.Context, op string, in, out any) error {
+	body, err := json.Marshal(in)
+	if err != nil {
+		return err
+	}
+	return c.each(func(base string) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/v1/edge-nodes/"+url.PathEscape(c.NodeID)+"/"+op, bytes.NewReader(body))
 		if err != nil {
 			return err
 		}
@@ -304,9 +334,8 @@ func (c *Client) Heartbeat(ctx context.Context, r Report) (Assignment, error) {
 			return err
 		}
 		defer resp.Body.Close()
-		return json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(&a)
+		return json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(out)
 	})
-	return a, err
 }
 
 // Fetch opens a blob of the node's repositories at an origin.

@@ -49,3 +49,19 @@ func (p *Principal) Granted(typ, name, action string) bool {
 	}
 	return false
 }
+
+// ReadOnly reports whether g grants nothing but reads: pulls, and the
+// catalog (which lists only what the caller may read).
+func (g RegistryGrant) ReadOnly() bool {
+	for _, a := range g.Access {
+		if a.Type == "registry" && a.Name == "catalog" {
+			continue
+		}
+		for _, act := range a.Actions {
+			if act != "pull" {
+				return false
+			}
+		}
+	}
+	return true
+}

@@ -22,6 +22,11 @@ var ErrBadCredentials = errors.New("invalid credentials")
 // password must still be changed.
 var ErrPasswordChange = errors.New("the password must be changed before a registry token is issued")
 
+// ErrUnverifiable means a token only an origin can verify was presented
+// to an edge that cannot reach one: not a wrong credential, and not
+// counted as a failure.
+var ErrUnverifiable = errors.New("auth: no origin can be reached to verify this token; API tokens and passwords keep working")
+
 // Viewer is the read side of the metadata store.
 type Viewer interface {
 	View(func(*meta.Tx) error) error
@@ -40,6 +45,13 @@ type Authenticator struct {
 	Guard  *Guard
 	// OnFailure is told of every failed credential check (the audit log).
 	OnFailure func(ctx context.Context, f Failure)
+	// Remote vouches for a JWT this process cannot verify: an edge holds
+	// no secret an origin's tokens are signed with, so it asks an origin
+	// (which answers with Vouch). The claims it returns were checked
+	// there, the login session included; the edge still checks the user,
+	// and the API token or password a registry token derives from,
+	// against its replica. Nil: such tokens are refused.
+	Remote func(ctx context.Context, tok string) (*Claims, error)
 }
 
 func (a *Authenticator) now() time.Time {
@@ -68,7 +80,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, header, remote string)
 		f.Scheme = "oversized"
 	case scheme == "bearer" || scheme == "token":
 		f.Scheme = scheme
-		p, err = a.Bearer(strings.TrimSpace(rest))
+		p, err = a.Bearer(ctx, strings.TrimSpace(rest))
 	case scheme == "basic":
 		f.Scheme = scheme
 		raw, derr := base64.StdEncoding.DecodeString(strings.TrimSpace(rest))
@@ -90,6 +102,8 @@ func (a *Authenticator) fail(ctx context.Context, f Failure, err error) error {
 	switch {
 	case errors.Is(err, ErrBusy):
 		f.Reason = "busy"
+	case errors.Is(err, ErrUnverifiable):
+		f.Reason = "unverifiable"
 	case errors.As(err, new(*ThrottledError)):
 		f.Reason = "throttled"
 	default:
@@ -103,7 +117,7 @@ func (a *Authenticator) fail(ctx context.Context, f Failure, err error) error {
 }
 
 // Bearer authenticates an access JWT, a registry token or an API token.
-func (a *Authenticator) Bearer(tok string) (*Principal, error) {
+func (a *Authenticator) Bearer(ctx context.Context, tok string) (*Principal, error) {
 	if strings.HasPrefix(tok, TokenPrefix) {
 		return a.APIToken(tok)
 	}
@@ -114,19 +128,51 @@ func (a *Authenticator) Bearer(tok string) (*Principal, error) {
 		return nil, ErrBadCredentials
 	}
 	if c, err := a.JWT.Parse(tok, AccessToken); err == nil {
-		return a.session(c, CredSession)
+		return a.session(c, CredSession, false)
 	}
-	c, err := a.JWT.Parse(tok, RegistryToken)
-	if err != nil {
+	if c, err := a.JWT.Parse(tok, RegistryToken); err == nil {
+		return a.registry(c, false)
+	}
+	if a.Remote == nil {
 		return nil, ErrBadCredentials
 	}
-	return a.registry(c)
+	c, err := a.Remote(ctx, tok)
+	switch {
+	case err != nil:
+		return nil, err
+	case c.Kind == AccessToken:
+		return a.session(c, CredSession, true)
+	case c.Kind == RegistryToken:
+		return a.registry(c, true)
+	}
+	return nil, ErrBadCredentials
+}
+
+// Vouch verifies a JWT for an edge that cannot (see Remote): an access or
+// registry token signed here, unexpired, whose login session, if it has
+// one, is still active. The claims are what the edge needs to resolve it.
+func (a *Authenticator) Vouch(tok string) (*Claims, error) {
+	if a.JWT == nil || !LooksLikeJWT(tok) {
+		return nil, ErrBadCredentials
+	}
+	c, err := a.JWT.Parse(tok, AccessToken)
+	if err != nil {
+		if c, err = a.JWT.Parse(tok, RegistryToken); err != nil {
+			return nil, ErrBadCredentials
+		}
+	}
+	if c.Session != "" {
+		if _, err := a.session(c, CredSession, false); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
 }
 
 // registry resolves a registry token. It lives only as long as the
 // credential it came from: the session, the API token (and its scopes), or
 // the password it was issued for.
-func (a *Authenticator) registry(c *Claims) (*Principal, error) {
+func (a *Authenticator) registry(c *Claims, vouched bool) (*Principal, error) {
 	if c.Subject == anonymousSubject {
 		return nil, nil
 	}
@@ -137,7 +183,7 @@ func (a *Authenticator) registry(c *Claims) (*Principal, error) {
 	var err error
 	switch {
 	case c.Session != "":
-		p, err = a.session(c, CredRegistry)
+		p, err = a.session(c, CredRegistry, vouched || (c.Vouched && a.Remote != nil))
 	case c.TokenID != "":
 		err = a.Meta.View(func(tx *meta.Tx) error {
 			t, err := tx.TokenByID(c.TokenID)
@@ -196,7 +242,7 @@ func (a *Authenticator) IssueRegistryToken(p *Principal, g RegistryGrant, ttl ti
 	case p.MustChangePassword:
 		return "", time.Time{}, ErrPasswordChange
 	case p.Via == CredSession:
-		c.Subject, c.Session = p.UserID, p.SessionID
+		c.Subject, c.Session, c.Vouched = p.UserID, p.SessionID, p.vouched
 	case p.Via == CredAPIToken:
 		c.Subject, c.TokenID = p.UserID, p.TokenID
 	case p.Via == CredPassword && p.pwVersion != "":
@@ -215,20 +261,23 @@ func passwordVersion(hash string) string {
 }
 
 // session checks that the session a JWT belongs to is still active and
-// returns its user.
-func (a *Authenticator) session(c *Claims, via Credential) (*Principal, error) {
+// returns its user. vouched: an origin checked the session (an edge
+// holds none) when it vouched for the token.
+func (a *Authenticator) session(c *Claims, via Credential, vouched bool) (*Principal, error) {
 	var p *Principal
 	err := a.Meta.View(func(tx *meta.Tx) error {
-		s, err := tx.Session(c.Session)
-		if err != nil || s.UserID != c.Subject || !s.Active(a.now()) {
-			return ErrBadCredentials
+		if !vouched {
+			s, err := tx.Session(c.Session)
+			if err != nil || s.UserID != c.Subject || !s.Active(a.now()) {
+				return ErrBadCredentials
+			}
 		}
 		u, err := tx.User(c.Subject)
 		if err != nil {
 			return ErrBadCredentials
 		}
 		p = principalOf(u)
-		p.SessionID, p.Via = s.ID, via
+		p.SessionID, p.Via, p.vouched = c.Session, via, vouched
 		return nil
 	})
 	return p, err
@@ -244,7 +293,7 @@ func (a *Authenticator) Refresh(tok string) (*Principal, error) {
 	if err != nil {
 		return nil, ErrBadCredentials
 	}
-	return a.session(c, CredSession)
+	return a.session(c, CredSession, false)
 }
 
 // APIToken authenticates an API token secret.

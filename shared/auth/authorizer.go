@@ -30,6 +30,9 @@ type Principal struct {
 	// pwVersion fingerprints the password hash a password credential
 	// matched, so a registry token derived from it dies with the password.
 	pwVersion string
+	// vouched: an origin vouched for the login session (an edge cannot
+	// look sessions up), so registry tokens this edge issues from it say so.
+	vouched bool
 }
 
 // Credential is the kind of credential a principal presented.

@@ -43,8 +43,12 @@ type Claims struct {
 	TokenID string    `json:"tid,omitempty"`
 	// Registry tokens: the password version they derive from (when not
 	// a session or API token) and what they grant.
-	PwVersion string   `json:"pwv,omitempty"`
-	Access    []Access `json:"access,omitempty"`
+	PwVersion string `json:"pwv,omitempty"`
+	// Vouched marks a registry token an edge issued from a login session
+	// an origin vouched for; only an edge (an Authenticator with Remote)
+	// honours it, and only in tokens it signed itself.
+	Vouched bool     `json:"vch,omitempty"`
+	Access  []Access `json:"access,omitempty"`
 }
 
 // JWT issues and verifies HS256 session tokens.

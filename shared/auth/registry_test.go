@@ -66,13 +66,13 @@ func TestRegistryTokens(t *testing.T) {
 		t.Fatal(err)
 	}
 	fromPassword := issue(pwP)
-	sessP, err := a.session(&Claims{Session: "s1", RegisteredClaims: regSubject("u1")}, CredSession)
+	sessP, err := a.session(&Claims{Session: "s1", RegisteredClaims: regSubject("u1")}, CredSession, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	fromSession := issue(sessP)
 	for name, tok := range map[string]string{"password": fromPassword, "session": fromSession} {
-		if p, err := a.Bearer(tok); err != nil || p.UserID != "u1" || p.TokenID != "" {
+		if p, err := a.Bearer(ctx, tok); err != nil || p.UserID != "u1" || p.TokenID != "" {
 			t.Fatalf("registry token from a %s: %+v, %v", name, p, err)
 		}
 	}
@@ -89,24 +89,24 @@ func TestRegistryTokens(t *testing.T) {
 	}
 
 	anon, _, _ := a.IssueRegistryToken(nil, grant, 5*time.Minute)
-	if p, err := a.Bearer(anon); err != nil || !p.Anonymous() {
+	if p, err := a.Bearer(ctx, anon); err != nil || !p.Anonymous() {
 		t.Fatalf("anonymous registry token: %+v, %v", p, err)
 	}
 
 	// The session's logout ends the tokens derived from it.
 	apply(&meta.SessionRevoke{ID: "s1", At: now})
-	if _, err := a.Bearer(fromSession); err == nil {
+	if _, err := a.Bearer(ctx, fromSession); err == nil {
 		t.Fatal("registry token outlived its session")
 	}
 	// A password change ends those derived from the password.
 	newHash, _ := HashPasswordWith(cheap, "second-password")
 	apply(&meta.UserUpdate{ID: "u1", PasswordHash: &newHash, At: now})
-	if _, err := a.Bearer(fromPassword); err == nil {
+	if _, err := a.Bearer(ctx, fromPassword); err == nil {
 		t.Fatal("registry token outlived the password it came from")
 	}
 	// The API token's revocation ends those derived from it.
 	apply(&meta.TokenRevoke{ID: "t1", UserID: "u1"})
-	if _, err := a.Bearer(fromToken); err == nil {
+	if _, err := a.Bearer(ctx, fromToken); err == nil {
 		t.Fatal("registry token outlived its API token")
 	}
 
@@ -123,11 +123,11 @@ func TestRegistryTokens(t *testing.T) {
 
 	// They expire, and a refresh token is not a bearer credential.
 	now = now.Add(6 * time.Minute)
-	if _, err := a.Bearer(anon); err == nil {
+	if _, err := a.Bearer(ctx, anon); err == nil {
 		t.Fatal("expired registry token accepted")
 	}
 	ref, _, _ := a.JWT.Issue(RefreshToken, "u1", "s", time.Hour)
-	if _, err := a.Bearer(ref); err == nil {
+	if _, err := a.Bearer(ctx, ref); err == nil {
 		t.Fatal("refresh token accepted as bearer")
 	}
 }

@@ -47,6 +47,13 @@ func (e *NotServedError) Error() string { return e.Method + " " + e.Path + " is 
 // client went away before it could be answered.
 var ErrClientGone = errors.New("the client went away")
 
+// ErrUpstream is what a read handler returns, on a node that holds no
+// writes (an edge), for a request only an origin can answer: a registry
+// token that grants pushes (the pushes go to an origin, which must accept
+// the token). Serve answers it with a Response marked Upstream, which the
+// edge's transport forwards.
+var ErrUpstream = errors.New("only an origin can answer this request")
+
 // ErrSlowBody is what reading a request body returns when the client sent
 // it slower than the minimum transfer rate or past its deadline.
 var ErrSlowBody = errors.New("the request body arrived too slowly")
@@ -117,6 +124,8 @@ func Domain(err error) *Error {
 		return Errorf(apierr.RateLimited, "%s", throttled.Error()).With(apierr.RetryAfter, ratelimit.Seconds(throttled.RetryAfter))
 	case errors.Is(err, auth.ErrBusy):
 		return Errorf(apierr.Unavailable, "the server is busy verifying passwords; retry shortly").With(apierr.RetryAfter, 1)
+	case errors.Is(err, auth.ErrUnverifiable):
+		return Errorf(apierr.Unavailable, "no origin can be reached to verify this token; retry later, or use an API token or a password, which this node verifies itself").With(apierr.RetryAfter, 5)
 	case errors.Is(err, context.DeadlineExceeded):
 		return Errorf(apierr.Unavailable, "the cluster did not answer in time; retry").With(apierr.RetryAfter, 1)
 	}

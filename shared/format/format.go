@@ -205,6 +205,10 @@ type Response struct {
 	// Abort tells the transport to drop the connection unanswered: the
 	// client went away (Status is then StatusClientClosed, for logs).
 	Abort bool
+	// Upstream tells an edge's transport to forward the request to an
+	// origin (see ErrUpstream); the response is the answer when none can
+	// be reached.
+	Upstream bool
 }
 
 // BlobRef names the blob a response serves.

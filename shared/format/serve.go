@@ -112,6 +112,11 @@ func (s *Server) Fail(r *Request, err error) *Response {
 		// Whatever the handler made of it, nobody is there to answer.
 		return &Response{Status: StatusClientClosed, Header: http.Header{}, Abort: true}
 	}
+	if errors.Is(err, ErrUpstream) {
+		resp := s.format.Error(r, Errorf(apierr.Unavailable, "this edge node cannot reach an origin to answer this; retry later").With(apierr.RetryAfter, 5))
+		resp.Upstream = true
+		return resp
+	}
 	switch Classify(err).Code {
 	case apierr.Internal:
 		s.log.Error("format handler failed", "request_id", r.RequestID, "format", s.format.Name(), "err", err)
