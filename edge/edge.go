@@ -303,8 +303,12 @@ func (e *Edge) health() (reasons []string, details map[string]any) {
 		reasons = append(reasons, "origin_unreachable")
 	}
 	applied, origin := e.replica.LastApplied(), e.originIndex.Load()
+	followed, _ := e.replica.Followed()
+	if followed == nil {
+		followed = []string{}
+	}
 	details = map[string]any{"node_id": e.cfg.NodeID, "applied_index": applied, "origin_index": origin,
-		"cache": e.cache.Stats(), "version": Version}
+		"repository_ids": followed, "cache": e.cache.Stats(), "version": Version}
 	if e.lastContact.Load() != 0 {
 		details["last_contact"] = last.UTC()
 	}
@@ -361,8 +365,30 @@ func (e *Edge) forward(ctx *fasthttp.RequestCtx) error {
 	if idx > 0 && ctx.Response.StatusCode() < 300 {
 		wctx, cancel := context.WithTimeout(ctx, writeWait)
 		defer cancel()
-		if err := e.replica.WaitIndex(wctx, idx); err != nil {
-			e.log.Warn("the replica has not applied a forwarded write yet", "index", idx, "applied", e.replica.LastApplied())
+		if err := e.catchUp(wctx, idx); err != nil {
+			e.log.Warn("the replica has not applied a forwarded write yet", "index", idx, "applied", e.replica.LastApplied(), "err", err)
+		}
+	}
+	return nil
+}
+
+// catchUp brings the replica to index idx. The feed's long poll answers
+// changes the node may see; a write it may not see (a login session,
+// another repository) does not wake it, so the edge reads the feed itself
+// until it is past idx (an origin that has not applied idx yet, a
+// follower in a cluster, is asked again shortly).
+func (e *Edge) catchUp(ctx context.Context, idx uint64) error {
+	for e.replica.LastApplied() < idx {
+		if err := feed.Sync(ctx, e.client, e.replica, 0); err != nil {
+			return err
+		}
+		if e.replica.LastApplied() >= idx {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
 		}
 	}
 	return nil

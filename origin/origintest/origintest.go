@@ -23,13 +23,17 @@ const AdminPassword = "admin-Secret-pw1"
 
 // Env is a running origin.
 type Env struct {
-	T       testing.TB
-	Origin  *origin.Origin
-	Server  *httptest.Server
-	URL     string // base URL, no trailing slash
+	T      testing.TB
+	Origin *origin.Origin
+	Server *httptest.Server
+	URL    string // base URL, no trailing slash: the origin's, or an edge's in front of it
+
 	DataDir string
 	Admin   string // access token of the admin, password already changed
 	Clock   *Clock // the origin's clock; Advance it instead of sleeping
+	// OnCreateRepo, when set, is called with each repository CreateRepo
+	// made (an edge in front of the origin is given it).
+	OnCreateRepo func(id string)
 }
 
 // Clock is the wall clock plus an offset that tests move forward.
@@ -207,7 +211,7 @@ func (r *Response) WantField(field string) *Response {
 	return r
 }
 
-// Do calls the origin. body may be nil, []byte/string (sent raw) or any
+// Do calls the origin (or the edge in front of it, see URL). body may be nil, []byte/string (sent raw) or any
 // value (sent as JSON). auth is a bearer token, "" for none, or a full
 // Authorization header value when it contains a space.
 func (e *Env) Do(method, path, auth string, body any) *Response {
@@ -287,6 +291,9 @@ func (e *Env) CreateRepo(name, format string, public bool) string {
 		ID string `json:"id"`
 	}
 	e.Do("POST", "/api/v1/repositories", e.Admin, map[string]any{"name": name, "format": format, "public": public}).Want(201).JSON(&out)
+	if e.OnCreateRepo != nil {
+		e.OnCreateRepo(out.ID)
+	}
 	return out.ID
 }
 

@@ -149,12 +149,11 @@ func readFile(t *testing.T, dir, rel string) string {
 
 // setup starts an origin with a private npm repository "js" and a user
 // alice who may read, write and delete there.
-func setup(t *testing.T) (*origintest.Env, string, clienttest.User) {
+func setup(t *testing.T, e *origintest.Env) (string, clienttest.User) {
 	t.Helper()
 	clienttest.RequireClients(t, "npm", "node")
-	e := start(t)
 	repoID := e.CreateRepo("js", "npm", false)
 	u := clienttest.NewUser(e, "alice")
 	e.Grant(repoID, u.ID, false, "read", "write", "delete")
-	return e, repoID, u
+	return repoID, u
 }

@@ -8,7 +8,8 @@ import (
 // TestStaleUnpublishRefused: an unpublish document read before another
 // publish must not remove the version published in between.
 func TestStaleUnpublishRefused(t *testing.T) {
-	e, repoID, u := setup(t)
+	e := start(t)
+	repoID, u := setup(t, e)
 	e.Do("PUT", "/npm/js/stale", u.Token, publishDoc(t, "stale", "1.0.0", goodTgz(t), nil)).Want(201)
 	e.Do("PUT", "/npm/js/stale", u.Token, publishDoc(t, "stale", "1.1.0", goodTgz(t), nil)).Want(201)
 	var doc map[string]any

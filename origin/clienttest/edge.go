@@ -1,0 +1,153 @@
+package clienttest
+
+import (
+	"bytes"
+	"encoding/json"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/depot-registry/depot/origin/origintest"
+)
+
+// Targets runs test twice: with the clients pointed at the origin start
+// makes, and with them pointed at an edge node in front of it (see
+// ThroughEdge). A real client's test that passes both ways shows the edge
+// gives that client what the origin does.
+func Targets(t *testing.T, start func(t *testing.T) *origintest.Env, test func(t *testing.T, e *origintest.Env)) {
+	t.Run("origin", func(t *testing.T) {
+		t.Parallel()
+		test(t, start(t))
+	})
+	t.Run("edge", func(t *testing.T) {
+		t.Parallel()
+		e := start(t)
+		ThroughEdge(t, e)
+		test(t, e)
+	})
+}
+
+// ThroughEdge starts a `depot edge` process in front of e's origin and
+// points e.URL at it, so the clients and every call the test makes go
+// through the edge: reads served from its replica and cache, writes and
+// the rest of the API forwarded. Each repository e.CreateRepo makes from
+// then on is assigned to the edge, which is waited for until it serves it.
+func ThroughEdge(t *testing.T, e *origintest.Env) {
+	t.Helper()
+	bin := depotBinary(t)
+	var node struct{ ID, Token string }
+	listen := freeAddr(t)
+	e.Do("POST", "/api/v1/edge-nodes", e.Admin, map[string]string{"name": "test-edge", "url": "http://" + listen}).Want(201).JSON(&node)
+	cmd := exec.Command(bin, "edge", "--origin", e.Server.URL, "--node-id", node.ID, "--listen", listen,
+		"--cache-dir", t.TempDir(), "--heartbeat", "200ms", "--log-level", "warn")
+	cmd.Env = append(os.Environ(), "DEPOT_NODE_TOKEN="+node.Token)
+	out := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("edge output:\n%s", out.String())
+		}
+	})
+	edge := "http://" + listen
+	health := func() (followed []string) {
+		resp, err := http.Get(edge + "/api/v1/health")
+		if err != nil {
+			return nil
+		}
+		defer resp.Body.Close()
+		var h struct {
+			Node struct {
+				RepositoryIDs []string `json:"repository_ids"`
+			} `json:"node"`
+		}
+		_ = json.NewDecoder(resp.Body).Decode(&h)
+		return h.Node.RepositoryIDs
+	}
+	wait(t, "the edge to start", func() bool { return health() != nil })
+	e.URL = edge
+	e.OnCreateRepo = func(id string) {
+		t.Helper()
+		e.Do("POST", "/api/v1/edge-nodes/"+node.ID+"/repositories", e.Admin, map[string][]string{"repository_ids": {id}}).Want(200)
+		wait(t, "the edge to serve repository "+id, func() bool { return slices.Contains(health(), id) })
+	}
+}
+
+func wait(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	for end := time.Now().Add(30 * time.Second); !ok(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+var (
+	buildOnce sync.Once
+	built     string
+	buildErr  []byte
+)
+
+// depotBinary is the depot command, built once per test process (or
+// DEPOT_BIN when set).
+func depotBinary(t *testing.T) string {
+	t.Helper()
+	if bin := os.Getenv("DEPOT_BIN"); bin != "" {
+		return bin
+	}
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "depot-bin-")
+		if err != nil {
+			buildErr = []byte(err.Error())
+			return
+		}
+		bin := filepath.Join(dir, "depot")
+		out, err := exec.Command("go", "build", "-o", bin, "github.com/depot-registry/depot/cmd/depot").CombinedOutput()
+		if err != nil {
+			buildErr = append(out, err.Error()...)
+			return
+		}
+		built = bin
+	})
+	if built == "" {
+		t.Fatalf("building depot: %s", buildErr)
+	}
+	return built
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
