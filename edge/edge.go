@@ -26,6 +26,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 
 	"github.com/depot-registry/depot/edge/cache"
@@ -128,6 +129,8 @@ type Edge struct {
 	beatFailures atomic.Int64
 	scrape       fasthttp.RequestHandler // /metrics
 	prefetch     chan []string           // the assigned repositories, for the prefetcher
+	fetchSeconds prometheus.Histogram    // how long an origin takes to start sending a blob
+	reached      chan struct{}           // an origin answered a heartbeat after failures: the feed retries now
 }
 
 // prefetchParallel bounds the blobs fetched at once ahead of demand.
@@ -141,7 +144,7 @@ func New(cfg Config, log *slog.Logger, out io.Writer) (*Edge, error) {
 	if err := os.MkdirAll(cfg.CacheDir, 0o750); err != nil {
 		return nil, fmt.Errorf("cache dir: %w", err)
 	}
-	e := &Edge{cfg: cfg, log: log, out: out, prefetch: make(chan []string, 1),
+	e := &Edge{cfg: cfg, log: log, out: out, prefetch: make(chan []string, 1), reached: make(chan struct{}, 1),
 		client: &feed.Client{Origins: cfg.origins(), NodeID: cfg.NodeID, Token: cfg.NodeToken,
 			HTTP: &http.Client{Timeout: 0}}}
 	e.upstream = &upstream.Upstream{Origins: cfg.origins(), HTTP: &http.Client{}}
@@ -149,7 +152,17 @@ func New(cfg Config, log *slog.Logger, out io.Writer) (*Edge, error) {
 	if e.replica, err = meta.Open(filepath.Join(cfg.CacheDir, "replica.db")); err != nil {
 		return nil, err
 	}
-	if e.cache, err = cache.Open(filepath.Join(cfg.CacheDir, "blobs"), cfg.CacheSize, e.client.Fetch); err != nil {
+	e.fetchSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "depot_edge_fetch_seconds",
+		Help: "Time from asking an origin for a blob to its first byte.", Buckets: prometheus.ExponentialBuckets(0.001, 4, 8)})
+	fetch := func(ctx context.Context, digest string) (io.ReadCloser, error) {
+		start := time.Now()
+		r, err := e.client.Fetch(ctx, digest)
+		if err == nil {
+			e.fetchSeconds.Observe(time.Since(start).Seconds())
+		}
+		return r, err
+	}
+	if e.cache, err = cache.Open(filepath.Join(cfg.CacheDir, "blobs"), cfg.CacheSize, fetch); err != nil {
 		e.replica.Close()
 		return nil, err
 	}
@@ -173,7 +186,9 @@ func (e *Edge) Run(ctx context.Context, ln net.Listener) error {
 
 	bg.Go(func() { e.heartbeats(ctx) })
 	bg.Go(func() { e.prefetcher(ctx) })
-	bg.Go(func() { _ = feed.Follow(ctx, e.client, e.replica, 30*time.Second, e.log.With("component", "feed")) })
+	bg.Go(func() {
+		_ = feed.Follow(ctx, e.client, e.replica, 30*time.Second, e.reached, e.log.With("component", "feed"))
+	})
 
 	// Bodies stream (a write goes to the origin as it arrives, never
 	// whole in memory); the origin bounds their size.
@@ -204,10 +219,19 @@ func sizeText(n int64) string {
 func (e *Edge) heartbeats(ctx context.Context) {
 	t := time.NewTicker(e.cfg.Heartbeat)
 	defer t.Stop()
+	failing := false
 	for {
-		if err := e.beat(ctx); err != nil && ctx.Err() == nil {
+		switch err := e.beat(ctx); {
+		case err != nil && ctx.Err() == nil:
+			failing = true
 			e.beatFailures.Add(1)
 			e.log.Warn("heartbeat failed", "err", err)
+		case err == nil && failing:
+			failing = false
+			select { // the feed, waiting to retry, goes now
+			case e.reached <- struct{}{}:
+			default:
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -330,7 +354,8 @@ func (e *Edge) routes() *server.Server {
 	env := &format.Env{Meta: e.replica, Now: now, Tokens: tokens{authn},
 		OnDownload: func(*format.Request, *meta.Artifact) { e.downloads.Add(1) }}
 	s := &server.Server{Cache: e.cache, Other: e.other, Forward: e.forward}
-	e.authn, e.env, e.srv, e.scrape = authn, env, s, e.metrics()
+	e.authn, e.env, e.srv = authn, env, s
+	e.scrape = e.metrics() // reads e.srv
 	for _, f := range all.Build(env) {
 		srv := format.NewServer(f, env, nil, authn, e.log)
 		for _, prefix := range format.Prefixes(f) {

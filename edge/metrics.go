@@ -34,6 +34,9 @@ func (e *Edge) metrics() fasthttp.RequestHandler {
 		}),
 		counter("depot_edge_heartbeat_failures_total", "Heartbeats no origin answered.", e.beatFailures.Load),
 		counter("depot_edge_feed_errors_total", "Failed reads of the change feed.", e.client.Failures),
+		counter("depot_edge_feed_changes_total", "Changes read from the change feed (catch-ups and resyncs included).", e.client.Changes),
+		counter("depot_edge_served_bytes_total", "Bytes of blobs and documents this edge answered itself (forwarded answers not counted).", e.srv.Served),
+		e.fetchSeconds,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
 	return fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))

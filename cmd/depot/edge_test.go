@@ -120,7 +120,7 @@ func TestEdgeProcess(t *testing.T) {
 	})
 	call(t, "GET", e.url+"/api/v1/health", "", nil, 200)
 	metrics := string(call(t, "GET", e.url+"/metrics", "", nil, 200))
-	for _, m := range []string{"depot_edge_cache_hits_total", "depot_edge_replica_applied_index", "depot_edge_replica_lag", "depot_edge_feed_errors_total"} {
+	for _, m := range []string{"depot_edge_cache_hits_total", "depot_edge_replica_applied_index", "depot_edge_replica_lag", "depot_edge_feed_errors_total", "depot_edge_feed_changes_total", "depot_edge_served_bytes_total", "depot_edge_fetch_seconds_bucket"} {
 		if !strings.Contains(metrics, m) {
 			t.Errorf("the edge's metrics lack %s", m)
 		}

@@ -15,6 +15,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/valyala/fasthttp"
 
@@ -40,6 +41,18 @@ type Server struct {
 	// Forward sends a write to an origin and answers with the origin's
 	// answer (see Forwarder); nil: writes are refused.
 	Forward Forwarder
+
+	served atomic.Int64
+}
+
+// Served counts the bytes of the bodies answered from this node (blobs
+// and documents; not forwarded answers), for metrics.
+func (s *Server) Served() int64 { return s.served.Load() }
+
+func (s *Server) count(ctx *fasthttp.RequestCtx, n int64) {
+	if !ctx.IsHead() {
+		s.served.Add(n)
+	}
 }
 
 // Forwarder streams a request to an origin, writes the answer to ctx
@@ -124,6 +137,7 @@ func (s *Server) Write(ctx *fasthttp.RequestCtx, resp *format.Response) error {
 	if resp.Blob == nil {
 		ctx.SetStatusCode(cmpStatus(resp.Status))
 		ctx.SetBody(resp.Body)
+		s.count(ctx, int64(len(resp.Body)))
 		return nil
 	}
 	b := resp.Blob
@@ -138,7 +152,9 @@ func (s *Server) Write(ctx *fasthttp.RequestCtx, resp *format.Response) error {
 	}
 	ctx.Response.Header.Set("Accept-Ranges", "bytes")
 	if f, ok := r.(*os.File); ok {
-		return serveFile(ctx, f, b.Size)
+		n, err := serveFile(ctx, f, b.Size)
+		s.count(ctx, n)
+		return err
 	}
 	// A blob still arriving from the origin: all of it (a range would
 	// wait for the whole), as it comes. The first byte is awaited here, so
@@ -154,6 +170,7 @@ func (s *Server) Write(ctx *fasthttp.RequestCtx, resp *format.Response) error {
 	}
 	ctx.SetStatusCode(http.StatusOK)
 	ctx.SetBodyStream(&readCloser{io.MultiReader(bytes.NewReader(first), r), r}, int(b.Size))
+	s.count(ctx, b.Size)
 	return nil
 }
 
@@ -171,30 +188,31 @@ type readCloser struct {
 
 func (r *readCloser) Close() error { return r.c.Close() }
 
-// serveFile sends a cached blob, or the range of it asked for.
-func serveFile(ctx *fasthttp.RequestCtx, f *os.File, size int64) error {
+// serveFile sends a cached blob, or the range of it asked for, and says
+// how many bytes of it go.
+func serveFile(ctx *fasthttp.RequestCtx, f *os.File, size int64) (int64, error) {
 	rng := ctx.Request.Header.Peek("Range")
 	if len(rng) == 0 {
 		ctx.SetStatusCode(http.StatusOK)
 		ctx.SetBodyStream(f, int(size)) // an *os.File: sendfile
-		return nil
+		return size, nil
 	}
 	start, end, err := fasthttp.ParseByteRange(rng, int(size))
 	if err != nil {
 		f.Close()
 		ctx.Response.Header.Set("Content-Range", "bytes */"+strconv.FormatInt(size, 10))
 		ctx.SetStatusCode(http.StatusRequestedRangeNotSatisfiable)
-		return nil
+		return 0, nil
 	}
 	if _, err := f.Seek(int64(start), io.SeekStart); err != nil {
 		f.Close()
-		return err
+		return 0, err
 	}
 	n := int64(end - start + 1)
 	ctx.Response.Header.Set("Content-Range", "bytes "+strconv.Itoa(start)+"-"+strconv.Itoa(end)+"/"+strconv.FormatInt(size, 10))
 	ctx.SetStatusCode(http.StatusPartialContent)
 	ctx.SetBodyStream(&readCloser{io.LimitReader(f, n), f}, int(n))
-	return nil
+	return n, nil
 }
 
 func cmpStatus(s int) int {

@@ -88,7 +88,7 @@ func TestEdgeFollower(t *testing.T) {
 	ctx, stop := context.WithCancel(t.Context())
 	followed := make(chan error, 1)
 	go func() {
-		followed <- feed.Follow(ctx, c, s, 30*time.Second, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		followed <- feed.Follow(ctx, c, s, 30*time.Second, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	}()
 	time.Sleep(200 * time.Millisecond) // the follower is waiting in a long poll
 	e.Do("DELETE", "/api/v1/users/me/tokens/"+tok.ID, e.Admin, nil).Want(204)

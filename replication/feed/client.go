@@ -40,10 +40,15 @@ type Client struct {
 	HTTP    *http.Client
 	next    atomic.Int64 // the origin to try first
 	fails   atomic.Int64
+	changes atomic.Int64
 }
 
 // Failures counts the feed reads that failed (for metrics).
 func (c *Client) Failures() int64 { return c.fails.Load() }
+
+// Changes counts the changes read from the feed (for metrics: what a
+// restart or a resync cost).
+func (c *Client) Changes() int64 { return c.changes.Load() }
 
 // Read does one read of the feed.
 func (c *Client) Read(ctx context.Context, r Request) (Page, error) {
@@ -72,6 +77,7 @@ func (c *Client) Read(ctx context.Context, r Request) (Page, error) {
 		if err := json.NewDecoder(io.LimitReader(resp.Body, maxPage)).Decode(&p); err != nil {
 			return fmt.Errorf("feed: reading a page: %w", err)
 		}
+		c.changes.Add(int64(len(p.Changes)))
 		return nil
 	})
 	return p, err
@@ -216,9 +222,10 @@ func Resync(ctx context.Context, c *Client, s *meta.Store) error {
 }
 
 // Follow keeps s up to date with the feed until ctx ends, long-polling
-// with wait and retrying failures with a growing pause (at most 30 s).
-// Each failure is logged; it returns ctx's error.
-func Follow(ctx context.Context, c *Client, s *meta.Store, wait time.Duration, log *slog.Logger) error {
+// with wait and retrying failures with a growing pause (at most 30 s), cut
+// short by a signal on retry (the node heard from an origin again). Each
+// failure is logged; it returns ctx's error.
+func Follow(ctx context.Context, c *Client, s *meta.Store, wait time.Duration, retry <-chan struct{}, log *slog.Logger) error {
 	pause := time.Second
 	for ctx.Err() == nil {
 		err := Sync(ctx, c, s, wait)
@@ -231,6 +238,7 @@ func Follow(ctx context.Context, c *Client, s *meta.Store, wait time.Duration, l
 		select {
 		case <-ctx.Done():
 		case <-time.After(pause):
+		case <-retry:
 		}
 		pause = min(2*pause, 30*time.Second)
 	}
