@@ -10,7 +10,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X github.com/depot-registry/depot/origin.Version=$(VERSION) -X github.com/depot-registry/depot/edge.Version=$(VERSION)
 FUZZTIME ?= 20s
 
-.PHONY: build run test test-short lint fuzz clean
+.PHONY: build run test test-short lint fuzz bench clean
 
 build: ## build the depot binary (into $(BINDIR))
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/depot
@@ -35,6 +35,9 @@ fuzz: ## run each fuzz test for FUZZTIME
 	  for fn in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
 	    echo "== $$pkg $$fn"; $(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) $$pkg; \
 	  done; done
+
+bench: ## the download hot path: edge, origin and nginx under wrk (bench/downloads.sh)
+	bench/downloads.sh
 
 clean:
 	rm -f $(BIN)

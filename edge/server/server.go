@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/valyala/fasthttp"
 
@@ -145,8 +146,17 @@ func (s *Server) Write(ctx *fasthttp.RequestCtx, resp *format.Response) error {
 	if err != nil {
 		return blobErr(err, b)
 	}
-	if etag := resp.Header.Get("ETag"); etag != "" && etag == string(ctx.Request.Header.Peek("If-None-Match")) {
+	if !resp.ModTime.IsZero() {
+		ctx.Response.Header.Set("Last-Modified", resp.ModTime.UTC().Format(http.TimeFormat))
+	}
+	if notModified(ctx, resp) {
 		r.Close()
+		// As net/http answers it on the origin: no entity headers, and
+		// no date when there is a tag.
+		ctx.Response.Header.Del("Content-Type")
+		if resp.Header.Get("ETag") != "" {
+			ctx.Response.Header.Del("Last-Modified")
+		}
 		ctx.SetStatusCode(http.StatusNotModified)
 		return nil
 	}
@@ -200,8 +210,15 @@ func serveFile(ctx *fasthttp.RequestCtx, f *os.File, size int64) (int64, error) 
 	start, end, err := fasthttp.ParseByteRange(rng, int(size))
 	if err != nil {
 		f.Close()
+		// As net/http answers it on the origin: the entity's validators go.
+		for _, h := range []string{"ETag", "Last-Modified", "Cache-Control", "Content-Encoding", "Accept-Ranges"} {
+			ctx.Response.Header.Del(h)
+		}
 		ctx.Response.Header.Set("Content-Range", "bytes */"+strconv.FormatInt(size, 10))
+		ctx.Response.Header.Set("X-Content-Type-Options", "nosniff")
+		ctx.SetContentType("text/plain; charset=utf-8")
 		ctx.SetStatusCode(http.StatusRequestedRangeNotSatisfiable)
+		ctx.SetBodyString("invalid range: failed to overlap\n")
 		return 0, nil
 	}
 	if _, err := f.Seek(int64(start), io.SeekStart); err != nil {
@@ -213,6 +230,25 @@ func serveFile(ctx *fasthttp.RequestCtx, f *os.File, size int64) (int64, error) 
 	ctx.SetStatusCode(http.StatusPartialContent)
 	ctx.SetBodyStream(&readCloser{io.LimitReader(f, n), f}, int(n))
 	return n, nil
+}
+
+// notModified applies a conditional GET or HEAD (RFC 9110 13.2.2): a tag
+// that matches, or, when no tag was sent, a date not older than the
+// blob's.
+func notModified(ctx *fasthttp.RequestCtx, resp *format.Response) bool {
+	if !ctx.IsGet() && !ctx.IsHead() {
+		return false
+	}
+	if inm := ctx.Request.Header.Peek("If-None-Match"); len(inm) > 0 {
+		etag := resp.Header.Get("ETag")
+		return etag != "" && etag == string(inm)
+	}
+	ims := ctx.Request.Header.Peek("If-Modified-Since")
+	if len(ims) == 0 || resp.ModTime.IsZero() {
+		return false
+	}
+	t, err := http.ParseTime(string(ims))
+	return err == nil && !resp.ModTime.Truncate(time.Second).After(t)
 }
 
 func cmpStatus(s int) int {

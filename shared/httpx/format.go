@@ -3,6 +3,7 @@ package httpx
 import (
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/depot-registry/depot/shared/blob"
@@ -87,6 +88,10 @@ func WriteResponse(w http.ResponseWriter, r *http.Request, resp *format.Response
 	status := resp.Status
 	if status == 0 {
 		status = http.StatusOK
+	}
+	if status >= 200 && status != http.StatusNoContent && status != http.StatusNotModified {
+		// Said for HEAD too, which sends no body: the length GET would send.
+		w.Header().Set("Content-Length", strconv.Itoa(len(resp.Body)))
 	}
 	w.WriteHeader(status)
 	if r.Method != http.MethodHead && len(resp.Body) > 0 {

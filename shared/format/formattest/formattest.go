@@ -159,9 +159,16 @@ func (e *Env) serve(build func(*format.Env) []format.Format, writes bool) *httpt
 	return srv
 }
 
+// Fataler is the part of testing.TB the content builders need (a
+// benchmark program passes its own).
+type Fataler interface {
+	Helper()
+	Fatal(args ...any)
+}
+
 // Tgz is a gzip'd tar of files (name -> content), the shape of an npm
 // tarball.
-func Tgz(t testing.TB, files map[string]string) []byte {
+func Tgz(t Fataler, files map[string]string) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf)

@@ -2,15 +2,8 @@ package formattest_test
 
 import (
 	"bytes"
-	"crypto/md5"
-	"crypto/sha1"
-	"crypto/sha256"
-	"crypto/sha512"
-	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"mime/multipart"
 	"net/http"
 	"strings"
 	"sync"
@@ -53,23 +46,6 @@ func race(n int, do func(i int) int) []int {
 	return out
 }
 
-// npmPublish is the document npm PUTs to publish name@version under tag.
-func npmPublish(t *testing.T, name, version, tag string) []byte {
-	data := formattest.Tgz(t, map[string]string{"package/package.json": fmt.Sprintf(`{"name":%q,"version":%q}`, name, version)})
-	s1, s512 := sha1.Sum(data), sha512.Sum512(data)
-	dist := map[string]any{"shasum": hex.EncodeToString(s1[:]), "integrity": "sha512-" + base64.StdEncoding.EncodeToString(s512[:]),
-		"tarball": "http://elsewhere/x.tgz"}
-	doc := map[string]any{"_id": name, "name": name, "dist-tags": map[string]string{tag: version},
-		"versions": map[string]any{version: map[string]any{"name": name, "version": version, "_id": name + "@" + version, "dist": dist}},
-		"_attachments": map[string]any{name + "-" + version + ".tgz": map[string]any{
-			"content_type": "application/octet-stream", "data": base64.StdEncoding.EncodeToString(data), "length": len(data)}}}
-	raw, err := json.Marshal(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return raw
-}
-
 // TestRaceNPMPublish: publishes of different versions of one package, on
 // two nodes at once, each under its own dist-tag: every acknowledged
 // version and every tag is in the packument afterwards.
@@ -78,7 +54,7 @@ func TestRaceNPMPublish(t *testing.T) {
 	e.Repo("js", "npm")
 	docs := make([][]byte, racers)
 	for i := range docs {
-		docs[i] = npmPublish(t, "pkg", fmt.Sprintf("1.0.%d", i), fmt.Sprintf("t%d", i))
+		docs[i] = formattest.NPMPublish(t, "pkg", fmt.Sprintf("1.0.%d", i), fmt.Sprintf("t%d", i))
 	}
 	statuses := race(racers, func(i int) int {
 		st, _ := e.Do("PUT", nodes[i%2]+"/npm/js/pkg", "application/json", docs[i])
@@ -131,12 +107,12 @@ func TestRaceNPMPublish(t *testing.T) {
 func TestRaceNPMTagUnpublish(t *testing.T) {
 	e, nodes := twoNodes(t)
 	repo := e.Repo("js", "npm")
-	if st, body := e.Do("PUT", nodes[0]+"/npm/js/pkg", "application/json", npmPublish(t, "pkg", "1.0.0", "latest")); st != http.StatusCreated {
+	if st, body := e.Do("PUT", nodes[0]+"/npm/js/pkg", "application/json", formattest.NPMPublish(t, "pkg", "1.0.0", "latest")); st != http.StatusCreated {
 		t.Fatalf("first publish: %d %s", st, body)
 	}
 	for round := 0; round < 15; round++ {
 		v := fmt.Sprintf("2.0.%d", round)
-		if st, body := e.Do("PUT", nodes[0]+"/npm/js/pkg", "application/json", npmPublish(t, "pkg", v, "next")); st != http.StatusCreated {
+		if st, body := e.Do("PUT", nodes[0]+"/npm/js/pkg", "application/json", formattest.NPMPublish(t, "pkg", v, "next")); st != http.StatusCreated {
 			t.Fatalf("publish %s: %d %s", v, st, body)
 		}
 		statuses := race(2, func(i int) int {
@@ -179,24 +155,6 @@ func keys(m map[string]any) []string {
 	return out
 }
 
-func pypiForm(t *testing.T, version, content string) (string, []byte) {
-	s, m := sha256.Sum256([]byte(content)), md5.Sum([]byte(content))
-	var b bytes.Buffer
-	w := multipart.NewWriter(&b)
-	for _, f := range [][2]string{{":action", "file_upload"}, {"protocol_version", "1"}, {"name", "demo"}, {"version", version},
-		{"filetype", "sdist"}, {"pyversion", "source"}, {"metadata_version", "2.1"},
-		{"sha256_digest", hex.EncodeToString(s[:])}, {"md5_digest", hex.EncodeToString(m[:])}} {
-		_ = w.WriteField(f[0], f[1])
-	}
-	fw, err := w.CreateFormFile("content", "demo-1.0a1.tar.gz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, _ = fw.Write([]byte(content))
-	_ = w.Close()
-	return w.FormDataContentType(), b.Bytes()
-}
-
 // TestRacePyPIUpload: the same file name uploaded on two nodes at once,
 // under two spellings of its version: one upload wins, the others get
 // PyPI's "File already exists", and one file is stored.
@@ -205,7 +163,7 @@ func TestRacePyPIUpload(t *testing.T) {
 	repo := e.Repo("py", "pypi")
 	statuses := race(racers, func(i int) int {
 		version := []string{"1.0a1", "1.0A1"}[i%2] // one file name, two paths
-		ct, body := pypiForm(t, version, fmt.Sprintf("sdist %d", i))
+		ct, body := formattest.PyPIForm(t, version, fmt.Sprintf("sdist %d", i))
 		st, _ := e.Do("POST", nodes[i%2]+"/pypi/py/", ct, body)
 		return st
 	})
@@ -294,11 +252,6 @@ func TestRaceMavenDeploy(t *testing.T) {
 	}
 }
 
-func sha256Digest(b []byte) string {
-	s := sha256.Sum256(b)
-	return "sha256:" + hex.EncodeToString(s[:])
-}
-
 // TestRaceOCITagMoves: one tag moved to different manifests on two nodes
 // at once, each manifest also pushed under a tag of its own: afterwards
 // the tag names one of them, every acknowledged push is reachable by its
@@ -309,19 +262,19 @@ func TestRaceOCITagMoves(t *testing.T) {
 	e, nodes := twoNodes(t)
 	repo := e.Repo("ctr", "docker")
 	layer := []byte("layer bytes")
-	if st, body := e.Do("POST", nodes[0]+"/v2/ctr/app/blobs/uploads/?digest="+sha256Digest(layer), "application/octet-stream", layer); st != http.StatusCreated {
+	if st, body := e.Do("POST", nodes[0]+"/v2/ctr/app/blobs/uploads/?digest="+formattest.SHA256Digest(layer), "application/octet-stream", layer); st != http.StatusCreated {
 		t.Fatalf("layer: %d %s", st, body)
 	}
 	manifests := make([][]byte, racers)
 	for i := range manifests {
 		cfg := []byte(fmt.Sprintf(`{"config":{"Env":["N=%d"]}}`, i))
-		if st, body := e.Do("POST", nodes[i%2]+"/v2/ctr/app/blobs/uploads/?digest="+sha256Digest(cfg), "application/octet-stream", cfg); st != http.StatusCreated {
+		if st, body := e.Do("POST", nodes[i%2]+"/v2/ctr/app/blobs/uploads/?digest="+formattest.SHA256Digest(cfg), "application/octet-stream", cfg); st != http.StatusCreated {
 			t.Fatalf("config %d: %d %s", i, st, body)
 		}
 		manifests[i] = []byte(fmt.Sprintf(`{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json",`+
 			`"config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":%q,"size":%d},`+
 			`"layers":[{"mediaType":"application/vnd.oci.image.layer.v1.tar","digest":%q,"size":%d}]}`,
-			sha256Digest(cfg), len(cfg), sha256Digest(layer), len(layer)))
+			formattest.SHA256Digest(cfg), len(cfg), formattest.SHA256Digest(layer), len(layer)))
 	}
 	const mt = "application/vnd.oci.image.manifest.v1+json"
 	statuses := race(2*racers, func(i int) int {
@@ -340,7 +293,7 @@ func TestRaceOCITagMoves(t *testing.T) {
 	}
 	digests := map[string]bool{}
 	for _, m := range manifests {
-		digests[sha256Digest(m)] = true
+		digests[formattest.SHA256Digest(m)] = true
 	}
 	err := e.Store.View(func(tx *meta.Tx) error {
 		arts, err := tx.ArtifactsUnder(repo.ID, "app")
@@ -385,7 +338,7 @@ func TestRaceOCITagMoves(t *testing.T) {
 			}
 		}
 	}
-	if st, body := e.Do("GET", nodes[1]+"/v2/ctr/app/manifests/latest", "", nil); st != http.StatusOK || !digests[sha256Digest(body)] {
+	if st, body := e.Do("GET", nodes[1]+"/v2/ctr/app/manifests/latest", "", nil); st != http.StatusOK || !digests[formattest.SHA256Digest(body)] {
 		t.Fatalf("latest: %d", st)
 	}
 }

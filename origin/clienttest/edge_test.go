@@ -1,0 +1,48 @@
+package clienttest_test
+
+import (
+	"encoding/base64"
+	"testing"
+
+	"github.com/depot-registry/depot/origin/clienttest"
+	"github.com/depot-registry/depot/origin/origintest"
+	"github.com/depot-registry/depot/shared/format/formattest"
+)
+
+// TestEdgeAnswersAsTheOrigin: a real edge process and the origin behind
+// it answer every read route of every format the same, byte for byte
+// (statuses, bodies, the headers clients act on; each node's own base
+// URL aside), with credentials and without, after the content was
+// written through the edge. The REST download too.
+func TestEdgeAnswersAsTheOrigin(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a depot edge process")
+	}
+	e := origintest.Start(t, origintest.Options{})
+	origin := e.URL
+	clienttest.ThroughEdge(t, e)
+	edge := e.URL
+	for _, r := range formattest.FixtureRepos {
+		e.CreateRepo(r[0], r[1], false)
+	}
+	token := e.Token(e.Admin, []string{"repository:read", "repository:write"}, nil)
+	auth := "Basic " + base64.StdEncoding.EncodeToString([]byte("admin:"+token))
+	f := formattest.NewFixture(t)
+	for _, w := range f.Writes {
+		if got := formattest.Fetch(t, edge, w, auth); got.Status != w.Want {
+			t.Fatalf("%s %s through the edge: %d %s", w.Method, w.Path, got.Status, got.Body)
+		}
+	}
+	var versions struct {
+		Versions []struct {
+			ArtifactID string `json:"artifact_id"`
+		} `json:"versions"`
+	}
+	e.Do("GET", "/api/v1/packages/tool/versions", e.Admin, nil).Want(200).JSON(&versions)
+	if len(versions.Versions) != 1 {
+		t.Fatalf("versions of tool: %+v", versions)
+	}
+	reads := append(f.Reads, formattest.Call{Method: "GET", Path: "/api/v1/artifacts/" + versions.Versions[0].ArtifactID + "/download"})
+	formattest.CompareReads(t, reads, origin, edge, auth)
+	formattest.CompareReads(t, reads, origin, edge, "")
+}

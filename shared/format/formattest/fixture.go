@@ -1,0 +1,234 @@
+package formattest
+
+import (
+	"bytes"
+	"crypto/md5"
+	"crypto/sha1"
+	"crypto/sha256"
+	"crypto/sha512"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// The fixture every node that serves reads is held to: writes that fill
+// one repository of each format, and requests of every format's read
+// routes (HEAD, Range and conditional requests included, hits and
+// misses), to answer identically on a node that writes and on one that
+// only reads (an edge).
+
+// Call is one request of the fixture.
+type Call struct {
+	Method, Path string
+	Header       map[string]string
+	Body         []byte
+	Want         int // the status a write must get
+}
+
+// FixtureRepos are the repositories the fixture uses: name and format.
+var FixtureRepos = [][2]string{{"files", "generic"}, {"ctr", "docker"}, {"js", "npm"}, {"py", "pypi"}, {"m2", "maven"}}
+
+// Fixture is the writes and the reads.
+type Fixture struct {
+	Writes, Reads []Call
+	// Paths named by the reads, for tests that go on from there.
+	Tool, Jar, Manifest, Blob string
+}
+
+// NewFixture builds the fixture's requests.
+func NewFixture(t testing.TB) Fixture {
+	t.Helper()
+	layer, cfg := []byte("layer bytes"), []byte(`{"config":{}}`)
+	manifest := []byte(fmt.Sprintf(`{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json",`+
+		`"config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":%q,"size":%d},`+
+		`"layers":[{"mediaType":"application/vnd.oci.image.layer.v1.tar","digest":%q,"size":%d}]}`,
+		SHA256Digest(cfg), len(cfg), SHA256Digest(layer), len(layer)))
+	pyType, pyBody := PyPIForm(t, "1.0a1", "sdist bytes")
+	ct := func(v string) map[string]string { return map[string]string{"Content-Type": v} }
+	f := Fixture{Tool: "/generic/files/tool/1.0/tool.bin", Jar: "/maven2/m2/com/example/lib/1.0/lib-1.0.jar",
+		Manifest: "/v2/ctr/app/manifests/v1", Blob: "/v2/ctr/app/blobs/" + SHA256Digest(layer)}
+	f.Writes = []Call{
+		{"PUT", f.Tool, ct("application/octet-stream"), []byte("0123456789"), 201},
+		{"PUT", f.Jar, ct("application/java-archive"), []byte("jar bytes"), 201},
+		{"PUT", "/maven2/m2/com/example/lib/1.0/lib-1.0.pom", ct("application/xml"), []byte("<project/>"), 201},
+		{"PUT", "/npm/js/demo-pkg", ct("application/json"), NPMPublish(t, "demo-pkg", "1.0.0", "latest"), 201},
+		{"POST", "/pypi/py/", ct(pyType), pyBody, 200},
+		{"POST", "/v2/ctr/app/blobs/uploads/?digest=" + SHA256Digest(layer), ct("application/octet-stream"), layer, 201},
+		{"POST", "/v2/ctr/app/blobs/uploads/?digest=" + SHA256Digest(cfg), ct("application/octet-stream"), cfg, 201},
+		{"PUT", f.Manifest, ct("application/vnd.oci.image.manifest.v1+json"), manifest, 201},
+	}
+	get := func(path string, hdr map[string]string) Call { return Call{Method: "GET", Path: path, Header: hdr} }
+	f.Reads = []Call{
+		get(f.Tool, nil),
+		{Method: "HEAD", Path: f.Tool},
+		get(f.Tool, map[string]string{"Range": "bytes=2-5"}),
+		get(f.Tool, map[string]string{"Range": "bytes=20-30"}),
+		get(f.Tool, map[string]string{"If-None-Match": `"` + strings.TrimPrefix(SHA256Digest([]byte("0123456789")), "sha256:") + `"`}),
+		get(f.Tool, map[string]string{"If-Modified-Since": "Sat, 01 Jan 2050 00:00:00 GMT"}),
+		get(f.Tool, map[string]string{"If-Modified-Since": "Mon, 01 Jan 2001 00:00:00 GMT"}),
+		get("/generic/files/tool/1.0/missing.bin", nil),
+		get(f.Jar, nil),
+		{Method: "HEAD", Path: f.Jar},
+		get(f.Jar+".sha1", nil),
+		get("/maven2/m2/com/example/lib/maven-metadata.xml", nil),
+		get("/maven/m2/com/example/lib/1.0/lib-1.0.pom", nil),
+		get("/maven2/m2/com/example/lib/2.0/lib-2.0.jar", nil),
+		get("/npm/js/demo-pkg", nil),
+		get("/npm/js/demo-pkg", map[string]string{"Accept": "application/vnd.npm.install-v1+json"}),
+		get("/npm/js/demo-pkg/latest", nil),
+		get("/npm/js/demo-pkg/-/demo-pkg-1.0.0.tgz", nil),
+		{Method: "HEAD", Path: "/npm/js/demo-pkg/-/demo-pkg-1.0.0.tgz"},
+		get("/npm/js/-/package/demo-pkg/dist-tags", nil),
+		get("/npm/js/-/v1/search?text=demo", nil),
+		get("/npm/js/-/whoami", nil),
+		get("/npm/js/nope", nil),
+		get("/pypi/py/simple/", nil),
+		get("/pypi/py/simple/demo/", map[string]string{"Accept": "application/vnd.pypi.simple.v1+json"}),
+		get("/pypi/py/simple/demo/", nil),
+		get("/pypi/py/simple/nope/", nil),
+		get("/pypi/py/files/demo/1.0a1/demo-1.0a1.tar.gz", nil),
+		get("/v2/", nil),
+		get("/v2/_catalog", nil),
+		get("/v2/ctr/app/tags/list", nil),
+		get(f.Manifest, map[string]string{"Accept": "application/vnd.oci.image.manifest.v1+json"}),
+		{Method: "HEAD", Path: f.Manifest},
+		get("/v2/ctr/app/manifests/"+SHA256Digest(manifest), nil),
+		get(f.Blob, nil),
+		{Method: "HEAD", Path: f.Blob},
+		get(f.Blob, map[string]string{"Range": "bytes=0-4"}),
+		get("/v2/ctr/app/referrers/"+SHA256Digest(manifest), nil),
+		get("/v2/ctr/app/manifests/nope", nil),
+		get("/v2/nosuch/app/tags/list", nil),
+	}
+	return f
+}
+
+// Answer is what a comparison looks at of a response.
+type Answer struct {
+	Status int
+	Header http.Header
+	Body   string
+}
+
+// Fetch sends c to base with the Authorization header auth ("" for none).
+func Fetch(t testing.TB, base string, c Call, auth string) Answer {
+	t.Helper()
+	req, err := http.NewRequest(c.Method, base+c.Path, bytes.NewReader(c.Body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	for k, v := range c.Header {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Answer{resp.StatusCode, resp.Header, string(b)}
+}
+
+// npmTime is the one part of an answer that is not a function of the
+// store: npm search says when it answered.
+var npmTime = regexp.MustCompile(`"time":"[^"]*"`)
+
+// compared are the headers a client acts on.
+var compared = []string{"Content-Type", "Content-Length", "Content-Range", "Content-Disposition", "ETag", "Docker-Content-Digest",
+	"X-Checksum-Sha1", "X-Checksum-Sha256", "Location", "Link", "WWW-Authenticate", "Accept-Ranges", "Cache-Control", "Last-Modified"}
+
+// CompareReads sends each read to want (a node that writes) and to got
+// (a node that only reads) and reports every difference in status, body
+// or the headers clients act on, with each node's own base URL taken
+// out of its answer.
+func CompareReads(t testing.TB, reads []Call, want, got, auth string) {
+	t.Helper()
+	for _, rd := range reads {
+		w, g := Fetch(t, want, rd, auth), Fetch(t, got, rd, auth)
+		if w.Status >= 500 {
+			t.Errorf("%s %s: the writing node answered %d %s", rd.Method, rd.Path, w.Status, w.Body)
+		}
+		wb, gb := npmTime.ReplaceAllString(unbase(w.Body, want), ""), npmTime.ReplaceAllString(unbase(g.Body, got), "")
+		if g.Status != w.Status || gb != wb {
+			t.Errorf("%s %s: read-only node %d %q, writing node %d %q", rd.Method, rd.Path, g.Status, gb, w.Status, wb)
+			continue
+		}
+		for _, h := range compared {
+			wv, gv := unbase(w.Header.Get(h), want), unbase(g.Header.Get(h), got)
+			if h == "ETag" && strings.Contains(w.Body, want) {
+				continue // a document's ETag covers its own absolute URLs
+			}
+			if wv != gv {
+				t.Errorf("%s %s: header %s %q on the read-only node, %q on the writing node", rd.Method, rd.Path, h, gv, wv)
+			}
+		}
+	}
+}
+
+// unbase takes a node's base URL, and its host (docker's service), out
+// of s.
+func unbase(s, base string) string {
+	s = strings.ReplaceAll(s, base, "BASE")
+	host := base[strings.Index(base, "://")+3:]
+	return strings.ReplaceAll(s, host, "HOST")
+}
+
+// NPMPublish is the document npm PUTs to publish name@version under tag.
+func NPMPublish(t Fataler, name, version, tag string) []byte {
+	t.Helper()
+	return NPMDocument(name, version, tag, Tgz(t, map[string]string{"package/package.json": fmt.Sprintf(`{"name":%q,"version":%q}`, name, version)}))
+}
+
+// NPMDocument is the document npm PUTs to publish name@version, whose
+// tarball is data, under tag.
+func NPMDocument(name, version, tag string, data []byte) []byte {
+	s1, s512 := sha1.Sum(data), sha512.Sum512(data)
+	dist := map[string]any{"shasum": hex.EncodeToString(s1[:]), "integrity": "sha512-" + base64.StdEncoding.EncodeToString(s512[:]),
+		"tarball": "http://elsewhere/x.tgz"}
+	doc := map[string]any{"_id": name, "name": name, "dist-tags": map[string]string{tag: version},
+		"versions": map[string]any{version: map[string]any{"name": name, "version": version, "_id": name + "@" + version, "dist": dist}},
+		"_attachments": map[string]any{name + "-" + version + ".tgz": map[string]any{
+			"content_type": "application/octet-stream", "data": base64.StdEncoding.EncodeToString(data), "length": len(data)}}}
+	raw, _ := json.Marshal(doc) // maps of strings: cannot fail
+	return raw
+}
+
+// PyPIForm is the multipart form twine POSTs to upload an sdist of
+// project "demo" at version, holding content.
+func PyPIForm(t testing.TB, version, content string) (string, []byte) {
+	t.Helper()
+	s, m := sha256.Sum256([]byte(content)), md5.Sum([]byte(content))
+	var b bytes.Buffer
+	w := multipart.NewWriter(&b)
+	for _, f := range [][2]string{{":action", "file_upload"}, {"protocol_version", "1"}, {"name", "demo"}, {"version", version},
+		{"filetype", "sdist"}, {"pyversion", "source"}, {"metadata_version", "2.1"},
+		{"sha256_digest", hex.EncodeToString(s[:])}, {"md5_digest", hex.EncodeToString(m[:])}} {
+		_ = w.WriteField(f[0], f[1])
+	}
+	fw, err := w.CreateFormFile("content", "demo-1.0a1.tar.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = fw.Write([]byte(content))
+	_ = w.Close()
+	return w.FormDataContentType(), b.Bytes()
+}
+
+// SHA256Digest is b's OCI digest.
+func SHA256Digest(b []byte) string {
+	s := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(s[:])
+}
