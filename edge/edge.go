@@ -353,7 +353,8 @@ func (e *Edge) routes() *server.Server {
 		Remote: newVouches(e.client.Vouch, now).Remote}
 	env := &format.Env{Meta: e.replica, Now: now, Tokens: tokens{authn},
 		OnDownload: func(*format.Request, *meta.Artifact) { e.downloads.Add(1) }}
-	s := &server.Server{Cache: e.cache, Other: e.other, Forward: e.forward}
+	s := &server.Server{Cache: e.cache, Other: e.other, Forward: e.forward, Index: e.replica.LastApplied,
+		Downloaded: func() { e.downloads.Add(1) }}
 	e.authn, e.env, e.srv = authn, env, s
 	e.scrape = e.metrics() // reads e.srv
 	for _, f := range all.Build(env) {

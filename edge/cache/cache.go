@@ -107,6 +107,34 @@ func (c *Cache) tmp() string { return filepath.Join(c.dir, "tmp") }
 
 func (c *Cache) path(hx string) string { return filepath.Join(c.dir, "sha256", hx[:2], hx) }
 
+// Dir is the directory the blob files are under (see File).
+func (c *Cache) Dir() string { return c.dir }
+
+// File is where digest's blob file is under Dir, and the key Hit takes.
+func File(digest string) (key, rel string, err error) {
+	hx, err := hexOf(digest)
+	if err != nil {
+		return "", "", err
+	}
+	return hx, "/sha256/" + hx[:2] + "/" + hx, nil
+}
+
+// Hit counts a read of a blob answered from its file without Get (an
+// answer the node remembers) and marks it just used, when it is cached;
+// false when it is not (any more), and the reader must Get it.
+func (c *Cache) Hit(key string) bool {
+	c.mu.Lock()
+	el, ok := c.byHex[key]
+	if ok {
+		c.lru.MoveToFront(el)
+	}
+	c.mu.Unlock()
+	if ok {
+		c.hits.Add(1)
+	}
+	return ok
+}
+
 // hexOf validates a digest; the cache keeps sha256 blobs.
 func hexOf(digest string) (string, error) {
 	algo, hx, err := blob.ParseDigest(digest)

@@ -15,6 +15,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -43,7 +44,16 @@ type Server struct {
 	// answer (see Forwarder); nil: writes are refused.
 	Forward Forwarder
 
-	served atomic.Int64
+	// Index, when set, is the replica's applied index: answers are then
+	// remembered while it stays the same (see hot.go).
+	Index func() uint64
+	// Downloaded is told of each download answered from memory (one
+	// answered in full tells Env.OnDownload).
+	Downloaded func()
+
+	served  atomic.Int64
+	hotOnce sync.Once
+	hot     *hotAnswers
 }
 
 // Served counts the bytes of the bodies answered from this node (blobs
@@ -63,6 +73,14 @@ type Forwarder func(ctx *fasthttp.RequestCtx) error
 
 // Handle is the fasthttp handler.
 func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
+	if s.Index != nil {
+		s.hotOnce.Do(func() { s.hot = newHot(s.Cache.Dir()) })
+		if hotEligible(ctx) {
+			if a := s.hot.lookup(ctx, s.Index()); a != nil && s.hot.serve(s, ctx, a) {
+				return
+			}
+		}
+	}
 	path := string(ctx.Path())
 	for _, m := range s.Mounts {
 		if path == m.Prefix || strings.HasPrefix(path, m.Prefix+"/") {
@@ -112,13 +130,33 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx, m Mount) {
 		}
 		return
 	}
+	var index uint64
+	if s.hot != nil {
+		index = s.Index() // before the answer is decided from the replica
+	}
 	resp := m.Server.Serve(ctx, req)
 	if resp.Upstream && s.Forward != nil && s.Forward(ctx) == nil {
 		return
 	}
-	if err := s.Write(ctx, resp); err != nil {
+	fromFile, err := s.write(ctx, resp)
+	if err != nil {
 		ctx.Response.Reset()
 		_ = s.Write(ctx, m.Server.Fail(req, err))
+		return
+	}
+	if s.hot != nil && cmpStatus(resp.Status) == http.StatusOK && hotEligible(ctx) && !resp.Abort && (resp.Blob == nil || fromFile) {
+		a := &hotAnswer{index: index, download: req.Downloaded}
+		if resp.Blob != nil {
+			a.size = resp.Blob.Size
+			key, rel, err := cache.File(resp.Blob.Digest)
+			if err != nil {
+				return
+			}
+			a.blobKey, a.blobFile = key, []byte(rel)
+		} else {
+			a.body, a.size = resp.Body, int64(len(resp.Body))
+		}
+		s.hot.remember(ctx, a)
 	}
 }
 
@@ -126,6 +164,12 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx, m Mount) {
 // error means nothing was written: the caller answers it in the format's
 // shape.
 func (s *Server) Write(ctx *fasthttp.RequestCtx, resp *format.Response) error {
+	_, err := s.write(ctx, resp)
+	return err
+}
+
+// write is Write, saying whether a blob went whole from its cached file.
+func (s *Server) write(ctx *fasthttp.RequestCtx, resp *format.Response) (fromFile bool, err error) {
 	for k, vs := range resp.Header {
 		for i, v := range vs {
 			if i == 0 {
@@ -139,12 +183,12 @@ func (s *Server) Write(ctx *fasthttp.RequestCtx, resp *format.Response) error {
 		ctx.SetStatusCode(cmpStatus(resp.Status))
 		ctx.SetBody(resp.Body)
 		s.count(ctx, int64(len(resp.Body)))
-		return nil
+		return false, nil
 	}
 	b := resp.Blob
 	r, err := s.Cache.Get(context.WithoutCancel(ctx), b.Digest)
 	if err != nil {
-		return blobErr(err, b)
+		return false, blobErr(err, b)
 	}
 	if !resp.ModTime.IsZero() {
 		ctx.Response.Header.Set("Last-Modified", resp.ModTime.UTC().Format(http.TimeFormat))
@@ -158,13 +202,13 @@ func (s *Server) Write(ctx *fasthttp.RequestCtx, resp *format.Response) error {
 			ctx.Response.Header.Del("Last-Modified")
 		}
 		ctx.SetStatusCode(http.StatusNotModified)
-		return nil
+		return false, nil
 	}
 	ctx.Response.Header.Set("Accept-Ranges", "bytes")
 	if f, ok := r.(*os.File); ok {
 		n, err := serveFile(ctx, f, b.Size)
 		s.count(ctx, n)
-		return err
+		return err == nil && n == b.Size, err
 	}
 	// A blob still arriving from the origin: all of it (a range would
 	// wait for the whole), as it comes. The first byte is awaited here, so
@@ -175,13 +219,13 @@ func (s *Server) Write(ctx *fasthttp.RequestCtx, resp *format.Response) error {
 		first = make([]byte, 1)
 		if _, err := io.ReadFull(r, first); err != nil {
 			r.Close()
-			return blobErr(err, b)
+			return false, blobErr(err, b)
 		}
 	}
 	ctx.SetStatusCode(http.StatusOK)
 	ctx.SetBodyStream(&readCloser{io.MultiReader(bytes.NewReader(first), r), r}, int(b.Size))
 	s.count(ctx, b.Size)
-	return nil
+	return false, nil
 }
 
 func blobErr(err error, b *format.BlobRef) error {

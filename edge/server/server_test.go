@@ -24,7 +24,7 @@ import (
 
 // edge serves the generic format's reads over e's store, with a cache
 // that fetches from e's blob store through fetch.
-func edge(t *testing.T, e *formattest.Env, fetch cache.Fetcher) *server.Server {
+func edge(t testing.TB, e *formattest.Env, fetch cache.Fetcher) *server.Server {
 	t.Helper()
 	c, err := cache.Open(t.TempDir(), 0, fetch)
 	if err != nil {

@@ -428,14 +428,24 @@ func (d *Writer) DeleteAt(ctx context.Context, repo *meta.Repository, path strin
 // counts as a download. attachment says whether a browser should save
 // the file whatever its type (the REST download).
 func (d *Env) Serve(r *Request, a *meta.Artifact, attachment bool) *Response {
-	if r.Method == http.MethodGet && d.OnDownload != nil {
-		d.OnDownload(r, a)
-	}
+	d.Downloaded(r, a)
 	resp := NewResponse(http.StatusOK)
 	resp.Blob = &BlobRef{Digest: a.Digest, Size: a.SizeBytes}
 	resp.Name, resp.ModTime = path.Base(a.Path), a.UploadedAt
 	SetFileHeaders(resp.Header, a, attachment)
 	return resp
+}
+
+// Downloaded notes that r, when a GET, downloads a: the request says so
+// (see Request.Downloaded) and OnDownload is told.
+func (d *Env) Downloaded(r *Request, a *meta.Artifact) {
+	if r.Method != http.MethodGet {
+		return
+	}
+	r.Downloaded = true
+	if d.OnDownload != nil {
+		d.OnDownload(r, a)
+	}
 }
 
 // SetContentSafety keeps uploaded content inert in a browser: whatever

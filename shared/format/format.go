@@ -186,6 +186,9 @@ type Request struct {
 	// came from the connection: ErrSlowBody (the body was cut for being
 	// too slow: a 408), ErrClientGone (nobody is left to answer), or nil.
 	Interrupted func(err error) error
+	// Downloaded is set when the answer counts as a download (Env.Serve
+	// told OnDownload), for a transport that answers it again itself.
+	Downloaded bool
 }
 
 // Param returns a path parameter.

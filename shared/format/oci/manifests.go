@@ -59,8 +59,8 @@ func (f *Format) getManifest(ctx context.Context, r *format.Request) (*format.Re
 	if !ok {
 		return nil, manifestUnknown(r.Param("ref"))
 	}
-	if r.Method == http.MethodGet && f.env.OnDownload != nil && art != nil {
-		f.env.OnDownload(r, art)
+	if art != nil {
+		f.env.Downloaded(r, art)
 	}
 	resp := newResp(http.StatusOK)
 	resp.Blob = &format.BlobRef{Digest: m.Addr, Size: m.Size, Missing: manifestUnknown(r.Param("ref"))}

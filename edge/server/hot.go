@@ -1,0 +1,195 @@
+package server
+
+import (
+	"bytes"
+	"hash/maphash"
+	"sync"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// Remembered answers: the hot path of an edge. A GET or HEAD answered 200
+// with a cached blob or a small document is remembered under everything
+// of the request that decided it (method, URI, host, credentials,
+// Accept), with the replica's applied index then. The same request is
+// answered again from memory, the blob from its file (fasthttp.FS: open
+// files kept, sendfile), with no parsing, authentication or store read,
+// for as long as the replica has applied nothing new and for at most
+// hotTTL (a credential that expires by the clock is honoured at most
+// that long after). Any change the replica applies (a revoked token, a
+// deleted version, a new grant) ends every remembered answer at once.
+// Conditional and Range requests take the full path.
+
+const (
+	hotTTL       = time.Second
+	hotMaxDoc    = 256 << 10 // documents larger than this are not remembered
+	hotMaxBytes  = 64 << 20  // document bytes remembered in all
+	hotMaxAnswer = 10000     // answers remembered
+)
+
+type hotAnswer struct {
+	key      []byte // scheme, method, URI, host, Authorization, Accept, NUL-separated
+	index    uint64 // the replica's applied index when it was answered
+	until    int64  // unix nanos
+	header   [][2][]byte
+	body     []byte // a document
+	blobKey  string // a blob: its cache key
+	blobFile []byte // and its file under the cache's directory
+	size     int64
+	download bool // it counts as a download
+}
+
+type hotAnswers struct {
+	seed    maphash.Seed
+	files   fasthttp.RequestHandler // serves blob files from the cache's directory
+	mu      sync.RWMutex
+	answers map[uint64]*hotAnswer
+	bytes   int
+}
+
+// hotServing is the user value naming the answer being served, for the
+// file server's PathRewrite.
+type hotServing struct{}
+
+func newHot(dir string) *hotAnswers {
+	fs := &fasthttp.FS{Root: dir, AllowEmptyRoot: true, CacheDuration: 10 * time.Second,
+		PathRewrite:  func(ctx *fasthttp.RequestCtx) []byte { return ctx.UserValue(hotServing{}).(*hotAnswer).blobFile },
+		PathNotFound: func(ctx *fasthttp.RequestCtx) { ctx.SetStatusCode(fasthttp.StatusNotFound) }}
+	return &hotAnswers{seed: maphash.MakeSeed(), files: fs.NewRequestHandler(), answers: map[uint64]*hotAnswer{}}
+}
+
+// hotParts are the parts of a request an answer depends on: absolute
+// URLs in documents are made of the scheme and the host.
+func hotParts(ctx *fasthttp.RequestCtx) [6][]byte {
+	h := &ctx.Request.Header
+	scheme := schemeHTTP
+	if ctx.IsTLS() {
+		scheme = schemeHTTPS
+	}
+	return [6][]byte{scheme, h.Method(), h.RequestURI(), h.Host(), h.Peek("Authorization"), h.Peek("Accept")}
+}
+
+var schemeHTTP, schemeHTTPS = []byte("http"), []byte("https")
+
+// hotEligible: a GET or HEAD that is not conditional and not a range.
+func hotEligible(ctx *fasthttp.RequestCtx) bool {
+	h := &ctx.Request.Header
+	return (h.IsGet() || h.IsHead()) && len(h.Peek("Range")) == 0 && len(h.Peek("If-None-Match")) == 0 &&
+		len(h.Peek("If-Modified-Since")) == 0 && len(h.Peek("If-Range")) == 0
+}
+
+func (h *hotAnswers) hash(parts *[6][]byte) uint64 {
+	var mh maphash.Hash
+	mh.SetSeed(h.seed)
+	for _, p := range parts {
+		_, _ = mh.Write(p)
+		_ = mh.WriteByte(0)
+	}
+	return mh.Sum64()
+}
+
+func (a *hotAnswer) matches(parts *[6][]byte) bool {
+	k := a.key
+	for _, p := range parts {
+		if len(k) < len(p)+1 || !bytes.Equal(k[:len(p)], p) || k[len(p)] != 0 {
+			return false
+		}
+		k = k[len(p)+1:]
+	}
+	return len(k) == 0
+}
+
+// lookup finds the answer remembered for ctx, still good at index.
+func (h *hotAnswers) lookup(ctx *fasthttp.RequestCtx, index uint64) *hotAnswer {
+	parts := hotParts(ctx)
+	sum := h.hash(&parts)
+	h.mu.RLock()
+	a := h.answers[sum]
+	h.mu.RUnlock()
+	if a == nil || a.index != index || ctx.Time().UnixNano() >= a.until || !a.matches(&parts) {
+		return nil
+	}
+	return a
+}
+
+func (h *hotAnswers) forget(ctx *fasthttp.RequestCtx) {
+	parts := hotParts(ctx)
+	sum := h.hash(&parts)
+	h.mu.Lock()
+	if a := h.answers[sum]; a != nil {
+		h.bytes -= len(a.body)
+		delete(h.answers, sum)
+	}
+	h.mu.Unlock()
+}
+
+// remember keeps the answer just written to ctx.
+func (h *hotAnswers) remember(ctx *fasthttp.RequestCtx, a *hotAnswer) {
+	if len(a.body) > hotMaxDoc {
+		return
+	}
+	parts := hotParts(ctx)
+	for _, p := range parts {
+		a.key = append(append(a.key, p...), 0)
+	}
+	for k, v := range ctx.Response.Header.All() {
+		switch string(k) {
+		case fasthttp.HeaderContentLength, fasthttp.HeaderDate, fasthttp.HeaderServer, fasthttp.HeaderConnection, fasthttp.HeaderTransferEncoding:
+			continue
+		}
+		a.header = append(a.header, [2][]byte{bytes.Clone(k), bytes.Clone(v)})
+	}
+	a.until = ctx.Time().Add(hotTTL).UnixNano()
+	sum := h.hash(&parts)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if old := h.answers[sum]; old != nil {
+		h.bytes -= len(old.body)
+		delete(h.answers, sum)
+	}
+	for k, old := range h.answers { // full: any answers go, the stale first seen
+		if len(h.answers) < hotMaxAnswer && h.bytes+len(a.body) <= hotMaxBytes {
+			break
+		}
+		h.bytes -= len(old.body)
+		delete(h.answers, k)
+	}
+	h.answers[sum] = a
+	h.bytes += len(a.body)
+}
+
+// serve writes a remembered answer: false when its blob has left the
+// cache (the request then takes the full path).
+func (h *hotAnswers) serve(s *Server, ctx *fasthttp.RequestCtx, a *hotAnswer) bool {
+	if a.blobFile != nil {
+		if !s.Cache.Hit(a.blobKey) {
+			h.forget(ctx)
+			return false
+		}
+		ctx.SetUserValue(hotServing{}, a)
+		h.files(ctx)
+		ctx.RemoveUserValue(hotServing{})
+		if ctx.Response.StatusCode() != fasthttp.StatusOK {
+			h.forget(ctx)
+			ctx.Response.Reset()
+			return false
+		}
+		// The answer's own headers, not the file's date.
+		ctx.Response.Header.Del(fasthttp.HeaderLastModified)
+		for _, kv := range a.header {
+			ctx.Response.Header.SetBytesKV(kv[0], kv[1])
+		}
+	} else {
+		for _, kv := range a.header {
+			ctx.Response.Header.SetBytesKV(kv[0], kv[1])
+		}
+		ctx.SetStatusCode(fasthttp.StatusOK)
+		ctx.Response.SetBodyRaw(a.body)
+	}
+	s.count(ctx, a.size)
+	if a.download && s.Downloaded != nil {
+		s.Downloaded()
+	}
+	return true
+}

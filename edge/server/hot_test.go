@@ -1,0 +1,180 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"sync/atomic"
+	"testing"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/depot-registry/depot/edge/server"
+	"github.com/depot-registry/depot/shared/auth"
+	"github.com/depot-registry/depot/shared/format"
+	"github.com/depot-registry/depot/shared/format/formattest"
+	"github.com/depot-registry/depot/shared/format/generic"
+	"github.com/depot-registry/depot/shared/meta"
+)
+
+// hotSite is an edge server that remembers answers, over a store holding
+// one generic file, with the origin's blob store behind its cache.
+type hotSite struct {
+	e         *formattest.Env
+	s         *server.Server
+	fetches   atomic.Int64
+	downloads atomic.Int64
+	path      string
+	data      []byte
+}
+
+func newHotSite(t testing.TB) *hotSite {
+	e := formattest.New(t)
+	e.Repo("files", generic.Name)
+	node := e.Node(func(env *format.Env) []format.Format { return []format.Format{generic.New(env)} })
+	h := &hotSite{e: e, path: "/generic/files/tool/1.0/tool.bin", data: bytes.Repeat([]byte("x"), 1024)}
+	if code, out := e.Do("PUT", node.URL+h.path, "application/octet-stream", h.data); code != http.StatusCreated {
+		t.Fatalf("upload: %d %s", code, out)
+	}
+	h.s = edge(t, e, func(ctx context.Context, d string) (io.ReadCloser, error) {
+		h.fetches.Add(1)
+		f, err := e.Blobs.Open(ctx, d)
+		if err != nil {
+			return nil, err
+		}
+		return f, nil
+	})
+	h.s.Index, h.s.Downloaded = e.Store.LastApplied, func() { h.downloads.Add(1) }
+	return h
+}
+
+// TestRememberedAnswers: a repeated GET is answered from memory with the
+// same status, headers and bytes, and still counts as a download; any
+// change the replica applies (here: the token revoked) ends it at once;
+// a blob gone from the cache is fetched again, not answered from a stale
+// memory.
+func TestRememberedAnswers(t *testing.T) {
+	h := newHotSite(t)
+	if miss := full(h.s, h.e.Token, "GET", h.path); miss.status != 200 || h.fetches.Load() != 1 { // streamed as it arrives
+		t.Fatalf("a miss: %d, %d fetches", miss.status, h.fetches.Load())
+	}
+	first := full(h.s, h.e.Token, "GET", h.path)
+	second := full(h.s, h.e.Token, "GET", h.path)
+	if first.status != 200 || !bytes.Equal(first.body, h.data) || second.status != 200 || !bytes.Equal(second.body, h.data) {
+		t.Fatalf("answers: %d %d", first.status, second.status)
+	}
+	for _, k := range []string{"Content-Type", "ETag", "Last-Modified", "Content-Length", "X-Checksum-Sha256", "Accept-Ranges"} {
+		if first.header.Get(k) != second.header.Get(k) || first.header.Get(k) == "" {
+			t.Errorf("%s: %q answered in full, %q from memory", k, first.header.Get(k), second.header.Get(k))
+		}
+	}
+	if h.downloads.Load() != 1 || h.fetches.Load() != 1 { // answered in full: OnDownload (not wired here); from memory: Downloaded
+		t.Errorf("downloads counted from memory: %d, want 1", h.downloads.Load())
+	}
+	if head := full(h.s, h.e.Token, "HEAD", h.path); head.status != 200 || len(head.body) != 0 || head.header.Get("Content-Length") != "1024" {
+		t.Errorf("HEAD: %d %q %q", head.status, head.body, head.header.Get("Content-Length"))
+	}
+
+	// The token revoked: refused at once.
+	var tokID string
+	_ = h.e.Store.View(func(tx *meta.Tx) error {
+		t, err := tx.TokenByHash(auth.HashAPIToken(h.e.Token))
+		if err == nil {
+			tokID = t.ID
+		}
+		return err
+	})
+	if _, err := h.e.Apply(context.Background(), &meta.TokenRevoke{ID: tokID, UserID: "admin"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := full(h.s, h.e.Token, "GET", h.path); got.status != 401 {
+		t.Fatalf("a revoked token, answered from memory: %d", got.status)
+	}
+}
+
+type fullAnswer struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// full runs a request and reads everything of the answer.
+func full(s *server.Server, token, method, path string) fullAnswer {
+	var ctx fasthttp.RequestCtx
+	ctx.Request.Header.SetMethod(method)
+	ctx.Request.SetRequestURI(path)
+	ctx.Request.Header.SetHost("edge.example")
+	ctx.Request.Header.Set("Authorization", "Basic "+authHeader("admin", token))
+	s.Handle(&ctx)
+	a := fullAnswer{status: ctx.Response.StatusCode(), header: http.Header{}}
+	for k, v := range ctx.Response.Header.All() {
+		a.header.Add(string(k), string(v))
+	}
+	if method != "HEAD" {
+		var body bytes.Buffer
+		_ = ctx.Response.BodyWriteTo(&body)
+		a.body = body.Bytes()
+	}
+	if a.header.Get("Content-Length") == "" {
+		a.header.Set("Content-Length", itoa(ctx.Response.Header.ContentLength()))
+	}
+	ctx.Response.Reset() // closes a body stream
+	return a
+}
+
+func itoa(n int) string { return string(fmt.Appendf(nil, "%d", n)) }
+
+// BenchmarkHotBlobGET is the edge's handler path for a cached blob asked
+// for again with the same credentials: answered from memory, the file by
+// fasthttp.FS. Run with -benchmem: it allocates nothing.
+func BenchmarkHotBlobGET(b *testing.B) {
+	h := newHotSite(b)
+	var ctx fasthttp.RequestCtx
+	ctx.Request.Header.SetMethod("GET")
+	ctx.Request.SetRequestURI(h.path)
+	ctx.Request.Header.SetHost("edge.example")
+	ctx.Request.Header.Set("Authorization", "Basic "+authHeader("admin", h.e.Token))
+	for range 3 { // a miss, from the file, from memory
+		h.s.Handle(&ctx)
+		_ = ctx.Response.BodyWriteTo(io.Discard)
+		ctx.Response.Reset()
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		h.s.Handle(&ctx)
+		if ctx.Response.StatusCode() != 200 {
+			b.Fatalf("status %d", ctx.Response.StatusCode())
+		}
+		_ = ctx.Response.BodyWriteTo(io.Discard)
+		ctx.Response.Reset()
+	}
+}
+
+// TestHotBlobAllocatesNothing holds BenchmarkHotBlobGET's figure: a
+// cached blob asked for again costs no allocation (the race detector's
+// own bookkeeping allocates, so it is checked without it).
+func TestHotBlobAllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	h := newHotSite(t)
+	var ctx fasthttp.RequestCtx
+	ctx.Request.Header.SetMethod("GET")
+	ctx.Request.SetRequestURI(h.path)
+	ctx.Request.Header.SetHost("edge.example")
+	ctx.Request.Header.Set("Authorization", "Basic "+authHeader("admin", h.e.Token))
+	get := func() {
+		h.s.Handle(&ctx)
+		_ = ctx.Response.BodyWriteTo(io.Discard)
+		ctx.Response.Reset()
+	}
+	for range 3 {
+		get()
+	}
+	if n := testing.AllocsPerRun(1000, get); n != 0 {
+		t.Fatalf("%v allocations per remembered blob GET", n)
+	}
+}
