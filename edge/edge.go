@@ -120,6 +120,7 @@ type Edge struct {
 
 	lastContact  atomic.Int64  // unix nanos of the last heartbeat an origin answered
 	originIndex  atomic.Uint64 // the origin's applied index then
+	lag          lagMark
 	named        sync.Once     // the assigned repositories are logged once
 	missing      atomic.Int64  // blobs of the assigned repositories not cached yet
 	authn        *auth.Authenticator
@@ -252,6 +253,7 @@ func (e *Edge) beat(ctx context.Context) error {
 	}
 	e.lastContact.Store(time.Now().UnixNano())
 	e.originIndex.Store(a.OriginIndex)
+	e.lag.observe(a.OriginIndex, e.replica.LastApplied(), time.Now())
 	if err := feed.Reconcile(ctx, e.client, e.replica, a.RepositoryIDs); err != nil {
 		return err
 	}
@@ -320,13 +322,18 @@ func (e *Edge) repoNames(ids []string) []string {
 }
 
 // health says why the node is degraded: no origin answered its last
-// three heartbeats. It keeps serving what it has meanwhile.
+// three heartbeats, or the replica has not reached, within
+// replicaLagLimit, an index an origin had applied. It keeps serving what
+// it has meanwhile.
 func (e *Edge) health() (reasons []string, details map[string]any) {
 	last := time.Unix(0, e.lastContact.Load())
 	if e.lastContact.Load() == 0 || time.Since(last) > 3*e.cfg.Heartbeat {
 		reasons = append(reasons, "origin_unreachable")
 	}
 	applied, origin := e.replica.LastApplied(), e.originIndex.Load()
+	if e.lag.lagging(applied, time.Now(), replicaLagLimit) {
+		reasons = append(reasons, "replica_lagging")
+	}
 	followed, _ := e.replica.Followed()
 	if followed == nil {
 		followed = []string{}
@@ -419,6 +426,11 @@ func (e *Edge) catchUp(ctx context.Context, idx uint64) error {
 	}
 	return nil
 }
+
+// replicaLagLimit is how long the replica may take to reach an index an
+// origin had applied: twice the feed's long poll, after which a feed
+// with nothing for the node still moves its index.
+const replicaLagLimit = time.Minute
 
 // writeWait bounds how long a forwarded write waits for the replica.
 const writeWait = 10 * time.Second
