@@ -121,8 +121,8 @@ type Edge struct {
 	lastContact  atomic.Int64  // unix nanos of the last heartbeat an origin answered
 	originIndex  atomic.Uint64 // the origin's applied index then
 	lag          lagMark
-	named        sync.Once     // the assigned repositories are logged once
-	missing      atomic.Int64  // blobs of the assigned repositories not cached yet
+	named        sync.Once    // the assigned repositories are logged once
+	missing      atomic.Int64 // blobs of the assigned repositories not cached yet
 	authn        *auth.Authenticator
 	env          *format.Env
 	srv          *server.Server

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"encoding/binary"
 	"hash/maphash"
 	"sync"
 	"time"
@@ -11,8 +12,9 @@ import (
 
 // Remembered answers: the hot path of an edge. A GET or HEAD answered 200
 // with a cached blob or a small document is remembered under everything
-// of the request that decided it (method, URI, host, credentials,
-// Accept), with the replica's applied index then. The same request is
+// of the request that decided it (scheme, method, URI, host, Accept and
+// the credential, kept as a keyed digest, never as presented), with the
+// replica's applied index then. The same request is
 // answered again from memory, the blob from its file (fasthttp.FS: open
 // files kept, sendfile), with no parsing, authentication or store read,
 // for as long as the replica has applied nothing new and for at most
@@ -29,7 +31,7 @@ const (
 )
 
 type hotAnswer struct {
-	key      []byte // scheme, method, URI, host, Authorization, Accept, NUL-separated
+	key      []byte // scheme, method, URI, host, credential digest, Accept, NUL-separated
 	index    uint64 // the replica's applied index when it was answered
 	until    int64  // unix nanos
 	header   [][2][]byte
@@ -41,11 +43,12 @@ type hotAnswer struct {
 }
 
 type hotAnswers struct {
-	seed    maphash.Seed
-	files   fasthttp.RequestHandler // serves blob files from the cache's directory
-	mu      sync.RWMutex
-	answers map[uint64]*hotAnswer
-	bytes   int
+	seed      maphash.Seed
+	credSeeds [2]maphash.Seed
+	files     fasthttp.RequestHandler // serves blob files from the cache's directory
+	mu        sync.RWMutex
+	answers   map[uint64]*hotAnswer
+	bytes     int
 }
 
 // hotServing is the user value naming the answer being served, for the
@@ -56,18 +59,23 @@ func newHot(dir string) *hotAnswers {
 	fs := &fasthttp.FS{Root: dir, AllowEmptyRoot: true, CacheDuration: 10 * time.Second,
 		PathRewrite:  func(ctx *fasthttp.RequestCtx) []byte { return ctx.UserValue(hotServing{}).(*hotAnswer).blobFile },
 		PathNotFound: func(ctx *fasthttp.RequestCtx) { ctx.SetStatusCode(fasthttp.StatusNotFound) }}
-	return &hotAnswers{seed: maphash.MakeSeed(), files: fs.NewRequestHandler(), answers: map[uint64]*hotAnswer{}}
+	return &hotAnswers{seed: maphash.MakeSeed(), credSeeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()},
+		files: fs.NewRequestHandler(), answers: map[uint64]*hotAnswer{}}
 }
 
 // hotParts are the parts of a request an answer depends on: absolute
-// URLs in documents are made of the scheme and the host.
-func hotParts(ctx *fasthttp.RequestCtx) [6][]byte {
-	h := &ctx.Request.Header
+// URLs in documents are made of the scheme and the host. The credential
+// is kept as a keyed 128-bit digest (cred), never as presented.
+func (h *hotAnswers) hotParts(ctx *fasthttp.RequestCtx, cred *[16]byte) [6][]byte {
+	hd := &ctx.Request.Header
 	scheme := schemeHTTP
 	if ctx.IsTLS() {
 		scheme = schemeHTTPS
 	}
-	return [6][]byte{scheme, h.Method(), h.RequestURI(), h.Host(), h.Peek("Authorization"), h.Peek("Accept")}
+	auth := hd.Peek("Authorization")
+	binary.LittleEndian.PutUint64(cred[:8], maphash.Bytes(h.credSeeds[0], auth))
+	binary.LittleEndian.PutUint64(cred[8:], maphash.Bytes(h.credSeeds[1], auth))
+	return [6][]byte{scheme, hd.Method(), hd.RequestURI(), hd.Host(), cred[:], hd.Peek("Accept")}
 }
 
 var schemeHTTP, schemeHTTPS = []byte("http"), []byte("https")
@@ -102,7 +110,8 @@ func (a *hotAnswer) matches(parts *[6][]byte) bool {
 
 // lookup finds the answer remembered for ctx, still good at index.
 func (h *hotAnswers) lookup(ctx *fasthttp.RequestCtx, index uint64) *hotAnswer {
-	parts := hotParts(ctx)
+	var cred [16]byte
+	parts := h.hotParts(ctx, &cred)
 	sum := h.hash(&parts)
 	h.mu.RLock()
 	a := h.answers[sum]
@@ -114,7 +123,8 @@ func (h *hotAnswers) lookup(ctx *fasthttp.RequestCtx, index uint64) *hotAnswer {
 }
 
 func (h *hotAnswers) forget(ctx *fasthttp.RequestCtx) {
-	parts := hotParts(ctx)
+	var cred [16]byte
+	parts := h.hotParts(ctx, &cred)
 	sum := h.hash(&parts)
 	h.mu.Lock()
 	if a := h.answers[sum]; a != nil {
@@ -129,7 +139,8 @@ func (h *hotAnswers) remember(ctx *fasthttp.RequestCtx, a *hotAnswer) {
 	if len(a.body) > hotMaxDoc {
 		return
 	}
-	parts := hotParts(ctx)
+	var cred [16]byte
+	parts := h.hotParts(ctx, &cred)
 	for _, p := range parts {
 		a.key = append(append(a.key, p...), 0)
 	}
