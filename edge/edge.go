@@ -148,7 +148,7 @@ func New(cfg Config, log *slog.Logger, out io.Writer) (*Edge, error) {
 	e := &Edge{cfg: cfg, log: log, out: out, prefetch: make(chan []string, 1), reached: make(chan struct{}, 1),
 		client: &feed.Client{Origins: cfg.origins(), NodeID: cfg.NodeID, Token: cfg.NodeToken,
 			HTTP: &http.Client{Timeout: 0}}}
-	e.upstream = &upstream.Upstream{Origins: cfg.origins(), HTTP: &http.Client{}}
+	e.upstream = &upstream.Upstream{Origins: cfg.origins(), HTTP: &http.Client{}, Credential: cfg.NodeToken}
 	var err error
 	if e.replica, err = meta.Open(filepath.Join(cfg.CacheDir, "replica.db")); err != nil {
 		return nil, err

@@ -241,6 +241,12 @@ func (o *Origin) serve(context.Context) error {
 	}))
 	// Forwarded goes outside: the access log and everything below it see
 	// the client address and base URL it decided.
+	// An edge node forwards with its credential: it says who the client
+	// is and which base URL it used.
+	proxies.Forwarder = func(credential string) bool {
+		p, err := authn.EdgeToken(credential)
+		return err == nil && p.Edge() != ""
+	}
 	o.handler = httpx.Forwarded(httpx.Observe(mux, log, m, func(r *http.Request) string {
 		p := r.URL.Path
 		if strings.HasPrefix(p, api.Prefix+"/") {

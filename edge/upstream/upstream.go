@@ -16,6 +16,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/depot-registry/depot/replication/feed"
+	"github.com/depot-registry/depot/shared/httpx"
 )
 
 // Upstream forwards to the origins, trying each in turn when one cannot
@@ -23,7 +24,12 @@ import (
 type Upstream struct {
 	Origins []string // base URLs
 	HTTP    *http.Client
-	next    atomic.Int64
+	// Credential is the node's: it goes with each forwarded request
+	// (httpx.ForwarderHeader), so the origin believes what the edge says
+	// of the client (its address, the base URL it used) and builds
+	// absolute URLs that point at the edge.
+	Credential string
+	next       atomic.Int64
 }
 
 // hop-by-hop headers are the connection's, not the request's.
@@ -86,7 +92,7 @@ func (u *Upstream) send(ctx *fasthttp.RequestCtx, base string, body io.Reader) (
 	}
 	for k, v := range ctx.Request.Header.All() {
 		name := http.CanonicalHeaderKey(string(k))
-		if !hop[name] && name != "Host" && name != "Content-Length" {
+		if !hop[name] && name != "Host" && name != "Content-Length" && name != httpx.ForwarderHeader {
 			req.Header.Add(name, string(v))
 		}
 	}
@@ -97,6 +103,9 @@ func (u *Upstream) send(ctx *fasthttp.RequestCtx, base string, body io.Reader) (
 	req.Header.Set("X-Forwarded-For", ctx.RemoteIP().String())
 	req.Header.Set("X-Forwarded-Host", string(ctx.Host()))
 	req.Header.Set("X-Forwarded-Proto", scheme)
+	if u.Credential != "" {
+		req.Header.Set(httpx.ForwarderHeader, u.Credential)
+	}
 	hc := u.HTTP
 	if hc == nil {
 		hc = http.DefaultClient

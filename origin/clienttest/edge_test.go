@@ -2,6 +2,7 @@ package clienttest_test
 
 import (
 	"encoding/base64"
+	"strings"
 	"testing"
 
 	"github.com/depot-registry/depot/origin/clienttest"
@@ -44,6 +45,13 @@ func TestEdgeAnswersAsTheOrigin(t *testing.T) {
 		t.Fatalf("versions of tool: %+v", versions)
 	}
 	reads := append(f.Reads, formattest.Call{Method: "GET", Path: "/api/v1/artifacts/" + versions.Versions[0].ArtifactID + "/download"})
+	// A forwarded answer's absolute URLs name the edge: the challenge of
+	// a push, decided by the origin, sends the client to the edge's realm.
+	if r := formattest.Fetch(t, edge, formattest.Call{Method: "POST", Path: "/v2/ctr/app/blobs/uploads/"}, ""); r.Status != 401 ||
+		!strings.Contains(r.Header.Get("WWW-Authenticate"), `realm="`+edge+`/v2/token"`) {
+		t.Errorf("an anonymous push through the edge: %d %q", r.Status, r.Header.Get("WWW-Authenticate"))
+	}
+
 	// Twice: the second time the edge answers from what it remembers.
 	for range 2 {
 		formattest.CompareReads(t, reads, origin, edge, auth)

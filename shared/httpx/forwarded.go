@@ -16,6 +16,22 @@ import (
 // token realm).
 type Proxies struct {
 	prefixes []netip.Prefix
+	// Forwarder, when set, says whether a request proves it comes from a
+	// forwarder of ours whatever its address (an edge node, by its
+	// credential in ForwarderHeader): its X-Forwarded-* are believed too.
+	Forwarder func(credential string) bool
+}
+
+// ForwarderHeader carries the credential of an edge node on the requests
+// it forwards to an origin.
+const ForwarderHeader = "X-Depot-Edge"
+
+func (p Proxies) forwarder(r *http.Request) bool {
+	if p.Forwarder == nil {
+		return false
+	}
+	c := r.Header.Get(ForwarderHeader)
+	return c != "" && p.Forwarder(c)
 }
 
 // ParseProxies reads a comma-separated list of addresses and CIDR ranges.
@@ -75,11 +91,12 @@ func Forwarded(h http.Handler, proxies Proxies, external string) http.Handler {
 }
 
 // originOf is the peer address and the Host the request names or, when
-// the peer is a trusted proxy, what its X-Forwarded-For/-Proto/-Host say;
+// the peer is a trusted proxy or a forwarder that proved itself, what its
+// X-Forwarded-For/-Proto/-Host say;
 // external, when set, is the base URL whatever the request says.
 func originOf(r *http.Request, proxies Proxies, external string) origin {
 	o := origin{client: peer(r), base: external}
-	trusted := proxies.trusts(o.client)
+	trusted := proxies.trusts(o.client) || proxies.forwarder(r)
 	if trusted {
 		o.client = forwardedFor(r, proxies, o.client)
 	}

@@ -40,3 +40,26 @@ func TestOriginOf(t *testing.T) {
 		}
 	}
 }
+
+// TestForwarderProvesItself: a request carrying a forwarder's credential
+// that checks out is believed whatever its address; a wrong credential,
+// or none, is not.
+func TestForwarderProvesItself(t *testing.T) {
+	proxies := Proxies{Forwarder: func(c string) bool { return c == "dpe_good" }}
+	for _, c := range []struct{ credential, client, base string }{
+		{"dpe_good", "198.51.100.1", "http://edge.example:8081"},
+		{"dpe_bad", "203.0.113.9", "http://registry.example"},
+		{"", "203.0.113.9", "http://registry.example"},
+	} {
+		r := httptest.NewRequest("GET", "http://registry.example/x", nil)
+		r.RemoteAddr = "203.0.113.9:1234"
+		r.Header.Set("X-Forwarded-For", "198.51.100.1")
+		r.Header.Set("X-Forwarded-Host", "edge.example:8081")
+		if c.credential != "" {
+			r.Header.Set(ForwarderHeader, c.credential)
+		}
+		if o := originOf(r, proxies, ""); o.client != c.client || o.base != c.base {
+			t.Errorf("credential %q: client %s base %s, want %s %s", c.credential, o.client, o.base, c.client, c.base)
+		}
+	}
+}
