@@ -277,12 +277,15 @@ func startNginx(objects []*object) *nginxProc {
 	for _, ob := range objects {
 		must(os.WriteFile(filepath.Join(root, "www", ob.file), ob.body, 0o644))
 	}
-	for d := root; d != "/"; d = filepath.Dir(d) { // workers run as another user
-		_ = os.Chmod(d, 0o755)
-	}
 	listen, err := origin.FreeAddr()
 	must(err)
-	conf := fmt.Sprintf(`worker_processes auto;
+	// Started by root, nginx's workers would become nobody, who cannot
+	// read a private work directory: they stay who started them.
+	user := ""
+	if os.Geteuid() == 0 {
+		user = "user root;\n"
+	}
+	conf := fmt.Sprintf(`%[3]sworker_processes auto;
 pid %[1]s/nginx.pid;
 error_log %[1]s/error.log warn;
 events { worker_connections 4096; }
@@ -299,7 +302,7 @@ http {
   scgi_temp_path %[1]s/tmp;
   server { listen %[2]s; root %[1]s/www; }
 }
-`, root, listen)
+`, root, listen, user)
 	must(os.WriteFile(filepath.Join(root, "nginx.conf"), []byte(conf), 0o644))
 	cmd := exec.Command("nginx", "-c", filepath.Join(root, "nginx.conf"), "-p", root, "-g", "daemon off;")
 	out, err := os.Create(filepath.Join(root, "nginx.out"))
