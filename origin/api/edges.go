@@ -61,7 +61,7 @@ type edgeRepoRef struct {
 
 func (s *Server) viewEdge(tx *meta.Tx, e *meta.EdgeNode) (edgeView, error) {
 	v := edgeView{ID: e.ID, Name: e.Name, URL: e.URL, Region: e.Region, Status: "offline",
-		RepositoryIDs: e.Repositories, Repositories: []edgeRepoRef{}, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt}
+		RepositoryIDs: append([]string{}, e.Repositories...), Repositories: []edgeRepoRef{}, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt}
 	for _, id := range e.Repositories {
 		r, err := tx.Repo(id)
 		if err != nil {

@@ -50,8 +50,11 @@ func TestEdgeNodes(t *testing.T) {
 	e.Do("POST", "/api/v1/edge-nodes", user.token, map[string]string{"name": "x", "url": "http://x"}).WantError(403, "FORBIDDEN")
 
 	var n edgeNode
-	e.Do("POST", "/api/v1/edge-nodes", e.Admin, map[string]string{"name": "near-ci", "url": "http://10.0.0.5:8081/", "region": "eu-west"}).
+	created := e.Do("POST", "/api/v1/edge-nodes", e.Admin, map[string]string{"name": "near-ci", "url": "http://10.0.0.5:8081/", "region": "eu-west"}).
 		Want(201).JSON(&n)
+	if !strings.Contains(string(created.Body), `"repository_ids":[]`) {
+		t.Errorf("a node with no repository lists them as %s, want []", created.Body)
+	}
 	if n.ID == "" || !strings.HasPrefix(n.Token, "dpe_") || n.URL != "http://10.0.0.5:8081" || n.Region != "eu-west" ||
 		n.Status != "offline" || n.LastContact != nil || n.Lag != nil || len(n.RepositoryIDs) != 0 {
 		t.Fatalf("registered node = %+v", n)
