@@ -155,9 +155,9 @@ func New(cfg Config, log *slog.Logger, out io.Writer) (*Edge, error) {
 	}
 	e.fetchSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "depot_edge_fetch_seconds",
 		Help: "Time from asking an origin for a blob to its first byte.", Buckets: prometheus.ExponentialBuckets(0.001, 4, 8)})
-	fetch := func(ctx context.Context, digest string) (io.ReadCloser, error) {
+	fetch := func(ctx context.Context, digest string, offset int64) (io.ReadCloser, error) {
 		start := time.Now()
-		r, err := e.client.Fetch(ctx, digest)
+		r, err := e.client.Fetch(ctx, digest, offset)
 		if err == nil {
 			e.fetchSeconds.Observe(time.Since(start).Seconds())
 		}

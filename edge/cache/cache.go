@@ -20,6 +20,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"io/fs"
 	"os"
@@ -32,8 +33,13 @@ import (
 	"github.com/depot-registry/depot/shared/blob"
 )
 
-// Fetcher opens a blob at an origin.
-type Fetcher func(ctx context.Context, digest string) (io.ReadCloser, error)
+// Fetcher opens a blob at an origin from byte offset on (a fetch that
+// broke resumes where it stopped).
+type Fetcher func(ctx context.Context, digest string, offset int64) (io.ReadCloser, error)
+
+// fetchAttempts bounds how often one fetch resumes after its connection
+// broke.
+const fetchAttempts = 5
 
 // FetchTimeout bounds one fetch from an origin.
 const FetchTimeout = time.Hour
@@ -330,17 +336,53 @@ func (fl *flight) run(f *os.File) {
 }
 
 // fetch copies the blob from the origin into f, hashing as it goes, and
-// checks the digest.
+// checks the digest. A transfer that breaks resumes from the byte it
+// reached (a Range request), a few times, with a pause between.
 func (fl *flight) fetch(f *os.File) error {
 	ctx, cancel := context.WithTimeout(context.Background(), FetchTimeout)
 	defer cancel()
-	body, err := fl.c.fetch(ctx, "sha256:"+fl.hex)
+	h := sha256.New()
+	buf := make([]byte, 256<<10)
+	for attempt := 1; ; attempt++ {
+		err := fl.copyFrom(ctx, f, h, buf)
+		if err == nil {
+			break
+		}
+		var broke *brokenError
+		if !errors.As(err, &broke) || attempt == fetchAttempts || ctx.Err() != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Duration(attempt) * 200 * time.Millisecond):
+		}
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); got != fl.hex {
+		return fmt.Errorf("%w: the origin sent sha256:%s for sha256:%s", blob.ErrDigestMismatch, got, fl.hex)
+	}
+	return f.Sync()
+}
+
+// brokenError is a transfer that broke after it started: it may resume.
+type brokenError struct{ err error }
+
+func (e *brokenError) Error() string { return e.err.Error() }
+func (e *brokenError) Unwrap() error { return e.err }
+
+// copyFrom fetches the blob from the offset written so far to its end.
+func (fl *flight) copyFrom(ctx context.Context, f *os.File, h hash.Hash, buf []byte) error {
+	fl.mu.Lock()
+	offset := fl.written
+	fl.mu.Unlock()
+	body, err := fl.c.fetch(ctx, "sha256:"+fl.hex, offset)
 	if err != nil {
+		if offset > 0 {
+			err = &brokenError{err}
+		}
 		return err
 	}
 	defer body.Close()
-	h := sha256.New()
-	buf := make([]byte, 256<<10)
 	for {
 		n, rerr := body.Read(buf)
 		if n > 0 {
@@ -354,16 +396,12 @@ func (fl *flight) fetch(f *os.File) error {
 			fl.mu.Unlock()
 		}
 		if rerr == io.EOF {
-			break
+			return nil
 		}
 		if rerr != nil {
-			return fmt.Errorf("cache: fetching sha256:%s: %w", fl.hex, rerr)
+			return &brokenError{fmt.Errorf("cache: fetching sha256:%s: %w", fl.hex, rerr)}
 		}
 	}
-	if got := hex.EncodeToString(h.Sum(nil)); got != fl.hex {
-		return fmt.Errorf("%w: the origin sent sha256:%s for sha256:%s", blob.ErrDigestMismatch, got, fl.hex)
-	}
-	return f.Sync()
 }
 
 // place moves the verified temp file into the cache.

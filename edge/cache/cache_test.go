@@ -30,16 +30,43 @@ type origin struct {
 	fetches atomic.Int64
 	slow    map[string]chan struct{}
 	wrong   map[string][]byte // bytes sent instead of the blob's
+	// breakAt: the first fetch of a blob listed breaks after that many
+	// bytes; offsets records where each fetch started.
+	breakAt map[string]int
+	mu      sync.Mutex
+	offsets []int64
 }
 
-func (o *origin) fetch(ctx context.Context, d string) (io.ReadCloser, error) {
+// broken sends n bytes, then fails as a dropped connection does.
+type broken struct {
+	r io.Reader
+}
+
+func (b *broken) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err == io.EOF {
+		return n, io.ErrUnexpectedEOF
+	}
+	return n, err
+}
+
+func (o *origin) fetch(ctx context.Context, d string, offset int64) (io.ReadCloser, error) {
 	o.fetches.Add(1)
+	o.mu.Lock()
+	o.offsets = append(o.offsets, offset)
+	cut, breaks := o.breakAt[d]
+	delete(o.breakAt, d)
+	o.mu.Unlock()
 	b, ok := o.blobs[d]
 	if !ok {
 		return nil, fmt.Errorf("origin: %s: %w", d, blob.ErrNotFound)
 	}
 	if w, ok := o.wrong[d]; ok {
 		b = w
+	}
+	b = b[offset:]
+	if breaks {
+		return io.NopCloser(&broken{bytes.NewReader(b[:cut])}), nil
 	}
 	release, ok := o.slow[d]
 	if !ok {
@@ -57,7 +84,7 @@ func (o *origin) fetch(ctx context.Context, d string) (io.ReadCloser, error) {
 }
 
 func newOrigin(blobs ...[]byte) *origin {
-	o := &origin{blobs: map[string][]byte{}, slow: map[string]chan struct{}{}, wrong: map[string][]byte{}}
+	o := &origin{blobs: map[string][]byte{}, slow: map[string]chan struct{}{}, wrong: map[string][]byte{}, breakAt: map[string]int{}}
 	for _, b := range blobs {
 		o.blobs[digest(b)] = b
 	}
@@ -315,5 +342,30 @@ func TestPrefetch(t *testing.T) {
 	before := o.fetches.Load()
 	if missing := c.Prefetch(t.Context(), digests, 3); missing != 0 || o.fetches.Load() != before {
 		t.Fatalf("a second prefetch fetched %d more, missing %d", o.fetches.Load()-before, missing)
+	}
+}
+
+// TestFetchResumes: a transfer from the origin that breaks part-way is
+// resumed from the byte it reached, not started again, and the blob still
+// verifies whole.
+func TestFetchResumes(t *testing.T) {
+	data := bytes.Repeat([]byte("resumable "), 100000)
+	o := newOrigin(data)
+	o.breakAt[digest(data)] = 300000
+	c, err := cache.Open(t.TempDir(), 0, o.fetch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := read(t, c, digest(data))
+	if !bytes.Equal(got, data) {
+		t.Fatalf("read %d bytes, want %d", len(got), len(data))
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if len(o.offsets) != 2 || o.offsets[0] != 0 || o.offsets[1] != 300000 {
+		t.Fatalf("fetches started at %v, want [0 300000]", o.offsets)
+	}
+	if !c.Has(digest(data)) {
+		t.Fatal("the resumed blob was not kept")
 	}
 }

@@ -38,7 +38,7 @@ func newHotSite(t testing.TB) *hotSite {
 	if code, out := e.Do("PUT", node.URL+h.path, "application/octet-stream", h.data); code != http.StatusCreated {
 		t.Fatalf("upload: %d %s", code, out)
 	}
-	h.s = edge(t, e, func(ctx context.Context, d string) (io.ReadCloser, error) {
+	h.s = edge(t, e, func(ctx context.Context, d string, _ int64) (io.ReadCloser, error) {
 		h.fetches.Add(1)
 		f, err := e.Blobs.Open(ctx, d)
 		if err != nil {

@@ -78,7 +78,7 @@ func TestStreamsAMiss(t *testing.T) {
 		t.Fatalf("upload: %d %s", code, out)
 	}
 	fetches := 0
-	s := edge(t, e, func(ctx context.Context, d string) (io.ReadCloser, error) {
+	s := edge(t, e, func(ctx context.Context, d string, _ int64) (io.ReadCloser, error) {
 		fetches++
 		f, err := e.Blobs.Open(ctx, d)
 		if err != nil {
@@ -92,7 +92,7 @@ func TestStreamsAMiss(t *testing.T) {
 	}
 
 	// The origin cannot give it: a 404 in the format's error shape.
-	broken := edge(t, e, func(context.Context, string) (io.ReadCloser, error) {
+	broken := edge(t, e, func(context.Context, string, int64) (io.ReadCloser, error) {
 		return nil, fmt.Errorf("origin: %w", blob.ErrNotFound)
 	})
 	resp = do(broken, e.Token, "GET", "/generic/files/tool/1.0/tool.bin")

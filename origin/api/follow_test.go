@@ -60,6 +60,13 @@ func TestEdgeFollower(t *testing.T) {
 		t.Fatal("after the first sync the replica lacks the node's records, or holds another repository's")
 	}
 
+	// A blob fetched from an offset resumes there.
+	if r, err := c.Fetch(t.Context(), "sha256:"+first.Checksums.SHA256, 1); err != nil {
+		t.Fatal(err)
+	} else if b, _ := io.ReadAll(r); string(b) != "ne" {
+		t.Fatalf("fetch from byte 1 = %q", b)
+	}
+
 	// Writes and deletions follow.
 	put(e, "Bearer "+e.Admin, "mine/tool/2.0/tool.bin", "three")
 	e.Do("DELETE", "/api/v1/artifacts/"+first.ID, e.Admin, nil).Want(204)

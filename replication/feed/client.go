@@ -346,17 +346,25 @@ func (c *Client) post(ctx context.Context, op string, in, out any) error {
 	})
 }
 
-// Fetch opens a blob of the node's repositories at an origin.
-func (c *Client) Fetch(ctx context.Context, digest string) (io.ReadCloser, error) {
+// Fetch opens a blob of the node's repositories at an origin, from byte
+// offset on (a Range request: a fetch that broke resumes).
+func (c *Client) Fetch(ctx context.Context, digest string, offset int64) (io.ReadCloser, error) {
 	var body io.ReadCloser
 	err := c.each(func(base string) error {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/v1/edge-nodes/"+url.PathEscape(c.NodeID)+"/blobs/"+digest, nil)
 		if err != nil {
 			return err
 		}
+		if offset > 0 {
+			req.Header.Set("Range", "bytes="+strconv.FormatInt(offset, 10)+"-")
+		}
 		resp, err := c.do(req)
 		if err != nil {
 			return err
+		}
+		if offset > 0 && resp.StatusCode != http.StatusPartialContent {
+			resp.Body.Close()
+			return fmt.Errorf("feed: resuming %s at byte %d: %s, want 206", digest, offset, resp.Status)
 		}
 		body = resp.Body
 		return nil
