@@ -180,8 +180,12 @@ func (e *Edge) Run(ctx context.Context, ln net.Listener) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	abs, _ := filepath.Abs(e.cfg.CacheDir)
-	fmt.Fprintf(e.out, "Depot edge %s listening on http://%s\n  node id: %s\n  origins: %s\n  cache: %s (limit %s)\n  replica at index %d; following the origins' change feed\n",
-		Version, ln.Addr(), e.cfg.NodeID, strings.Join(e.cfg.origins(), ", "), abs, sizeText(e.cfg.CacheSize), e.replica.LastApplied())
+	held := "none yet (the first heartbeat brings the assignment)"
+	if ids, _ := e.replica.Followed(); len(ids) > 0 {
+		held = strings.Join(e.repoNames(ids), ", ")
+	}
+	fmt.Fprintf(e.out, "Depot edge %s listening on http://%s\n  node id: %s\n  origins: %s\n  cache: %s (limit %s)\n  repositories: %s\n  replica at index %d; following the origins' change feed\n",
+		Version, ln.Addr(), e.cfg.NodeID, strings.Join(e.cfg.origins(), ", "), abs, sizeText(e.cfg.CacheSize), held, e.replica.LastApplied())
 	e.log.Info("depot edge started", "listen", ln.Addr().String(), "node_id", e.cfg.NodeID, "origins", e.cfg.origins(),
 		"cache_dir", abs, "cache_size", e.cfg.CacheSize, "applied_index", e.replica.LastApplied(), "version", Version)
 
@@ -257,7 +261,11 @@ func (e *Edge) beat(ctx context.Context) error {
 	if err := feed.Reconcile(ctx, e.client, e.replica, a.RepositoryIDs); err != nil {
 		return err
 	}
-	e.named.Do(func() { e.log.Info("serving repositories", "repositories", e.repoNames(a.RepositoryIDs)) })
+	e.named.Do(func() {
+		names := e.repoNames(a.RepositoryIDs)
+		fmt.Fprintf(e.out, "  serving repositories: %s\n", strings.Join(names, ", "))
+		e.log.Info("serving repositories", "repositories", names)
+	})
 	select { // the prefetcher takes the latest assignment when it is free
 	case <-e.prefetch:
 	default:

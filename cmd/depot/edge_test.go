@@ -253,8 +253,8 @@ func TestEdgeProcess(t *testing.T) {
 	// A restarted edge resumes from its index.
 	e.stop(t)
 	e2 := es.startEdge(t)
-	if strings.Contains(e2.out.String(), "replica at index 0;") {
-		t.Errorf("the restarted edge starts from index 0:\n%s", e2.out)
+	if strings.Contains(e2.out.String(), "replica at index 0;") || !strings.Contains(e2.out.String(), "  repositories: files\n") {
+		t.Errorf("the restarted edge starts from index 0, or does not say what it serves:\n%s", e2.out)
 	}
 	e2.stop(t)
 }
