@@ -197,8 +197,10 @@ func (e *Edge) Run(ctx context.Context, ln net.Listener) error {
 
 	// Bodies stream (a write goes to the origin as it arrives, never
 	// whole in memory); the origin bounds their size.
+	// (fasthttp would otherwise parse a multipart body, twine's upload, into
+	// memory and temporary files and encode it again.)
 	srv := &fasthttp.Server{Handler: e.routes().Handle, Name: "depot-edge", IdleTimeout: 2 * time.Minute,
-		NoDefaultServerHeader: true, StreamRequestBody: true, MaxRequestBodySize: 1 << 40}
+		NoDefaultServerHeader: true, StreamRequestBody: true, MaxRequestBodySize: 1 << 40, DisablePreParseMultipartForm: true}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

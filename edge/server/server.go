@@ -110,12 +110,21 @@ func Request(ctx *fasthttp.RequestCtx) *format.Request {
 		RawPath:       raw,
 		Query:         q,
 		Header:        header{&ctx.Request.Header},
-		Body:          bytes.NewReader(ctx.PostBody()),
+		Body:          body(ctx),
 		ContentLength: int64(ctx.Request.Header.ContentLength()),
 		BaseURL:       scheme + string(ctx.Host()),
 		RemoteAddr:    ctx.RemoteIP().String(),
 		RequestID:     httpx.NewRequestID(),
 	}
+}
+
+// body is the request's body as a stream, never read here: a body the
+// edge forwards goes on to the origin as it arrives.
+func body(ctx *fasthttp.RequestCtx) io.Reader {
+	if s := ctx.RequestBodyStream(); s != nil {
+		return s
+	}
+	return bytes.NewReader(ctx.Request.Body())
 }
 
 // serve answers a request under m's prefix: a write route goes to an

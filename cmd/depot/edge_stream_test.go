@@ -1,0 +1,83 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestEdgeStreamsLargeUploads: a 256 MiB upload through an edge, as a
+// plain PUT and as a multipart form (twine's shape), goes to the origin
+// as it arrives: the edge's peak memory stays far below the body's size.
+func TestEdgeStreamsLargeUploads(t *testing.T) {
+	es := startEdgeSite(t, "files", "generic")
+	const size = 256 << 20
+	zeros := func() io.Reader { return io.LimitReader(zeroReader{}, size) }
+
+	req, _ := http.NewRequest("PUT", es.e.url+"/generic/files/big/1.0/big.bin", zeros())
+	req.ContentLength = size
+	req.Header.Set("Authorization", es.basic)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 201 {
+		t.Fatalf("a 256 MiB PUT through the edge: %d %s", resp.StatusCode, body)
+	}
+
+	// A multipart form of known length (twine's shape), which fasthttp
+	// would parse into memory and temporary files by default: a write
+	// route, so it goes on to the origin (which keeps it as the file).
+	head := "--b0undary\r\nContent-Disposition: form-data; name=\"content\"; filename=\"big.tar.gz\"\r\n" +
+		"Content-Type: application/octet-stream\r\n\r\n"
+	tail := "\r\n--b0undary--\r\n"
+	req, _ = http.NewRequest("PUT", es.e.url+"/generic/files/big/2.0/big.tar.gz", io.MultiReader(strings.NewReader(head), zeros(), strings.NewReader(tail)))
+	req.ContentLength = int64(len(head)) + size + int64(len(tail))
+	req.Header.Set("Content-Type", "multipart/form-data; boundary=b0undary")
+	req.Header.Set("Authorization", es.basic)
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 201 {
+		t.Fatalf("a 256 MiB multipart PUT through the edge: %d %s", resp.StatusCode, body)
+	}
+
+	peak := peakRSS(t, es.e.cmd.Process.Pid)
+	t.Logf("the edge's peak memory after 2 x 256 MiB through it: %d MiB", peak>>20)
+	if peak > 128<<20 {
+		t.Fatalf("the edge's peak memory is %d MiB: the bodies were held", peak>>20)
+	}
+}
+
+type zeroReader struct{}
+
+func (zeroReader) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
+}
+
+// peakRSS is a process's VmHWM in bytes.
+func peakRSS(t *testing.T, pid int) int64 {
+	t.Helper()
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Skipf("no /proc: %v", err)
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	t.Fatal("no VmHWM")
+	return 0
+}
