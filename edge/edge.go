@@ -58,12 +58,15 @@ type Config struct {
 
 	// Heartbeat is how often the node reports to an origin.
 	Heartbeat time.Duration
+	// HeaderTimeout bounds how long a client may take to send a request's
+	// headers (a connection that dribbles them is closed).
+	HeaderTimeout time.Duration
 }
 
 // DefaultConfig is an edge on loopback with its cache in ./edge-cache.
 func DefaultConfig() Config {
 	return Config{Listen: "127.0.0.1:8081", CacheDir: "./edge-cache", CacheSize: 50 << 30,
-		LogFormat: "text", LogLevel: "info", Heartbeat: 5 * time.Second}
+		LogFormat: "text", LogLevel: "info", Heartbeat: 5 * time.Second, HeaderTimeout: 30 * time.Second}
 }
 
 // Bind registers the settings on a flag set.
@@ -75,6 +78,7 @@ func (c *Config) Bind(s *config.Set) {
 	s.String(&c.CacheDir, "cache-dir", "DEPOT_CACHE_DIR", "directory of the blob cache and the metadata replica")
 	s.Bytes(&c.CacheSize, "cache-size", "DEPOT_CACHE_SIZE", "blob cache size limit (e.g. 50GiB; 0 = no limit)")
 	s.Duration(&c.Heartbeat, "heartbeat", "DEPOT_HEARTBEAT", "how often the node reports to an origin and learns its assignment (e.g. 5s)")
+	s.Duration(&c.HeaderTimeout, "header-timeout", "DEPOT_HEADER_TIMEOUT", "how long a client may take to send a request's headers")
 	s.String(&c.LogFormat, "log-format", "DEPOT_LOG_FORMAT", "log format: text or json")
 	s.String(&c.LogLevel, "log-level", "DEPOT_LOG_LEVEL", "log level: debug, info, warn, error")
 }
@@ -99,6 +103,8 @@ func (c *Config) check() error {
 		return errors.New("--cache-size must not be negative")
 	case c.Heartbeat < 100*time.Millisecond:
 		return errors.New("--heartbeat must be at least 100ms")
+	case c.HeaderTimeout < 100*time.Millisecond:
+		return errors.New("--header-timeout must be at least 100ms")
 	}
 	for _, o := range c.origins() {
 		if !strings.HasPrefix(o, "http://") && !strings.HasPrefix(o, "https://") {
@@ -199,7 +205,12 @@ func (e *Edge) Run(ctx context.Context, ln net.Listener) error {
 	// whole in memory); the origin bounds their size.
 	// (fasthttp would otherwise parse a multipart body, twine's upload, into
 	// memory and temporary files and encode it again.)
+	// Headers must arrive within HeaderTimeout; a body then has as long
+	// as it needs (the origin it goes to cuts one that dribbles).
 	srv := &fasthttp.Server{Handler: e.routes().Handle, Name: "depot-edge", IdleTimeout: 2 * time.Minute,
+		ReadTimeout: e.cfg.HeaderTimeout, HeaderReceived: func(*fasthttp.RequestHeader) fasthttp.RequestConfig {
+			return fasthttp.RequestConfig{ReadTimeout: bodyTimeout}
+		},
 		NoDefaultServerHeader: true, StreamRequestBody: true, MaxRequestBodySize: 1 << 40, DisablePreParseMultipartForm: true}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -441,6 +452,10 @@ func (e *Edge) catchUp(ctx context.Context, idx uint64) error {
 // origin had applied: twice the feed's long poll, after which a feed
 // with nothing for the node still moves its index.
 const replicaLagLimit = time.Minute
+
+// bodyTimeout bounds reading one request body at the edge: a day, for
+// the largest upload on a slow link.
+const bodyTimeout = 24 * time.Hour
 
 // writeWait bounds how long a forwarded write waits for the replica.
 const writeWait = 10 * time.Second

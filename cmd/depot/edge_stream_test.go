@@ -1,13 +1,16 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestEdgeStreamsLargeUploads: a 256 MiB upload through an edge, as a
@@ -80,4 +83,32 @@ func peakRSS(t *testing.T, pid int) int64 {
 	}
 	t.Fatal("no VmHWM")
 	return 0
+}
+
+// TestEdgeClosesSlowHeaders: a connection that dribbles its request's
+// headers is closed after --header-timeout; one that sends them is served.
+func TestEdgeClosesSlowHeaders(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the binary")
+	}
+	es := startEdgeSite(t, "files", "generic")
+	es.e.stop(t)
+	p := edgeProc(t, es.bin, es.o.url, es.node.ID, es.node.Token, es.listen, es.cacheDir, "--header-timeout", "500ms")
+	conn, err := net.Dial("tcp", es.listen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_, _ = conn.Write([]byte("GET /api/v1/health HTTP/1.1\r\nHost: x\r\n")) // and no end of headers
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	start := time.Now()
+	n, err := conn.Read(make([]byte, 1024))
+	if err == nil && n > 0 {
+		// fasthttp may answer 408 before closing: then the next read ends.
+		_, err = conn.Read(make([]byte, 1024))
+	}
+	if !errors.Is(err, io.EOF) || time.Since(start) > 3*time.Second {
+		t.Fatalf("a connection with unfinished headers: %v after %v, want closed after about 500ms", err, time.Since(start))
+	}
+	call(t, "GET", p.url+"/api/v1/health", "", nil, 200)
 }

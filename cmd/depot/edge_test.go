@@ -15,9 +15,9 @@ import (
 )
 
 // edgeProc runs `depot edge` and waits until it listens.
-func edgeProc(t *testing.T, bin, origin, id, token, listen, cacheDir string) *proc {
+func edgeProc(t *testing.T, bin, origin, id, token, listen, cacheDir string, flags ...string) *proc {
 	t.Helper()
-	cmd := exec.Command(bin, "edge", "--origin", origin, "--node-id", id, "--listen", listen, "--cache-dir", cacheDir, "--heartbeat", "300ms")
+	cmd := exec.Command(bin, append([]string{"edge", "--origin", origin, "--node-id", id, "--listen", listen, "--cache-dir", cacheDir, "--heartbeat", "300ms"}, flags...)...)
 	cmd.Env = append(os.Environ(), "DEPOT_NODE_TOKEN="+token)
 	out := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
