@@ -150,6 +150,23 @@ func (j *JWT) Parse(token string, want TokenKind) (*Claims, error) {
 	return c, nil
 }
 
+// Plausible reports whether token could be a JWT some depot node issued
+// and still honours: its claims, read without checking the signature,
+// name depot as issuer, an access or registry kind, a subject, and an
+// expiry after now. A node that must ask another to verify a token (an
+// edge) asks only about plausible ones.
+func Plausible(token string, now time.Time) bool {
+	if !LooksLikeJWT(token) {
+		return false
+	}
+	c := &Claims{}
+	if _, _, err := jwt.NewParser().ParseUnverified(token, c); err != nil {
+		return false
+	}
+	return c.Issuer == jwtIssuer && (c.Kind == AccessToken || c.Kind == RegistryToken) && c.Subject != "" &&
+		c.ExpiresAt != nil && c.ExpiresAt.After(now)
+}
+
 // LooksLikeJWT is a cheap syntactic check (three non-empty base64url parts
 // separated by dots) used to route a bearer credential to JWT parsing rather
 // than API-token lookup. It does not verify anything.
