@@ -110,3 +110,25 @@ func TestRemoteVouch(t *testing.T) {
 		t.Fatal("vouched for a refresh token")
 	}
 }
+
+// TestPlausible: only unexpired access and registry tokens of depot's
+// issuer are worth asking an origin about, whoever signed them.
+func TestPlausible(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	j := NewJWT([]byte("some-secret-some-secret-some-sec"), func() time.Time { return now })
+	access, _, _ := j.Issue(AccessToken, "u1", "s1", time.Minute)
+	registry, _, _ := j.Issue(RegistryToken, "u1", "", time.Minute)
+	refresh, _, _ := j.Issue(RefreshToken, "u1", "s1", time.Minute)
+	if !Plausible(access, now) || !Plausible(registry, now) {
+		t.Fatal("a fresh access or registry token is not plausible")
+	}
+	for name, tok := range map[string]string{"expired": access, "refresh": refresh, "junk": "a.b.c", "empty": ""} {
+		at := now
+		if name == "expired" {
+			at = now.Add(2 * time.Minute)
+		}
+		if Plausible(tok, at) {
+			t.Errorf("%s token plausible", name)
+		}
+	}
+}
