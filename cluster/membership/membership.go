@@ -1,0 +1,295 @@
+// Package membership is the gossip pool of a depot cluster, on
+// hashicorp/memberlist: which nodes there are, what each is (an origin
+// with its raft and API addresses, or an edge), and whether each is
+// alive. Gossip is encrypted and authenticated with a key derived from
+// the cluster key (memberlist's keyring), so a node without the key
+// neither reads nor joins the pool.
+//
+// Membership says who is there; raft decides who votes. The raft leader
+// reconciles the two (cluster/leader).
+package membership
+
+import (
+	"crypto/hkdf"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/memberlist"
+
+	"github.com/depot-registry/depot/cluster/peerauth"
+	"github.com/depot-registry/depot/shared/logx"
+)
+
+// Roles of members.
+const (
+	RoleOrigin = "origin"
+	RoleEdge   = "edge"
+)
+
+// Statuses of members.
+const (
+	Alive = "alive"
+	Dead  = "dead"
+	Left  = "left"
+)
+
+// Meta is what a node tells the pool about itself.
+type Meta struct {
+	Role     string `json:"role"`
+	RaftAddr string `json:"raft,omitempty"` // origins: where peers reach its raft
+	APIURL   string `json:"api,omitempty"`  // where clients and edges reach it
+	Expect   int    `json:"expect,omitempty"`
+	// Applied is the node's last applied log index, refreshed now and
+	// then (see Pool.SetApplied): for the cluster view, not for decisions.
+	Applied uint64 `json:"applied,omitempty"`
+	// Leaving is said just before a graceful leave, so the others record
+	// the node as left rather than dead (memberlist's own event does not
+	// tell them apart).
+	Leaving bool `json:"leaving,omitempty"`
+}
+
+// Member is one node of the pool.
+type Member struct {
+	ID     string
+	Addr   string // gossip host:port
+	Status string
+	Meta
+}
+
+// Config of a node's place in the pool.
+type Config struct {
+	NodeID    string
+	BindAddr  string // host:port for gossip (UDP and TCP); port 0 picks one
+	Advertise string // host:port others reach it at; BindAddr when empty
+	Key       peerauth.Key
+	Meta      Meta
+	Logger    *slog.Logger
+	// OnChange is told, on its own goroutine, when a member joins,
+	// leaves, fails or changes its meta.
+	OnChange func()
+	// Fast uses short probe and gossip intervals (tests on loopback).
+	Fast bool
+}
+
+// Pool is this node's membership.
+type Pool struct {
+	ml   *memberlist.Memberlist
+	mu   sync.Mutex
+	meta Meta
+	// members is the pool as the event callbacks told it (memberlist's
+	// own node structs change under its lock, so they are copied there):
+	// those that left or died stay until they return or are forgotten.
+	members map[string]Member
+	log     *slog.Logger
+
+	changed chan struct{}
+	done    chan struct{}
+}
+
+// Start joins nobody yet: the node is a pool of one until Join.
+func Start(cfg Config) (*Pool, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	mc := memberlist.DefaultLANConfig()
+	if cfg.Fast {
+		mc = memberlist.DefaultLocalConfig()
+		mc.ProbeInterval, mc.ProbeTimeout, mc.GossipInterval = 200*time.Millisecond, 100*time.Millisecond, 50*time.Millisecond
+		mc.SuspicionMult, mc.PushPullInterval = 2, 2*time.Second
+	}
+	mc.Name = cfg.NodeID
+	host, port, err := splitHostPort(cfg.BindAddr)
+	if err != nil {
+		return nil, fmt.Errorf("gossip address %q: %w", cfg.BindAddr, err)
+	}
+	mc.BindAddr, mc.BindPort = host, port
+	mc.AdvertisePort = port
+	if cfg.Advertise != "" {
+		if mc.AdvertiseAddr, mc.AdvertisePort, err = splitHostPort(cfg.Advertise); err != nil {
+			return nil, fmt.Errorf("gossip advertise address %q: %w", cfg.Advertise, err)
+		}
+	}
+	secret, err := hkdf.Key(sha256.New, cfg.Key[:], nil, "depot gossip", 32)
+	if err != nil {
+		return nil, err
+	}
+	if mc.Keyring, err = memberlist.NewKeyring(nil, secret); err != nil {
+		return nil, err
+	}
+	mc.GossipVerifyIncoming, mc.GossipVerifyOutgoing = true, true
+	mc.Logger = logx.HCLog(cfg.Logger, "memberlist").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true})
+	p := &Pool{meta: cfg.Meta, members: map[string]Member{}, log: cfg.Logger, changed: make(chan struct{}, 1), done: make(chan struct{})}
+	mc.Delegate = delegate{p}
+	mc.Events = events{p}
+	if p.ml, err = memberlist.Create(mc); err != nil {
+		return nil, fmt.Errorf("gossip on %s: %w", cfg.BindAddr, err)
+	}
+	if cfg.OnChange != nil {
+		go func() {
+			for {
+				select {
+				case <-p.done:
+					return
+				case <-p.changed:
+					cfg.OnChange()
+				}
+			}
+		}()
+	}
+	return p, nil
+}
+
+func splitHostPort(addr string) (string, int, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, err
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 0 || n > 65535 {
+		return "", 0, fmt.Errorf("bad port %q", port)
+	}
+	return host, n, nil
+}
+
+// Addr is where the pool is reached (host:port), for others to join.
+func (p *Pool) Addr() string {
+	n := p.ml.LocalNode()
+	return net.JoinHostPort(n.Addr.String(), strconv.Itoa(int(n.Port)))
+}
+
+// Join contacts the given pool members (host:port); it succeeds when one
+// answered.
+func (p *Pool) Join(addrs []string) error {
+	n, err := p.ml.Join(addrs)
+	if n == 0 && err != nil {
+		return fmt.Errorf("joining %v: %w", addrs, err)
+	}
+	return nil
+}
+
+// Members lists every node the pool knows of, this one included, by id:
+// the live ones, and those that left or died.
+func (p *Pool) Members() []Member {
+	p.mu.Lock()
+	out := make([]Member, 0, len(p.members))
+	for _, m := range p.members {
+		out = append(out, m)
+	}
+	p.mu.Unlock()
+	slices.SortFunc(out, func(a, b Member) int { return strings.Compare(a.ID, b.ID) })
+	return out
+}
+
+// Forget drops a member that left or died from the list (a peer replaced
+// for good).
+func (p *Pool) Forget(id string) {
+	p.mu.Lock()
+	if m, ok := p.members[id]; ok && m.Status != Alive {
+		delete(p.members, id)
+	}
+	p.mu.Unlock()
+}
+
+// member copies n; memberlist holds its lock while it calls the events.
+func member(n *memberlist.Node) Member {
+	m := Member{ID: n.Name, Addr: net.JoinHostPort(n.Addr.String(), strconv.Itoa(int(n.Port)))}
+	_ = json.Unmarshal(n.Meta, &m.Meta)
+	return m
+}
+
+// SetApplied refreshes the applied index this node gossips.
+func (p *Pool) SetApplied(index uint64) {
+	p.mu.Lock()
+	same := p.meta.Applied == index
+	p.meta.Applied = index
+	p.mu.Unlock()
+	if !same {
+		_ = p.ml.UpdateNode(time.Second)
+	}
+}
+
+// Leave tells the pool this node is going (it is then "left", not
+// "dead") and stops gossiping.
+func (p *Pool) Leave(timeout time.Duration) error {
+	p.mu.Lock()
+	p.meta.Leaving = true
+	p.mu.Unlock()
+	_ = p.ml.UpdateNode(timeout)
+	err := p.ml.Leave(timeout)
+	if serr := p.Shutdown(); err == nil {
+		err = serr
+	}
+	return err
+}
+
+// Shutdown stops gossiping without a word (others will find the node
+// dead).
+func (p *Pool) Shutdown() error {
+	select {
+	case <-p.done:
+		return nil
+	default:
+		close(p.done)
+	}
+	return p.ml.Shutdown()
+}
+
+func (p *Pool) notify() {
+	select {
+	case p.changed <- struct{}{}:
+	default:
+	}
+}
+
+// delegate gives memberlist this node's meta.
+type delegate struct{ p *Pool }
+
+func (d delegate) NodeMeta(limit int) []byte {
+	d.p.mu.Lock()
+	defer d.p.mu.Unlock()
+	b, _ := json.Marshal(d.p.meta)
+	if len(b) > limit {
+		d.p.log.Error("gossip meta too large; sending none", "bytes", len(b), "limit", limit)
+		return nil
+	}
+	return b
+}
+func (delegate) NotifyMsg([]byte)                           {}
+func (delegate) GetBroadcasts(overhead, limit int) [][]byte { return nil }
+func (delegate) LocalState(join bool) []byte                { return nil }
+func (delegate) MergeRemoteState(buf []byte, join bool)     {}
+
+// events turns memberlist's notifications into OnChange.
+type events struct{ p *Pool }
+
+func (e events) NotifyJoin(n *memberlist.Node) { e.p.record(member(n), Alive) }
+
+// NotifyLeave is told of a node that left or was found dead: one that
+// said it was leaving left.
+func (e events) NotifyLeave(n *memberlist.Node) {
+	m := member(n)
+	if m.Leaving {
+		e.p.record(m, Left)
+		return
+	}
+	e.p.record(m, Dead)
+}
+
+func (e events) NotifyUpdate(n *memberlist.Node) { e.p.record(member(n), Alive) }
+
+func (p *Pool) record(m Member, status string) {
+	m.Status = status
+	p.mu.Lock()
+	p.members[m.ID] = m
+	p.mu.Unlock()
+	p.notify()
+}
