@@ -21,9 +21,13 @@ func clusterKey(cfg Config) (peerauth.Key, error) {
 		}
 		return k, nil
 	}
-	if !loopback(cfg.RaftAddr) {
-		return peerauth.Key{}, fmt.Errorf("raft address %q is reachable from other hosts, so origin peers must prove a shared cluster key: "+
-			"set DEPOT_CLUSTER_KEY (or --cluster-key) to the same key on every origin; 'depot keygen' prints a new one", cfg.RaftAddr)
+	if !loopback(cfg.RaftAddr) || !loopback(cfg.GossipAddr) {
+		return peerauth.Key{}, fmt.Errorf("raft address %q or gossip address %q is reachable from other hosts, so origin peers must prove a shared cluster key: "+
+			"set DEPOT_CLUSTER_KEY (or --cluster-key) to the same key on every origin; 'depot keygen' prints a new one", cfg.RaftAddr, cfg.GossipAddr)
+	}
+	if cfg.Join != "" || cfg.BootstrapExpect > 1 {
+		return peerauth.Key{}, fmt.Errorf("the origins of a cluster must share a cluster key: set DEPOT_CLUSTER_KEY (or --cluster-key) " +
+			"to the same key on every origin; 'depot keygen' prints a new one")
 	}
 	path := filepath.Join(cfg.DataDir, "cluster-key")
 	s, err := persisted(path, "", func() string { return peerauth.NewKey().Encode() })

@@ -14,11 +14,18 @@ import (
 // Config of an origin process. Every field has a flag and/or an
 // environment variable; see Bind.
 type Config struct {
-	Listen      string
-	DataDir     string
-	RaftAddr    string
-	NodeID      string
-	ExternalURL string
+	Listen   string
+	DataDir  string
+	RaftAddr string
+	NodeID   string
+	// GossipAddr is where the node gossips membership (memberlist, UDP
+	// and TCP); Join lists gossip addresses of running origins to join
+	// (comma-separated); BootstrapExpect forms a new cluster once that
+	// many fresh origins started with it see each other.
+	GossipAddr      string
+	Join            string
+	BootstrapExpect int64
+	ExternalURL     string
 
 	JWTSecret     string
 	ClusterKey    string // base64; see clusterKey
@@ -82,9 +89,14 @@ type Config struct {
 	PasswordParams auth.PasswordParams
 	BlobWriter     func(io.Writer) io.Writer
 
-	// RaftTimeout overrides raft's heartbeat and election timeouts (tests
-	// use short ones so a single node elects itself at once).
+	// RaftTimeout is raft's heartbeat and election timeout: how long
+	// followers go without hearing from a leader before electing another
+	// (a failover takes one to two of it). Tests use short ones so a
+	// single node elects itself at once.
 	RaftTimeout time.Duration
+	// FastGossip probes and gossips every few tens of milliseconds
+	// (tests on loopback).
+	FastGossip bool
 }
 
 // DefaultConfig is a single-node origin on loopback with data in ./data.
@@ -93,6 +105,8 @@ func DefaultConfig() Config {
 		Listen:           "127.0.0.1:8080",
 		DataDir:          "./data",
 		RaftAddr:         "127.0.0.1:8300",
+		GossipAddr:       "127.0.0.1:8301",
+		RaftTimeout:      800 * time.Millisecond,
 		AccessTTL:        900 * time.Second,
 		RefreshTTL:       604800 * time.Second,
 		RateLimit:        1200,
@@ -118,6 +132,9 @@ func (c *Config) Bind(s *config.Set) {
 	s.String(&c.DataDir, "data-dir", "DEPOT_DATA_DIR", "directory for metadata, raft log and blobs")
 	s.String(&c.RaftAddr, "raft-addr", "DEPOT_RAFT_ADDR", "address for raft traffic between origin peers")
 	s.String(&c.NodeID, "node-id", "DEPOT_NODE_ID", "stable node id (generated once and kept in the data dir when empty)")
+	s.String(&c.GossipAddr, "gossip-addr", "DEPOT_GOSSIP_ADDR", "address (UDP and TCP) for membership gossip between cluster nodes, encrypted with the cluster key")
+	s.String(&c.Join, "join", "DEPOT_JOIN", "gossip address(es) of running origins to join, comma-separated; a node that joins never forms a cluster of its own")
+	s.Int(&c.BootstrapExpect, "bootstrap-expect", "DEPOT_BOOTSTRAP_EXPECT", "form a new cluster once this many fresh origins started with the same value see each other (with --join among them); 0: a node without --join forms a one-node cluster")
 	s.String(&c.ExternalURL, "external-url", "DEPOT_EXTERNAL_URL", "public base URL for absolute links (default: from each request)")
 	s.String(&c.ClusterKey, "cluster-key", "DEPOT_CLUSTER_KEY", "key origin peers prove to each other on the raft port, the same on every origin ('depot keygen' prints one); required unless --raft-addr is loopback (then generated and kept in the data dir)")
 	s.String(&c.JWTSecret, "", "JWT_SECRET", "HS256 secret for access and refresh tokens; every origin of a cluster must share it (generated and kept in the data dir when empty)")

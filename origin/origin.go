@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/depot-registry/depot/cluster/leader"
+	"github.com/depot-registry/depot/cluster/membership"
 	"github.com/depot-registry/depot/cluster/peerauth"
 	"github.com/depot-registry/depot/cluster/raftnode"
 	"github.com/depot-registry/depot/origin/api"
@@ -44,23 +45,29 @@ var Version = "dev"
 
 // Origin is a running origin process.
 type Origin struct {
-	cfg     Config
-	log     *slog.Logger
-	out     io.Writer        // startup banner
-	now     func() time.Time // cfg.Clock or the wall clock
-	nodeID  string
-	key     peerauth.Key
-	secret  []byte // JWT
-	store   *meta.Store
-	blobs   *fs.FS
-	audit   *audit.Log
-	node    *raftnode.Node
-	commit  leader.Applier
-	metrics *metrics.Metrics
-	space   *diskspace.Guard
-	gc      *gc.Collector
-	api     *api.Server
-	handler http.Handler
+	cfg    Config
+	log    *slog.Logger
+	out    io.Writer        // startup banner
+	now    func() time.Time // cfg.Clock or the wall clock
+	nodeID string
+	key    peerauth.Key
+	secret []byte // JWT
+	store  *meta.Store
+	blobs  *fs.FS
+	audit  *audit.Log
+	node   *raftnode.Node
+	commit leader.Applier
+	// The cluster: the gossip pool, its change signal, and the loop that
+	// reconciles raft with it (stopped by close).
+	pool        *membership.Pool
+	peerSrv     *http.Server // the peers' RPC on the raft port
+	poolChanged chan struct{}
+	stopLoop    func()
+	metrics     *metrics.Metrics
+	space       *diskspace.Guard
+	gc          *gc.Collector
+	api         *api.Server
+	handler     http.Handler
 }
 
 // New opens the data directory and starts raft; Run serves. It builds the
@@ -74,7 +81,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) (o *O
 	if now == nil {
 		now = time.Now
 	}
-	o = &Origin{cfg: cfg, log: log, out: out, now: now}
+	o = &Origin{cfg: cfg, log: log, out: out, now: now, poolChanged: make(chan struct{}, 1)}
 	// Every error return sets o to nil: close what was built through a copy.
 	built := o
 	defer func() {
@@ -138,23 +145,49 @@ func (o *Origin) openData(context.Context) error {
 	return nil
 }
 
-// startRaft starts the raft node over the store, waits for a leader and
-// makes sure the installation has an administrator.
+// startRaft starts the raft node over the store and takes the node's
+// place in the cluster: a node with raft state rejoins its peers; a new
+// one forms a one-node cluster (no --join, no --bootstrap-expect), joins
+// the origins of --join (the leader makes it a voter), or forms a new
+// cluster with the others of --bootstrap-expect. It waits for a leader;
+// the leader makes sure the installation has an administrator.
 func (o *Origin) startRaft(ctx context.Context) error {
+	single := o.cfg.Join == "" && o.cfg.BootstrapExpect <= 1
 	var err error
 	o.node, err = raftnode.New(raftnode.Config{
-		NodeID: o.nodeID, BindAddr: o.cfg.RaftAddr, Dir: filepath.Join(o.cfg.DataDir, "raft"), Bootstrap: true, Key: o.key, Logger: o.log,
+		NodeID: o.nodeID, BindAddr: o.cfg.RaftAddr, Dir: filepath.Join(o.cfg.DataDir, "raft"), Bootstrap: single, Key: o.key, Logger: o.log,
 		HeartbeatTimeout: o.cfg.RaftTimeout, ElectionTimeout: o.cfg.RaftTimeout,
 	}, fsm.New(o.store))
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	// A write arriving here is decided here and committed through the
+	// leader, waiting out an election's worth of time without one.
+	o.commit = leader.NewForwarding(o.node, o.store, max(5*o.cfg.RaftTimeout, 2*time.Second))
+	o.servePeers()
+	if err := o.startMembership(ctx); err != nil {
+		return err
+	}
+	loopCtx, stop := context.WithCancel(context.Background())
+	var loop sync.WaitGroup
+	loop.Go(func() { o.clusterLoop(loopCtx) })
+	o.stopLoop = func() { stop(); loop.Wait() }
+	if o.cfg.BootstrapExpect > 1 {
+		if err := o.expectBootstrap(ctx); err != nil {
+			return err
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	if err := o.node.WaitLeader(ctx); err != nil {
 		return err
 	}
-	o.commit = &leader.Local{Node: o.node}
+	if !o.node.IsLeader() {
+		return nil // the leader sees to the administrator
+	}
+	if err := o.node.Barrier(30 * time.Second); err != nil {
+		return err
+	}
 	return o.ensureAdmin(ctx, o.commit)
 }
 
@@ -216,7 +249,7 @@ func (o *Origin) serve(context.Context) error {
 		UsersCreateRepo: cfg.UsersCreateRepo, MaxUpload: cfg.MaxUploadBytes, CORSOrigins: splitList(cfg.CORSOrigins),
 	}, api.Deps{
 		Store: o.store, Blobs: o.blobs, Commit: o.commit, Authn: authn, JWT: jwt, Audit: o.audit, Downloads: dl, GC: o.gc,
-		Log: log, Health: o.health, Now: now, Formats: byName, Env: env, Writer: writer,
+		Log: log, Health: o.health, Cluster: o.clusterView, Now: now, Formats: byName, Env: env, Writer: writer,
 	})
 
 	o.api = apiSrv
@@ -299,8 +332,13 @@ func (o *Origin) Run(ctx context.Context, ln net.Listener) error {
 	abs, _ := filepath.Abs(o.cfg.DataDir)
 	o.log.Info("depot origin started", "listen", ln.Addr().String(), "data_dir", abs, "node_id", o.nodeID,
 		"raft_addr", o.cfg.RaftAddr, "version", Version, "gc_interval", o.cfg.GCInterval.String(), "gc_grace", o.cfg.GCGrace.String())
-	fmt.Fprintf(o.out, "Depot origin %s listening on http://%s (API at http://%s%s)\n  data directory: %s\n  node id: %s, raft on %s\n",
-		Version, ln.Addr(), ln.Addr(), api.Prefix, abs, o.nodeID, o.cfg.RaftAddr)
+	if o.pool != nil && o.cfg.ExternalURL == "" {
+		url := "http://" + ln.Addr().String()
+		o.pool.Update(func(m *membership.Meta) { m.APIURL = url })
+	}
+	leaderID, _ := o.node.Leader()
+	fmt.Fprintf(o.out, "Depot origin %s listening on http://%s (API at http://%s%s)\n  data directory: %s\n  node id: %s, raft on %s, gossip on %s\n  cluster: %d voter(s), leader %s\n",
+		Version, ln.Addr(), ln.Addr(), api.Prefix, abs, o.nodeID, o.cfg.RaftAddr, o.pool.Addr(), o.node.Voters(), leaderID)
 	if o.cfg.DemoMode {
 		o.log.Warn("demo mode is on: every write is refused except login, refresh, logout and a pending initial password change")
 		fmt.Fprint(o.out, "  demo mode: every write is refused (403 DEMO_MODE) except login, refresh, logout\n"+
@@ -359,6 +397,15 @@ func (o *Origin) purgeSessions(ctx context.Context, every time.Duration) {
 }
 
 func (o *Origin) close() {
+	if o.stopLoop != nil {
+		o.stopLoop()
+		o.stopLoop = nil
+	}
+	o.leaveCluster()
+	if o.peerSrv != nil {
+		_ = o.peerSrv.Close()
+		o.peerSrv = nil
+	}
 	if o.node != nil {
 		if err := o.node.Shutdown(); err != nil {
 			o.log.Warn("raft shutdown", "err", err)

@@ -1,11 +1,13 @@
-// Package leader applies metadata commands through Raft. Writes arriving
-// at a follower are forwarded to the leader in one hop (not yet: a single
-// origin is always its own leader).
+// Package leader applies metadata commands through Raft: Forwarding takes
+// a write wherever it arrived and commits it through the leader in one
+// hop; Reconcile keeps raft's voters in line with the gossip pool.
 package leader
 
 import (
 	"context"
 	"errors"
+
+	"github.com/hashicorp/raft"
 
 	"github.com/depot-registry/depot/cluster/raftnode"
 	"github.com/depot-registry/depot/shared/meta"
@@ -26,7 +28,7 @@ type Local struct {
 var _ Applier = (*Local)(nil)
 
 // ErrNoLeader is returned when no leader can take the write.
-var ErrNoLeader = errors.New("no raft leader available")
+var ErrNoLeader = meta.ErrNoLeader
 
 // Apply encodes c and commits it.
 func (l *Local) Apply(ctx context.Context, c meta.Command) (uint64, error) {
@@ -37,6 +39,9 @@ func (l *Local) Apply(ctx context.Context, c meta.Command) (uint64, error) {
 	idx, resp, err := l.Node.Apply(ctx, data)
 	if errors.Is(err, raftnode.ErrNotLeader) {
 		return 0, ErrNoLeader
+	}
+	if errors.Is(err, raft.ErrLeadershipLost) {
+		return 0, ErrUnknownOutcome
 	}
 	if err != nil {
 		return 0, err

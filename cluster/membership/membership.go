@@ -82,6 +82,7 @@ type Config struct {
 
 // Pool is this node's membership.
 type Pool struct {
+	id   string
 	ml   *memberlist.Memberlist
 	mu   sync.Mutex
 	meta Meta
@@ -127,7 +128,7 @@ func Start(cfg Config) (*Pool, error) {
 	}
 	mc.GossipVerifyIncoming, mc.GossipVerifyOutgoing = true, true
 	mc.Logger = logx.HCLog(cfg.Logger, "memberlist").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true})
-	p := &Pool{meta: cfg.Meta, members: map[string]Member{}, log: cfg.Logger, changed: make(chan struct{}, 1), done: make(chan struct{})}
+	p := &Pool{id: cfg.NodeID, meta: cfg.Meta, members: map[string]Member{}, log: cfg.Logger, changed: make(chan struct{}, 1), done: make(chan struct{})}
 	mc.Delegate = delegate{p}
 	mc.Events = events{p}
 	if p.ml, err = memberlist.Create(mc); err != nil {
@@ -160,10 +161,13 @@ func splitHostPort(addr string) (string, int, error) {
 	return host, n, nil
 }
 
-// Addr is where the pool is reached (host:port), for others to join.
+// Addr is where the pool is reached (host:port), for others to join (as
+// the join event of this node said: memberlist's own record of it changes
+// in place).
 func (p *Pool) Addr() string {
-	n := p.ml.LocalNode()
-	return net.JoinHostPort(n.Addr.String(), strconv.Itoa(int(n.Port)))
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.members[p.id].Addr
 }
 
 // Join contacts the given pool members (host:port); it succeeds when one
@@ -206,11 +210,13 @@ func member(n *memberlist.Node) Member {
 	return m
 }
 
-// SetApplied refreshes the applied index this node gossips.
-func (p *Pool) SetApplied(index uint64) {
+// Update changes what this node tells the pool about itself (its applied
+// index now and then, its API URL once it listens).
+func (p *Pool) Update(change func(*Meta)) {
 	p.mu.Lock()
-	same := p.meta.Applied == index
-	p.meta.Applied = index
+	before := p.meta
+	change(&p.meta)
+	same := p.meta == before
 	p.mu.Unlock()
 	if !same {
 		_ = p.ml.UpdateNode(time.Second)

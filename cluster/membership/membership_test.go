@@ -61,7 +61,7 @@ func TestPool(t *testing.T) {
 	if ms := c.Members(); ms[1].ID != "b" || ms[1].RaftAddr != "127.0.0.1:2" || ms[1].Role != RoleOrigin || ms[2].Role != RoleEdge {
 		t.Fatalf("members seen from c: %+v", ms)
 	}
-	a.SetApplied(42)
+	a.Update(func(m *Meta) { m.Applied = 42 })
 	waitFor(t, "the applied index to spread", func() bool { return b.Members()[0].Applied == 42 })
 
 	stranger := start(t, "x", peerauth.NewKey(), Meta{Role: RoleOrigin})

@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -40,6 +41,7 @@ type Config struct {
 type Node struct {
 	Raft      *raft.Raft
 	transport *raft.NetworkTransport
+	stream    *streamLayer
 	logStore  *raftboltdb.BoltStore
 }
 
@@ -128,7 +130,20 @@ func New(cfg Config, fsm raft.FSM) (*Node, error) {
 		return nil, err
 	}
 	self.Store(r)
-	return &Node{Raft: r, transport: trans, logStore: logStore}, nil
+	return &Node{Raft: r, transport: trans, stream: stream, logStore: logStore}, nil
+}
+
+// RPCListener yields the connections peers open for RPC on the raft
+// port (see DialRPC), authenticated like raft's: serve them (HTTP, say)
+// until the node shuts down.
+func (n *Node) RPCListener() net.Listener {
+	return &rpcListener{l: n.stream, closed: make(chan struct{})}
+}
+
+// DialRPC opens an authenticated RPC connection to the peer whose raft
+// address is addr.
+func (n *Node) DialRPC(ctx context.Context, addr string) (net.Conn, error) {
+	return n.stream.dial(ctx, addr, muxRPC)
 }
 
 // electionWarning is what raft logs when a follower's heartbeat timeout
@@ -156,10 +171,10 @@ func (n *Node) Apply(ctx context.Context, data []byte) (uint64, any, error) {
 	}
 	f := n.Raft.Apply(data, timeout)
 	if err := f.Error(); err != nil {
-		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
-			return 0, nil, ErrNotLeader
+		if errors.Is(err, raft.ErrNotLeader) {
+			return 0, nil, ErrNotLeader // refused before it was logged
 		}
-		return 0, nil, err
+		return 0, nil, err // raft.ErrLeadershipLost: it may still commit
 	}
 	return f.Index(), f.Response(), nil
 }
@@ -196,6 +211,82 @@ func (n *Node) Shutdown() error {
 	n.transport.Close()
 	if cerr := n.logStore.Close(); err == nil {
 		err = cerr
+	}
+	return err
+}
+
+// Server is one member of the raft configuration.
+type Server struct {
+	ID    string
+	Addr  string
+	Voter bool
+}
+
+// Servers is the latest raft configuration.
+func (n *Node) Servers() ([]Server, error) {
+	f := n.Raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return nil, err
+	}
+	var out []Server
+	for _, s := range f.Configuration().Servers {
+		out = append(out, Server{ID: string(s.ID), Addr: string(s.Address), Voter: s.Suffrage == raft.Voter})
+	}
+	return out, nil
+}
+
+// BootstrapWith forms a new cluster of these voters, when this node has
+// no raft state yet (every node of a new cluster does it with the same
+// list; raft lets the first election decide). A node with state, or a
+// cluster already formed, makes it a no-op.
+func (n *Node) BootstrapWith(servers []Server) error {
+	var conf raft.Configuration
+	for _, s := range servers {
+		conf.Servers = append(conf.Servers, raft.Server{ID: raft.ServerID(s.ID), Address: raft.ServerAddress(s.Addr), Suffrage: raft.Voter})
+	}
+	err := n.Raft.BootstrapCluster(conf).Error()
+	if errors.Is(err, raft.ErrCantBootstrap) {
+		return nil
+	}
+	return err
+}
+
+// AddVoter makes a node a voter (or updates its address); leader only.
+func (n *Node) AddVoter(id, addr string, timeout time.Duration) error {
+	return leaderErr(n.Raft.AddVoter(raft.ServerID(id), raft.ServerAddress(addr), 0, timeout).Error())
+}
+
+// RemoveServer takes a node out of the configuration; leader only.
+func (n *Node) RemoveServer(id string, timeout time.Duration) error {
+	return leaderErr(n.Raft.RemoveServer(raft.ServerID(id), 0, timeout).Error())
+}
+
+// TransferLeadership hands leadership to another voter, when this node
+// leads (a graceful stop of the leader).
+func (n *Node) TransferLeadership() error {
+	if !n.IsLeader() || n.Voters() < 2 {
+		return nil
+	}
+	return n.Raft.LeadershipTransfer().Error()
+}
+
+// Leader is the current leader's id and raft address, "" when none is
+// known.
+func (n *Node) Leader() (id, addr string) {
+	a, i := n.Raft.LeaderWithID()
+	return string(i), string(a)
+}
+
+// State is this node's raft state: leader, follower, candidate or
+// shutdown.
+func (n *Node) State() string { return strings.ToLower(n.Raft.State().String()) }
+
+// Addr is the raft address this node advertises.
+func (n *Node) Addr() string { return string(n.transport.LocalAddr()) }
+
+func leaderErr(err error) error {
+	if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
+		return ErrNotLeader
 	}
 	return err
 }

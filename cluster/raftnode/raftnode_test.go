@@ -276,3 +276,60 @@ func TestRequiresKeyAndDialableAddress(t *testing.T) {
 		t.Fatal("advertised an unspecified address")
 	}
 }
+
+// TestPeerRPC: the raft port also carries the peers' RPC: a node with the
+// key reaches another's RPC listener (raft keeps working beside it); a
+// node with another key cannot; closing the listener ends its Accept.
+func TestPeerRPC(t *testing.T) {
+	key := peerauth.NewKey()
+	a, _ := startNode(t, "a", key, true)
+	b, _ := startNode(t, "b", key, false)
+	ln := a.RPCListener()
+	got := make(chan string, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			got <- err.Error()
+			return
+		}
+		defer c.Close()
+		buf := make([]byte, 5)
+		_, _ = io.ReadFull(c, buf)
+		got <- string(buf)
+	}()
+	c, err := b.DialRPC(t.Context(), a.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = c.Write([]byte("hello"))
+	if s := <-got; s != "hello" {
+		t.Fatalf("the RPC listener got %q", s)
+	}
+	c.Close()
+	if _, _, err := a.Apply(t.Context(), []byte("still raft")); err != nil {
+		t.Fatalf("raft beside the RPC: %v", err)
+	}
+
+	stranger, _ := startNode(t, "x", peerauth.NewKey(), false)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	defer cancel()
+	if c, err := stranger.DialRPC(ctx, a.Addr()); err == nil {
+		c.SetReadDeadline(time.Now().Add(time.Second))
+		if _, err := c.Read(make([]byte, 1)); err == nil {
+			t.Fatal("a node with another key reached the RPC")
+		}
+		c.Close()
+	}
+
+	done := make(chan error, 1)
+	go func() { _, err := ln.Accept(); done <- err }()
+	ln.Close()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("Accept after Close returned a connection")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not end Accept")
+	}
+}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -34,7 +36,8 @@ type streamLayer struct {
 	log       *slog.Logger
 	warned    *ratelimit.Limiter // refusals logged as warnings, the rest at debug
 
-	ready     chan net.Conn // authenticated, waiting for Accept
+	ready     chan net.Conn // authenticated raft connections, waiting for Accept
+	rpc       chan net.Conn // authenticated peer RPC connections (see RPCListener)
 	acceptErr chan error    // listener errors, for raft's own backoff
 	sem       chan struct{} // a slot per handshake in flight
 	ctx       context.Context
@@ -66,7 +69,7 @@ func listen(bind string, advertise net.Addr, key peerauth.Key, timeout time.Dura
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &streamLayer{
 		ln: ln, advertise: advertise, tls: conf, timeout: timeout, log: log, warned: ratelimit.New(10, time.Minute, nil),
-		ready: make(chan net.Conn), acceptErr: make(chan error), sem: make(chan struct{}, maxHandshakes),
+		ready: make(chan net.Conn), rpc: make(chan net.Conn), acceptErr: make(chan error), sem: make(chan struct{}, maxHandshakes),
 		ctx: ctx, cancel: cancel,
 	}
 	go l.serve()
@@ -119,12 +122,36 @@ func (l *streamLayer) authenticate(c net.Conn) {
 		}
 		return
 	}
+	// The first byte says whose the connection is: raft's, or the
+	// peers' RPC (one authenticated port for both).
+	var kind [1]byte
+	_ = tc.SetReadDeadline(time.Now().Add(l.timeout))
+	if _, err := io.ReadFull(tc, kind[:]); err != nil {
+		tc.Close()
+		return
+	}
+	_ = tc.SetReadDeadline(time.Time{})
+	to := l.ready
+	switch kind[0] {
+	case muxRaft:
+	case muxRPC:
+		to = l.rpc
+	default:
+		tc.Close()
+		return
+	}
 	select {
-	case l.ready <- tc:
+	case to <- tc:
 	case <-l.ctx.Done():
 		tc.Close()
 	}
 }
+
+// The kinds of connection on the raft port, said in its first byte.
+const (
+	muxRaft byte = 'R'
+	muxRPC  byte = 'P'
+)
 
 // Accept returns the next authenticated connection.
 func (l *streamLayer) Accept() (net.Conn, error) {
@@ -146,9 +173,48 @@ func (l *streamLayer) Dial(addr raft.ServerAddress, timeout time.Duration) (net.
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	d := tls.Dialer{Config: l.tls}
-	return d.DialContext(ctx, "tcp", string(addr))
+	return l.dial(ctx, string(addr), muxRaft)
 }
+
+// dial connects to a peer, authenticates both ends and says the kind.
+func (l *streamLayer) dial(ctx context.Context, addr string, kind byte) (net.Conn, error) {
+	d := tls.Dialer{Config: l.tls}
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := c.Write([]byte{kind}); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// rpcListener hands out the peers' RPC connections until it is closed
+// or the stream layer is.
+type rpcListener struct {
+	l      *streamLayer
+	once   sync.Once
+	closed chan struct{}
+}
+
+func (r *rpcListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-r.l.rpc:
+		return c, nil
+	case <-r.closed:
+		return nil, net.ErrClosed
+	case <-r.l.ctx.Done():
+		return nil, net.ErrClosed
+	}
+}
+
+func (r *rpcListener) Close() error {
+	r.once.Do(func() { close(r.closed) })
+	return nil
+}
+
+func (r *rpcListener) Addr() net.Addr { return r.l.advertise }
 
 // Close stops accepting and aborts handshakes in flight. Connections
 // already handed to raft are raft's to close.

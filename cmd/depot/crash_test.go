@@ -71,10 +71,13 @@ func (b *syncBuffer) String() string {
 
 // site is where an origin process runs: the binary, its data directory
 // and its ports, the same at every restart.
-type site struct{ bin, dataDir, listen, raftAddr string }
+type site struct {
+	bin, dataDir, listen, raftAddr, gossipAddr string
+	flags, env                                 []string // added to every start
+}
 
 func newSite(t *testing.T) site {
-	return site{bin: buildDepot(t), dataDir: t.TempDir(), listen: freeAddr(t), raftAddr: freeAddr(t)}
+	return site{bin: buildDepot(t), dataDir: t.TempDir(), listen: freeAddr(t), raftAddr: freeAddr(t), gossipAddr: freeAddr(t)}
 }
 
 // start runs the origin and waits until it answers.
@@ -82,8 +85,9 @@ func (s site) start(t *testing.T) *proc {
 	t.Helper()
 	// --min-free-bytes 0: these tests are about other things than a host
 	// that happens to be short of disk.
-	cmd := exec.Command(s.bin, "origin", "--data-dir", s.dataDir, "--listen", s.listen, "--raft-addr", s.raftAddr, "--min-free-bytes", "0")
-	cmd.Env = append(os.Environ(), "DEPOT_ADMIN_PASSWORD=initial-pw-123", "JWT_SECRET=crash-test-secret-crash-test-secret-0123")
+	cmd := exec.Command(s.bin, append([]string{"origin", "--data-dir", s.dataDir, "--listen", s.listen, "--raft-addr", s.raftAddr,
+		"--gossip-addr", s.gossipAddr, "--min-free-bytes", "0"}, s.flags...)...)
+	cmd.Env = append(append(os.Environ(), "DEPOT_ADMIN_PASSWORD=initial-pw-123", "JWT_SECRET=crash-test-secret-crash-test-secret-0123"), s.env...)
 	out := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {

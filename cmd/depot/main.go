@@ -22,9 +22,11 @@ import (
 const usage = `Depot is a self-hosted artifact registry.
 
 Usage:
-  depot origin [flags]   run an origin node: REST API at /api/v1, package formats, Raft metadata
-  depot edge [flags]     run an edge node: a replica and blob cache of the repositories assigned
-                         to it (first stage: it replicates, caches and serves the formats' reads)
+  depot origin [flags]   run an origin node: REST API at /api/v1, package formats, Raft metadata;
+                         alone, or one of a cluster (--join, --bootstrap-expect)
+  depot edge [flags]     run an edge node near the clients: it serves the formats' reads of the
+                         repositories assigned to it from a replica and a blob cache, also while
+                         every origin is down, and forwards the rest to an origin
   depot keygen           print a new cluster key for DEPOT_CLUSTER_KEY (share it among the origins only)
   depot admin reset-password [--data-dir DIR] [--username admin]
                          give a user a new random password (lost admin password)

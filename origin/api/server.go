@@ -45,6 +45,27 @@ type Config struct {
 // none when healthy; shown to anyone) and details for signed-in callers.
 type Health func() (reasons []string, details map[string]any)
 
+// ClusterView is the cluster as GET /admin/cluster shows it.
+type ClusterView struct {
+	LeaderID string          `json:"leader_id"`
+	Members  []ClusterMember `json:"members"`
+}
+
+// ClusterMember is one node of the cluster view. Role is leader,
+// follower or nonvoter for raft's members, joining for an origin the pool
+// knows that is not a voter yet, edge for an edge node in the pool.
+type ClusterMember struct {
+	ID           string `json:"id"`
+	APIURL       string `json:"api_url"`
+	RaftAddr     string `json:"raft_addr"`
+	Role         string `json:"role"`
+	AppliedIndex uint64 `json:"applied_index"`
+	Healthy      bool   `json:"healthy"`
+	// Gossip is what the gossip pool says of the node: alive, dead, left,
+	// or unknown (a raft member the pool has not heard of).
+	Gossip string `json:"gossip"`
+}
+
 // Deps are the API's collaborators.
 type Deps struct {
 	Store     *meta.Store
@@ -57,6 +78,7 @@ type Deps struct {
 	GC        *gc.Collector // nil: POST /admin/cleanup answers 503
 	Log       *slog.Logger
 	Health    Health
+	Cluster   func() ClusterView
 	Formats   map[string]format.Format // by repository format, for deletes that formats handle
 	Env       *format.Env              // formats' read environment (downloads)
 	Writer    *format.Writer           // formats' write environment (deletes)
@@ -163,6 +185,12 @@ func (s *Server) routes() {
 
 	s.handle("GET /admin/stats", adminOnly, s.stats)
 	s.handle("POST /admin/cleanup", adminOnly, s.cleanup)
+	s.handle("GET /admin/cluster", adminOnly, func(w http.ResponseWriter, _ *http.Request, _ *auth.Principal) error {
+		if s.d.Cluster == nil {
+			return apierr.New(apierr.NotFound, "this node is not part of a cluster")
+		}
+		return writeJSON(w, http.StatusOK, s.d.Cluster())
+	})
 
 	s.handle("GET /edge-nodes", adminOnly, s.listEdges)
 	s.handle("POST /edge-nodes", adminOnly, s.createEdge)

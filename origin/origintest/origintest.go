@@ -74,6 +74,8 @@ func Start(t testing.TB, opts Options) *Env {
 	cfg := origin.DefaultConfig()
 	cfg.DataDir = t.TempDir()
 	cfg.RaftAddr = "127.0.0.1:0"
+	cfg.GossipAddr = "127.0.0.1:0"
+	cfg.FastGossip = true
 	cfg.RaftTimeout = 100 * time.Millisecond
 	cfg.AdminPassword = InitialAdminPassword
 	cfg.JWTSecret = "test-secret-test-secret-test-secret-0123456789"

@@ -100,6 +100,10 @@ func Domain(err error) *Error {
 		return Conflict("%s", clientText(err, meta.ErrConflict))
 	case errors.Is(err, meta.ErrInvalid):
 		return Errorf(apierr.ValidationFailed, "%s", clientText(err, meta.ErrInvalid))
+	case errors.Is(err, meta.ErrNoLeader):
+		return Errorf(apierr.Unavailable, "the cluster has no leader right now (an election, or this node is cut off from the others); nothing was written; retry").With(apierr.RetryAfter, 2)
+	case errors.Is(err, meta.ErrUnknownOutcome):
+		return Errorf(apierr.Unavailable, "the leader went away before it answered: the write may or may not have been committed; check, then retry").With(apierr.RetryAfter, 2)
 	case errors.Is(err, meta.ErrCompacted):
 		return Errorf(apierr.ResyncRequired, "the change feed no longer reaches back to that index; read it again from 0")
 	case errors.Is(err, meta.ErrStale):

@@ -3,6 +3,7 @@ package meta
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Domain sentinels. Stores return these (wrapped with a message); the
@@ -21,6 +22,15 @@ var (
 	// ErrCompacted says a change feed reader asked for changes older than
 	// the deletions this store still remembers; it must resync.
 	ErrCompacted = errors.New("changes compacted: resync needed")
+
+	// ErrNoLeader: the cluster has no leader (an election, or a minority
+	// cut off from the rest), so no write can commit now.
+	ErrNoLeader = errors.New("no leader: the cluster cannot commit writes now")
+
+	// ErrUnknownOutcome: a write went to the leader and its answer never
+	// came back (the leader died or lost its leadership meanwhile); it may
+	// or may not have been committed.
+	ErrUnknownOutcome = errors.New("the leader did not answer: the write may or may not have been committed")
 
 	// ErrLastAdmin refuses a delete or demotion that would leave no
 	// administrator.
@@ -55,4 +65,56 @@ func Conflictf(format string, args ...any) error {
 // Invalidf wraps ErrInvalid with a message.
 func Invalidf(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...)
+}
+
+// WireError is a command's refusal as it travels between nodes (a write
+// decided on a follower and applied by the leader): its sentinel, its
+// message, and a StaleError's preconditions, so the deciding node sees
+// the error the leader's store returned.
+type WireError struct {
+	Kind  string `json:"kind"` // not_found, conflict, invalid, stale, compacted or error
+	Text  string `json:"text"`
+	Pre   *Pre   `json:"pre,omitempty"`
+	Found *Pre   `json:"found,omitempty"`
+}
+
+var wireKinds = []struct {
+	kind     string
+	sentinel error
+}{{"not_found", ErrNotFound}, {"conflict", ErrConflict}, {"invalid", ErrInvalid}, {"compacted", ErrCompacted}}
+
+// ToWire encodes err; nil for nil.
+func ToWire(err error) *WireError {
+	if err == nil {
+		return nil
+	}
+	var stale *StaleError
+	if errors.As(err, &stale) {
+		return &WireError{Kind: "stale", Text: err.Error(), Pre: &stale.Pre, Found: &stale.Found}
+	}
+	for _, k := range wireKinds {
+		if errors.Is(err, k.sentinel) {
+			return &WireError{Kind: k.kind, Text: strings.TrimPrefix(err.Error(), k.sentinel.Error()+": ")}
+		}
+	}
+	return &WireError{Kind: "error", Text: err.Error()}
+}
+
+// Err decodes w back into an error with the same sentinel and message.
+func (w *WireError) Err() error {
+	if w == nil {
+		return nil
+	}
+	if w.Kind == "stale" && w.Pre != nil && w.Found != nil {
+		return &StaleError{Pre: *w.Pre, Found: *w.Found}
+	}
+	for _, k := range wireKinds {
+		if w.Kind == k.kind {
+			if w.Text == k.sentinel.Error() {
+				return k.sentinel
+			}
+			return fmt.Errorf("%w: %s", k.sentinel, w.Text)
+		}
+	}
+	return errors.New(w.Text)
 }

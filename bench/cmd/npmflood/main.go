@@ -158,7 +158,11 @@ func startOrigin(bin, dir string) (*origin, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, "origin", "--data-dir", dir+"/data", "--listen", listen, "--raft-addr", raft)
+	gossip, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, "origin", "--data-dir", dir+"/data", "--listen", listen, "--raft-addr", raft, "--gossip-addr", gossip)
 	cmd.Env = append(os.Environ(), "DEPOT_ADMIN_PASSWORD="+initialPassword,
 		"JWT_SECRET=npmflood-secret-npmflood-secret-0123456789")
 	o := &origin{cmd: cmd, url: "http://" + listen, log: &bytes.Buffer{}}

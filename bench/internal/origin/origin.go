@@ -34,7 +34,11 @@ type Options struct {
 
 // Start starts an origin; it does not wait for it.
 func Start(o Options) (*Process, error) {
-	args := append([]string{"origin", "--data-dir", o.DataDir, "--listen", o.Listen, "--raft-addr", o.RaftAddr}, o.Args...)
+	gossip, err := FreeAddr()
+	if err != nil {
+		return nil, err
+	}
+	args := append([]string{"origin", "--data-dir", o.DataDir, "--listen", o.Listen, "--raft-addr", o.RaftAddr, "--gossip-addr", gossip}, o.Args...)
 	cmd := exec.Command(o.Bin, args...)
 	cmd.Env = append(os.Environ(), o.Env...)
 	logf, err := os.OpenFile(o.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)

@@ -1,0 +1,204 @@
+package leader
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/depot-registry/depot/cluster/raftnode"
+	"github.com/depot-registry/depot/shared/meta"
+)
+
+// Forwarding applies commands wherever the write arrived: on the leader
+// it commits them itself; on a follower it sends the command, decided
+// there with its preconditions, to the leader in one hop (the peers' RPC
+// on the raft port), and then waits until this node has applied the
+// entry, so what its caller reads next includes the write. While there is
+// no leader (an election) it waits, at most Wait.
+type Forwarding struct {
+	Node  *raftnode.Node
+	Store interface {
+		WaitIndex(ctx context.Context, i uint64) error
+	}
+	// Wait bounds the wait for a leader: an election's worth.
+	Wait time.Duration
+	http *http.Client
+}
+
+var _ Applier = (*Forwarding)(nil)
+
+// ApplyPath is the leader's RPC route that commits a command.
+const ApplyPath = "/v1/apply"
+
+// ErrUnknownOutcome means a command went to the leader and the answer
+// did not come back: it may or may not have been committed. The caller
+// reports it; retrying is the client's to decide.
+var ErrUnknownOutcome = meta.ErrUnknownOutcome
+
+// maxCommand bounds a forwarded command (raft entries are small: they
+// carry digests and metadata, never bytes).
+const maxCommand = 64 << 20
+
+type applyAnswer struct {
+	Index uint64          `json:"index"`
+	Err   *meta.WireError `json:"error,omitempty"`
+}
+
+// NewForwarding makes a Forwarding over node; store is this node's.
+func NewForwarding(node *raftnode.Node, store interface {
+	WaitIndex(ctx context.Context, i uint64) error
+}, wait time.Duration) *Forwarding {
+	return &Forwarding{Node: node, Store: store, Wait: wait, http: PeerClient(node)}
+}
+
+// PeerClient is an HTTP client whose requests to http://<raft address>/…
+// travel over the peers' authenticated RPC connections.
+func PeerClient(node *raftnode.Node) *http.Client {
+	return &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
+			c, err := node.DialRPC(ctx, addr)
+			if err != nil {
+				return nil, &dialError{err}
+			}
+			return c, nil
+		},
+		MaxIdleConnsPerHost: 8, IdleConnTimeout: time.Minute,
+	}}
+}
+
+// Apply commits c through the leader.
+func (f *Forwarding) Apply(ctx context.Context, c meta.Command) (uint64, error) {
+	data, err := meta.Encode(c)
+	if err != nil {
+		return 0, err
+	}
+	wait := f.Wait
+	if wait <= 0 {
+		wait = 10 * time.Second
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		if f.Node.IsLeader() {
+			idx, resp, err := f.Node.Apply(ctx, data)
+			if err == nil {
+				if e, ok := resp.(error); ok {
+					return idx, e
+				}
+				return idx, nil
+			}
+			if !errors.Is(err, raftnode.ErrNotLeader) {
+				return 0, err
+			}
+		} else if _, addr := f.Node.Leader(); addr != "" {
+			idx, werr, err := f.forward(ctx, addr, data)
+			if err == nil {
+				if err := f.Store.WaitIndex(ctx, idx); err != nil {
+					return idx, err
+				}
+				return idx, werr.Err()
+			}
+			if !errors.Is(err, errRetry) {
+				return 0, err
+			}
+		}
+		if time.Now().After(deadline) {
+			return 0, ErrNoLeader
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// dialError is a connection to a peer that could not be made: nothing
+// was sent.
+type dialError struct{ err error }
+
+func (e *dialError) Error() string { return e.err.Error() }
+func (e *dialError) Unwrap() error { return e.err }
+
+// errRetry: the command did not reach a leader (no connection, or the
+// node asked is not the leader any more): it may be sent again.
+var errRetry = errors.New("not delivered to a leader")
+
+func (f *Forwarding) forward(ctx context.Context, addr string, data []byte) (uint64, *meta.WireError, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+ApplyPath, bytes.NewReader(data))
+	if err != nil {
+		return 0, nil, err
+	}
+	resp, err := f.http.Do(req)
+	var de *dialError
+	switch {
+	case errors.As(err, &de):
+		return 0, nil, fmt.Errorf("%w: %w", errRetry, err) // nothing was sent
+	case err != nil && ctx.Err() != nil:
+		return 0, nil, ctx.Err()
+	case err != nil:
+		return 0, nil, fmt.Errorf("%w: %w", ErrUnknownOutcome, err)
+	}
+	defer resp.Body.Close()
+	switch resp.StatusCode {
+	case http.StatusMisdirectedRequest:
+		return 0, nil, errRetry // not the leader (any more): it took nothing
+	case http.StatusServiceUnavailable:
+		return 0, nil, ErrUnknownOutcome // it lost the leadership with the entry in flight
+	}
+	var a applyAnswer
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
+		return 0, nil, fmt.Errorf("the leader refused the command: %s: %s", resp.Status, msg)
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&a); err != nil {
+		return 0, nil, fmt.Errorf("%w: %w", ErrUnknownOutcome, err)
+	}
+	return a.Index, a.Err, nil
+}
+
+// ApplyHandler is the leader's side of Forwarding: it commits a command a
+// peer decided (only a command this build knows: an unknown one would
+// stop every node's state machine) and answers its index and refusal. A
+// node that is not the leader answers 421, and the peer asks again.
+func ApplyHandler(node *raftnode.Node) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			http.Error(w, "POST only", http.StatusMethodNotAllowed)
+			return
+		}
+		data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxCommand))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusRequestEntityTooLarge)
+			return
+		}
+		if _, err := meta.Decode(data); err != nil {
+			http.Error(w, "not a command: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		if !node.IsLeader() {
+			http.Error(w, "not the leader", http.StatusMisdirectedRequest)
+			return
+		}
+		idx, resp, err := node.Apply(r.Context(), data)
+		if errors.Is(err, raftnode.ErrNotLeader) {
+			http.Error(w, "not the leader", http.StatusMisdirectedRequest)
+			return
+		}
+		if err != nil { // the leadership was lost with the entry in flight, say
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		a := applyAnswer{Index: idx}
+		if e, ok := resp.(error); ok {
+			a.Err = meta.ToWire(e)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(a)
+	})
+}

@@ -1,0 +1,206 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/depot-registry/depot/cluster/peerauth"
+)
+
+type clusterView struct {
+	LeaderID string `json:"leader_id"`
+	Members  []struct {
+		ID           string `json:"id"`
+		APIURL       string `json:"api_url"`
+		RaftAddr     string `json:"raft_addr"`
+		Role         string `json:"role"`
+		AppliedIndex uint64 `json:"applied_index"`
+		Healthy      bool   `json:"healthy"`
+		Gossip       string `json:"gossip"`
+	} `json:"members"`
+}
+
+func viewOf(t *testing.T, base, tok string) (clusterView, bool) {
+	req, _ := http.NewRequest("GET", base+"/api/v1/admin/cluster", nil)
+	req.Header.Set("Authorization", tok)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return clusterView{}, false
+	}
+	defer resp.Body.Close()
+	var v clusterView
+	return v, resp.StatusCode == 200 && json.NewDecoder(resp.Body).Decode(&v) == nil
+}
+
+// TestClusterFormsAndFailsOver: three origin processes on loopback. The
+// first forms a cluster alone; the others join it with --join and the
+// leader makes them voters; GET /admin/cluster lists three healthy
+// members and one leader, what the leader commits is read on the
+// followers, and a write at a follower goes through the leader. kill -9 of the leader: another origin leads within 3 s and
+// reports the old leader unhealthy; the killed origin restarts without
+// --join (it remembers its peers) and catches up.
+func TestClusterFormsAndFailsOver(t *testing.T) {
+	bin := buildDepot(t)
+	key := peerauth.NewKey().Encode()
+	var nodes [3]site
+	for i := range nodes {
+		nodes[i] = site{bin: bin, dataDir: t.TempDir(), listen: freeAddr(t), raftAddr: freeAddr(t), gossipAddr: freeAddr(t),
+			env: []string{"DEPOT_CLUSTER_KEY=" + key}}
+	}
+	procs := [3]*proc{nodes[0].start(t)}
+	for i := 1; i < 3; i++ {
+		nodes[i].flags = []string{"--join", nodes[0].gossipAddr}
+		procs[i] = nodes[i].start(t)
+	}
+	first := login(t, procs[0].url, "admin", "initial-pw-123")
+	call(t, "PUT", procs[0].url+"/api/v1/users/me", first, strings.NewReader(`{"current_password":"initial-pw-123","password":"changed-pw-456"}`), 200)
+	tok := login(t, procs[0].url, "admin", "changed-pw-456")
+	basic := "Basic " + basicAuth("admin", "changed-pw-456")
+
+	var v clusterView
+	waitFor(t, 20*time.Second, "three healthy members, one leader", func() bool {
+		var ok bool
+		v, ok = viewOf(t, procs[0].url, tok)
+		leaders, healthy := 0, 0
+		for _, m := range v.Members {
+			if m.Role == "leader" {
+				leaders++
+			}
+			if m.Healthy && (m.Role == "leader" || m.Role == "follower") {
+				healthy++
+			}
+		}
+		named := 0
+		for _, m := range v.Members {
+			if m.APIURL != "" {
+				named++
+			}
+		}
+		return ok && len(v.Members) == 3 && leaders == 1 && healthy == 3 && named == 3
+	})
+	ids := map[string]int{}
+	for _, m := range v.Members {
+		for i, n := range nodes {
+			if m.RaftAddr == n.raftAddr {
+				ids[m.ID] = i
+				if m.APIURL != procs[i].url {
+					t.Errorf("member %s: api_url %q, want %q", m.ID, m.APIURL, procs[i].url)
+				}
+			}
+		}
+	}
+	if len(ids) != 3 || ids[v.LeaderID] != 0 {
+		t.Fatalf("cluster view %+v: want the three nodes, the first leading", v)
+	}
+
+	// A write at the leader is read on every follower (its metadata: a
+	// follower does not fetch blobs from its peers yet).
+	call(t, "POST", procs[0].url+"/api/v1/repositories", tok, strings.NewReader(`{"name":"files","format":"generic"}`), 201)
+	call(t, "PUT", procs[0].url+"/generic/files/tool/1.0/a.bin", basic, strings.NewReader("before"), 201)
+	for _, p := range procs[1:] {
+		waitFor(t, 10*time.Second, "the write on a follower", func() bool { return hasVersion(p.url, tok, "1.0") })
+	}
+
+	// A write at a follower is decided there and committed through the
+	// leader: a login, a repository, an upload; the follower reads its own
+	// write at once, the leader has it too.
+	ftok := login(t, procs[2].url, "admin", "changed-pw-456")
+	call(t, "POST", procs[2].url+"/api/v1/repositories", ftok, strings.NewReader(`{"name":"more","format":"generic"}`), 201)
+	call(t, "PUT", procs[2].url+"/generic/files/tool/1.5/c.bin", basic, strings.NewReader("at a follower"), 201)
+	if got := get(procs[2].url+"/generic/files/tool/1.5/c.bin", basic); got != "at a follower" {
+		t.Fatalf("the follower reads back its own upload as %q", got)
+	}
+	if !hasVersion(procs[2].url, ftok, "1.5") || !hasVersion(procs[0].url, tok, "1.5") {
+		t.Fatal("a write at a follower is missing on the follower or the leader")
+	}
+	// A conflict decided at a follower comes back as one.
+	call(t, "POST", procs[1].url+"/api/v1/repositories", ftok, strings.NewReader(`{"name":"more","format":"generic"}`), 409)
+
+	// kill -9 of the leader.
+	_ = procs[0].cmd.Process.Kill()
+	_ = procs[0].cmd.Wait()
+	killed := time.Now()
+	var newLeader string
+	for newLeader == "" || newLeader == v.LeaderID {
+		if time.Since(killed) > 3*time.Second {
+			t.Fatalf("no new leader 3 s after the leader was killed")
+		}
+		time.Sleep(20 * time.Millisecond)
+		if w, ok := viewOf(t, procs[1].url, tok); ok {
+			newLeader = w.LeaderID
+		}
+	}
+	t.Logf("new leader %s %v after kill -9 of the leader", newLeader, time.Since(killed).Round(time.Millisecond))
+	lead := procs[ids[newLeader]]
+	waitFor(t, 30*time.Second, "the killed leader to be reported unhealthy", func() bool {
+		w, _ := viewOf(t, lead.url, tok)
+		for _, m := range w.Members {
+			if m.ID == v.LeaderID {
+				return !m.Healthy && m.Gossip == "dead"
+			}
+		}
+		return false
+	})
+	call(t, "PUT", lead.url+"/generic/files/tool/2.0/b.bin", basic, strings.NewReader("after"), 201)
+
+	// The killed node comes back by itself and catches up.
+	nodes[0].flags = nil
+	procs[0] = nodes[0].start(t)
+	waitFor(t, 20*time.Second, "the restarted node to catch up", func() bool { return hasVersion(procs[0].url, tok, "2.0") })
+	waitFor(t, 20*time.Second, "three healthy members again", func() bool {
+		w, ok := viewOf(t, lead.url, tok)
+		healthy := 0
+		for _, m := range w.Members {
+			if m.Healthy {
+				healthy++
+			}
+		}
+		return ok && len(w.Members) == 3 && healthy == 3
+	})
+}
+
+// hasVersion reports whether the node at base lists version v of the
+// package tool.
+func hasVersion(base, tok, v string) bool {
+	req, _ := http.NewRequest("GET", base+"/api/v1/packages/tool/versions", nil)
+	req.Header.Set("Authorization", tok)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Versions []struct {
+			Version string `json:"version"`
+		} `json:"versions"`
+	}
+	if resp.StatusCode != 200 || json.NewDecoder(resp.Body).Decode(&out) != nil {
+		return false
+	}
+	for _, x := range out.Versions {
+		if x.Version == v {
+			return true
+		}
+	}
+	return false
+}
+
+// get is a GET's body, "" unless 200.
+func get(url, auth string) string {
+	req, _ := http.NewRequest("GET", url, nil)
+	req.Header.Set("Authorization", auth)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != 200 {
+		return ""
+	}
+	return string(b)
+}

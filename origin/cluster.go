@@ -1,0 +1,239 @@
+package origin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/depot-registry/depot/cluster/leader"
+	"github.com/depot-registry/depot/cluster/membership"
+	"github.com/depot-registry/depot/cluster/raftnode"
+	"github.com/depot-registry/depot/origin/api"
+)
+
+// The origin's place in a cluster: the gossip pool it belongs to, how it
+// forms or joins the raft cluster, and the leader's reconciliation of the
+// two.
+
+// peersFile keeps the gossip addresses of the pool's members, so a node
+// that restarts finds the pool again without --join.
+const peersFile = "gossip-peers.json"
+
+// startMembership starts gossiping and joins the pool: the --join
+// addresses, and the members known before a restart.
+func (o *Origin) startMembership(ctx context.Context) error {
+	pool, err := membership.Start(membership.Config{NodeID: o.nodeID, BindAddr: o.cfg.GossipAddr, Key: o.key, Logger: o.log,
+		Meta:     membership.Meta{Role: membership.RoleOrigin, RaftAddr: o.node.Addr(), APIURL: o.cfg.ExternalURL, Expect: int(o.cfg.BootstrapExpect)},
+		OnChange: o.membershipChanged, Fast: o.cfg.FastGossip})
+	if err != nil {
+		return err
+	}
+	o.pool = pool
+	join := splitList(o.cfg.Join)
+	if len(join) > 0 {
+		// A node told to join waits for the pool (its seeds may be
+		// starting too), and fails clearly if it never answers.
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			err = pool.Join(join)
+			if err == nil || time.Now().After(deadline) || ctx.Err() != nil {
+				break
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+		if err != nil {
+			return fmt.Errorf("--join: no origin answered at %v: %w", join, err)
+		}
+		return nil
+	}
+	if known := o.knownPeers(); len(known) > 0 {
+		if err := pool.Join(known); err != nil {
+			o.log.Warn("none of the cluster's known members answered gossip; raft will find its peers", "peers", known, "err", err)
+		}
+	}
+	return nil
+}
+
+// membershipChanged wakes the cluster loop.
+func (o *Origin) membershipChanged() {
+	select {
+	case o.poolChanged <- struct{}{}:
+	default:
+	}
+}
+
+// expectBootstrap waits until BootstrapExpect origins started with the
+// same expectation see each other, then forms the cluster of them (each
+// of them does the same, with the same list).
+func (o *Origin) expectBootstrap(ctx context.Context) error {
+	want := int(o.cfg.BootstrapExpect)
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	logged := false
+	for {
+		if id, _ := o.node.Leader(); id != "" {
+			return nil // formed already (a restart, or another node was faster)
+		}
+		var servers []raftnode.Server
+		for _, m := range o.pool.Members() {
+			if m.Role == membership.RoleOrigin && m.Status == membership.Alive && m.Expect == want {
+				servers = append(servers, raftnode.Server{ID: m.ID, Addr: m.RaftAddr, Voter: true})
+			}
+		}
+		if len(servers) >= want {
+			o.log.Info("forming the cluster", "voters", len(servers))
+			return o.node.BootstrapWith(servers)
+		}
+		if !logged {
+			o.log.Info("waiting for the origins of --bootstrap-expect to see each other", "expect", want, "seen", len(servers))
+			logged = true
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("--bootstrap-expect %d: saw %d origins: %w", want, len(servers), ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// clusterLoop runs until ctx ends: on the leader it makes raft's voters
+// follow the pool; everywhere it gossips the applied index and keeps the
+// members' addresses for the next start.
+func (o *Origin) clusterLoop(ctx context.Context) {
+	t := time.NewTicker(2 * time.Second)
+	defer t.Stop()
+	var saved []string
+	for {
+		members := o.pool.Members()
+		if err := leader.Reconcile(o.node, members, o.log); err != nil && !errors.Is(err, raftnode.ErrNotLeader) {
+			o.log.Warn("reconciling raft voters with the gossip pool", "err", err)
+		}
+		applied := o.store.LastApplied()
+		o.pool.Update(func(m *membership.Meta) { m.Applied = applied })
+		if addrs := peerAddrs(members, o.nodeID); !slices.Equal(addrs, saved) && len(addrs) > 0 {
+			if err := o.savePeers(addrs); err != nil {
+				o.log.Warn("keeping the cluster's gossip addresses", "err", err)
+			}
+			saved = addrs
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-o.poolChanged:
+		}
+	}
+}
+
+func peerAddrs(members []membership.Member, self string) []string {
+	var out []string
+	for _, m := range members {
+		if m.ID != self && m.Role == membership.RoleOrigin && m.Status != membership.Left {
+			out = append(out, m.Addr)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (o *Origin) knownPeers() []string {
+	raw, err := os.ReadFile(filepath.Join(o.cfg.DataDir, peersFile))
+	if err != nil {
+		return nil
+	}
+	var addrs []string
+	_ = json.Unmarshal(raw, &addrs)
+	return addrs
+}
+
+func (o *Origin) savePeers(addrs []string) error {
+	raw, _ := json.Marshal(addrs)
+	path := filepath.Join(o.cfg.DataDir, peersFile)
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, raw, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// leaveCluster, on a clean stop, hands leadership on and tells the pool
+// this node leaves (the leader then removes it from the voters).
+func (o *Origin) leaveCluster() {
+	if o.node != nil {
+		if err := o.node.TransferLeadership(); err != nil {
+			o.log.Warn("handing leadership on", "err", err)
+		}
+	}
+	if o.pool != nil {
+		if err := o.pool.Leave(2 * time.Second); err != nil {
+			o.log.Warn("leaving the gossip pool", "err", err)
+		}
+		o.pool = nil
+	}
+}
+
+// clusterView is the cluster as this node sees it: raft's configuration
+// and leader, with what the gossip pool says of each node.
+func (o *Origin) clusterView() api.ClusterView {
+	leaderID, _ := o.node.Leader()
+	v := api.ClusterView{LeaderID: leaderID, Members: []api.ClusterMember{}}
+	servers, err := o.node.Servers()
+	if err != nil {
+		o.log.Warn("reading the raft configuration", "err", err)
+	}
+	gossip := map[string]membership.Member{}
+	for _, m := range o.pool.Members() {
+		gossip[m.ID] = m
+	}
+	seen := map[string]bool{}
+	for _, s := range servers {
+		m, known := gossip[s.ID]
+		c := api.ClusterMember{ID: s.ID, RaftAddr: s.Addr, Role: "follower", Gossip: "unknown"}
+		switch {
+		case s.ID == leaderID:
+			c.Role = "leader"
+		case !s.Voter:
+			c.Role = "nonvoter"
+		}
+		if known {
+			c.APIURL, c.AppliedIndex, c.Gossip, c.Healthy = m.APIURL, m.Applied, m.Status, m.Status == membership.Alive
+		}
+		if s.ID == o.nodeID {
+			c.AppliedIndex, c.Healthy = o.store.LastApplied(), true
+		}
+		v.Members = append(v.Members, c)
+		seen[s.ID] = true
+	}
+	for _, m := range gossip {
+		if seen[m.ID] || m.Status == membership.Left {
+			continue
+		}
+		role := "joining"
+		if m.Role == membership.RoleEdge {
+			role = "edge"
+		}
+		v.Members = append(v.Members, api.ClusterMember{ID: m.ID, APIURL: m.APIURL, RaftAddr: m.RaftAddr, Role: role,
+			AppliedIndex: m.Applied, Gossip: m.Status, Healthy: m.Status == membership.Alive})
+	}
+	slices.SortFunc(v.Members, func(a, b api.ClusterMember) int { return strings.Compare(a.ID, b.ID) })
+	return v
+}
+
+// servePeers answers the other origins' RPC on the raft port (mutually
+// authenticated with the cluster key): the leader commits the writes
+// followers decided.
+func (o *Origin) servePeers() {
+	mux := http.NewServeMux()
+	mux.Handle(leader.ApplyPath, leader.ApplyHandler(o.node))
+	o.peerSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+		ErrorLog: slog.NewLogLogger(o.log.Handler(), slog.LevelWarn)}
+	go func() { _ = o.peerSrv.Serve(o.node.RPCListener()) }()
+}
