@@ -106,7 +106,7 @@ func DefaultConfig() Config {
 		DataDir:          "./data",
 		RaftAddr:         "127.0.0.1:8300",
 		GossipAddr:       "127.0.0.1:8301",
-		RaftTimeout:      800 * time.Millisecond,
+		RaftTimeout:      600 * time.Millisecond,
 		AccessTTL:        900 * time.Second,
 		RefreshTTL:       604800 * time.Second,
 		RateLimit:        1200,

@@ -243,12 +243,16 @@ func (o *Origin) serve(context.Context) error {
 			byName[name] = f
 		}
 	}
+	// Readers see the blobs of every origin: one not here yet is fetched
+	// from a peer (writes, garbage collection and upload sessions use this
+	// origin's own store).
+	readers := &peerBlobs{FS: o.blobs, peers: o.peerAddrs, client: leader.PeerClient(o.node)}
 	apiSrv := api.New(api.Config{
 		AccessTTL: cfg.AccessTTL, RefreshTTL: cfg.RefreshTTL, DemoMode: cfg.DemoMode,
 		RateLimit: int(cfg.RateLimit), RateLimitLogin: int(cfg.RateLimitLogin), RateWindow: cfg.RateWindow,
 		UsersCreateRepo: cfg.UsersCreateRepo, MaxUpload: cfg.MaxUploadBytes, CORSOrigins: splitList(cfg.CORSOrigins),
 	}, api.Deps{
-		Store: o.store, Blobs: o.blobs, Commit: o.commit, Authn: authn, JWT: jwt, Audit: o.audit, Downloads: dl, GC: o.gc,
+		Store: o.store, Blobs: readers, Commit: o.commit, Authn: authn, JWT: jwt, Audit: o.audit, Downloads: dl, GC: o.gc,
 		Log: log, Health: o.health, Cluster: o.clusterView, Now: now, Formats: byName, Env: env, Writer: writer,
 	})
 
@@ -261,7 +265,7 @@ func (o *Origin) serve(context.Context) error {
 		srv := format.NewServer(f, env, writer, authn, log)
 		srv.OnWrite = apiSrv.AuditFormatWrite
 		for _, prefix := range format.Prefixes(f) {
-			fh := httpx.MinRate(httpx.NewFormatHandler(srv, prefix, o.blobs), cfg.MinUploadRate, cfg.UploadRateWindow)
+			fh := httpx.MinRate(httpx.NewFormatHandler(srv, prefix, readers), cfg.MinUploadRate, cfg.UploadRateWindow)
 			if cfg.DemoMode {
 				fh = readOnly(fh)
 			}

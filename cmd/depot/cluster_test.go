@@ -40,7 +40,8 @@ func viewOf(t *testing.T, base, tok string) (clusterView, bool) {
 // first forms a cluster alone; the others join it with --join and the
 // leader makes them voters; GET /admin/cluster lists three healthy
 // members and one leader, what the leader commits is read on the
-// followers, and a write at a follower goes through the leader. kill -9 of the leader: another origin leads within 3 s and
+// followers (bytes fetched from the peer that has them), and a write at a
+// follower goes through the leader. kill -9 of the leader: another origin leads within 3 s and
 // reports the old leader unhealthy; the killed origin restarts without
 // --join (it remembers its peers) and catches up.
 func TestClusterFormsAndFailsOver(t *testing.T) {
@@ -97,12 +98,15 @@ func TestClusterFormsAndFailsOver(t *testing.T) {
 		t.Fatalf("cluster view %+v: want the three nodes, the first leading", v)
 	}
 
-	// A write at the leader is read on every follower (its metadata: a
-	// follower does not fetch blobs from its peers yet).
+	// A write at the leader is read on every follower: the metadata
+	// through raft, the bytes fetched from the leader on first download.
 	call(t, "POST", procs[0].url+"/api/v1/repositories", tok, strings.NewReader(`{"name":"files","format":"generic"}`), 201)
 	call(t, "PUT", procs[0].url+"/generic/files/tool/1.0/a.bin", basic, strings.NewReader("before"), 201)
 	for _, p := range procs[1:] {
 		waitFor(t, 10*time.Second, "the write on a follower", func() bool { return hasVersion(p.url, tok, "1.0") })
+		if got := get(p.url+"/generic/files/tool/1.0/a.bin", basic); got != "before" {
+			t.Fatalf("a follower serves the leader's upload as %q", got)
+		}
 	}
 
 	// A write at a follower is decided there and committed through the
@@ -116,6 +120,9 @@ func TestClusterFormsAndFailsOver(t *testing.T) {
 	}
 	if !hasVersion(procs[2].url, ftok, "1.5") || !hasVersion(procs[0].url, tok, "1.5") {
 		t.Fatal("a write at a follower is missing on the follower or the leader")
+	}
+	if got := get(procs[0].url+"/generic/files/tool/1.5/c.bin", basic); got != "at a follower" {
+		t.Fatalf("the leader serves a follower's upload as %q", got)
 	}
 	// A conflict decided at a follower comes back as one.
 	call(t, "POST", procs[1].url+"/api/v1/repositories", ftok, strings.NewReader(`{"name":"more","format":"generic"}`), 409)
