@@ -229,11 +229,12 @@ func (o *Origin) clusterView() api.ClusterView {
 
 // servePeers answers the other origins' RPC on the raft port (mutually
 // authenticated with the cluster key): the leader commits the writes
-// followers decided; every origin hands out the blobs it holds.
+// followers decided; every origin hands out the blobs it holds and takes
+// those its peers push.
 func (o *Origin) servePeers() {
 	mux := http.NewServeMux()
 	mux.Handle(leader.ApplyPath, leader.ApplyHandler(o.node))
-	mux.Handle(BlobsPath, serveOwnBlob(o.blobs))
+	mux.Handle(BlobsPath, o.peerBlobHandler())
 	o.peerSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
 		ErrorLog: slog.NewLogLogger(o.log.Handler(), slog.LevelWarn)}
 	go func() { _ = o.peerSrv.Serve(o.node.RPCListener()) }()

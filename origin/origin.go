@@ -61,6 +61,7 @@ type Origin struct {
 	// reconciles raft with it (stopped by close).
 	pool        *membership.Pool
 	peerSrv     *http.Server // the peers' RPC on the raft port
+	peers       *http.Client // calls the peers' RPC
 	poolChanged chan struct{}
 	stopLoop    func()
 	metrics     *metrics.Metrics
@@ -164,6 +165,7 @@ func (o *Origin) startRaft(ctx context.Context) error {
 	// A write arriving here is decided here and committed through the
 	// leader, waiting out an election's worth of time without one.
 	o.commit = leader.NewForwarding(o.node, o.store, max(5*o.cfg.RaftTimeout, 2*time.Second))
+	o.peers = leader.PeerClient(o.node)
 	o.servePeers()
 	if err := o.startMembership(ctx); err != nil {
 		return err
@@ -224,8 +226,10 @@ func (o *Origin) serve(context.Context) error {
 	env := &format.Env{Meta: o.store, Now: now, Tokens: authn,
 		OnDownload: func(*format.Request, *meta.Artifact) { dl.Add() }}
 	scratch := filepath.Join(cfg.DataDir, "scratch")
-	writer := &format.Writer{Env: env, Blobs: o.blobs, Commit: o.commit, NewID: auth.NewID, MaxUpload: cfg.MaxUploadBytes,
-		ScratchDir: scratch, Ingest: o.blobs, Space: o.space}
+	// Writes store new blobs on a quorum of the origins before they
+	// commit (quorum.go).
+	writer := &format.Writer{Env: env, Blobs: quorumBlobs{o.blobs, o}, Commit: o.commit, NewID: auth.NewID, MaxUpload: cfg.MaxUploadBytes,
+		ScratchDir: scratch, Ingest: quorumIngest{o.blobs, o}, Space: o.space}
 	o.gc = gc.New(gc.Config{Meta: o.store, Blobs: o.blobs, Uploads: o.blobs, UploadTTL: oci.SessionTTL, Scratch: scratch,
 		Grace: cfg.GCGrace, Now: now, Log: log.With("component", "gc"), Metrics: &m.GC})
 	formats := all.Build(env)
@@ -246,7 +250,7 @@ func (o *Origin) serve(context.Context) error {
 	// Readers see the blobs of every origin: one not here yet is fetched
 	// from a peer (writes, garbage collection and upload sessions use this
 	// origin's own store).
-	readers := &peerBlobs{FS: o.blobs, peers: o.peerAddrs, client: leader.PeerClient(o.node)}
+	readers := &peerBlobs{FS: o.blobs, peers: o.peerAddrs, client: o.peers}
 	apiSrv := api.New(api.Config{
 		AccessTTL: cfg.AccessTTL, RefreshTTL: cfg.RefreshTTL, DemoMode: cfg.DemoMode,
 		RateLimit: int(cfg.RateLimit), RateLimitLogin: int(cfg.RateLimitLogin), RateWindow: cfg.RateWindow,

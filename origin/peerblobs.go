@@ -86,16 +86,26 @@ func (p *peerBlobs) fetch(ctx context.Context, digest string) error {
 	return fmt.Errorf("no peer gave %s: %w", digest, errors.Join(errs...))
 }
 
-// serveOwnBlob answers a peer's GET of a blob this origin holds (Range
-// honoured), never asking further peers.
-func serveOwnBlob(local *fs.FS) http.Handler {
+// peerBlobHandler answers the peers on /v1/blobs/<digest>: GET (Range
+// honoured) and HEAD of a blob this origin holds, never asking further
+// peers; PUT of a blob a peer pushes to make an upload durable.
+func (o *Origin) peerBlobHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		digest := strings.TrimPrefix(r.URL.Path, BlobsPath)
 		if _, _, err := blob.ParseDigest(digest); err != nil {
 			http.Error(w, "bad digest", http.StatusBadRequest)
 			return
 		}
-		f, err := local.Open(r.Context(), digest)
+		switch r.Method {
+		case http.MethodGet, http.MethodHead:
+		case http.MethodPut:
+			o.takePushedBlob(w, r, digest)
+			return
+		default:
+			http.Error(w, "GET, HEAD or PUT", http.StatusMethodNotAllowed)
+			return
+		}
+		f, err := o.blobs.Open(r.Context(), digest)
 		if errors.Is(err, blob.ErrNotFound) {
 			http.Error(w, "not here", http.StatusNotFound)
 			return

@@ -43,7 +43,8 @@ func viewOf(t *testing.T, base, tok string) (clusterView, bool) {
 // followers (bytes fetched from the peer that has them), and a write at a
 // follower goes through the leader. kill -9 of the leader: another origin leads within 3 s and
 // reports the old leader unhealthy; the killed origin restarts without
-// --join (it remembers its peers) and catches up.
+// --join (it remembers its peers) and catches up; an upload it
+// acknowledges survives its kill -9 right after (the blob is on a quorum).
 func TestClusterFormsAndFailsOver(t *testing.T) {
 	bin := buildDepot(t)
 	key := peerauth.NewKey().Encode()
@@ -168,6 +169,16 @@ func TestClusterFormsAndFailsOver(t *testing.T) {
 		}
 		return ok && len(w.Members) == 3 && healthy == 3
 	})
+
+	// An acknowledged upload is on a quorum of the origins: the origin
+	// that took it is killed the moment it answered, and the others serve
+	// the bytes.
+	call(t, "PUT", procs[0].url+"/generic/files/tool/3.0/z.bin", basic, strings.NewReader("durable"), 201)
+	_ = procs[0].cmd.Process.Kill()
+	_ = procs[0].cmd.Wait()
+	if got := get(lead.url+"/generic/files/tool/3.0/z.bin", basic); got != "durable" {
+		t.Fatalf("an upload acknowledged by an origin killed right after: %q at the leader", got)
+	}
 }
 
 // hasVersion reports whether the node at base lists version v of the

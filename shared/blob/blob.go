@@ -57,6 +57,10 @@ var (
 	// or the quota is full, or free space is below the configured
 	// minimum. Nothing is stored.
 	ErrNoSpace = errors.New("blob: insufficient storage")
+	// ErrUnreplicated is returned by a cluster's write when a new blob
+	// could not be copied to a quorum of the origins: the write must not
+	// be acknowledged (nothing was committed).
+	ErrUnreplicated = errors.New("blob: not on a quorum of the origins")
 )
 
 // DiskFull reports whether err is the filesystem saying it is full.

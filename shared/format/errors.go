@@ -120,6 +120,8 @@ func Domain(err error) *Error {
 		return BadRequest("invalid digest")
 	case errors.Is(err, blob.ErrNoSpace):
 		return InsufficientStorage()
+	case errors.Is(err, blob.ErrUnreplicated):
+		return Errorf(apierr.Unavailable, "the upload could not be copied to enough origins of the cluster; nothing was written; retry").With(apierr.RetryAfter, 5)
 	case errors.Is(err, ErrSlowBody):
 		return Errorf(apierr.RequestTimeout, "%s", ErrSlowBody.Error())
 	case errors.Is(err, auth.ErrBadCredentials):
