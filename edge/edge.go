@@ -154,7 +154,7 @@ func New(cfg Config, log *slog.Logger, out io.Writer) (*Edge, error) {
 	e := &Edge{cfg: cfg, log: log, out: out, prefetch: make(chan []string, 1), reached: make(chan struct{}, 1),
 		client: &feed.Client{Origins: cfg.origins(), NodeID: cfg.NodeID, Token: cfg.NodeToken,
 			HTTP: &http.Client{Timeout: 0}}}
-	e.upstream = &upstream.Upstream{Origins: cfg.origins(), HTTP: &http.Client{}, Credential: cfg.NodeToken}
+	e.upstream = &upstream.Upstream{Origins: e.client.OriginList, HTTP: &http.Client{}, Credential: cfg.NodeToken}
 	var err error
 	if e.replica, err = meta.Open(filepath.Join(cfg.CacheDir, "replica.db")); err != nil {
 		return nil, err
@@ -270,6 +270,9 @@ func (e *Edge) beat(ctx context.Context) error {
 	}
 	e.lastContact.Store(time.Now().UnixNano())
 	e.originIndex.Store(a.OriginIndex)
+	if len(a.Origins) > 0 {
+		e.client.SetOrigins(a.Origins) // the cluster's origins, for when the given ones are away
+	}
 	e.lag.observe(a.OriginIndex, e.replica.LastApplied(), time.Now())
 	if err := feed.Reconcile(ctx, e.client, e.replica, a.RepositoryIDs); err != nil {
 		return err
@@ -360,7 +363,7 @@ func (e *Edge) health() (reasons []string, details map[string]any) {
 		followed = []string{}
 	}
 	details = map[string]any{"node_id": e.cfg.NodeID, "applied_index": applied, "origin_index": origin,
-		"repository_ids": followed, "cache": e.cache.Stats(), "version": Version}
+		"repository_ids": followed, "origins": e.client.OriginList(), "cache": e.cache.Stats(), "version": Version}
 	if e.lastContact.Load() != 0 {
 		details["last_contact"] = last.UTC()
 	}

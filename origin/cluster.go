@@ -239,3 +239,15 @@ func (o *Origin) servePeers() {
 		ErrorLog: slog.NewLogLogger(o.log.Handler(), slog.LevelWarn)}
 	go func() { _ = o.peerSrv.Serve(o.node.RPCListener()) }()
 }
+
+// originURLs are the API URLs of the origins gossip finds alive (with an
+// external URL each has its own, or the address it listens on).
+func (o *Origin) originURLs() []string {
+	var out []string
+	for _, m := range o.pool.Members() {
+		if m.Role == membership.RoleOrigin && m.Status == membership.Alive && m.APIURL != "" {
+			out = append(out, m.APIURL)
+		}
+	}
+	return out
+}

@@ -257,7 +257,7 @@ func (o *Origin) serve(context.Context) error {
 		UsersCreateRepo: cfg.UsersCreateRepo, MaxUpload: cfg.MaxUploadBytes, CORSOrigins: splitList(cfg.CORSOrigins),
 	}, api.Deps{
 		Store: o.store, Blobs: readers, Commit: o.commit, Authn: authn, JWT: jwt, Audit: o.audit, Downloads: dl, GC: o.gc,
-		Log: log, Health: o.health, Cluster: o.clusterView, Now: now, Formats: byName, Env: env, Writer: writer,
+		Log: log, Health: o.health, Cluster: o.clusterView, Origins: o.originURLs, Now: now, Formats: byName, Env: env, Writer: writer,
 	})
 
 	o.api = apiSrv

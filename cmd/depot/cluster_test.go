@@ -45,6 +45,8 @@ func viewOf(t *testing.T, base, tok string) (clusterView, bool) {
 // reports the old leader unhealthy; the killed origin restarts without
 // --join (it remembers its peers) and catches up; an upload it
 // acknowledges survives its kill -9 right after (the blob is on a quorum).
+// An edge given only the first origin learns the others and goes on when
+// that one dies.
 func TestClusterFormsAndFailsOver(t *testing.T) {
 	bin := buildDepot(t)
 	key := peerauth.NewKey().Encode()
@@ -101,8 +103,30 @@ func TestClusterFormsAndFailsOver(t *testing.T) {
 
 	// A write at the leader is read on every follower: the metadata
 	// through raft, the bytes fetched from the leader on first download.
-	call(t, "POST", procs[0].url+"/api/v1/repositories", tok, strings.NewReader(`{"name":"files","format":"generic"}`), 201)
+	var files struct{ ID string }
+	_ = json.Unmarshal(call(t, "POST", procs[0].url+"/api/v1/repositories", tok, strings.NewReader(`{"name":"files","format":"generic"}`), 201), &files)
 	call(t, "PUT", procs[0].url+"/generic/files/tool/1.0/a.bin", basic, strings.NewReader("before"), 201)
+
+	// An edge given the first origin alone learns the others from its
+	// heartbeats.
+	var node struct{ ID, Token string }
+	edgeListen := freeAddr(t)
+	_ = json.Unmarshal(call(t, "POST", procs[0].url+"/api/v1/edge-nodes", tok, strings.NewReader(`{"name":"near","url":"http://`+edgeListen+`"}`), 201), &node)
+	call(t, "POST", procs[0].url+"/api/v1/edge-nodes/"+node.ID+"/repositories", tok, strings.NewReader(`{"repository_ids":["`+files.ID+`"]}`), 200)
+	edge := edgeProc(t, bin, procs[0].url, node.ID, node.Token, edgeListen, t.TempDir())
+	edgeOrigins := func() (int, []string) {
+		resp, err := http.Get(edge.url + "/api/v1/health")
+		if err != nil {
+			return 0, nil
+		}
+		defer resp.Body.Close()
+		var h struct {
+			Node struct{ Origins []string } `json:"node"`
+		}
+		_ = json.NewDecoder(resp.Body).Decode(&h)
+		return resp.StatusCode, h.Node.Origins
+	}
+	waitFor(t, 20*time.Second, "the edge to learn the three origins", func() bool { _, o := edgeOrigins(); return len(o) == 3 })
 	for _, p := range procs[1:] {
 		waitFor(t, 10*time.Second, "the write on a follower", func() bool { return hasVersion(p.url, tok, "1.0") })
 		if got := get(p.url+"/generic/files/tool/1.0/a.bin", basic); got != "before" {
@@ -154,6 +178,14 @@ func TestClusterFormsAndFailsOver(t *testing.T) {
 		return false
 	})
 	call(t, "PUT", lead.url+"/generic/files/tool/2.0/b.bin", basic, strings.NewReader("after"), 201)
+
+	// The edge's own origin is dead: it goes on with the others it
+	// learned, reads and writes.
+	waitFor(t, 20*time.Second, "the edge to reach a live origin", func() bool { st, _ := edgeOrigins(); return st == 200 })
+	call(t, "PUT", edge.url+"/generic/files/tool/2.5/e.bin", basic, strings.NewReader("through the edge"), 201)
+	if got := get(edge.url+"/generic/files/tool/2.5/e.bin", basic); got != "through the edge" {
+		t.Fatalf("the edge, its origin dead, serves its write as %q", got)
+	}
 
 	// The killed node comes back by itself and catches up.
 	nodes[0].flags = nil

@@ -22,7 +22,7 @@ import (
 // Upstream forwards to the origins, trying each in turn when one cannot
 // be reached (a request whose body has started to go is not retried).
 type Upstream struct {
-	Origins []string // base URLs
+	Origins func() []string // base URLs, as the node knows them now
 	HTTP    *http.Client
 	// Credential is the node's: it goes with each forwarded request
 	// (httpx.ForwarderHeader), so the origin believes what the edge says
@@ -50,7 +50,7 @@ func (u *Upstream) Forward(ctx *fasthttp.RequestCtx) (uint64, error) {
 		body = bytes.NewReader(ctx.PostBody())
 	}
 	var idx uint64
-	err := feed.Each(u.Origins, &u.next, func(base string) error {
+	err := feed.Each(u.Origins(), &u.next, func(base string) error {
 		sent := &countingReader{r: body}
 		resp, err := u.send(ctx, base, sent)
 		switch {

@@ -230,7 +230,11 @@ func (s *Server) edgeHeartbeat(w http.ResponseWriter, r *http.Request, p *auth.P
 			return err
 		}
 	}
-	return writeJSON(w, http.StatusOK, feed.Assignment{RepositoryIDs: e.Repositories, OriginIndex: s.d.Store.LastApplied()})
+	a := feed.Assignment{RepositoryIDs: e.Repositories, OriginIndex: s.d.Store.LastApplied()}
+	if s.d.Origins != nil {
+		a.Origins = s.d.Origins()
+	}
+	return writeJSON(w, http.StatusOK, a)
 }
 
 // edgeVouch verifies, for an edge node, a JWT presented to it: the node

@@ -79,11 +79,14 @@ type Deps struct {
 	Log       *slog.Logger
 	Health    Health
 	Cluster   func() ClusterView
-	Formats   map[string]format.Format // by repository format, for deletes that formats handle
-	Env       *format.Env              // formats' read environment (downloads)
-	Writer    *format.Writer           // formats' write environment (deletes)
-	Now       func() time.Time
-	NewID     func() string
+	// Origins are the API URLs of the cluster's live origins (told to
+	// edge nodes with their heartbeat); nil: this one alone.
+	Origins func() []string
+	Formats map[string]format.Format // by repository format, for deletes that formats handle
+	Env     *format.Env              // formats' read environment (downloads)
+	Writer  *format.Writer           // formats' write environment (deletes)
+	Now     func() time.Time
+	NewID   func() string
 }
 
 // Server is the REST API handler.

@@ -41,6 +41,7 @@ type Client struct {
 	next    atomic.Int64 // the origin to try first
 	fails   atomic.Int64
 	changes atomic.Int64
+	learned atomic.Pointer[[]string]
 }
 
 // Failures counts the feed reads that failed (for metrics).
@@ -116,7 +117,28 @@ func Each(origins []string, next *atomic.Int64, call func(base string) error) er
 	return errors.Join(errs...)
 }
 
-func (c *Client) each(call func(base string) error) error { return Each(c.Origins, &c.next, call) }
+func (c *Client) each(call func(base string) error) error { return Each(c.OriginList(), &c.next, call) }
+
+// OriginList is where the client goes: the origins it was given, then
+// those an origin said the cluster has (SetOrigins).
+func (c *Client) OriginList() []string {
+	if l := c.learned.Load(); l != nil {
+		return *l
+	}
+	return c.Origins
+}
+
+// SetOrigins adds the origins an origin said the cluster has (its
+// heartbeat answer) to those the client was given, which stay first.
+func (c *Client) SetOrigins(cluster []string) {
+	list := slices.Clone(c.Origins)
+	for _, o := range cluster {
+		if o = strings.TrimRight(o, "/"); o != "" && !slices.Contains(list, o) {
+			list = append(list, o)
+		}
+	}
+	c.learned.Store(&list)
+}
 
 // do sends req with the node's credential. A 2xx answer is returned to
 // be read and closed; 410 is ErrResync, 404 blob.ErrNotFound, and any
@@ -292,6 +314,9 @@ type Report struct {
 type Assignment struct {
 	RepositoryIDs []string `json:"repository_ids"`
 	OriginIndex   uint64   `json:"origin_index"`
+	// Origins are the API URLs of the cluster's origins that are alive,
+	// so a node given one origin finds the others.
+	Origins []string `json:"origins,omitempty"`
 }
 
 // Heartbeat reports the node to an origin and returns what it should
