@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/depot-registry/depot/cluster/membership"
 	"github.com/depot-registry/depot/cluster/raftnode"
 	"github.com/depot-registry/depot/origin/api"
+	"github.com/depot-registry/depot/shared/apierr"
 )
 
 // The origin's place in a cluster: the gossip pool it belongs to, how it
@@ -250,4 +252,34 @@ func (o *Origin) originURLs() []string {
 		}
 	}
 	return out
+}
+
+// freshness makes every origin answer reads at least as fresh as the
+// client asks: a request with X-Depot-Min-Index: <index> (the
+// X-Depot-Index of the client's last write, on whichever origin) waits
+// until this origin has applied that index (notified, not polled), at
+// most an election's worth of time, then 503. Every read answers the
+// index it was served at in X-Depot-Index (writes answer their own).
+func (o *Origin) freshness(h http.Handler) http.Handler {
+	wait := max(5*o.cfg.RaftTimeout, 2*time.Second)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if raw := r.Header.Get("X-Depot-Min-Index"); raw != "" {
+			min, err := strconv.ParseUint(raw, 10, 64)
+			if err != nil {
+				apierr.Write(w, apierr.Invalid("X-Depot-Min-Index", "X-Depot-Min-Index must be a log index (a whole number), as X-Depot-Index gives it"))
+				return
+			}
+			ctx, cancel := context.WithTimeout(r.Context(), wait)
+			err = o.store.WaitIndex(ctx, min)
+			cancel()
+			if err != nil {
+				apierr.Write(w, apierr.New(apierr.Unavailable, "this origin has applied the log up to %d, not yet %d; retry", o.store.LastApplied(), min).With(apierr.RetryAfter, 1))
+				return
+			}
+		}
+		if r.Method == http.MethodGet || r.Method == http.MethodHead {
+			w.Header().Set("X-Depot-Index", strconv.FormatUint(o.store.LastApplied(), 10))
+		}
+		h.ServeHTTP(w, r)
+	})
 }

@@ -288,7 +288,7 @@ func (o *Origin) serve(context.Context) error {
 		p, err := authn.EdgeToken(credential)
 		return err == nil && p.Edge() != ""
 	}
-	o.handler = httpx.Forwarded(httpx.Observe(mux, log, m, func(r *http.Request) string {
+	o.handler = httpx.Forwarded(httpx.Observe(o.freshness(mux), log, m, func(r *http.Request) string {
 		p := r.URL.Path
 		if strings.HasPrefix(p, api.Prefix+"/") {
 			return "api"

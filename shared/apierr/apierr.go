@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 )
 
 // Code is a stable, machine-readable error code.
@@ -152,8 +153,11 @@ func Body(e *Error) []byte {
 	return b
 }
 
-// Write answers w with e.
+// Write answers w with e (Retry-After too, when e says when to retry).
 func Write(w http.ResponseWriter, e *Error) {
+	if secs, ok := e.RetryAfterSeconds(); ok {
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(e.Status())
