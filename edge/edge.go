@@ -419,7 +419,8 @@ func (e *Edge) forward(ctx *fasthttp.RequestCtx) error {
 		e.log.Warn("forwarding to an origin failed", "method", string(ctx.Method()), "path", string(ctx.Path()), "err", err)
 		return err
 	}
-	if idx > 0 && ctx.Response.StatusCode() < 300 {
+	// A write's index (reads answer theirs too: nothing to wait for).
+	if idx > 0 && ctx.Response.StatusCode() < 300 && !ctx.IsGet() && !ctx.IsHead() {
 		wctx, cancel := context.WithTimeout(ctx, writeWait)
 		defer cancel()
 		if err := e.catchUp(wctx, idx); err != nil {
