@@ -236,6 +236,7 @@ func (o *Origin) clusterView() api.ClusterView {
 func (o *Origin) servePeers() {
 	mux := http.NewServeMux()
 	mux.Handle(leader.ApplyPath, leader.ApplyHandler(o.node))
+	mux.Handle(leader.RemovePath, leader.RemoveHandler(o.node))
 	mux.Handle(BlobsPath, o.peerBlobHandler())
 	o.peerSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
 		ErrorLog: slog.NewLogLogger(o.log.Handler(), slog.LevelWarn)}
@@ -282,4 +283,31 @@ func (o *Origin) freshness(h http.Handler) http.Handler {
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// removePeer takes a dead origin out of the cluster for good (one that
+// will not come back: its disk is gone), so the voters are the live ones
+// again. A live origin is not removed: stopping it makes it leave.
+func (o *Origin) removePeer(ctx context.Context, id string) error {
+	servers, err := o.node.Servers()
+	if err != nil {
+		return err
+	}
+	if !slices.ContainsFunc(servers, func(s raftnode.Server) bool { return s.ID == id }) {
+		return apierr.New(apierr.NotFound, "%s is not a member of the cluster", id)
+	}
+	if id == o.nodeID {
+		return apierr.New(apierr.Conflict, "%s is this origin: ask another one to remove it", id)
+	}
+	for _, m := range o.pool.Members() {
+		if m.ID == id && m.Status == membership.Alive {
+			return apierr.New(apierr.Conflict, "%s is alive: stop it and it leaves the cluster by itself; remove-peer is for an origin that is gone", id)
+		}
+	}
+	if err := o.forward.RemovePeer(ctx, id); err != nil {
+		return err
+	}
+	o.pool.Forget(id)
+	o.log.Info("removed a peer from the cluster", "node_id", id)
+	return nil
 }

@@ -62,6 +62,7 @@ type Origin struct {
 	pool        *membership.Pool
 	peerSrv     *http.Server // the peers' RPC on the raft port
 	peers       *http.Client // calls the peers' RPC
+	forward     *leader.Forwarding
 	poolChanged chan struct{}
 	stopLoop    func()
 	metrics     *metrics.Metrics
@@ -164,7 +165,8 @@ func (o *Origin) startRaft(ctx context.Context) error {
 	}
 	// A write arriving here is decided here and committed through the
 	// leader, waiting out an election's worth of time without one.
-	o.commit = leader.NewForwarding(o.node, o.store, max(5*o.cfg.RaftTimeout, 2*time.Second))
+	o.forward = leader.NewForwarding(o.node, o.store, max(5*o.cfg.RaftTimeout, 2*time.Second))
+	o.commit = o.forward
 	o.peers = leader.PeerClient(o.node)
 	o.servePeers()
 	if err := o.startMembership(ctx); err != nil {
@@ -257,7 +259,7 @@ func (o *Origin) serve(context.Context) error {
 		UsersCreateRepo: cfg.UsersCreateRepo, MaxUpload: cfg.MaxUploadBytes, CORSOrigins: splitList(cfg.CORSOrigins),
 	}, api.Deps{
 		Store: o.store, Blobs: readers, Commit: o.commit, Authn: authn, JWT: jwt, Audit: o.audit, Downloads: dl, GC: o.gc,
-		Log: log, Health: o.health, Cluster: o.clusterView, Origins: o.originURLs, Now: now, Formats: byName, Env: env, Writer: writer,
+		Log: log, Health: o.health, Cluster: o.clusterView, Origins: o.originURLs, RemovePeer: o.removePeer, Now: now, Formats: byName, Env: env, Writer: writer,
 	})
 
 	o.api = apiSrv

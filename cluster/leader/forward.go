@@ -202,3 +202,53 @@ func ApplyHandler(node *raftnode.Node) http.Handler {
 		_ = json.NewEncoder(w).Encode(a)
 	})
 }
+
+// RemovePath is the leader's RPC route that takes a peer out of the raft
+// configuration.
+const RemovePath = "/v1/remove-peer"
+
+// RemovePeer takes node id out of the raft configuration: on the leader
+// directly, elsewhere by asking the leader.
+func (f *Forwarding) RemovePeer(ctx context.Context, id string) error {
+	if f.Node.IsLeader() {
+		return f.Node.RemoveServer(id, 10*time.Second)
+	}
+	_, addr := f.Node.Leader()
+	if addr == "" {
+		return ErrNoLeader
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+RemovePath, bytes.NewReader([]byte(id)))
+	if err != nil {
+		return err
+	}
+	resp, err := f.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("asking the leader to remove %s: %w", id, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
+		return fmt.Errorf("the leader did not remove %s: %s: %s", id, resp.Status, bytes.TrimSpace(msg))
+	}
+	return nil
+}
+
+// RemoveHandler is the leader's side of RemovePeer.
+func RemoveHandler(node *raftnode.Node) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 256))
+		if err != nil || r.Method != http.MethodPost || len(id) == 0 {
+			http.Error(w, "POST a node id", http.StatusBadRequest)
+			return
+		}
+		if err := node.RemoveServer(string(id), 10*time.Second); err != nil {
+			status := http.StatusServiceUnavailable
+			if errors.Is(err, raftnode.ErrNotLeader) {
+				status = http.StatusMisdirectedRequest
+			}
+			http.Error(w, err.Error(), status)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+}

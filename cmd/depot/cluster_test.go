@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -46,7 +47,7 @@ func viewOf(t *testing.T, base, tok string) (clusterView, bool) {
 // --join (it remembers its peers) and catches up; an upload it
 // acknowledges survives its kill -9 right after (the blob is on a quorum).
 // An edge given only the first origin learns the others and goes on when
-// that one dies.
+// that one dies. depot cluster remove-peer takes a dead origin out.
 func TestClusterFormsAndFailsOver(t *testing.T) {
 	bin := buildDepot(t)
 	key := peerauth.NewKey().Encode()
@@ -210,6 +211,40 @@ func TestClusterFormsAndFailsOver(t *testing.T) {
 	_ = procs[0].cmd.Wait()
 	if got := get(lead.url+"/generic/files/tool/3.0/z.bin", basic); got != "durable" {
 		t.Fatalf("an upload acknowledged by an origin killed right after: %q at the leader", got)
+	}
+
+	// depot cluster remove-peer takes the dead origin out for good, and
+	// refuses a live one.
+	removePeer := func(id string) (string, error) {
+		out, err := exec.Command(bin, "cluster", "remove-peer", "--origin", lead.url, "--token", strings.TrimPrefix(tok, "Bearer "), id).CombinedOutput()
+		return string(out), err
+	}
+	deadID, liveID := "", ""
+	for id, i := range ids {
+		switch {
+		case i == 0:
+			deadID = id
+		case id != newLeader:
+			liveID = id
+		}
+	}
+	if out, err := removePeer(liveID); err == nil || !strings.Contains(out, "alive") {
+		t.Fatalf("remove-peer of a live origin: %v %s", err, out)
+	}
+	waitFor(t, 30*time.Second, "the killed origin to be found dead", func() bool {
+		w, _ := viewOf(t, lead.url, tok)
+		for _, m := range w.Members {
+			if m.ID == deadID {
+				return m.Gossip == "dead"
+			}
+		}
+		return false
+	})
+	if out, err := removePeer(deadID); err != nil || !strings.Contains(out, "removed "+deadID) {
+		t.Fatalf("remove-peer of the dead origin: %v %s", err, out)
+	}
+	if w, _ := viewOf(t, lead.url, tok); len(w.Members) != 2 {
+		t.Fatalf("after remove-peer the cluster lists %+v", w.Members)
 	}
 }
 

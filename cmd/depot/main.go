@@ -28,6 +28,8 @@ Usage:
                          repositories assigned to it from a replica and a blob cache, also while
                          every origin is down, and forwards the rest to an origin
   depot keygen           print a new cluster key for DEPOT_CLUSTER_KEY (share it among the origins only)
+  depot cluster remove-peer [--origin URL] [--token T] <node-id>
+                         take a dead origin out of the cluster for good
   depot admin reset-password [--data-dir DIR] [--username admin]
                          give a user a new random password (lost admin password)
   depot version          print the version
@@ -66,13 +68,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	case "admin":
 		return runAdmin(args[1:], stdout, stderr)
+	case "cluster":
+		return runCluster(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		if len(args) == 1 {
 			fmt.Fprint(stdout, usage)
 			return 0
 		}
 		switch args[1] {
-		case "origin", "edge", "admin":
+		case "origin", "edge", "admin", "cluster":
 			return run([]string{args[1], "--help"}, stdout, stderr)
 		case "keygen", "version", "help":
 			fmt.Fprint(stdout, usage)

@@ -82,11 +82,13 @@ type Deps struct {
 	// Origins are the API URLs of the cluster's live origins (told to
 	// edge nodes with their heartbeat); nil: this one alone.
 	Origins func() []string
-	Formats map[string]format.Format // by repository format, for deletes that formats handle
-	Env     *format.Env              // formats' read environment (downloads)
-	Writer  *format.Writer           // formats' write environment (deletes)
-	Now     func() time.Time
-	NewID   func() string
+	// RemovePeer takes a dead origin out of the cluster.
+	RemovePeer func(ctx context.Context, id string) error
+	Formats    map[string]format.Format // by repository format, for deletes that formats handle
+	Env        *format.Env              // formats' read environment (downloads)
+	Writer     *format.Writer           // formats' write environment (deletes)
+	Now        func() time.Time
+	NewID      func() string
 }
 
 // Server is the REST API handler.
@@ -193,6 +195,16 @@ func (s *Server) routes() {
 			return apierr.New(apierr.NotFound, "this node is not part of a cluster")
 		}
 		return writeJSON(w, http.StatusOK, s.d.Cluster())
+	})
+	s.handle("DELETE /admin/cluster/members/{id}", adminOnly, func(w http.ResponseWriter, r *http.Request, _ *auth.Principal) error {
+		if s.d.RemovePeer == nil {
+			return apierr.New(apierr.NotFound, "this node is not part of a cluster")
+		}
+		if err := s.d.RemovePeer(r.Context(), r.PathValue("id")); err != nil {
+			return err
+		}
+		w.WriteHeader(http.StatusNoContent)
+		return nil
 	})
 
 	s.handle("GET /edge-nodes", adminOnly, s.listEdges)
