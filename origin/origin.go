@@ -63,6 +63,7 @@ type Origin struct {
 	peerSrv     *http.Server // the peers' RPC on the raft port
 	peers       *http.Client // calls the peers' RPC
 	forward     *leader.Forwarding
+	readers     *peerBlobs // the blob store as readers see it: missing blobs come from peers
 	poolChanged chan struct{}
 	stopLoop    func()
 	metrics     *metrics.Metrics
@@ -253,6 +254,7 @@ func (o *Origin) serve(context.Context) error {
 	// from a peer (writes, garbage collection and upload sessions use this
 	// origin's own store).
 	readers := &peerBlobs{FS: o.blobs, peers: o.peerAddrs, client: o.peers}
+	o.readers = readers
 	apiSrv := api.New(api.Config{
 		AccessTTL: cfg.AccessTTL, RefreshTTL: cfg.RefreshTTL, DemoMode: cfg.DemoMode,
 		RateLimit: int(cfg.RateLimit), RateLimitLogin: int(cfg.RateLimitLogin), RateWindow: cfg.RateWindow,
@@ -372,6 +374,7 @@ func (o *Origin) Run(ctx context.Context, ln net.Listener) error {
 	go func() { errc <- srv.Serve(ln) }()
 	bg.Go(func() { o.purgeSessions(ctx, time.Hour) })
 	bg.Go(func() { o.gc.Every(ctx, o.cfg.GCInterval) })
+	bg.Go(func() { o.repairLoop(ctx, o.readers) })
 	select {
 	case err := <-errc:
 		return err

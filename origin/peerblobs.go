@@ -39,10 +39,16 @@ func (p *peerBlobs) Open(ctx context.Context, digest string) (blob.File, error) 
 	if !errors.Is(err, blob.ErrNotFound) || p.peers == nil {
 		return f, err
 	}
-	if _, ferr, _ := p.flight.Do(digest, func() (any, error) { return nil, p.fetch(context.WithoutCancel(ctx), digest) }); ferr != nil {
+	if p.fetchOnce(ctx, digest) != nil {
 		return nil, err // still not found: say so, not why the peers failed
 	}
 	return p.FS.Open(ctx, digest)
+}
+
+// fetchOnce fetches digest from a peer, once however many ask at once.
+func (p *peerBlobs) fetchOnce(ctx context.Context, digest string) error {
+	_, err, _ := p.flight.Do(digest, func() (any, error) { return nil, p.fetch(context.WithoutCancel(ctx), digest) })
+	return err
 }
 
 // fetch copies digest from the first peer that has it into the store.

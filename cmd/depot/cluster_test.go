@@ -1,10 +1,14 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -44,7 +48,8 @@ func viewOf(t *testing.T, base, tok string) (clusterView, bool) {
 // followers (bytes fetched from the peer that has them), and a write at a
 // follower goes through the leader. kill -9 of the leader: another origin leads within 3 s and
 // reports the old leader unhealthy; the killed origin restarts without
-// --join (it remembers its peers) and catches up; an upload it
+// --join (it remembers its peers) and catches up, fetching by itself the
+// blob uploaded while it was down; an upload it
 // acknowledges survives its kill -9 right after (the blob is on a quorum).
 // An edge given only the first origin learns the others and goes on when
 // that one dies. depot cluster remove-peer takes a dead origin out.
@@ -192,6 +197,13 @@ func TestClusterFormsAndFailsOver(t *testing.T) {
 	nodes[0].flags = nil
 	procs[0] = nodes[0].start(t)
 	waitFor(t, 20*time.Second, "the restarted node to catch up", func() bool { return hasVersion(procs[0].url, tok, "2.0") })
+	// It also fetches, by itself, the blob uploaded while it was down.
+	sum := sha256.Sum256([]byte("after"))
+	hx := hex.EncodeToString(sum[:])
+	waitFor(t, 30*time.Second, "the restarted origin to repair the blob it missed", func() bool {
+		_, err := os.Stat(filepath.Join(nodes[0].dataDir, "blobs", "sha256", hx[:2], hx))
+		return err == nil
+	})
 	waitFor(t, 20*time.Second, "three healthy members again", func() bool {
 		w, ok := viewOf(t, lead.url, tok)
 		healthy := 0

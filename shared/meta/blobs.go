@@ -88,3 +88,25 @@ func (tx *Tx) RepoBlobs(repoID string) ([]string, error) {
 	slices.Sort(out)
 	return slices.Compact(slices.DeleteFunc(out, func(d string) bool { return d == "" })), nil
 }
+
+// ReferencedBlobs pages through the digests some record keeps, in order:
+// at most limit of them after the digest after ("" from the first), and
+// the digest to go on after (none: "" at the end).
+func (tx *Tx) ReferencedBlobs(after string, limit int) (digests []string, next string) {
+	c := tx.bucket(bBlobRefs).Cursor()
+	k, _ := c.First()
+	if after != "" {
+		k, _ = c.Seek([]byte(after + "\x01")) // past every key of after
+	}
+	for ; k != nil; k, _ = c.Next() {
+		d, _, _ := strings.Cut(string(k), "\x00")
+		if n := len(digests); n > 0 && digests[n-1] == d {
+			continue
+		}
+		if len(digests) == limit {
+			return digests, digests[len(digests)-1]
+		}
+		digests = append(digests, d)
+	}
+	return digests, ""
+}
