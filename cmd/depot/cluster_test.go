@@ -41,6 +41,53 @@ func viewOf(t *testing.T, base, tok string) (clusterView, bool) {
 	return v, resp.StatusCode == 200 && json.NewDecoder(resp.Body).Decode(&v) == nil
 }
 
+// cluster is three origin processes that formed a cluster: the first
+// alone, the others with --join.
+type cluster struct {
+	bin        string
+	nodes      [3]site
+	procs      [3]*proc
+	tok, basic string // the admin's session and Basic credentials
+	view       clusterView
+}
+
+func startCluster(t *testing.T) *cluster {
+	t.Helper()
+	c := &cluster{bin: buildDepot(t)}
+	key := peerauth.NewKey().Encode()
+	for i := range c.nodes {
+		c.nodes[i] = site{bin: c.bin, dataDir: t.TempDir(), listen: freeAddr(t), raftAddr: freeAddr(t), gossipAddr: freeAddr(t),
+			env: []string{"DEPOT_CLUSTER_KEY=" + key}}
+	}
+	c.procs[0] = c.nodes[0].start(t)
+	for i := 1; i < 3; i++ {
+		c.nodes[i].flags = []string{"--join", c.nodes[0].gossipAddr}
+		c.procs[i] = c.nodes[i].start(t)
+	}
+	first := login(t, c.procs[0].url, "admin", "initial-pw-123")
+	call(t, "PUT", c.procs[0].url+"/api/v1/users/me", first, strings.NewReader(`{"current_password":"initial-pw-123","password":"changed-pw-456"}`), 200)
+	c.tok = login(t, c.procs[0].url, "admin", "changed-pw-456")
+	c.basic = "Basic " + basicAuth("admin", "changed-pw-456")
+	waitFor(t, 20*time.Second, "three healthy members, one leader", func() bool {
+		var ok bool
+		c.view, ok = viewOf(t, c.procs[0].url, c.tok)
+		leaders, healthy, named := 0, 0, 0
+		for _, m := range c.view.Members {
+			if m.Role == "leader" {
+				leaders++
+			}
+			if m.Healthy && (m.Role == "leader" || m.Role == "follower") {
+				healthy++
+			}
+			if m.APIURL != "" {
+				named++
+			}
+		}
+		return ok && len(c.view.Members) == 3 && leaders == 1 && healthy == 3 && named == 3
+	})
+	return c
+}
+
 // TestClusterFormsAndFailsOver: three origin processes on loopback. The
 // first forms a cluster alone; the others join it with --join and the
 // leader makes them voters; GET /admin/cluster lists three healthy
@@ -54,44 +101,8 @@ func viewOf(t *testing.T, base, tok string) (clusterView, bool) {
 // An edge given only the first origin learns the others and goes on when
 // that one dies. depot cluster remove-peer takes a dead origin out.
 func TestClusterFormsAndFailsOver(t *testing.T) {
-	bin := buildDepot(t)
-	key := peerauth.NewKey().Encode()
-	var nodes [3]site
-	for i := range nodes {
-		nodes[i] = site{bin: bin, dataDir: t.TempDir(), listen: freeAddr(t), raftAddr: freeAddr(t), gossipAddr: freeAddr(t),
-			env: []string{"DEPOT_CLUSTER_KEY=" + key}}
-	}
-	procs := [3]*proc{nodes[0].start(t)}
-	for i := 1; i < 3; i++ {
-		nodes[i].flags = []string{"--join", nodes[0].gossipAddr}
-		procs[i] = nodes[i].start(t)
-	}
-	first := login(t, procs[0].url, "admin", "initial-pw-123")
-	call(t, "PUT", procs[0].url+"/api/v1/users/me", first, strings.NewReader(`{"current_password":"initial-pw-123","password":"changed-pw-456"}`), 200)
-	tok := login(t, procs[0].url, "admin", "changed-pw-456")
-	basic := "Basic " + basicAuth("admin", "changed-pw-456")
-
-	var v clusterView
-	waitFor(t, 20*time.Second, "three healthy members, one leader", func() bool {
-		var ok bool
-		v, ok = viewOf(t, procs[0].url, tok)
-		leaders, healthy := 0, 0
-		for _, m := range v.Members {
-			if m.Role == "leader" {
-				leaders++
-			}
-			if m.Healthy && (m.Role == "leader" || m.Role == "follower") {
-				healthy++
-			}
-		}
-		named := 0
-		for _, m := range v.Members {
-			if m.APIURL != "" {
-				named++
-			}
-		}
-		return ok && len(v.Members) == 3 && leaders == 1 && healthy == 3 && named == 3
-	})
+	c := startCluster(t)
+	bin, nodes, procs, tok, basic, v := c.bin, c.nodes, c.procs, c.tok, c.basic, c.view
 	ids := map[string]int{}
 	for _, m := range v.Members {
 		for i, n := range nodes {
