@@ -141,7 +141,7 @@ func (o *Origin) openData(context.Context) error {
 	}
 	if cfg.AuditEnabled {
 		p := cmp.Or(cfg.AuditPath, filepath.Join(cfg.DataDir, "audit.log"))
-		if o.audit, err = audit.Open(p, o.now); err != nil {
+		if o.audit, err = audit.Open(p, o.nodeID, o.now); err != nil {
 			return fmt.Errorf("audit log: %w", err)
 		}
 	}

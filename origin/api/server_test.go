@@ -276,6 +276,7 @@ func TestAuditLog(t *testing.T) {
 		Action  *string `json:"action"`
 		Remote  *string `json:"remote"`
 		Outcome *string `json:"outcome"`
+		Node    string  `json:"node"`
 	}
 	want := []struct{ actor, action, outcome string }{
 		{"audited", "auth.login", "success"},
@@ -292,8 +293,8 @@ func TestAuditLog(t *testing.T) {
 		if err := json.Unmarshal([]byte(line), &ev); err != nil {
 			t.Fatalf("audit line %d is not JSON: %s", i, line)
 		}
-		if ev.Time == nil || ev.Actor == nil || ev.Action == nil || ev.Remote == nil || ev.Outcome == nil {
-			t.Fatalf("audit line %d lacks time, actor, action, remote or outcome: %s", i, line)
+		if ev.Time == nil || ev.Actor == nil || ev.Action == nil || ev.Remote == nil || ev.Outcome == nil || !strings.HasPrefix(ev.Node, "origin-") {
+			t.Fatalf("audit line %d lacks time, actor, action, remote, outcome or the node that wrote it: %s", i, line)
 		}
 		if _, err := time.Parse(time.RFC3339Nano, *ev.Time); err != nil || *ev.Remote == "" {
 			t.Fatalf("audit line %d: bad time or remote: %s", i, line)

@@ -23,6 +23,9 @@ type Event struct {
 	Status    int       `json:"status,omitempty"`
 	Reason    string    `json:"reason,omitempty"` // why a credential check failed
 	RequestID string    `json:"request_id,omitempty"`
+	// Node is the origin that wrote the line (its node id): in a cluster
+	// every origin keeps its own audit log.
+	Node string `json:"node"`
 }
 
 // Bounds on what an event echoes from a request: a 1 MB username must
@@ -41,14 +44,16 @@ func clip(s string, n int) string {
 
 // Log appends events to a writer; a nil *Log discards them.
 type Log struct {
-	mu  sync.Mutex
-	w   io.WriteCloser
-	now func() time.Time
+	mu   sync.Mutex
+	w    io.WriteCloser
+	node string
+	now  func() time.Time
 }
 
 // Open appends to the file at path, creating it (0600) and its directory;
-// now stamps events recorded without a time (nil: the wall clock).
-func Open(path string, now func() time.Time) (*Log, error) {
+// node names the origin in every line; now stamps events recorded
+// without a time (nil: the wall clock).
+func Open(path, node string, now func() time.Time) (*Log, error) {
 	if now == nil {
 		now = time.Now
 	}
@@ -59,7 +64,7 @@ func Open(path string, now func() time.Time) (*Log, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Log{w: f, now: now}, nil
+	return &Log{w: f, node: node, now: now}, nil
 }
 
 // Record writes one event as a JSON line.
@@ -70,6 +75,7 @@ func (l *Log) Record(e Event) {
 	if e.Time.IsZero() {
 		e.Time = l.now().UTC()
 	}
+	e.Node = l.node
 	e.Actor, e.Target = clip(e.Actor, maxActor), clip(e.Target, maxTarget)
 	e.Action, e.RequestID = clip(e.Action, maxTarget), clip(e.RequestID, maxActor)
 	b, err := json.Marshal(e)
