@@ -120,7 +120,7 @@ func (o *Origin) clusterLoop(ctx context.Context) {
 		}
 		applied := o.store.LastApplied()
 		o.pool.Update(func(m *membership.Meta) { m.Applied = applied })
-		if addrs := peerAddrs(members, o.nodeID); !slices.Equal(addrs, saved) && len(addrs) > 0 {
+		if addrs := gossipPeers(members, o.nodeID); !slices.Equal(addrs, saved) && len(addrs) > 0 {
 			if err := o.savePeers(addrs); err != nil {
 				o.log.Warn("keeping the cluster's gossip addresses", "err", err)
 			}
@@ -135,7 +135,9 @@ func (o *Origin) clusterLoop(ctx context.Context) {
 	}
 }
 
-func peerAddrs(members []membership.Member, self string) []string {
+// gossipPeers are the gossip addresses of the other origins, to find the
+// pool again after a restart.
+func gossipPeers(members []membership.Member, self string) []string {
 	var out []string
 	for _, m := range members {
 		if m.ID != self && m.Role == membership.RoleOrigin && m.Status != membership.Left {
@@ -255,6 +257,10 @@ func (o *Origin) originURLs() []string {
 	return out
 }
 
+// electionWait bounds how long a request waits for the cluster to come
+// right: an election's worth of time.
+func (o *Origin) electionWait() time.Duration { return max(5*o.cfg.RaftTimeout, 2*time.Second) }
+
 // freshness makes every origin answer reads at least as fresh as the
 // client asks: a request with X-Depot-Min-Index: <index> (the
 // X-Depot-Index of the client's last write, on whichever origin) waits
@@ -262,7 +268,7 @@ func (o *Origin) originURLs() []string {
 // most an election's worth of time, then 503. Every read answers the
 // index it was served at in X-Depot-Index (writes answer their own).
 func (o *Origin) freshness(h http.Handler) http.Handler {
-	wait := max(5*o.cfg.RaftTimeout, 2*time.Second)
+	wait := o.electionWait()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if raw := r.Header.Get("X-Depot-Min-Index"); raw != "" {
 			min, err := strconv.ParseUint(raw, 10, 64)

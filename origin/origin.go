@@ -166,9 +166,9 @@ func (o *Origin) startRaft(ctx context.Context) error {
 	}
 	// A write arriving here is decided here and committed through the
 	// leader, waiting out an election's worth of time without one.
-	o.forward = leader.NewForwarding(o.node, o.store, max(5*o.cfg.RaftTimeout, 2*time.Second))
-	o.commit = o.forward
 	o.peers = leader.PeerClient(o.node)
+	o.forward = leader.NewForwarding(o.node, o.store, o.electionWait(), o.peers)
+	o.commit = o.forward
 	o.servePeers()
 	if err := o.startMembership(ctx); err != nil {
 		return err

@@ -53,16 +53,9 @@ func (p *peerBlobs) fetchOnce(ctx context.Context, digest string) error {
 
 // fetch copies digest from the first peer that has it into the store.
 func (p *peerBlobs) fetch(ctx context.Context, digest string) error {
-	algo, hx, err := blob.ParseDigest(digest)
+	expect, err := blob.DigestChecksums(digest)
 	if err != nil {
 		return err
-	}
-	var expect blob.Checksums
-	switch algo {
-	case "sha256":
-		expect.SHA256 = hx
-	case "sha512":
-		expect.SHA512 = hx
 	}
 	ctx, cancel := context.WithTimeout(ctx, time.Hour)
 	defer cancel()

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -171,7 +170,7 @@ func (o *Origin) push(ctx context.Context, addr, digest string, size int64) erro
 // takePushedBlob stores a blob a peer pushes, verified against its
 // digest: 201, or 204 when it was here already.
 func (o *Origin) takePushedBlob(w http.ResponseWriter, r *http.Request, digest string) {
-	algo, hx, err := blob.ParseDigest(digest)
+	expect, err := blob.DigestChecksums(digest)
 	if err != nil {
 		http.Error(w, "bad digest", http.StatusBadRequest)
 		return
@@ -180,12 +179,6 @@ func (o *Origin) takePushedBlob(w http.ResponseWriter, r *http.Request, digest s
 		_ = o.blobs.Keep(r.Context(), digest) // recent again: the record naming it is on its way
 		w.WriteHeader(http.StatusNoContent)
 		return
-	}
-	var expect blob.Checksums
-	if algo == "sha512" {
-		expect.SHA512 = hx
-	} else {
-		expect.SHA256 = hx
 	}
 	if _, err := o.blobs.Put(r.Context(), r.Body, blob.PutOptions{MaxSize: o.cfg.MaxUploadBytes, Expect: expect}); err != nil {
 		status := http.StatusInternalServerError
@@ -200,6 +193,5 @@ func (o *Origin) takePushedBlob(w http.ResponseWriter, r *http.Request, digest s
 		http.Error(w, err.Error(), status)
 		return
 	}
-	w.Header().Set("Content-Length", strconv.Itoa(0))
 	w.WriteHeader(http.StatusCreated)
 }

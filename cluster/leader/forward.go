@@ -50,11 +50,12 @@ type applyAnswer struct {
 	Err   *meta.WireError `json:"error,omitempty"`
 }
 
-// NewForwarding makes a Forwarding over node; store is this node's.
+// NewForwarding makes a Forwarding over node; store is this node's,
+// peers calls the peers' RPC (PeerClient).
 func NewForwarding(node *raftnode.Node, store interface {
 	WaitIndex(ctx context.Context, i uint64) error
-}, wait time.Duration) *Forwarding {
-	return &Forwarding{Node: node, Store: store, Wait: wait, http: PeerClient(node)}
+}, wait time.Duration, peers *http.Client) *Forwarding {
+	return &Forwarding{Node: node, Store: store, Wait: wait, http: peers}
 }
 
 // PeerClient is an HTTP client whose requests to http://<raft address>/…

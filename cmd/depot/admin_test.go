@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/depot-registry/depot/origin/clienttest"
 )
 
 // TestListenTakenCreatesNothing: when the HTTP port is taken the origin
@@ -27,7 +29,7 @@ func TestListenTakenCreatesNothing(t *testing.T) {
 	dataDir := filepath.Join(t.TempDir(), "data")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "origin", "--data-dir", dataDir, "--listen", taken.Addr().String(), "--raft-addr", freeAddr(t))
+	cmd := exec.CommandContext(ctx, bin, "origin", "--data-dir", dataDir, "--listen", taken.Addr().String(), "--raft-addr", clienttest.FreeAddr(t))
 	cmd.Env = withoutEnv(os.Environ(), "DEPOT_ADMIN_PASSWORD", "JWT_SECRET")
 	out, err := cmd.CombinedOutput()
 	if code := cmd.ProcessState.ExitCode(); err == nil || code <= 0 {
@@ -61,7 +63,7 @@ var newPasswordRE = regexp.MustCompile(`New password for user 'admin': (\S+)`)
 // it printed; the output must say whether the running origin (via) did it.
 func resetPassword(t *testing.T, s site, via string) string {
 	t.Helper()
-	var stdout, stderr syncBuffer
+	var stdout, stderr clienttest.Buffer
 	cmd := exec.Command(s.bin, "admin", "reset-password", "--data-dir", s.dataDir)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/depot-registry/depot/cluster/peerauth"
+	"github.com/depot-registry/depot/origin/clienttest"
 )
 
 type clusterView struct {
@@ -56,7 +57,7 @@ func startCluster(t *testing.T) *cluster {
 	c := &cluster{bin: buildDepot(t)}
 	key := peerauth.NewKey().Encode()
 	for i := range c.nodes {
-		c.nodes[i] = site{bin: c.bin, dataDir: t.TempDir(), listen: freeAddr(t), raftAddr: freeAddr(t), gossipAddr: freeAddr(t),
+		c.nodes[i] = site{bin: c.bin, dataDir: t.TempDir(), listen: clienttest.FreeAddr(t), raftAddr: clienttest.FreeAddr(t), gossipAddr: clienttest.FreeAddr(t),
 			env: []string{"DEPOT_CLUSTER_KEY=" + key}}
 	}
 	c.procs[0] = c.nodes[0].start(t)
@@ -127,7 +128,7 @@ func TestClusterFormsAndFailsOver(t *testing.T) {
 	// An edge given the first origin alone learns the others from its
 	// heartbeats.
 	var node struct{ ID, Token string }
-	edgeListen := freeAddr(t)
+	edgeListen := clienttest.FreeAddr(t)
 	_ = json.Unmarshal(call(t, "POST", procs[0].url+"/api/v1/edge-nodes", tok, strings.NewReader(`{"name":"near","url":"http://`+edgeListen+`"}`), 201), &node)
 	call(t, "POST", procs[0].url+"/api/v1/edge-nodes/"+node.ID+"/repositories", tok, strings.NewReader(`{"repository_ids":["`+files.ID+`"]}`), 200)
 	edge := edgeProc(t, bin, procs[0].url, node.ID, node.Token, edgeListen, t.TempDir())

@@ -8,65 +8,31 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/depot-registry/depot/origin/clienttest"
 )
 
-// buildDepot compiles the real binary once per test; such tests are
-// skipped under -short.
+// buildDepot is the real binary, built once per test process; such
+// tests are skipped under -short.
 func buildDepot(t *testing.T) string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
-	bin := filepath.Join(t.TempDir(), "depot")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
+	return clienttest.DepotBinary(t)
 }
 
 type proc struct {
 	cmd *exec.Cmd
-	out *syncBuffer
+	out *clienttest.Buffer
 	url string
-}
-
-// syncBuffer collects a child's output while the test reads it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // site is where an origin process runs: the binary, its data directory
@@ -77,7 +43,7 @@ type site struct {
 }
 
 func newSite(t *testing.T) site {
-	return site{bin: buildDepot(t), dataDir: t.TempDir(), listen: freeAddr(t), raftAddr: freeAddr(t), gossipAddr: freeAddr(t)}
+	return site{bin: buildDepot(t), dataDir: t.TempDir(), listen: clienttest.FreeAddr(t), raftAddr: clienttest.FreeAddr(t), gossipAddr: clienttest.FreeAddr(t)}
 }
 
 // start runs the origin and waits until it answers.
@@ -88,7 +54,7 @@ func (s site) start(t *testing.T) *proc {
 	cmd := exec.Command(s.bin, append([]string{"origin", "--data-dir", s.dataDir, "--listen", s.listen, "--raft-addr", s.raftAddr,
 		"--gossip-addr", s.gossipAddr, "--min-free-bytes", "0"}, s.flags...)...)
 	cmd.Env = append(append(os.Environ(), "DEPOT_ADMIN_PASSWORD=initial-pw-123", "JWT_SECRET=crash-test-secret-crash-test-secret-0123"), s.env...)
-	out := &syncBuffer{}
+	out := &clienttest.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/depot-registry/depot/origin/clienttest"
 )
 
 // edgeProc runs `depot edge` and waits until it listens.
@@ -19,7 +21,7 @@ func edgeProc(t *testing.T, bin, origin, id, token, listen, cacheDir string, fla
 	t.Helper()
 	cmd := exec.Command(bin, append([]string{"edge", "--origin", origin, "--node-id", id, "--listen", listen, "--cache-dir", cacheDir, "--heartbeat", "300ms"}, flags...)...)
 	cmd.Env = append(os.Environ(), "DEPOT_NODE_TOKEN="+token)
-	out := &syncBuffer{}
+	out := &clienttest.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -73,7 +75,7 @@ func startEdgeSite(t *testing.T, name, format string) *edgeSite {
 	post("/edge-nodes", `{"name":"near","url":"http://127.0.0.1:8081"}`, 201, &es.node)
 	post("/edge-nodes/"+es.node.ID+"/repositories", `{"repository_ids":["`+repo.ID+`"]}`, 200, &struct{}{})
 	es.repoID, es.apiToken = repo.ID, api.Token
-	es.listen, es.cacheDir = freeAddr(t), t.TempDir()
+	es.listen, es.cacheDir = clienttest.FreeAddr(t), t.TempDir()
 	es.e = es.startEdge(t)
 	waitFor(t, 20*time.Second, "the edge to catch up", func() bool { return strings.Contains(es.e.out.String(), "serving repositories") })
 	return es

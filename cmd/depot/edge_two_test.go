@@ -56,7 +56,7 @@ func TestTwoEdges(t *testing.T) {
 		waitFor(t, 20*time.Second, "edge "+er.host+" to serve its repositories", func() bool { return strings.Contains(er.p.out.String(), "serving repositories") })
 	}
 	for name, er := range edges {
-		er.listen, er.cache = freeAddr(t), t.TempDir()
+		er.listen, er.cache = clienttest.FreeAddr(t), t.TempDir()
 		er.host, er.url = er.listen, "http://"+er.listen
 		er.npm = er.url + "/npm/js/"
 		post("/edge-nodes", `{"name":"edge-`+name+`","url":"`+er.url+`"}`, &er.node)
@@ -182,9 +182,9 @@ setup(name="two_edges", version="1.0.0", package_dir={"": "src"}, packages=["two
 	}
 	tok = login(t, o.url, "admin", "changed-pw-456")
 	tarball := "/npm/js/two-edges/-/two-edges-1.0.0.tgz"
-	status := func(er *edgeRun, path, secret string) int {
+	status := func(er *edgeRun, path, auth string) int {
 		req, _ := http.NewRequest("GET", er.url+path, nil)
-		req.Header.Set("Authorization", "Bearer "+secret)
+		req.Header.Set("Authorization", auth)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			return 0
@@ -192,51 +192,39 @@ setup(name="two_edges", version="1.0.0", package_dir={"": "src"}, packages=["two
 		resp.Body.Close()
 		return resp.StatusCode
 	}
+	// refused waits until both edges refuse auth, at most 2 s after the
+	// change on the origin.
+	refused := func(what, auth string, changed time.Time) {
+		t.Helper()
+		for _, er := range []*edgeRun{a, b} {
+			for status(er, tarball, auth) != 401 {
+				if time.Since(changed) > 2*time.Second {
+					t.Fatalf("%s still works at %s after %v", what, er.host, time.Since(changed))
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			t.Logf("%s refused at edge %s %v after the change", what, er.host, time.Since(changed).Round(time.Millisecond))
+		}
+	}
+	readerAuth := "Bearer " + reader.Token
 	for _, er := range []*edgeRun{a, b} {
-		if got := status(er, tarball, reader.Token); got != 200 {
+		if got := status(er, tarball, readerAuth); got != 200 {
 			t.Fatalf("the reader's token at %s before its revocation: %d", er.host, got)
 		}
 	}
 	call(t, "DELETE", o.url+"/api/v1/users/me/tokens/"+reader.ID, tok, nil, 204)
-	revoked := time.Now()
-	for _, er := range []*edgeRun{a, b} {
-		for status(er, tarball, reader.Token) != 401 {
-			if time.Since(revoked) > 2*time.Second {
-				t.Fatalf("the revoked token still works at %s after %v", er.host, time.Since(revoked))
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-		t.Logf("revoked token refused at edge %s %v after the revocation", er.host, time.Since(revoked).Round(time.Millisecond))
-	}
+	refused("the revoked token", readerAuth, time.Now())
 
 	// So is a deleted user's password.
 	var carol struct{ ID string }
 	post("/users", `{"username":"carol","email":"carol@example.com","password":"carol-pw-789","role":"user"}`, &carol)
 	post("/permissions", `{"repository_id":`+repoIDs[0]+`,"user_id":"`+carol.ID+`","permissions":["read"]}`, &struct{}{})
-	carolAt := func(er *edgeRun) int {
-		req, _ := http.NewRequest("GET", er.url+tarball, nil)
-		req.SetBasicAuth("carol", "carol-pw-789")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return 0
-		}
-		resp.Body.Close()
-		return resp.StatusCode
-	}
+	carolAuth := "Basic " + basicAuth("carol", "carol-pw-789")
 	for _, er := range []*edgeRun{a, b} {
-		waitFor(t, 5*time.Second, "carol to read at "+er.host, func() bool { return carolAt(er) == 200 })
+		waitFor(t, 5*time.Second, "carol to read at "+er.host, func() bool { return status(er, tarball, carolAuth) == 200 })
 	}
 	call(t, "DELETE", o.url+"/api/v1/users/"+carol.ID, tok, nil, 204)
-	deletedAt := time.Now()
-	for _, er := range []*edgeRun{a, b} {
-		for carolAt(er) != 401 {
-			if time.Since(deletedAt) > 2*time.Second {
-				t.Fatalf("a deleted user still reads at %s after %v", er.host, time.Since(deletedAt))
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-		t.Logf("deleted user refused at edge %s %v after the deletion", er.host, time.Since(deletedAt).Round(time.Millisecond))
-	}
+	refused("the deleted user's password", carolAuth, time.Now())
 
 	// A deleted version is gone at both edges, packument and tarball.
 	var versions struct {
@@ -258,7 +246,7 @@ setup(name="two_edges", version="1.0.0", package_dir={"": "src"}, packages=["two
 	}
 	for _, er := range []*edgeRun{a, b} {
 		waitFor(t, 5*time.Second, "version 1.0.0 to be gone at "+er.host, func() bool {
-			return status(er, tarball, writer.Token) == 404 && !strings.Contains(string(call(t, "GET", er.npm+"two-edges", "Bearer "+writer.Token, nil, 200)), `"1.0.0"`)
+			return status(er, tarball, "Bearer "+writer.Token) == 404 && !strings.Contains(string(call(t, "GET", er.npm+"two-edges", "Bearer "+writer.Token, nil, 200)), `"1.0.0"`)
 		})
 	}
 
@@ -275,7 +263,7 @@ setup(name="two_edges", version="1.0.0", package_dir={"": "src"}, packages=["two
 		resp.Body.Close()
 		return resp.StatusCode == 200
 	})
-	if got := status(b, "/npm/js/two-edges/-/two-edges-1.1.0.tgz", writer.Token); got != 200 {
+	if got := status(b, "/npm/js/two-edges/-/two-edges-1.1.0.tgz", "Bearer "+writer.Token); got != 200 {
 		t.Fatalf("the restarted edge answers the tarball with %d", got)
 	}
 	readAfter, fetchedAfter := metric(t, b.url, "depot_edge_feed_changes_total"), metric(t, b.url, "depot_edge_cache_fetched_bytes_total")

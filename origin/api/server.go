@@ -294,7 +294,6 @@ type callerKey struct{}
 
 func tooMany(w http.ResponseWriter, retry time.Duration) {
 	secs := ratelimit.Seconds(retry)
-	w.Header().Set("Retry-After", strconv.Itoa(secs))
 	apierr.Write(w, apierr.New(apierr.RateLimited, "too many requests; retry in %d seconds", secs).With(apierr.RetryAfter, secs))
 }
 
@@ -423,10 +422,7 @@ func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 	if e.Code == apierr.Unauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="Depot"`)
 	}
-	if secs, ok := e.RetryAfterSeconds(); ok {
-		w.Header().Set("Retry-After", strconv.Itoa(secs))
-	}
-	apierr.Write(w, e)
+	apierr.Write(w, e) // with Retry-After when e says when to retry
 }
 
 // maxJSON bounds API request bodies.

@@ -40,14 +40,14 @@ func Targets(t *testing.T, start func(t *testing.T) *origintest.Env, test func(t
 // then on is assigned to the edge, which is waited for until it serves it.
 func ThroughEdge(t *testing.T, e *origintest.Env) {
 	t.Helper()
-	bin := depotBinary(t)
+	bin := DepotBinary(t)
 	var node struct{ ID, Token string }
-	listen := freeAddr(t)
+	listen := FreeAddr(t)
 	e.Do("POST", "/api/v1/edge-nodes", e.Admin, map[string]string{"name": "test-edge", "url": "http://" + listen}).Want(201).JSON(&node)
 	cmd := exec.Command(bin, "edge", "--origin", e.Server.URL, "--node-id", node.ID, "--listen", listen,
 		"--cache-dir", t.TempDir(), "--heartbeat", "200ms", "--log-level", "warn")
 	cmd.Env = append(os.Environ(), "DEPOT_NODE_TOKEN="+node.Token)
-	out := &lockedBuffer{}
+	out := &Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -98,9 +98,9 @@ var (
 	buildErr  []byte
 )
 
-// depotBinary is the depot command, built once per test process (or
+// DepotBinary is the depot command, built once per test process (or
 // DEPOT_BIN when set).
-func depotBinary(t *testing.T) string {
+func DepotBinary(t testing.TB) string {
 	t.Helper()
 	if bin := os.Getenv("DEPOT_BIN"); bin != "" {
 		return bin
@@ -125,7 +125,8 @@ func depotBinary(t *testing.T) string {
 	return built
 }
 
-func freeAddr(t *testing.T) string {
+// FreeAddr is a 127.0.0.1 address whose port is free right now.
+func FreeAddr(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -135,18 +136,19 @@ func freeAddr(t *testing.T) string {
 	return l.Addr().String()
 }
 
-type lockedBuffer struct {
+// Buffer collects a child process's output while a test reads it.
+type Buffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
 }
 
-func (b *lockedBuffer) Write(p []byte) (int, error) {
+func (b *Buffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.b.Write(p)
 }
 
-func (b *lockedBuffer) String() string {
+func (b *Buffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.b.String()

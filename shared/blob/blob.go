@@ -134,6 +134,19 @@ type PutOptions struct {
 	Expect Checksums
 }
 
+// DigestChecksums is what a blob stored under digest must hash to: the
+// checksum to put in PutOptions.Expect when copying a blob by digest.
+func DigestChecksums(digest string) (Checksums, error) {
+	algo, hx, err := ParseDigest(digest)
+	if err != nil {
+		return Checksums{}, err
+	}
+	if algo == "sha512" {
+		return Checksums{SHA512: hx}, nil
+	}
+	return Checksums{SHA256: hx}, nil
+}
+
 // ParseDigest splits a digest into algorithm and hex. It accepts
 // "sha256:<64 lowercase hex>" and "sha512:<128 lowercase hex>"; anything
 // else yields ErrInvalidDigest. Because only [0-9a-f] is accepted, the hex

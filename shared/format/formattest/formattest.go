@@ -12,6 +12,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/base64"
 	"io"
 	"log/slog"
 	"net/http"
@@ -103,28 +104,22 @@ func (e *Env) Writer(env *format.Env) *format.Writer {
 		ScratchDir: e.t.TempDir()}
 }
 
+// Basic is the administrator's Authorization header value (HTTP Basic
+// with the API token as the password).
+func (e *Env) Basic() string {
+	return "Basic " + base64.StdEncoding.EncodeToString([]byte("admin:"+e.Token))
+}
+
 // Do sends a request with the administrator's credentials and returns
 // the status and body.
 func (e *Env) Do(method, url, contentType string, body []byte) (int, []byte) {
 	e.t.Helper()
-	req, err := http.NewRequest(method, url, bytes.NewReader(body))
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	req.SetBasicAuth("admin", e.Token)
+	c := Call{Method: method, Path: url, Body: body}
 	if contentType != "" {
-		req.Header.Set("Content-Type", contentType)
+		c.Header = map[string]string{"Content-Type": contentType}
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	out, err := io.ReadAll(resp.Body)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return resp.StatusCode, out
+	a := Fetch(e.t, "", c, e.Basic())
+	return a.Status, []byte(a.Body)
 }
 
 // Node serves the formats build makes, each under its prefixes, on a

@@ -1,7 +1,6 @@
 package formattest_test
 
 import (
-	"encoding/base64"
 	"net/http"
 	"strings"
 	"testing"
@@ -22,7 +21,7 @@ func TestReadOnlyNode(t *testing.T) {
 		e.Repo(r[0], r[1])
 	}
 	f := formattest.NewFixture(t)
-	auth := "Basic " + base64.StdEncoding.EncodeToString([]byte("admin:"+e.Token))
+	auth := e.Basic()
 	// Fill the store through the write routes.
 	for _, w := range f.Writes {
 		if got := formattest.Fetch(t, origin, w, auth); got.Status != w.Want {
