@@ -233,13 +233,14 @@ func (o *Origin) clusterView() api.ClusterView {
 
 // servePeers answers the other origins' RPC on the raft port (mutually
 // authenticated with the cluster key): the leader commits the writes
-// followers decided; every origin hands out the blobs it holds and takes
-// those its peers push.
+// followers decided; every origin hands out the blobs it holds, takes
+// those its peers push and continues the uploads it holds.
 func (o *Origin) servePeers() {
 	mux := http.NewServeMux()
 	mux.Handle(leader.ApplyPath, leader.ApplyHandler(o.node))
 	mux.Handle(leader.RemovePath, leader.RemoveHandler(o.node))
 	mux.Handle(BlobsPath, o.peerBlobHandler())
+	mux.Handle(UploadsPath, o.peerUploadHandler())
 	o.peerSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
 		ErrorLog: slog.NewLogLogger(o.log.Handler(), slog.LevelWarn)}
 	go func() { _ = o.peerSrv.Serve(o.node.RPCListener()) }()

@@ -136,7 +136,8 @@ func (o *Origin) openData(context.Context) error {
 	if o.store, err = meta.Open(filepath.Join(cfg.DataDir, "meta.db")); err != nil {
 		return err
 	}
-	if o.blobs, err = fs.New(filepath.Join(cfg.DataDir, "blobs"), fs.WithWriter(cfg.BlobWriter), fs.WithClock(cfg.Clock)); err != nil {
+	if o.blobs, err = fs.New(filepath.Join(cfg.DataDir, "blobs"), fs.WithWriter(cfg.BlobWriter), fs.WithClock(cfg.Clock),
+		fs.WithUploadIDPrefix(uploadTag(o.nodeID))); err != nil {
 		return err
 	}
 	if cfg.AuditEnabled {

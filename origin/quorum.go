@@ -56,8 +56,13 @@ func (q quorumIngest) Create(ctx context.Context, label []byte) (blob.Upload, er
 	return quorumUpload{u, q.o}, nil
 }
 
+// Resume continues an upload of this origin, or one another origin of the
+// cluster holds (uploads.go).
 func (q quorumIngest) Resume(ctx context.Context, id string) (blob.Upload, error) {
 	u, err := q.FS.Resume(ctx, id)
+	if errors.Is(err, blob.ErrUploadUnknown) && !strings.HasPrefix(id, uploadTag(q.o.nodeID)) {
+		return q.o.resumeRemote(ctx, id)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -42,6 +42,8 @@ type FS struct {
 	uploads string // <dir>/uploads
 	wrap    func(io.Writer) io.Writer
 	now     func() time.Time
+	// idPrefix starts every upload id (WithUploadIDPrefix).
+	idPrefix string
 	// locks hold off writers of a digest while a sweep decides on it
 	// (see blob.Sweeper), striped by the digest's first byte.
 	locks [256]sync.Mutex
@@ -60,6 +62,19 @@ type Option func(*FS)
 // fail as a full disk does. A nil wrap changes nothing.
 func WithWriter(wrap func(io.Writer) io.Writer) Option {
 	return func(s *FS) { s.wrap = wrap }
+}
+
+// WithUploadIDPrefix makes every upload id start with prefix (at most 8
+// lowercase hex digits; ids stay 32 hex digits, the rest random), so
+// whoever holds an id can tell which store handed it out: an origin of a
+// cluster passes a request for another origin's upload to it. Any other
+// prefix is ignored.
+func WithUploadIDPrefix(prefix string) Option {
+	return func(s *FS) {
+		if len(prefix) <= 8 && blobio.ValidUploadID(prefix+blobio.NewUploadID()[len(prefix):]) {
+			s.idPrefix = prefix
+		}
+	}
 }
 
 // WithClock sets the clock that stamps blobs as recent (see

@@ -68,7 +68,7 @@ func (s *FS) create(ctx context.Context, label []byte) (blob.Upload, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	id := blobio.NewUploadID()
+	id := s.idPrefix + blobio.NewUploadID()[len(s.idPrefix):]
 	stage := filepath.Join(s.tmp, "upload-"+id)
 	if err := os.Mkdir(stage, dirMode); err != nil {
 		return nil, fmt.Errorf("blob/fs: %w", err)

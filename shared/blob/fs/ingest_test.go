@@ -254,3 +254,22 @@ func BenchmarkCommit(b *testing.B) {
 		})
 	}
 }
+
+// TestUploadIDPrefix: ids carry the prefix and stay 32 hex digits a
+// store resumes; a prefix that is not short hex is ignored.
+func TestUploadIDPrefix(t *testing.T) {
+	for prefix, want := range map[string]string{"0a1b2c3d": "0a1b2c3d", "ab": "ab", "0a1b2c3d4": "", "XY": "", "../": ""} {
+		s, err := fs.New(t.TempDir(), fs.WithUploadIDPrefix(prefix))
+		if err != nil {
+			t.Fatal(err)
+		}
+		u := newUpload(t, s, []byte("x"))
+		id := u.ID()
+		if len(id) != 32 || id[:len(want)] != want {
+			t.Fatalf("prefix %q: id %q", prefix, id)
+		}
+		if _, err := s.Resume(t.Context(), id); err != nil {
+			t.Fatalf("prefix %q: resume %s: %v", prefix, id, err)
+		}
+	}
+}
