@@ -239,6 +239,7 @@ func (o *Origin) servePeers() {
 	mux := http.NewServeMux()
 	mux.Handle(leader.ApplyPath, leader.ApplyHandler(o.node))
 	mux.Handle(leader.RemovePath, leader.RemoveHandler(o.node))
+	mux.Handle(leader.IndexPath, leader.IndexHandler(o.node))
 	mux.Handle(BlobsPath, o.peerBlobHandler())
 	mux.Handle(UploadsPath, o.peerUploadHandler())
 	o.peerSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
@@ -268,6 +269,7 @@ func (o *Origin) electionWait() time.Duration { return max(5*o.cfg.RaftTimeout, 
 // until this origin has applied that index (notified, not polled), at
 // most an election's worth of time, then 503. Every read answers the
 // index it was served at in X-Depot-Index (writes answer their own).
+// Writes wait first until this origin has caught up with the leader.
 func (o *Origin) freshness(h http.Handler) http.Handler {
 	wait := o.electionWait()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -285,8 +287,23 @@ func (o *Origin) freshness(h http.Handler) http.Handler {
 				return
 			}
 		}
-		if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		switch r.Method {
+		case http.MethodGet, http.MethodHead:
 			w.Header().Set("X-Depot-Index", strconv.FormatUint(o.store.LastApplied(), 10))
+		case http.MethodOptions:
+		default:
+			// A write is decided here from what this origin has applied:
+			// first catch up with what the leader has committed, so a
+			// write acknowledged on another origin just before (a layer
+			// pushed through another origin behind a load balancer) is
+			// seen, not refused as missing.
+			ctx, cancel := context.WithTimeout(r.Context(), wait)
+			err := o.forward.Sync(ctx)
+			cancel()
+			if err != nil {
+				apierr.Write(w, apierr.New(apierr.Unavailable, "this origin cannot reach a leader to catch up with the cluster; retry").With(apierr.RetryAfter, 1))
+				return
+			}
 		}
 		h.ServeHTTP(w, r)
 	})

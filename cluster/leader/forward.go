@@ -2,6 +2,7 @@ package leader
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,8 @@ import (
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/hashicorp/raft"
 
 	"github.com/depot-registry/depot/cluster/raftnode"
 	"github.com/depot-registry/depot/shared/meta"
@@ -93,6 +96,9 @@ func (f *Forwarding) Apply(ctx context.Context, c meta.Command) (uint64, error) 
 				}
 				return idx, nil
 			}
+			if errors.Is(err, raft.ErrLeadershipLost) {
+				return 0, ErrUnknownOutcome
+			}
 			if !errors.Is(err, raftnode.ErrNotLeader) {
 				return 0, err
 			}
@@ -117,6 +123,75 @@ func (f *Forwarding) Apply(ctx context.Context, c meta.Command) (uint64, error) 
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// IndexPath is the leader's RPC route that answers its commit index.
+const IndexPath = "/v1/index"
+
+// Sync waits until this node has applied everything the leader had
+// committed when Sync was called, so a decision taken here next sees
+// every write acknowledged before, on whichever origin (one hop; nothing
+// to do on the leader, which applies what it acknowledges first). While
+// there is no leader it waits, at most Wait.
+func (f *Forwarding) Sync(ctx context.Context) error {
+	deadline := time.Now().Add(cmp.Or(f.Wait, 10*time.Second))
+	for {
+		if f.Node.IsLeader() {
+			return nil
+		}
+		if _, addr := f.Node.Leader(); addr != "" {
+			idx, err := f.commitIndex(ctx, addr)
+			if err == nil {
+				return f.Store.WaitIndex(ctx, idx)
+			}
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+		}
+		if time.Now().After(deadline) {
+			return ErrNoLeader
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func (f *Forwarding) commitIndex(ctx context.Context, addr string) (uint64, error) {
+	ctx, cancel := context.WithTimeout(ctx, cmp.Or(f.Wait, 10*time.Second))
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+IndexPath, nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := f.http.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("%s: %s", addr, resp.Status)
+	}
+	var a applyAnswer
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1024)).Decode(&a); err != nil {
+		return 0, err
+	}
+	return a.Index, nil
+}
+
+// IndexHandler is the leader's side of Sync: its commit index, or 421
+// from a node that is not the leader.
+func IndexHandler(node *raftnode.Node) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !node.IsLeader() {
+			http.Error(w, "not the leader", http.StatusMisdirectedRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(applyAnswer{Index: node.Raft.CommitIndex()})
+	})
 }
 
 // dialError is a connection to a peer that could not be made: nothing

@@ -32,6 +32,9 @@ type Config struct {
 	Bootstrap bool         // form a new cluster with this node as its only voter, if no state exists
 	Key       peerauth.Key // the cluster key; a connection that does not prove it is refused
 	Logger    *slog.Logger
+	// Dial makes the raw connections to peers, under their TLS (nil:
+	// TCP); tests cut links through it.
+	Dial func(ctx context.Context, addr string) (net.Conn, error)
 	// Timeouts; zero uses raft's defaults.
 	HeartbeatTimeout time.Duration
 	ElectionTimeout  time.Duration
@@ -97,7 +100,7 @@ func New(cfg Config, fsm raft.FSM) (*Node, error) {
 		}
 		advAddr = a
 	}
-	stream, err := listen(cfg.BindAddr, advAddr, cfg.Key, handshakeTimeout, cfg.Logger)
+	stream, err := listen(cfg.BindAddr, advAddr, cfg.Key, handshakeTimeout, cfg.Logger, cfg.Dial)
 	if err != nil {
 		logStore.Close()
 		return nil, fmt.Errorf("raft transport on %s: %w", cfg.BindAddr, err)

@@ -89,7 +89,7 @@ func startNode(t *testing.T, id string, key peerauth.Key, bootstrap bool) (*Node
 // listenT is a stream layer on loopback, closed when the test ends.
 func listenT(t *testing.T, key peerauth.Key, timeout time.Duration) *streamLayer {
 	t.Helper()
-	l, err := listen("127.0.0.1:0", nil, key, timeout, quiet)
+	l, err := listen("127.0.0.1:0", nil, key, timeout, quiet, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,6 +35,7 @@ type streamLayer struct {
 	timeout   time.Duration // for a handshake
 	log       *slog.Logger
 	warned    *ratelimit.Limiter // refusals logged as warnings, the rest at debug
+	rawDial   func(ctx context.Context, addr string) (net.Conn, error)
 
 	ready     chan net.Conn // authenticated raft connections, waiting for Accept
 	rpc       chan net.Conn // authenticated peer RPC connections (see RPCListener)
@@ -49,7 +50,8 @@ var _ raft.StreamLayer = (*streamLayer)(nil)
 // listen starts a stream layer on bind. advertise, when not nil, is the
 // address peers are told to dial; timeout bounds how long an incoming
 // connection may take to prove the key.
-func listen(bind string, advertise net.Addr, key peerauth.Key, timeout time.Duration, log *slog.Logger) (*streamLayer, error) {
+func listen(bind string, advertise net.Addr, key peerauth.Key, timeout time.Duration, log *slog.Logger,
+	dial func(ctx context.Context, addr string) (net.Conn, error)) (*streamLayer, error) {
 	conf, err := key.TLSConfig()
 	if err != nil {
 		return nil, err
@@ -70,7 +72,11 @@ func listen(bind string, advertise net.Addr, key peerauth.Key, timeout time.Dura
 	l := &streamLayer{
 		ln: ln, advertise: advertise, tls: conf, timeout: timeout, log: log, warned: ratelimit.New(10, time.Minute, nil),
 		ready: make(chan net.Conn), rpc: make(chan net.Conn), acceptErr: make(chan error), sem: make(chan struct{}, maxHandshakes),
-		ctx: ctx, cancel: cancel,
+		ctx: ctx, cancel: cancel, rawDial: dial,
+	}
+	if l.rawDial == nil {
+		var d net.Dialer
+		l.rawDial = func(ctx context.Context, addr string) (net.Conn, error) { return d.DialContext(ctx, "tcp", addr) }
 	}
 	go l.serve()
 	return l, nil
@@ -178,9 +184,13 @@ func (l *streamLayer) Dial(addr raft.ServerAddress, timeout time.Duration) (net.
 
 // dial connects to a peer, authenticates both ends and says the kind.
 func (l *streamLayer) dial(ctx context.Context, addr string, kind byte) (net.Conn, error) {
-	d := tls.Dialer{Config: l.tls}
-	c, err := d.DialContext(ctx, "tcp", addr)
+	raw, err := l.rawDial(ctx, addr)
 	if err != nil {
+		return nil, err
+	}
+	c := tls.Client(raw, l.tls)
+	if err := c.HandshakeContext(ctx); err != nil {
+		raw.Close()
 		return nil, err
 	}
 	if _, err := c.Write([]byte{kind}); err != nil {

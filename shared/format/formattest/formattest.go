@@ -4,7 +4,9 @@
 // log does), and an administrator with an API token. Each call to Node
 // builds the handlers of one more origin over the same store, with its
 // own node-local state (locks, scratch space), so tests can race writes
-// decided on different nodes.
+// decided on different nodes. NewCluster puts each node on its own
+// replica of a real cluster instead (cluster/clustertest), and RunRaces
+// races every format's writes on two nodes.
 package formattest
 
 import (
@@ -43,6 +45,31 @@ type Env struct {
 	Hop time.Duration
 
 	mu sync.Mutex // the log applies one entry at a time
+
+	// With NewCluster: the nodes' stores and committers, which Node hands
+	// out in turn.
+	backends []Backend
+	next     int
+}
+
+// Backend is where one node's handlers read and commit: a replica of the
+// metadata and the committer that takes that node's writes to the log.
+type Backend struct {
+	Store  *meta.Store
+	Commit format.Committer
+	// Sync, when set, runs before every write the node takes, as an
+	// origin catches up with the leader before it decides one.
+	Sync func(context.Context) error
+}
+
+// NewCluster is an Env over the replicas of a cluster: each Node serves
+// on the next backend, setup commands (the administrator, repositories)
+// go through the first and are waited for on every one.
+func NewCluster(t testing.TB, backends ...Backend) *Env {
+	t.Helper()
+	e := &Env{t: t, Store: backends[0].Store, Blobs: mem.New(), backends: backends}
+	e.init()
+	return e
 }
 
 // New opens an empty store with an administrator.
@@ -54,6 +81,13 @@ func New(t testing.TB) *Env {
 	}
 	t.Cleanup(func() { store.Close() })
 	e := &Env{t: t, Store: store, Blobs: mem.New()}
+	e.init()
+	return e
+}
+
+// init creates the administrator and its token.
+func (e *Env) init() {
+	t := e.t
 	secret, hash, err := auth.NewAPIToken()
 	if err != nil {
 		t.Fatal(err)
@@ -68,12 +102,17 @@ func New(t testing.TB) *Env {
 		}
 	}
 	e.Token = secret
-	return e
 }
 
 // Apply commits a command as the log would: one at a time, returning the
-// index and the command's own error.
-func (e *Env) Apply(_ context.Context, c meta.Command) (uint64, error) {
+// index and the command's own error. In a cluster it goes through the
+// first node and returns once every node has applied it.
+func (e *Env) Apply(ctx context.Context, c meta.Command) (uint64, error) {
+	if e.backends != nil {
+		idx, err := e.backends[0].Commit.Apply(ctx, c)
+		e.settle(idx)
+		return idx, err
+	}
 	data, err := meta.Encode(c)
 	if err != nil {
 		return 0, err
@@ -100,8 +139,33 @@ func (e *Env) Repo(name, formatName string) *meta.Repository {
 // Writer is the write environment of one node's format handlers over
 // env.
 func (e *Env) Writer(env *format.Env) *format.Writer {
-	return &format.Writer{Env: env, Blobs: e.Blobs, Ingest: e.Blobs, Commit: e, NewID: auth.NewID,
+	return e.writer(env, e)
+}
+
+func (e *Env) writer(env *format.Env, commit format.Committer) *format.Writer {
+	return &format.Writer{Env: env, Blobs: e.Blobs, Ingest: e.Blobs, Commit: commit, NewID: auth.NewID,
 		ScratchDir: e.t.TempDir()}
+}
+
+// Settle waits until every node has applied every write acknowledged so
+// far (a client reading after its writes sends X-Depot-Min-Index to the
+// same end). Nothing to wait for over one store.
+func (e *Env) Settle() {
+	var last uint64
+	for _, b := range e.backends {
+		last = max(last, b.Store.LastApplied())
+	}
+	e.settle(last)
+}
+
+func (e *Env) settle(idx uint64) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, b := range e.backends {
+		if err := b.Store.WaitIndex(ctx, idx); err != nil {
+			e.t.Fatalf("a node did not apply index %d: %v", idx, err)
+		}
+	}
 }
 
 // Basic is the administrator's Authorization header value (HTTP Basic
@@ -111,9 +175,13 @@ func (e *Env) Basic() string {
 }
 
 // Do sends a request with the administrator's credentials and returns
-// the status and body.
+// the status and body. A GET or HEAD first settles the nodes: it sees
+// every write acknowledged before.
 func (e *Env) Do(method, url, contentType string, body []byte) (int, []byte) {
 	e.t.Helper()
+	if method == http.MethodGet || method == http.MethodHead {
+		e.Settle()
+	}
 	c := Call{Method: method, Path: url, Body: body}
 	if contentType != "" {
 		c.Header = map[string]string{"Content-Type": contentType}
@@ -135,11 +203,16 @@ func (e *Env) ReadNode(build func(*format.Env) []format.Format) *httptest.Server
 }
 
 func (e *Env) serve(build func(*format.Env) []format.Format, writes bool) *httptest.Server {
-	authn := &auth.Authenticator{Meta: e.Store, Now: time.Now, Hasher: auth.NewHasher(1), JWT: auth.NewJWT(auth.RandomSecret(), time.Now)}
-	env := &format.Env{Meta: e.Store, Now: time.Now, Tokens: authn}
+	b := Backend{Store: e.Store, Commit: e}
+	if e.backends != nil {
+		b = e.backends[e.next%len(e.backends)]
+		e.next++
+	}
+	authn := &auth.Authenticator{Meta: b.Store, Now: time.Now, Hasher: auth.NewHasher(1), JWT: auth.NewJWT(auth.RandomSecret(), time.Now)}
+	env := &format.Env{Meta: b.Store, Now: time.Now, Tokens: authn}
 	var w *format.Writer
 	if writes {
-		w = e.Writer(env)
+		w = e.writer(env, b.Commit)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	mux := http.NewServeMux()
@@ -149,7 +222,19 @@ func (e *Env) serve(build func(*format.Env) []format.Format, writes bool) *httpt
 			mux.Handle(prefix+"/", httpx.NewFormatHandler(srv, prefix, e.Blobs))
 		}
 	}
-	srv := httptest.NewServer(mux)
+	var h http.Handler = mux
+	if b.Sync != nil {
+		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method != http.MethodGet && r.Method != http.MethodHead {
+				if err := b.Sync(r.Context()); err != nil {
+					http.Error(w, err.Error(), http.StatusServiceUnavailable)
+					return
+				}
+			}
+			mux.ServeHTTP(w, r)
+		})
+	}
+	srv := httptest.NewServer(h)
 	e.t.Cleanup(srv.Close)
 	return srv
 }
