@@ -373,7 +373,7 @@ func (o *Origin) Run(ctx context.Context, ln net.Listener) error {
 	defer cancel()
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	bg.Go(func() { o.purgeSessions(ctx, time.Hour) })
+	bg.Go(func() { leader.Loop(ctx, o.node, o.log, o.leaderJobs) })
 	bg.Go(func() { o.gc.Every(ctx, o.cfg.GCInterval) })
 	bg.Go(func() { o.repairLoop(ctx, o.readers) })
 	select {
@@ -390,6 +390,19 @@ func (o *Origin) Run(ctx context.Context, ln net.Listener) error {
 	return nil
 }
 
+// leaderJobs is the work done once in the cluster, by its leader
+// (leader.Loop moves it with the leadership): creating the initial
+// administrator, should the origin that formed the cluster have died
+// before it did, and purging expired sessions. Garbage collection is not
+// among them: it sweeps this origin's own disk and commits nothing, so
+// every origin runs its own.
+func (o *Origin) leaderJobs(ctx context.Context) {
+	if err := o.ensureAdmin(ctx, o.commit); err != nil && !errors.Is(err, meta.ErrConflict) && ctx.Err() == nil {
+		o.log.Warn("creating the initial administrator", "err", err)
+	}
+	o.purgeSessions(ctx, time.Hour)
+}
+
 // purgeSessions drops expired login sessions now and then, so the store
 // does not grow with every login forever.
 func (o *Origin) purgeSessions(ctx context.Context, every time.Duration) {
@@ -400,9 +413,6 @@ func (o *Origin) purgeSessions(ctx context.Context, every time.Duration) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-		}
-		if !o.node.IsLeader() {
-			continue
 		}
 		if _, err := o.commit.Apply(ctx, &meta.SessionPurge{Before: o.now().UTC()}); err != nil {
 			o.log.Warn("purging expired sessions", "err", err)

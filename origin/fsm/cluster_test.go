@@ -4,12 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/raft"
 
 	"github.com/depot-registry/depot/cluster/clustertest"
+	"github.com/depot-registry/depot/cluster/leader"
 	"github.com/depot-registry/depot/origin/fsm"
 	"github.com/depot-registry/depot/shared/format/all"
 	"github.com/depot-registry/depot/shared/format/formattest"
@@ -122,4 +126,77 @@ func TestRacesAcrossOrigins(t *testing.T) {
 		e := formattest.NewCluster(t, backends...)
 		return e, [2]string{e.Node(all.Build).URL, e.Node(all.Build).URL}
 	})
+}
+
+// TestLeaderLoopMovesWithLeadership: the cluster's jobs run on the leader
+// alone; when it stops, they stop there and start on the new leader,
+// after a barrier: the new leader's store holds every write committed
+// before when they start.
+func TestLeaderLoopMovesWithLeadership(t *testing.T) {
+	c := clustertest.New(t, 3, newFSM)
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	var mu sync.Mutex
+	running := map[string]int{}
+	startedAt := map[string]uint64{} // the store's applied index when the jobs started
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }()
+	for _, n := range c.Nodes {
+		wg.Go(func() {
+			leader.Loop(ctx, n.Raft, quiet, func(jobs context.Context) {
+				mu.Lock()
+				running[n.ID]++
+				startedAt[n.ID] = n.Store.LastApplied()
+				mu.Unlock()
+				<-jobs.Done()
+				mu.Lock()
+				running[n.ID]--
+				mu.Unlock()
+			})
+		})
+	}
+	only := func(id string) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		for n, r := range running {
+			if (n == id) != (r == 1) || r > 1 {
+				return false
+			}
+		}
+		return running[id] == 1
+	}
+	waitUntil := func(what string, ok func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for !ok() {
+			if time.Now().After(deadline) {
+				mu.Lock()
+				defer mu.Unlock()
+				t.Fatalf("%s: jobs running %v", what, running)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	first := c.Leader()
+	waitUntil("the jobs on the first leader alone", func() bool { return only(first.ID) })
+	var last uint64
+	for i := range 5 {
+		idx, err := first.Commit.Apply(t.Context(), repo(fmt.Sprint("r", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = idx
+	}
+	for i, n := range c.Nodes {
+		if n == first {
+			c.Stop(i)
+		}
+	}
+	next := c.Leader()
+	waitUntil("the jobs on the new leader alone", func() bool { return only(next.ID) })
+	mu.Lock()
+	defer mu.Unlock()
+	if startedAt[next.ID] < last {
+		t.Fatalf("the new leader's jobs started at index %d, before the last write (%d) was applied there", startedAt[next.ID], last)
+	}
 }
