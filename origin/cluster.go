@@ -119,7 +119,8 @@ func (o *Origin) clusterLoop(ctx context.Context) {
 			o.log.Warn("reconciling raft voters with the gossip pool", "err", err)
 		}
 		applied := o.store.LastApplied()
-		o.pool.Update(func(m *membership.Meta) { m.Applied = applied })
+		downloads := o.downloads.Last24h()
+		o.pool.Update(func(m *membership.Meta) { m.Applied, m.Downloads = applied, downloads })
 		if addrs := gossipPeers(members, o.nodeID); !slices.Equal(addrs, saved) && len(addrs) > 0 {
 			if err := o.savePeers(addrs); err != nil {
 				o.log.Warn("keeping the cluster's gossip addresses", "err", err)
@@ -334,4 +335,23 @@ func (o *Origin) removePeer(ctx context.Context, id string) error {
 	o.pool.Forget(id)
 	o.log.Info("removed a peer from the cluster", "node_id", id)
 	return nil
+}
+
+// clusterDownloads is downloads_24h for a cluster: each origin counts the
+// downloads it serves and those its edges report to it, and gossips its
+// count; the statistic adds up every live origin's (a few seconds old
+// for the others). Counts are kept in memory: an origin's restart or
+// death takes its count with it.
+type clusterDownloads struct{ o *Origin }
+
+func (d clusterDownloads) AddN(n int64) { d.o.downloads.AddN(n) }
+
+func (d clusterDownloads) Last24h() int64 {
+	n := d.o.downloads.Last24h()
+	for _, m := range d.o.pool.Members() {
+		if m.ID != d.o.nodeID && m.Role == membership.RoleOrigin && m.Status == membership.Alive {
+			n += m.Downloads
+		}
+	}
+	return n
 }

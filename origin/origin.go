@@ -63,7 +63,8 @@ type Origin struct {
 	peerSrv     *http.Server // the peers' RPC on the raft port
 	peers       *http.Client // calls the peers' RPC
 	forward     *leader.Forwarding
-	readers     *peerBlobs // the blob store as readers see it: missing blobs come from peers
+	downloads   *downloads.Counter // served here and by the edges reporting here
+	readers     *peerBlobs         // the blob store as readers see it: missing blobs come from peers
 	poolChanged chan struct{}
 	stopLoop    func()
 	metrics     *metrics.Metrics
@@ -84,7 +85,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) (o *O
 	if now == nil {
 		now = time.Now
 	}
-	o = &Origin{cfg: cfg, log: log, out: out, now: now, poolChanged: make(chan struct{}, 1)}
+	o = &Origin{cfg: cfg, log: log, out: out, now: now, poolChanged: make(chan struct{}, 1), downloads: downloads.New(now)}
 	// Every error return sets o to nil: close what was built through a copy.
 	built := o
 	defer func() {
@@ -212,7 +213,6 @@ func (o *Origin) serve(context.Context) error {
 		log.Warn("storage is degraded: uploads are refused until space is freed", "reasons", st.Reasons,
 			"free_bytes", st.Free, "min_free_bytes", st.MinFree)
 	}
-	dl := downloads.New(now)
 	jwt := auth.NewJWT(o.secret, now)
 	proxies, err := httpx.ParseProxies(cfg.TrustedProxies)
 	if err != nil {
@@ -228,7 +228,7 @@ func (o *Origin) serve(context.Context) error {
 				Remote: f.Remote, Outcome: "failure", Reason: f.Reason, RequestID: httpx.RequestID(ctx)})
 		}}
 	env := &format.Env{Meta: o.store, Now: now, Tokens: authn,
-		OnDownload: func(*format.Request, *meta.Artifact) { dl.Add() }}
+		OnDownload: func(*format.Request, *meta.Artifact) { o.downloads.Add() }}
 	scratch := filepath.Join(cfg.DataDir, "scratch")
 	// Writes store new blobs on a quorum of the origins before they
 	// commit (quorum.go).
@@ -261,7 +261,7 @@ func (o *Origin) serve(context.Context) error {
 		RateLimit: int(cfg.RateLimit), RateLimitLogin: int(cfg.RateLimitLogin), RateWindow: cfg.RateWindow,
 		UsersCreateRepo: cfg.UsersCreateRepo, MaxUpload: cfg.MaxUploadBytes, CORSOrigins: splitList(cfg.CORSOrigins),
 	}, api.Deps{
-		Store: o.store, Blobs: readers, Commit: o.commit, Authn: authn, JWT: jwt, Audit: o.audit, Downloads: dl, GC: o.gc,
+		Store: o.store, Blobs: readers, Commit: o.commit, Authn: authn, JWT: jwt, Audit: o.audit, Downloads: clusterDownloads{o}, GC: o.gc,
 		Log: log, Health: o.health, Cluster: o.clusterView, Origins: o.originURLs, RemovePeer: o.removePeer, Now: now, Formats: byName, Env: env, Writer: writer,
 	})
 

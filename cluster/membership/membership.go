@@ -51,6 +51,9 @@ type Meta struct {
 	// Applied is the node's last applied log index, refreshed now and
 	// then (see Pool.SetApplied): for the cluster view, not for decisions.
 	Applied uint64 `json:"applied,omitempty"`
+	// Downloads is how many downloads the node counted over the last 24
+	// hours (its own and its edges'), refreshed like Applied.
+	Downloads int64 `json:"downloads,omitempty"`
 	// Leaving is said just before a graceful leave, so the others record
 	// the node as left rather than dead (memberlist's own event does not
 	// tell them apart).

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -194,6 +195,30 @@ func TestUploadAcrossOrigins(t *testing.T) {
 	if spread == 0 {
 		t.Fatal("no upload of crane's reached more than one origin: the balancer did not spread them")
 	}
+
+	// downloads_24h counts the downloads of every origin, on any of them.
+	stats := func(on string) int {
+		var st struct {
+			Downloads int `json:"downloads_24h"`
+		}
+		_ = json.Unmarshal(call(t, "GET", on+"/api/v1/admin/stats", c.tok, nil, 200), &st)
+		return st.Downloads
+	}
+	waitFor(t, 10*time.Second, "the download counts to settle", func() bool {
+		return stats(o[0].url) == stats(o[1].url) && stats(o[1].url) == stats(o[2].url)
+	})
+	before := stats(o[2].url)
+	for i := range o {
+		expect(do("GET", o[i].url+"/v2/images/app/manifests/lb", "", "Accept", "application/vnd.oci.image.manifest.v1+json,application/vnd.docker.distribution.manifest.v2+json"), 200, "a manifest download")
+	}
+	waitFor(t, 10*time.Second, "downloads_24h to count the three origins' downloads", func() bool {
+		for i := range o {
+			if stats(o[i].url) != before+3 {
+				return false
+			}
+		}
+		return true
+	})
 
 	// The origin holding an upload dies: the upload is unknown on the
 	// others, which keep nothing of it; a new upload succeeds.

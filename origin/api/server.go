@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/depot-registry/depot/origin/service/audit"
-	"github.com/depot-registry/depot/origin/service/downloads"
 	"github.com/depot-registry/depot/origin/service/gc"
 	"github.com/depot-registry/depot/shared/apierr"
 	"github.com/depot-registry/depot/shared/auth"
@@ -67,6 +66,13 @@ type ClusterMember struct {
 }
 
 // Deps are the API's collaborators.
+// Downloads counts downloads for the downloads_24h statistic: AddN takes
+// an edge's batch; Last24h is the whole cluster's count.
+type Downloads interface {
+	AddN(n int64)
+	Last24h() int64
+}
+
 type Deps struct {
 	Store     *meta.Store
 	Blobs     blob.Store
@@ -74,7 +80,7 @@ type Deps struct {
 	Authn     *auth.Authenticator
 	JWT       *auth.JWT
 	Audit     *audit.Log
-	Downloads *downloads.Counter
+	Downloads Downloads
 	GC        *gc.Collector // nil: POST /admin/cleanup answers 503
 	Log       *slog.Logger
 	Health    Health
