@@ -240,7 +240,7 @@ func (o *Origin) servePeers() {
 	mux := http.NewServeMux()
 	mux.Handle(leader.ApplyPath, leader.ApplyHandler(o.node))
 	mux.Handle(leader.RemovePath, leader.RemoveHandler(o.node))
-	mux.Handle(leader.IndexPath, leader.IndexHandler(o.node))
+	mux.Handle(leader.IndexPath, leader.IndexHandler(o.node, o.store.LastApplied))
 	mux.Handle(BlobsPath, o.peerBlobHandler())
 	mux.Handle(UploadsPath, o.peerUploadHandler())
 	o.peerSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,

@@ -94,7 +94,7 @@ func (c *Cluster) start(id, dir, bind string, bootstrap bool) *Node {
 	node.Commit = leader.NewForwarding(rn, store, 10*Timeout, peers)
 	mux := http.NewServeMux()
 	mux.Handle(leader.ApplyPath, leader.ApplyHandler(rn))
-	mux.Handle(leader.IndexPath, leader.IndexHandler(rn))
+	mux.Handle(leader.IndexPath, leader.IndexHandler(rn, store.LastApplied))
 	node.peers = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = node.peers.Serve(rn.RPCListener()) }()
 	c.t.Cleanup(func() { node.stop() })

@@ -129,7 +129,7 @@ func (f *Forwarding) Apply(ctx context.Context, c meta.Command) (uint64, error) 
 const IndexPath = "/v1/index"
 
 // Sync waits until this node has applied everything the leader had
-// committed when Sync was called, so a decision taken here next sees
+// applied when Sync was called, so a decision taken here next sees
 // every write acknowledged before, on whichever origin (one hop; nothing
 // to do on the leader, which applies what it acknowledges first). While
 // there is no leader it waits, at most Wait.
@@ -181,16 +181,20 @@ func (f *Forwarding) commitIndex(ctx context.Context, addr string) (uint64, erro
 	return a.Index, nil
 }
 
-// IndexHandler is the leader's side of Sync: its commit index, or 421
-// from a node that is not the leader.
-func IndexHandler(node *raftnode.Node) http.Handler {
+// IndexHandler is the leader's side of Sync: the last index its state
+// machine applied (applied), which covers every write acknowledged
+// anywhere: the leader applies each before it is acknowledged. Not raft's
+// commit index: that counts raft's own entries (the no-op a new leader
+// commits), which a store never applies. A node that is not the leader
+// answers 421.
+func IndexHandler(node *raftnode.Node, applied func() uint64) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !node.IsLeader() {
 			http.Error(w, "not the leader", http.StatusMisdirectedRequest)
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(applyAnswer{Index: node.Raft.CommitIndex()})
+		_ = json.NewEncoder(w).Encode(applyAnswer{Index: applied()})
 	})
 }
 

@@ -143,9 +143,16 @@ func (n *Node) RPCListener() net.Listener {
 	return &rpcListener{l: n.stream, closed: make(chan struct{})}
 }
 
+// rpcDialTimeout bounds connecting to a peer and proving the key: a peer
+// behind a partition (its packets dropped) fails the dial in this time,
+// not in the kernel's minutes.
+const rpcDialTimeout = 5 * time.Second
+
 // DialRPC opens an authenticated RPC connection to the peer whose raft
 // address is addr.
 func (n *Node) DialRPC(ctx context.Context, addr string) (net.Conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, rpcDialTimeout)
+	defer cancel()
 	return n.stream.dial(ctx, addr, muxRPC)
 }
 

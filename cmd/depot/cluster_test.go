@@ -54,11 +54,22 @@ type cluster struct {
 
 func startCluster(t *testing.T) *cluster {
 	t.Helper()
-	c := &cluster{bin: buildDepot(t)}
+	bin := buildDepot(t)
+	return startClusterOn(t, bin, func(int) site {
+		return site{bin: bin, listen: clienttest.FreeAddr(t), raftAddr: clienttest.FreeAddr(t), gossipAddr: clienttest.FreeAddr(t)}
+	})
+}
+
+// startClusterOn starts the cluster on the sites place gives (binary and
+// addresses; the data directories and the cluster key are added).
+func startClusterOn(t *testing.T, bin string, place func(i int) site) *cluster {
+	t.Helper()
+	c := &cluster{bin: bin}
 	key := peerauth.NewKey().Encode()
 	for i := range c.nodes {
-		c.nodes[i] = site{bin: c.bin, dataDir: t.TempDir(), listen: clienttest.FreeAddr(t), raftAddr: clienttest.FreeAddr(t), gossipAddr: clienttest.FreeAddr(t),
-			env: []string{"DEPOT_CLUSTER_KEY=" + key}}
+		c.nodes[i] = place(i)
+		c.nodes[i].dataDir = t.TempDir()
+		c.nodes[i].env = append(c.nodes[i].env, "DEPOT_CLUSTER_KEY="+key)
 	}
 	c.procs[0] = c.nodes[0].start(t)
 	for i := 1; i < 3; i++ {
