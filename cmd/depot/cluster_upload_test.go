@@ -204,10 +204,16 @@ func TestUploadAcrossOrigins(t *testing.T) {
 		_ = json.Unmarshal(call(t, "GET", on+"/api/v1/admin/stats", c.tok, nil, 200), &st)
 		return st.Downloads
 	}
-	waitFor(t, 10*time.Second, "the download counts to settle", func() bool {
-		return stats(o[0].url) == stats(o[1].url) && stats(o[1].url) == stats(o[2].url)
+	// Origins gossip their counts every 2 s: settled is the same count
+	// everywhere for 3 s.
+	before, since := -1, time.Now()
+	waitFor(t, 20*time.Second, "the download counts to settle", func() bool {
+		n := stats(o[0].url)
+		if n != stats(o[1].url) || n != stats(o[2].url) || n != before {
+			before, since = n, time.Now()
+		}
+		return time.Since(since) > 3*time.Second
 	})
-	before := stats(o[2].url)
 	for i := range o {
 		expect(do("GET", o[i].url+"/v2/images/app/manifests/lb", "", "Accept", "application/vnd.oci.image.manifest.v1+json,application/vnd.docker.distribution.manifest.v2+json"), 200, "a manifest download")
 	}
