@@ -149,8 +149,12 @@ func gossipPeers(members []membership.Member, self string) []string {
 	return out
 }
 
-func (o *Origin) knownPeers() []string {
-	raw, err := os.ReadFile(filepath.Join(o.cfg.DataDir, peersFile))
+func (o *Origin) knownPeers() []string { return keptPeers(o.cfg.DataDir) }
+
+// keptPeers are the gossip addresses of the other origins kept in
+// dataDir.
+func keptPeers(dataDir string) []string {
+	raw, err := os.ReadFile(filepath.Join(dataDir, peersFile))
 	if err != nil {
 		return nil
 	}

@@ -29,6 +29,10 @@ func clusterKey(cfg Config) (peerauth.Key, error) {
 		return peerauth.Key{}, fmt.Errorf("the origins of a cluster must share a cluster key: set DEPOT_CLUSTER_KEY (or --cluster-key) " +
 			"to the same key on every origin; 'depot keygen' prints a new one")
 	}
+	if peers := keptPeers(cfg.DataDir); len(peers) > 0 {
+		return peerauth.Key{}, fmt.Errorf("this origin has been a member of a cluster with %d other origin(s) (%s): start it with the cluster's key "+
+			"in DEPOT_CLUSTER_KEY (or --cluster-key), as when it joined", len(peers), filepath.Join(cfg.DataDir, peersFile))
+	}
 	path := filepath.Join(cfg.DataDir, "cluster-key")
 	s, err := persisted(path, "", func() string { return peerauth.NewKey().Encode() })
 	if err != nil {

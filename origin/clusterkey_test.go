@@ -152,6 +152,20 @@ func TestClusterKeyConfig(t *testing.T) {
 			t.Error("restart replaced the kept key")
 		}
 	})
+	t.Run("a former cluster member needs its key", func(t *testing.T) {
+		cfg := base()
+		if err := os.WriteFile(filepath.Join(cfg.DataDir, "gossip-peers.json"), []byte(`["127.0.0.1:8311","127.0.0.1:8321"]`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		_, err := start(t, cfg, &out)
+		if err == nil || !strings.Contains(err.Error(), "DEPOT_CLUSTER_KEY") || !strings.Contains(err.Error(), "2 other origin(s)") {
+			t.Fatalf("restart of a cluster member without its key: err %v", err)
+		}
+		if _, err := os.Stat(filepath.Join(cfg.DataDir, "cluster-key")); !os.IsNotExist(err) {
+			t.Errorf("a key was made: %v", err)
+		}
+	})
 	t.Run("a given key is not written to disk", func(t *testing.T) {
 		cfg := base()
 		cfg.ClusterKey = peerauth.NewKey().Encode()

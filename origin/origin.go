@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -346,7 +347,7 @@ func (o *Origin) Run(ctx context.Context, ln net.Listener) error {
 	o.log.Info("depot origin started", "listen", ln.Addr().String(), "data_dir", abs, "node_id", o.nodeID,
 		"raft_addr", o.cfg.RaftAddr, "version", Version, "gc_interval", o.cfg.GCInterval.String(), "gc_grace", o.cfg.GCGrace.String())
 	if o.pool != nil && o.cfg.ExternalURL == "" {
-		url := "http://" + ln.Addr().String()
+		url := "http://" + o.reachableAt(ln.Addr())
 		o.pool.Update(func(m *membership.Meta) { m.APIURL = url })
 	}
 	leaderID, _ := o.node.Leader()
@@ -548,4 +549,19 @@ func writeFileSync(path string, data []byte) error {
 		return err
 	}
 	return f.Close()
+}
+
+// reachableAt is the address peers and edges reach the API at: the one
+// it listens on, or, listening on every interface (0.0.0.0), the raft
+// address's host with the API's port.
+func (o *Origin) reachableAt(listen net.Addr) string {
+	a, ok := listen.(*net.TCPAddr)
+	if !ok || !a.IP.IsUnspecified() {
+		return listen.String()
+	}
+	host, _, err := net.SplitHostPort(o.node.Addr())
+	if err != nil {
+		return listen.String()
+	}
+	return net.JoinHostPort(host, strconv.Itoa(a.Port))
 }

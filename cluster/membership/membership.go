@@ -152,6 +152,9 @@ func Start(cfg Config) (*Pool, error) {
 	return p, nil
 }
 
+// splitHostPort splits addr, resolving a host name to its address
+// (memberlist binds and advertises addresses only): in a container, the
+// container's own name.
 func splitHostPort(addr string) (string, int, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -160,6 +163,13 @@ func splitHostPort(addr string) (string, int, error) {
 	n, err := strconv.Atoi(port)
 	if err != nil || n < 0 || n > 65535 {
 		return "", 0, fmt.Errorf("bad port %q", port)
+	}
+	if host != "" && net.ParseIP(host) == nil {
+		ip, err := net.ResolveIPAddr("ip4", host)
+		if err != nil {
+			return "", 0, err
+		}
+		host = ip.IP.String()
 	}
 	return host, n, nil
 }

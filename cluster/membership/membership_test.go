@@ -2,6 +2,7 @@ package membership
 
 import (
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -77,4 +78,20 @@ func TestPool(t *testing.T) {
 	waitFor(t, "c to be seen as left", func() bool { return statusOf(a, "c") == Left })
 	_ = b.Shutdown()
 	waitFor(t, "b to be found dead", func() bool { return statusOf(a, "b") == Dead })
+}
+
+// TestHostNameAddress: a gossip address may name the host (a container's
+// own name): the pool binds and advertises its address.
+func TestHostNameAddress(t *testing.T) {
+	p, err := Start(Config{NodeID: "named", BindAddr: "localhost:0", Key: peerauth.NewKey(), Fast: true, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Shutdown()
+	if addr := p.Addr(); !strings.HasPrefix(addr, "127.0.0.1:") {
+		t.Fatalf("advertised %q", addr)
+	}
+	if _, _, err := splitHostPort("no-such-host.invalid:8301"); err == nil {
+		t.Fatal("an unknown host name was accepted")
+	}
 }
