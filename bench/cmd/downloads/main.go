@@ -16,12 +16,9 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/base64"
-	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"log"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -81,16 +78,17 @@ func main() {
 	}
 	o := startOrigin()
 	defer o.Stop()
-	admin := login(o.URL)
+	admin, err := origin.Login(o.URL, adminPass)
+	must(err)
 
 	var repos []string
 	for _, r := range [][2]string{{"bench", "generic"}, {"js", "npm"}} {
 		var out struct{ ID string }
-		must(do("POST", o.URL+"/api/v1/repositories", admin, `{"name":"`+r[0]+`","format":"`+r[1]+`"}`, 201, &out))
-		repos = append(repos, `"`+out.ID+`"`)
+		must(origin.Do("POST", o.URL+"/api/v1/repositories", admin, `{"name":"`+r[0]+`","format":"`+r[1]+`"}`, 201, &out))
+		repos = append(repos, out.ID)
 	}
 	var tok struct{ Token string }
-	must(do("POST", o.URL+"/api/v1/users/me/tokens", admin, `{"name":"bench","scopes":["repository:read","repository:write"]}`, 201, &tok))
+	must(origin.Do("POST", o.URL+"/api/v1/users/me/tokens", admin, `{"name":"bench","scopes":["repository:read","repository:write"]}`, 201, &tok))
 	basic := "Basic " + base64.StdEncoding.EncodeToString([]byte("admin:"+tok.Token))
 
 	var objects []*object
@@ -101,23 +99,24 @@ func main() {
 		b := make([]byte, sz.n)
 		_, _ = rand.Read(b)
 		ob := &object{name: "blob " + sz.name, path: "/generic/bench/blob/1.0/" + sz.name + ".bin", file: sz.name + ".bin", body: b}
-		must(do("PUT", o.URL+ob.path, basic, string(b), 201, nil))
+		must(origin.Do("PUT", o.URL+ob.path, basic, string(b), 201, nil))
 		objects = append(objects, ob)
 	}
 	tarball := formattest.Tgz(benchT{}, map[string]string{"package/package.json": `{"name":"bench-pkg","version":"1.0.0"}`,
 		"package/index.js": strings.Repeat("module.exports = 'depot bench';\n", 200)})
-	must(do("PUT", o.URL+"/npm/js/bench-pkg", basic, string(formattest.NPMDocument("bench-pkg", "1.0.0", "latest", tarball)), 201, nil))
+	must(origin.Do("PUT", o.URL+"/npm/js/bench-pkg", basic, string(formattest.NPMDocument("bench-pkg", "1.0.0", "latest", tarball)), 201, nil))
 	objects = append(objects,
 		&object{name: "npm packument", path: "/npm/js/bench-pkg", file: "packument.json"},
 		&object{name: "npm tarball", path: "/npm/js/bench-pkg/-/bench-pkg-1.0.0.tgz", file: "bench-pkg-1.0.0.tgz", body: tarball})
 
-	edge := startEdge(o.URL, admin, repos)
-	defer edge.stop()
-	log.Printf("downloads: origin %s, edge %s; warming the edge", o.URL, edge.url)
+	edge, err := origin.StartEdge(*depot, *dir, o.URL, admin, repos)
+	must(err)
+	defer edge.Stop()
+	log.Printf("downloads: origin %s, edge %s; warming the edge", o.URL, edge.URL)
 	for _, ob := range objects {
 		for i := 0; i < 3; i++ {
 			var body []byte
-			if err := do("GET", edge.url+ob.path, basic, "", 200, &body); err != nil {
+			if err := origin.Do("GET", edge.URL+ob.path, basic, "", 200, &body); err != nil {
 				log.Fatalf("warming %s: %v", ob.path, err)
 			}
 			if ob.body == nil {
@@ -133,7 +132,7 @@ func main() {
 	defer ng.stop()
 
 	targets := []target{
-		{"edge", edge.url, basic, func() []int { return []int{edge.cmd.Process.Pid} }},
+		{"edge", edge.URL, basic, func() []int { return []int{edge.PID()} }},
 		{"origin", o.URL, basic, func() []int { return []int{o.PID()} }},
 		{"nginx", ng.url, "", ng.pids},
 	}
@@ -200,56 +199,6 @@ func startOrigin() *origin.Process {
 	return o
 }
 
-// login signs the admin in, changing the initial password the origin
-// insists on first.
-func login(base string) string {
-	signIn := func(pw string) string {
-		var out struct {
-			AccessToken string `json:"access_token"`
-		}
-		must(do("POST", base+"/api/v1/auth/login", "", `{"username":"admin","password":"`+pw+`"}`, 200, &out))
-		return "Bearer " + out.AccessToken
-	}
-	must(do("PUT", base+"/api/v1/users/me", signIn(adminPass), `{"current_password":"`+adminPass+`","password":"`+adminPass+`-2"}`, 200, nil))
-	return signIn(adminPass + "-2")
-}
-
-type edgeProc struct {
-	cmd *exec.Cmd
-	url string
-}
-
-func (e *edgeProc) stop() { _ = e.cmd.Process.Signal(syscall.SIGTERM); _ = e.cmd.Wait() }
-
-func startEdge(originURL, admin string, repos []string) *edgeProc {
-	listen, err := origin.FreeAddr()
-	must(err)
-	var node struct{ ID, Token string }
-	must(do("POST", originURL+"/api/v1/edge-nodes", admin, `{"name":"bench-edge","url":"http://`+listen+`"}`, 201, &node))
-	must(do("POST", originURL+"/api/v1/edge-nodes/"+node.ID+"/repositories", admin, `{"repository_ids":[`+strings.Join(repos, ",")+`]}`, 200, nil))
-	logf, err := os.Create(filepath.Join(*dir, "edge.log"))
-	must(err)
-	cmd := exec.Command(*depot, "edge", "--origin", originURL, "--node-id", node.ID, "--listen", listen,
-		"--cache-dir", filepath.Join(*dir, "edge"), "--heartbeat", "1s", "--log-level", "warn")
-	cmd.Env = append(os.Environ(), "DEPOT_NODE_TOKEN="+node.Token)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	must(cmd.Start())
-	e := &edgeProc{cmd: cmd, url: "http://" + listen}
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
-		var h struct {
-			Node struct {
-				RepositoryIDs []string `json:"repository_ids"`
-			} `json:"node"`
-		}
-		if do("GET", e.url+"/api/v1/health", "", "", 200, &h) == nil && len(h.Node.RepositoryIDs) == len(repos) {
-			return e
-		}
-		if time.Now().After(deadline) {
-			log.Fatalf("the edge did not come up; see %s", logf.Name())
-		}
-	}
-}
-
 type nginxProc struct {
 	cmd *exec.Cmd
 	url string
@@ -310,7 +259,7 @@ http {
 	cmd.Stdout, cmd.Stderr = out, out
 	must(cmd.Start())
 	n := &nginxProc{cmd: cmd, url: "http://" + listen}
-	for deadline := time.Now().Add(20 * time.Second); do("GET", n.url+"/"+objects[0].file, "", "", 200, nil) != nil; time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(20 * time.Second); origin.Do("GET", n.url+"/"+objects[0].file, "", "", 200, nil) != nil; time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			log.Fatalf("nginx did not come up; see %s", out.Name())
 		}
@@ -405,39 +354,4 @@ func loadavg() string {
 		return "?"
 	}
 	return strings.Join(f[:3], " ")
-}
-
-// do sends a request; out, when not nil, is a *[]byte for the body or a
-// value the JSON body decodes into.
-func do(method, url, auth, body string, want int, out any) error {
-	req, err := http.NewRequest(method, url, strings.NewReader(body))
-	if err != nil {
-		return err
-	}
-	if auth != "" {
-		req.Header.Set("Authorization", auth)
-	}
-	if strings.Contains(url, "/api/v1/") || strings.HasPrefix(body, "{") {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != want {
-		return fmt.Errorf("%s %s: %d, want %d: %s", method, url, resp.StatusCode, want, raw)
-	}
-	switch v := out.(type) {
-	case nil:
-	case *[]byte:
-		*v = raw
-	default:
-		return json.Unmarshal(raw, v)
-	}
-	return nil
 }

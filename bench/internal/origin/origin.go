@@ -27,6 +27,7 @@ type Options struct {
 	DataDir  string   // --data-dir
 	Listen   string   // --listen host:port
 	RaftAddr string   // --raft-addr host:port
+	Gossip   string   // --gossip-addr host:port (empty: a free port)
 	Env      []string // added to this process's environment
 	Args     []string // extra flags
 	LogPath  string   // stdout and stderr go here (appended)
@@ -34,9 +35,12 @@ type Options struct {
 
 // Start starts an origin; it does not wait for it.
 func Start(o Options) (*Process, error) {
-	gossip, err := FreeAddr()
-	if err != nil {
-		return nil, err
+	gossip := o.Gossip
+	if gossip == "" {
+		var err error
+		if gossip, err = FreeAddr(); err != nil {
+			return nil, err
+		}
 	}
 	args := append([]string{"origin", "--data-dir", o.DataDir, "--listen", o.Listen, "--raft-addr", o.RaftAddr, "--gossip-addr", gossip}, o.Args...)
 	cmd := exec.Command(o.Bin, args...)
@@ -96,6 +100,13 @@ func (p *Process) Stop() error {
 		_ = p.cmd.Process.Kill()
 		return fmt.Errorf("origin did not stop within a minute; killed")
 	}
+}
+
+// Kill ends the origin with SIGKILL (a crash) and waits for it.
+func (p *Process) Kill() {
+	_ = p.cmd.Process.Kill()
+	err := <-p.done
+	p.done <- err
 }
 
 // FreeAddr returns a 127.0.0.1 address with a port free right now.
