@@ -10,7 +10,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X github.com/depot-registry/depot/origin.Version=$(VERSION) -X github.com/depot-registry/depot/edge.Version=$(VERSION)
 FUZZTIME ?= 20s
 
-.PHONY: build run test test-short lint fuzz bench clean
+.PHONY: build run test test-short lint fuzz bench bench-cluster clean
 
 build: ## build the depot binary (into $(BINDIR))
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/depot
@@ -40,6 +40,9 @@ fuzz: ## run each fuzz test for FUZZTIME
 
 bench: ## the download hot path: edge, origin and nginx under wrk (bench/downloads.sh)
 	bench/downloads.sh
+
+bench-cluster: ## a cluster of origins: upload throughput, visibility on an edge, failover (bench/cluster.sh)
+	bench/cluster.sh
 
 clean:
 	rm -f $(BIN)
