@@ -27,8 +27,8 @@ func TestDeployFilesUseRealSettings(t *testing.T) {
 	ours := map[string]bool{"DEPOT_ADMIN_PASSWORD": true}
 	files := 0
 	err := filepath.WalkDir("../../deploy", func(path string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() || strings.HasSuffix(path, ".sh") {
-			return err
+		if err != nil || d.IsDir() || strings.HasSuffix(path, ".sh") || strings.HasSuffix(path, ".md") {
+			return err // a script's and prose's flags are other programs' too
 		}
 		files++
 		data, err := os.ReadFile(path)
