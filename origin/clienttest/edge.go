@@ -3,12 +3,14 @@ package clienttest
 import (
 	"bytes"
 	"encoding/json"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -125,15 +127,44 @@ func DepotBinary(t testing.TB) string {
 	return built
 }
 
-// FreeAddr is a 127.0.0.1 address whose port is free right now.
+// Ports FreeAddr hands out, below the kernel's ephemeral range (32768
+// and up on Linux), so a socket bound to port 0 anywhere, say by a test
+// running in parallel, cannot take one between FreeAddr and the process
+// that binds it.
+const freeLow, freeHigh = 20000, 32000
+
+var handedOut = struct {
+	sync.Mutex
+	ports map[int]bool
+}{ports: map[int]bool{}}
+
+// FreeAddr is a 127.0.0.1 address whose port is free right now for TCP
+// and UDP (gossip uses both), never handed out before in this process.
 func FreeAddr(t testing.TB) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	for range 1000 {
+		port := freeLow + rand.IntN(freeHigh-freeLow)
+		if handedOut.ports[port] {
+			continue
+		}
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			continue
+		}
+		u, err := net.ListenPacket("udp", addr)
+		l.Close()
+		if err != nil {
+			continue
+		}
+		u.Close()
+		handedOut.ports[port] = true
+		return addr
 	}
-	defer l.Close()
-	return l.Addr().String()
+	t.Fatal("no free port found")
+	return ""
 }
 
 // Buffer collects a child process's output while a test reads it.
