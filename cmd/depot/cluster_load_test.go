@@ -63,19 +63,22 @@ func startLoad(t *testing.T, c *cluster, reads bool) *loadRun {
 		return true
 	})
 	for w := range 3 {
-		l.writer(w, func(origin, n int) (ackedUpload, int) {
+		l.writer(w, func(n int) (ackedUpload, func(origin int) (int, string)) {
 			body := make([]byte, 1024+n%4096)
 			_, _ = rand.Read(body)
 			path := fmt.Sprintf("/generic/load/c%d/%d/f.bin", w, n)
-			status, index := l.put(origin, path, "", body)
-			return ackedUpload{path, sha256.Sum256(body), index}, status
+			return ackedUpload{path: path, sum: sha256.Sum256(body)}, func(origin int) (int, string) {
+				return l.put(origin, path, "", body)
+			}
 		})
 	}
-	l.writer(3, func(origin, n int) (ackedUpload, int) {
+	l.writer(3, func(n int) (ackedUpload, func(origin int) (int, string)) {
 		version := fmt.Sprintf("1.0.%d", n)
 		tgz := formattest.Tgz(t, map[string]string{"package/package.json": fmt.Sprintf(`{"name":"http-pkg","version":%q}`, version), "package/r": rand.Text()})
-		status, index := l.put(origin, "/npm/js/http-pkg", "application/json", formattest.NPMDocument("http-pkg", version, "latest", tgz))
-		return ackedUpload{"/npm/js/http-pkg/-/http-pkg-" + version + ".tgz", sha256.Sum256(tgz), index}, status
+		doc := formattest.NPMDocument("http-pkg", version, "latest", tgz)
+		return ackedUpload{path: "/npm/js/http-pkg/-/http-pkg-" + version + ".tgz", sum: sha256.Sum256(tgz)}, func(origin int) (int, string) {
+			return l.put(origin, "/npm/js/http-pkg", "application/json", doc)
+		}
 	})
 	l.npmWriter(bins["npm"])
 	if reads {
@@ -111,18 +114,22 @@ func (l *loadRun) put(origin int, path, contentType string, body []byte) (int, s
 	return resp.StatusCode, resp.Header.Get("X-Depot-Index")
 }
 
-// writer uploads one new thing after another with upload until stopped.
-// A 409 or 403 on a retry means an earlier attempt whose answer was lost
-// did commit; its bytes are checked at the end like any other.
-func (l *loadRun) writer(w int, upload func(origin, n int) (ackedUpload, int)) {
+// writer uploads one new thing after another until stopped: prepare
+// makes upload n (the same bytes for every attempt) and the attempt that
+// sends it to an origin, answering the status and X-Depot-Index. A 409 or
+// 403 on a retry means an earlier attempt whose answer was lost did
+// commit; its bytes are checked at the end like any other.
+func (l *loadRun) writer(w int, prepare func(n int) (ackedUpload, func(origin int) (int, string))) {
 	l.wg.Go(func() {
 		origin := w % 3
 		for n := 0; !l.stopped.Load(); n++ {
+			u, send := prepare(n)
 			for attempt := 0; ; attempt++ {
 				origin = l.next(origin)
-				u, status := upload(origin, n)
+				status, index := send(origin)
 				if status == http.StatusCreated || status == http.StatusOK ||
 					(attempt > 0 && (status == http.StatusConflict || status == http.StatusForbidden)) {
+					u.index = index
 					l.mu.Lock()
 					l.acked = append(l.acked, u)
 					l.mu.Unlock()
@@ -148,18 +155,25 @@ func (l *loadRun) npmWriter(npm string) {
 		rc += "//" + strings.TrimPrefix(p.url, "http://") + "/npm/js/:_authToken=" + strings.TrimPrefix(l.c.tok, "Bearer ") + "\n"
 	}
 	clienttest.WriteFile(l.t, filepath.Join(home, ".npmrc"), rc)
-	l.writer(4, func(origin, n int) (ackedUpload, int) {
+	l.writer(4, func(n int) (ackedUpload, func(origin int) (int, string)) {
 		version := fmt.Sprintf("2.0.%d", n)
 		clienttest.WriteFile(l.t, filepath.Join(dir, "package.json"), fmt.Sprintf(`{"name":"cli-pkg","version":%q}`, version))
-		_, err := clienttest.TryRun(clienttest.Cmd{Dir: dir, Env: []string{"HOME=" + home}, Name: npm,
-			Args: []string{"publish", "--registry", l.c.procs[origin].url + "/npm/js/"}})
-		path := "/npm/js/cli-pkg/-/cli-pkg-" + version + ".tgz"
-		if err != nil {
-			return ackedUpload{}, 0
-		}
-		// npm made the tarball: its bytes are checked against the first
+		// npm makes the tarball: its bytes are checked against the first
 		// download (every origin must then serve the same).
-		return ackedUpload{path: path}, http.StatusCreated
+		return ackedUpload{path: "/npm/js/cli-pkg/-/cli-pkg-" + version + ".tgz"}, func(origin int) (int, string) {
+			out, err := clienttest.TryRun(clienttest.Cmd{Dir: dir, Env: []string{"HOME=" + home}, Name: npm,
+				Args: []string{"publish", "--registry", l.c.procs[origin].url + "/npm/js/"}})
+			switch {
+			case err == nil:
+				return http.StatusCreated, ""
+			case strings.Contains(out, "E403"):
+				return http.StatusForbidden, ""
+			case strings.Contains(out, "E409"):
+				return http.StatusConflict, ""
+			}
+			l.t.Logf("npm publish %s on origin %d: %v\n%s", version, origin, err, out)
+			return 0, ""
+		}
 	})
 }
 
