@@ -11,6 +11,7 @@ package edge
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -50,8 +51,10 @@ type Config struct {
 	NodeID    string
 	NodeToken string
 	Listen    string
-	CacheDir  string
-	CacheSize int64 // bytes of unpinned blobs kept; 0 = no limit
+	// TLSCert and TLSKey are PEM files: serve HTTPS.
+	TLSCert, TLSKey string
+	CacheDir        string
+	CacheSize       int64 // bytes of unpinned blobs kept; 0 = no limit
 
 	LogFormat string
 	LogLevel  string
@@ -75,6 +78,8 @@ func (c *Config) Bind(s *config.Set) {
 	s.String(&c.NodeID, "node-id", "DEPOT_NODE_ID", "this edge node's id, from its registration (POST /api/v1/edge-nodes)")
 	s.String(&c.NodeToken, "node-token", "DEPOT_NODE_TOKEN", "this edge node's credential (dpe_...), from its registration; prefer the environment variable")
 	s.String(&c.Listen, "listen", "DEPOT_LISTEN", "HTTP address to serve on")
+	s.String(&c.TLSCert, "tls-cert", "DEPOT_TLS_CERT", "PEM certificate (with its chain) to serve HTTPS with, and --tls-key; without them the edge serves plain HTTP")
+	s.String(&c.TLSKey, "tls-key", "DEPOT_TLS_KEY", "PEM private key of --tls-cert")
 	s.String(&c.CacheDir, "cache-dir", "DEPOT_CACHE_DIR", "directory of the blob cache and the metadata replica")
 	s.Bytes(&c.CacheSize, "cache-size", "DEPOT_CACHE_SIZE", "blob cache size limit (e.g. 50GiB; 0 = no limit)")
 	s.Duration(&c.Heartbeat, "heartbeat", "DEPOT_HEARTBEAT", "how often the node reports to an origin and learns its assignment (e.g. 5s)")
@@ -109,6 +114,14 @@ func (c *Config) check() error {
 	for _, o := range c.origins() {
 		if !strings.HasPrefix(o, "http://") && !strings.HasPrefix(o, "https://") {
 			return fmt.Errorf("--origin %q: want an http:// or https:// base URL", o)
+		}
+	}
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		return errors.New("--tls-cert and --tls-key go together: give both to serve HTTPS, or neither")
+	}
+	if c.TLSCert != "" {
+		if _, err := tls.LoadX509KeyPair(c.TLSCert, c.TLSKey); err != nil {
+			return fmt.Errorf("--tls-cert/--tls-key: %w", err)
 		}
 	}
 	return nil
@@ -190,8 +203,12 @@ func (e *Edge) Run(ctx context.Context, ln net.Listener) error {
 	if ids, _ := e.replica.Followed(); len(ids) > 0 {
 		held = strings.Join(e.repoNames(ids), ", ")
 	}
-	fmt.Fprintf(e.out, "Depot edge %s listening on http://%s\n  node id: %s\n  origins: %s\n  cache: %s (limit %s)\n  repositories: %s\n  replica at index %d; following the origins' change feed\n",
-		Version, ln.Addr(), e.cfg.NodeID, strings.Join(e.cfg.origins(), ", "), abs, sizeText(e.cfg.CacheSize), held, e.replica.LastApplied())
+	scheme := "http"
+	if e.cfg.TLSCert != "" {
+		scheme = "https"
+	}
+	fmt.Fprintf(e.out, "Depot edge %s listening on %s://%s\n  node id: %s\n  origins: %s\n  cache: %s (limit %s)\n  repositories: %s\n  replica at index %d; following the origins' change feed\n",
+		Version, scheme, ln.Addr(), e.cfg.NodeID, strings.Join(e.cfg.origins(), ", "), abs, sizeText(e.cfg.CacheSize), held, e.replica.LastApplied())
 	e.log.Info("depot edge started", "listen", ln.Addr().String(), "node_id", e.cfg.NodeID, "origins", e.cfg.origins(),
 		"cache_dir", abs, "cache_size", e.cfg.CacheSize, "applied_index", e.replica.LastApplied(), "version", Version)
 
@@ -213,7 +230,13 @@ func (e *Edge) Run(ctx context.Context, ln net.Listener) error {
 		},
 		NoDefaultServerHeader: true, StreamRequestBody: true, MaxRequestBodySize: 1 << 40, DisablePreParseMultipartForm: true}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() {
+		if e.cfg.TLSCert != "" {
+			errc <- srv.ServeTLS(ln, e.cfg.TLSCert, e.cfg.TLSKey)
+		} else {
+			errc <- srv.Serve(ln)
+		}
+	}()
 	select {
 	case err := <-errc:
 		return err

@@ -26,6 +26,8 @@ type Config struct {
 	Join            string
 	BootstrapExpect int64
 	ExternalURL     string
+	TLSCert, TLSKey string // PEM files: serve HTTPS
+	RequireHTTPS    bool
 
 	JWTSecret     string
 	ClusterKey    string // base64; see clusterKey
@@ -135,6 +137,9 @@ func (c *Config) Bind(s *config.Set) {
 	s.String(&c.GossipAddr, "gossip-addr", "DEPOT_GOSSIP_ADDR", "address (UDP and TCP) for membership gossip between cluster nodes, encrypted with the cluster key")
 	s.String(&c.Join, "join", "DEPOT_JOIN", "gossip address(es) of running origins to join, comma-separated; a node that joins never forms a cluster of its own")
 	s.Int(&c.BootstrapExpect, "bootstrap-expect", "DEPOT_BOOTSTRAP_EXPECT", "form a new cluster once this many fresh origins started with the same value see each other (with --join among them); 0: a node without --join forms a one-node cluster")
+	s.String(&c.TLSCert, "tls-cert", "DEPOT_TLS_CERT", "PEM certificate (with its chain) to serve HTTPS with, and --tls-key; without them the origin serves plain HTTP")
+	s.String(&c.TLSKey, "tls-key", "DEPOT_TLS_KEY", "PEM private key of --tls-cert")
+	s.Bool(&c.RequireHTTPS, "require-https", "REQUIRE_HTTPS", "refuse requests that did not come over HTTPS (here, or to a trusted proxy that says so in X-Forwarded-Proto), except health checks")
 	s.String(&c.ExternalURL, "external-url", "DEPOT_EXTERNAL_URL", "public base URL for absolute links (default: from each request)")
 	s.String(&c.ClusterKey, "cluster-key", "DEPOT_CLUSTER_KEY", "key origin peers prove to each other on the raft port, the same on every origin ('depot keygen' prints one); required unless --raft-addr is loopback (then generated and kept in the data dir)")
 	s.String(&c.JWTSecret, "", "JWT_SECRET", "HS256 secret for access and refresh tokens; every origin of a cluster must share it (generated and kept in the data dir when empty)")

@@ -5,6 +5,7 @@ package origin
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -109,6 +110,14 @@ func (cfg *Config) check() error {
 	}
 	if cfg.GCGrace <= 0 || cfg.GCInterval < 0 {
 		return fmt.Errorf("--gc-grace must be positive and --gc-interval not negative, got %v and %v", cfg.GCGrace, cfg.GCInterval)
+	}
+	if (cfg.TLSCert == "") != (cfg.TLSKey == "") {
+		return errors.New("--tls-cert and --tls-key go together: give both to serve HTTPS, or neither")
+	}
+	if cfg.TLSCert != "" {
+		if _, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey); err != nil {
+			return fmt.Errorf("--tls-cert/--tls-key: %w", err)
+		}
 	}
 	return nil
 }
@@ -294,7 +303,11 @@ func (o *Origin) serve(context.Context) error {
 		p, err := authn.EdgeToken(credential)
 		return err == nil && p.Edge() != ""
 	}
-	o.handler = httpx.Forwarded(httpx.Observe(o.freshness(mux), log, m, func(r *http.Request) string {
+	var h http.Handler = o.freshness(mux)
+	if cfg.RequireHTTPS {
+		h = requireHTTPS(h)
+	}
+	o.handler = httpx.Forwarded(httpx.Observe(h, log, m, func(r *http.Request) string {
 		p := r.URL.Path
 		if strings.HasPrefix(p, api.Prefix+"/") {
 			return "api"
@@ -342,17 +355,28 @@ func (o *Origin) Run(ctx context.Context, ln net.Listener) error {
 	defer ln.Close()
 	srv := &http.Server{Handler: o.handler, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second,
 		ErrorLog: slog.NewLogLogger(o.log.Handler(), slog.LevelWarn)}
+	scheme := "http"
+	if o.cfg.TLSCert != "" {
+		// Loaded once more than check did: a certificate renewed on disk
+		// since is taken at the next start.
+		cert, err := tls.LoadX509KeyPair(o.cfg.TLSCert, o.cfg.TLSKey)
+		if err != nil {
+			return fmt.Errorf("--tls-cert/--tls-key: %w", err)
+		}
+		srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+		scheme = "https"
+	}
 	srv.RegisterOnShutdown(o.api.Drain) // long polls answer now rather than hold the shutdown up
 	abs, _ := filepath.Abs(o.cfg.DataDir)
 	o.log.Info("depot origin started", "listen", ln.Addr().String(), "data_dir", abs, "node_id", o.nodeID,
 		"raft_addr", o.cfg.RaftAddr, "version", Version, "gc_interval", o.cfg.GCInterval.String(), "gc_grace", o.cfg.GCGrace.String())
 	if o.pool != nil && o.cfg.ExternalURL == "" {
-		url := "http://" + o.reachableAt(ln.Addr())
+		url := scheme + "://" + o.reachableAt(ln.Addr())
 		o.pool.Update(func(m *membership.Meta) { m.APIURL = url })
 	}
 	leaderID, _ := o.node.Leader()
-	fmt.Fprintf(o.out, "Depot origin %s listening on http://%s (API at http://%s%s)\n  data directory: %s\n  node id: %s, raft on %s, gossip on %s\n  cluster: %d voter(s), leader %s\n",
-		Version, ln.Addr(), ln.Addr(), api.Prefix, abs, o.nodeID, o.cfg.RaftAddr, o.pool.Addr(), o.node.Voters(), leaderID)
+	fmt.Fprintf(o.out, "Depot origin %s listening on %s://%s (API at %s://%s%s)\n  data directory: %s\n  node id: %s, raft on %s, gossip on %s\n  cluster: %d voter(s), leader %s\n",
+		Version, scheme, ln.Addr(), scheme, ln.Addr(), api.Prefix, abs, o.nodeID, o.cfg.RaftAddr, o.pool.Addr(), o.node.Voters(), leaderID)
 	if o.cfg.DemoMode {
 		o.log.Warn("demo mode is on: every write is refused except login, refresh, logout and a pending initial password change")
 		fmt.Fprint(o.out, "  demo mode: every write is refused (403 DEMO_MODE) except login, refresh, logout\n"+
@@ -373,7 +397,13 @@ func (o *Origin) Run(ctx context.Context, ln net.Listener) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() {
+		if srv.TLSConfig != nil {
+			errc <- srv.ServeTLS(ln, "", "")
+		} else {
+			errc <- srv.Serve(ln)
+		}
+	}()
 	bg.Go(func() { leader.Loop(ctx, o.node, o.log, o.leaderJobs) })
 	bg.Go(func() { o.gc.Every(ctx, o.cfg.GCInterval) })
 	bg.Go(func() { o.repairLoop(ctx, o.readers) })
@@ -564,4 +594,16 @@ func (o *Origin) reachableAt(listen net.Addr) string {
 		return listen.String()
 	}
 	return net.JoinHostPort(host, strconv.Itoa(a.Port))
+}
+
+// requireHTTPS refuses (403) requests that did not come over HTTPS, but
+// for health checks, which load balancers make over plain HTTP.
+func requireHTTPS(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !httpx.Secure(r) && !strings.HasPrefix(r.URL.Path, api.Prefix+"/health") {
+			apierr.Write(w, apierr.New(apierr.Forbidden, "this registry requires HTTPS (REQUIRE_HTTPS): use https:// URLs"))
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }

@@ -7,6 +7,7 @@ package clienttest
 
 import (
 	"context"
+	"encoding/base64"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -118,3 +119,9 @@ func NewUser(e *origintest.Env, name string, scopes ...string) User {
 
 // HostPort is the origin's host:port.
 func HostPort(e *origintest.Env) string { return strings.TrimPrefix(e.URL, "http://") }
+
+// Basic is the user's HTTP Basic Authorization header value with the API
+// token as the password.
+func (u User) Basic() string {
+	return "Basic " + base64.StdEncoding.EncodeToString([]byte(u.Name+":"+u.Token))
+}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"math/rand/v2"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -45,10 +44,22 @@ func ThroughEdge(t *testing.T, e *origintest.Env) {
 	bin := DepotBinary(t)
 	var node struct{ ID, Token string }
 	listen := FreeAddr(t)
-	e.Do("POST", "/api/v1/edge-nodes", e.Admin, map[string]string{"name": "test-edge", "url": "http://" + listen}).Want(201).JSON(&node)
-	cmd := exec.Command(bin, "edge", "--origin", e.Server.URL, "--node-id", node.ID, "--listen", listen,
-		"--cache-dir", t.TempDir(), "--heartbeat", "200ms", "--log-level", "warn")
+	scheme := "http"
+	if e.CertFile != "" {
+		scheme = "https"
+	}
+	e.Do("POST", "/api/v1/edge-nodes", e.Admin, map[string]string{"name": "test-edge", "url": scheme + "://" + listen}).Want(201).JSON(&node)
+	args := []string{"edge", "--origin", e.Server.URL, "--node-id", node.ID, "--listen", listen,
+		"--cache-dir", t.TempDir(), "--heartbeat", "200ms", "--log-level", "warn"}
+	cmd := exec.Command(bin)
 	cmd.Env = append(os.Environ(), "DEPOT_NODE_TOKEN="+node.Token)
+	if e.CertFile != "" {
+		// HTTPS like the origin, with its certificate, which the edge
+		// trusts when it calls the origin.
+		args = append(args, "--tls-cert", e.CertFile, "--tls-key", e.KeyFile)
+		cmd.Env = append(cmd.Env, "SSL_CERT_FILE="+e.CertFile)
+	}
+	cmd.Args = append(cmd.Args, args...)
 	out := &Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
@@ -61,9 +72,9 @@ func ThroughEdge(t *testing.T, e *origintest.Env) {
 			t.Logf("edge output:\n%s", out.String())
 		}
 	})
-	edge := "http://" + listen
+	edge := scheme + "://" + listen
 	health := func() (followed []string) {
-		resp, err := http.Get(edge + "/api/v1/health")
+		resp, err := e.Client.Get(edge + "/api/v1/health")
 		if err != nil {
 			return nil
 		}

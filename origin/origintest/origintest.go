@@ -4,16 +4,28 @@ package origintest
 
 import (
 	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
-	"github.com/depot-registry/depot/shared/auth"
+	"encoding/pem"
 	"io"
 	"log/slog"
+	"math/big"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/depot-registry/depot/shared/auth"
 
 	"github.com/depot-registry/depot/origin"
 )
@@ -30,7 +42,11 @@ type Env struct {
 
 	DataDir string
 	Admin   string // access token of the admin, password already changed
-	Clock   *Clock // the origin's clock; Advance it instead of sleeping
+	// With Options.TLS: the certificate (for 127.0.0.1) the origin and an
+	// edge in front of it serve, its key, and a client that trusts it.
+	CertFile, KeyFile string
+	Client            *http.Client
+	Clock             *Clock // the origin's clock; Advance it instead of sleeping
 	// OnCreateRepo, when set, is called with each repository CreateRepo
 	// made (an edge in front of the origin is given it).
 	OnCreateRepo func(id string)
@@ -63,6 +79,10 @@ type Options struct {
 	KeepInitialPassword bool
 	// Log receives the origin's log (text lines); nil discards it.
 	Log io.Writer
+	// TLS serves HTTPS with a self-signed certificate for 127.0.0.1
+	// (Env.CertFile), as clients that send credentials only over HTTPS
+	// (the go command) need.
+	TLS bool
 }
 
 // InitialAdminPassword is the password the admin starts with.
@@ -101,9 +121,18 @@ func Start(t testing.TB, opts Options) *Env {
 	if err != nil {
 		t.Fatalf("start origin: %v", err)
 	}
-	srv := httptest.NewServer(o.Handler())
+	srv := httptest.NewUnstartedServer(o.Handler())
+	e := &Env{T: t, Origin: o, Server: srv, DataDir: cfg.DataDir, Clock: clock, Client: http.DefaultClient}
+	if opts.TLS {
+		cert, pool := e.selfSigned()
+		srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+		srv.StartTLS()
+		e.Client = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	} else {
+		srv.Start()
+	}
+	e.URL = srv.URL
 	t.Cleanup(func() { srv.Close(); o.Close() })
-	e := &Env{T: t, Origin: o, Server: srv, URL: srv.URL, DataDir: cfg.DataDir, Clock: clock}
 	if !opts.KeepInitialPassword {
 		tok := e.Login("admin", InitialAdminPassword)
 		e.Do("PUT", "/api/v1/users/me", tok, map[string]string{"current_password": InitialAdminPassword, "password": AdminPassword}).Want(200)
@@ -256,7 +285,7 @@ func (e *Env) DoHeader(method, path, auth string, body any, header map[string]st
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := e.Client.Do(req)
 	if err != nil {
 		e.T.Fatalf("%s %s: %v", method, path, err)
 	}
@@ -338,4 +367,47 @@ func (e *Env) Grant(repoID, subjectID string, group bool, perms ...string) strin
 	}
 	e.Do("POST", "/api/v1/permissions", e.Admin, body).Want(201).JSON(&out)
 	return out.ID
+}
+
+// selfSigned makes a certificate and key for 127.0.0.1 and localhost,
+// writes them to CertFile and KeyFile, and returns them with a pool that
+// trusts the certificate.
+func (e *Env) selfSigned() (tls.Certificate, *x509.CertPool) {
+	t := e.T
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(time.Now().UnixNano()),
+		Subject:      pkix.Name{CommonName: "depot test"},
+		NotBefore:    time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, DNSNames: []string{"localhost"},
+		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IsCA: true, BasicConstraintsValid: true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	e.CertFile, e.KeyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	if err := os.WriteFile(e.CertFile, certPEM, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(e.KeyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cert, err := tls.X509KeyPair(certPEM, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(certPEM)
+	return cert, pool
 }

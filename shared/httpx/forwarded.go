@@ -72,6 +72,7 @@ func (p Proxies) trusts(addr string) bool {
 type origin struct {
 	client string // the client's address
 	base   string // scheme://host the client used
+	secure bool   // the client's request came over HTTPS (here, or to a trusted proxy)
 }
 
 type originKey struct{}
@@ -95,10 +96,13 @@ func Forwarded(h http.Handler, proxies Proxies, external string) http.Handler {
 // X-Forwarded-For/-Proto/-Host say;
 // external, when set, is the base URL whatever the request says.
 func originOf(r *http.Request, proxies Proxies, external string) origin {
-	o := origin{client: peer(r), base: external}
+	o := origin{client: peer(r), base: external, secure: r.TLS != nil}
 	trusted := proxies.trusts(o.client) || proxies.forwarder(r)
 	if trusted {
 		o.client = forwardedFor(r, proxies, o.client)
+		if p := r.Header.Get("X-Forwarded-Proto"); p == "https" || p == "http" {
+			o.secure = p == "https"
+		}
 	}
 	if o.base != "" {
 		return o
@@ -162,3 +166,7 @@ func ClientIP(r *http.Request) string { return requestOrigin(r).client }
 // BaseURL is the scheme://host the client used, or the external URL (see
 // Forwarded).
 func BaseURL(r *http.Request) string { return requestOrigin(r).base }
+
+// Secure reports whether the client's request came over HTTPS: to this
+// server, or to a trusted proxy that says so (see Forwarded).
+func Secure(r *http.Request) bool { return requestOrigin(r).secure }

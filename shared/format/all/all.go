@@ -5,6 +5,7 @@ package all
 import (
 	"github.com/depot-registry/depot/shared/format"
 	"github.com/depot-registry/depot/shared/format/generic"
+	"github.com/depot-registry/depot/shared/format/goproxy"
 	"github.com/depot-registry/depot/shared/format/maven"
 	"github.com/depot-registry/depot/shared/format/npm"
 	"github.com/depot-registry/depot/shared/format/oci"
@@ -29,7 +30,7 @@ var entries = []Entry{
 	{Name: "pypi", New: func(e *format.Env) format.Format { return pypi.New(e) }},
 	{Name: "crates"},
 	{Name: "helm"},
-	{Name: "go"},
+	{Name: "go", New: func(e *format.Env) format.Format { return goproxy.New(e) }},
 	{Name: "nuget"},
 	{Name: "rubygems"},
 	{Name: "composer"},

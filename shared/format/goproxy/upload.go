@@ -1,0 +1,152 @@
+package goproxy
+
+import (
+	"archive/zip"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/mod/modfile"
+	"golang.org/x/mod/module"
+	modzip "golang.org/x/mod/zip"
+
+	"github.com/depot-registry/depot/shared/blob"
+	"github.com/depot-registry/depot/shared/format"
+	"github.com/depot-registry/depot/shared/meta"
+)
+
+// The go command's own limits on what it downloads.
+const (
+	maxZip = modzip.MaxZipFile
+	maxMod = modzip.MaxGoMod
+)
+
+// upload stores a module version from its zip: every entry under
+// "<module>@<version>/", as the go command makes and checks them. The
+// zip's go.mod (or, for a module without one, "module <path>") is stored
+// as the version's .mod. A version already stored is refused (409): its
+// files are pinned by every go.sum that names it.
+func (f *Format) upload(ctx context.Context, r *format.Request, w *format.Writer) (*format.Response, error) {
+	limit := int64(maxZip)
+	if w.MaxUpload > 0 && w.MaxUpload < limit {
+		limit = w.MaxUpload
+	}
+	body, err := format.BodyReader(r, limit)
+	if err != nil {
+		return nil, err
+	}
+	// The zip is read at random, and checked by path: it waits in this
+	// node's scratch space (garbage collection clears what a crash leaves).
+	dir := filepath.Join(w.ScratchDir, "go")
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return nil, err
+	}
+	tmp, err := os.CreateTemp(dir, "upload-*.zip")
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(tmp.Name())
+	defer tmp.Close()
+	n, err := io.Copy(tmp, body)
+	if err != nil {
+		return nil, w.WriteErr(err)
+	}
+	mv, mod, err := check(tmp, n)
+	if err != nil {
+		return nil, err
+	}
+	zipInfo, err := w.PutBlob(ctx, io.NewSectionReader(tmp, 0, n), blob.Checksums{})
+	if err != nil {
+		return nil, err
+	}
+	modInfo, err := w.PutBlob(ctx, bytes.NewReader(mod), blob.Checksums{})
+	if err != nil {
+		return nil, err
+	}
+	zipPath, modPath := artifactPath(mv.Path, mv.Version, "zip"), artifactPath(mv.Path, mv.Version, "mod")
+	idx, err := w.Decide(ctx, func(tx *meta.Tx) (meta.Command, error) {
+		if _, err := tx.ArtifactByPath(r.Repo.ID, zipPath); err == nil {
+			return nil, format.Conflict("%s@%s is already in repository %s; a module version never changes", mv.Path, mv.Version, r.Repo.Name)
+		} else if !errors.Is(err, meta.ErrNotFound) {
+			return nil, err
+		}
+		file := func(p, ct string, info blob.Info) format.Placed {
+			return format.Placed{Upload: format.Upload{Path: p, Package: mv.Path, Version: mv.Version, ContentType: ct}, Info: info}
+		}
+		return w.ChangeCmd(r, r.Repo, nil, []format.Placed{file(zipPath, "application/zip", zipInfo), file(modPath, "text/plain; charset=utf-8", modInfo)}, nil)
+	})
+	if err != nil {
+		return nil, err
+	}
+	resp := format.NewResponse(http.StatusCreated)
+	format.SetIndex(resp.Header, idx)
+	esc, _ := module.EscapePath(mv.Path)
+	escVer, _ := module.EscapeVersion(mv.Version)
+	resp.Header.Set("Location", strings.TrimRight(r.BaseURL, "/")+r.Prefix+"/"+r.Repo.Name+"/"+esc+"/@v/"+escVer+".info")
+	resp.Header.Set("Content-Type", "application/json")
+	resp.Body, _ = json.Marshal(map[string]string{"module": mv.Path, "version": mv.Version})
+	return resp, nil
+}
+
+// check reads the module and version from a zip's first entry and checks
+// the whole zip as the go command does (paths, case collisions, sizes,
+// go.mod where it must be); it returns the go.mod to serve.
+func check(f *os.File, size int64) (module.Version, []byte, error) {
+	var mv module.Version
+	zr, err := zip.NewReader(f, size)
+	if err != nil {
+		return mv, nil, format.BadRequest("the body is not a zip archive: %v", err)
+	}
+	if len(zr.File) == 0 {
+		return mv, nil, format.BadRequest("the zip is empty: a module zip holds <module>@<version>/...")
+	}
+	// A module path holds slashes but no "@": the first "@" ends it, the
+	// next slash the version.
+	first := zr.File[0].Name
+	at := strings.IndexByte(first, '@')
+	end := -1
+	if at > 0 {
+		end = strings.IndexByte(first[at:], '/')
+	}
+	if end < 0 {
+		return mv, nil, format.BadRequest("the zip's entries must start with <module>@<version>/ (as the go command makes them); the first is %q", first)
+	}
+	prefix := first[:at+end]
+	mv = module.Version{Path: first[:at], Version: first[at+1 : at+end]}
+	if err := module.Check(mv.Path, mv.Version); err != nil {
+		return mv, nil, format.BadRequest("%v", err)
+	}
+	if _, err := modzip.CheckZip(mv, f.Name()); err != nil {
+		return mv, nil, format.BadRequest("not a valid module zip for %s@%s: %v", mv.Path, mv.Version, err)
+	}
+	mod := []byte(fmt.Sprintf("module %s\n", modfile.AutoQuote(mv.Path)))
+	for _, e := range zr.File {
+		if e.Name != prefix+"/go.mod" {
+			continue
+		}
+		rc, err := e.Open()
+		if err != nil {
+			return mv, nil, format.BadRequest("go.mod: %v", err)
+		}
+		mod, err = io.ReadAll(io.LimitReader(rc, maxMod+1))
+		rc.Close()
+		if err != nil || len(mod) > maxMod {
+			return mv, nil, format.BadRequest("go.mod is unreadable or larger than %d bytes", maxMod)
+		}
+		mf, err := modfile.ParseLax("go.mod", mod, nil)
+		if err != nil {
+			return mv, nil, format.BadRequest("go.mod: %v", err)
+		}
+		if mf.Module == nil || mf.Module.Mod.Path != mv.Path {
+			return mv, nil, format.BadRequest("go.mod does not say module %s", mv.Path)
+		}
+	}
+	return mv, mod, nil
+}
