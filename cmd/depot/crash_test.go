@@ -39,7 +39,8 @@ type proc struct {
 // and its ports, the same at every restart.
 type site struct {
 	bin, dataDir, listen, raftAddr, gossipAddr string
-	flags, env                                 []string // added to every start
+	flags, env                                 []string     // added to every start
+	https                                      *http.Client // set: it serves HTTPS (flags say how), and this client trusts it
 }
 
 func newSite(t *testing.T) site {
@@ -60,10 +61,14 @@ func (s site) start(t *testing.T) *proc {
 		t.Fatal(err)
 	}
 	p := &proc{cmd: cmd, out: out, url: "http://" + s.listen}
+	client := http.DefaultClient
+	if s.https != nil {
+		p.url, client = "https://"+s.listen, s.https
+	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		resp, err := http.Get(p.url + "/api/v1/health")
+		resp, err := client.Get(p.url + "/api/v1/health")
 		if err == nil {
 			resp.Body.Close()
 			// The startup message is printed before the origin serves, but

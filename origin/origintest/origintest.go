@@ -369,11 +369,19 @@ func (e *Env) Grant(repoID, subjectID string, group bool, perms ...string) strin
 	return out.ID
 }
 
-// selfSigned makes a certificate and key for 127.0.0.1 and localhost,
-// writes them to CertFile and KeyFile, and returns them with a pool that
-// trusts the certificate.
+// selfSigned gives the Env a certificate (see SelfSigned).
 func (e *Env) selfSigned() (tls.Certificate, *x509.CertPool) {
-	t := e.T
+	var cert tls.Certificate
+	var pool *x509.CertPool
+	e.CertFile, e.KeyFile, cert, pool = SelfSigned(e.T)
+	return cert, pool
+}
+
+// SelfSigned makes a certificate and key for 127.0.0.1 and localhost,
+// writes them to files, and returns the files, the certificate and a pool
+// that trusts it.
+func SelfSigned(t testing.TB) (certFile, keyFile string, cert tls.Certificate, pool *x509.CertPool) {
+	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -394,20 +402,20 @@ func (e *Env) selfSigned() (tls.Certificate, *x509.CertPool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	e.CertFile, e.KeyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
 	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	if err := os.WriteFile(e.CertFile, certPEM, 0o644); err != nil {
+	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
+	dir := t.TempDir()
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	if err := os.WriteFile(certFile, certPEM, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(e.KeyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+	if err := os.WriteFile(keyFile, keyPEM, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cert, err := tls.X509KeyPair(certPEM, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}))
-	if err != nil {
+	if cert, err = tls.X509KeyPair(certPEM, keyPEM); err != nil {
 		t.Fatal(err)
 	}
-	pool := x509.NewCertPool()
+	pool = x509.NewCertPool()
 	pool.AppendCertsFromPEM(certPEM)
-	return cert, pool
+	return certFile, keyFile, cert, pool
 }

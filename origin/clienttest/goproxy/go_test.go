@@ -1,15 +1,12 @@
 package goproxy_test
 
 import (
-	"archive/zip"
 	"bytes"
 	"encoding/json"
-	"maps"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
@@ -18,6 +15,7 @@ import (
 
 	"github.com/depot-registry/depot/origin/clienttest"
 	"github.com/depot-registry/depot/origin/origintest"
+	"github.com/depot-registry/depot/shared/format/formattest"
 )
 
 func start(t *testing.T) *origintest.Env { return origintest.Start(t, origintest.Options{TLS: true}) }
@@ -31,24 +29,6 @@ func moduleZip(t *testing.T, path, version, word string) []byte {
 	clienttest.WriteFile(t, filepath.Join(dir, "greet.go"), "package greet\n\n// Word is what this version says.\nfunc Word() string { return \""+word+"\" }\n")
 	var b bytes.Buffer
 	if err := modzip.CreateFromDir(&b, module.Version{Path: path, Version: version}, dir); err != nil {
-		t.Fatal(err)
-	}
-	return b.Bytes()
-}
-
-// rawZip is a zip of exactly these entries.
-func rawZip(t *testing.T, files map[string]string) []byte {
-	t.Helper()
-	var b bytes.Buffer
-	w := zip.NewWriter(&b)
-	for _, name := range slices.Sorted(maps.Keys(files)) {
-		f, err := w.Create(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, _ = f.Write([]byte(files[name]))
-	}
-	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
 	return b.Bytes()
@@ -85,7 +65,7 @@ func TestGoModules(t *testing.T) {
 			{mod + "@v1.5.0/go.mod": "module " + mod + "\n", "example.com/Other@v1.5.0/x.go": "package x\n"},    // another module's file
 			{"example.com/Greet@1.0/go.mod": "module " + mod + "\n"},                                            // not a version
 		} {
-			e.Do("PUT", "/go/gomods/upload", basic, rawZip(t, bad)).Want(400)
+			e.Do("PUT", "/go/gomods/upload", basic, formattest.Zip(t, bad)).Want(400)
 		}
 		e.Do("PUT", "/go/gomods/upload", "", moduleZip(t, mod, "v1.2.0", "x")).Want(401)
 

@@ -1,6 +1,7 @@
 package formattest
 
 import (
+	"archive/zip"
 	"bytes"
 	"crypto/md5"
 	"crypto/sha1"
@@ -11,9 +12,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"mime/multipart"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -33,7 +36,7 @@ type Call struct {
 }
 
 // FixtureRepos are the repositories the fixture uses: name and format.
-var FixtureRepos = [][2]string{{"files", "generic"}, {"ctr", "docker"}, {"js", "npm"}, {"py", "pypi"}, {"m2", "maven"}}
+var FixtureRepos = [][2]string{{"files", "generic"}, {"ctr", "docker"}, {"js", "npm"}, {"py", "pypi"}, {"m2", "maven"}, {"gomods", "go"}}
 
 // Fixture is the writes and the reads.
 type Fixture struct {
@@ -63,6 +66,8 @@ func NewFixture(t testing.TB) Fixture {
 		{"POST", "/v2/ctr/app/blobs/uploads/?digest=" + SHA256Digest(layer), ct("application/octet-stream"), layer, 201},
 		{"POST", "/v2/ctr/app/blobs/uploads/?digest=" + SHA256Digest(cfg), ct("application/octet-stream"), cfg, 201},
 		{"PUT", f.Manifest, ct("application/vnd.oci.image.manifest.v1+json"), manifest, 201},
+		{"PUT", "/go/gomods/upload", ct("application/zip"), Zip(t, map[string]string{
+			"example.com/Mod@v1.0.0/go.mod": "module example.com/Mod\n", "example.com/Mod@v1.0.0/mod.go": "package mod\n"}), 201},
 	}
 	get := func(path string, hdr map[string]string) Call { return Call{Method: "GET", Path: path, Header: hdr} }
 	f.Reads = []Call{
@@ -106,6 +111,15 @@ func NewFixture(t testing.TB) Fixture {
 		get("/v2/ctr/app/referrers/"+SHA256Digest(manifest), nil),
 		get("/v2/ctr/app/manifests/nope", nil),
 		get("/v2/nosuch/app/tags/list", nil),
+		get("/go/gomods/example.com/!mod/@v/list", nil),
+		get("/go/gomods/example.com/!mod/@v/v1.0.0.info", nil),
+		get("/go/gomods/example.com/!mod/@v/v1.0.0.mod", nil),
+		get("/go/gomods/example.com/!mod/@v/v1.0.0.zip", nil),
+		{Method: "HEAD", Path: "/go/gomods/example.com/!mod/@v/v1.0.0.zip"},
+		get("/go/gomods/example.com/!mod/@latest", nil),
+		get("/go/gomods/example.com/@v/list", nil),
+		get("/go/gomods/example.com/!mod/@v/v2.0.0.info", nil),
+		get("/go/gomods/sumdb/sum.golang.org/supported", nil),
 	}
 	return f
 }
@@ -231,4 +245,25 @@ func PyPIForm(t testing.TB, version, content string) (string, []byte) {
 func SHA256Digest(b []byte) string {
 	s := sha256.Sum256(b)
 	return "sha256:" + hex.EncodeToString(s[:])
+}
+
+// Zip is a zip archive of files (name -> content), written in name order:
+// a go module zip when the names say so.
+func Zip(t Fataler, files map[string]string) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	w := zip.NewWriter(&b)
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		f, err := w.Create(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.Write([]byte(files[name])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
 }
