@@ -4,6 +4,7 @@ package all
 
 import (
 	"github.com/depot-registry/depot/shared/format"
+	"github.com/depot-registry/depot/shared/format/crates"
 	"github.com/depot-registry/depot/shared/format/generic"
 	"github.com/depot-registry/depot/shared/format/goproxy"
 	"github.com/depot-registry/depot/shared/format/maven"
@@ -28,7 +29,7 @@ var entries = []Entry{
 	{Name: "gradle"},
 	{Name: "npm", New: func(e *format.Env) format.Format { return npm.New(e) }},
 	{Name: "pypi", New: func(e *format.Env) format.Format { return pypi.New(e) }},
-	{Name: "crates"},
+	{Name: "crates", New: func(e *format.Env) format.Format { return crates.New(e) }},
 	{Name: "helm"},
 	{Name: "go", New: func(e *format.Env) format.Format { return goproxy.New(e) }},
 	{Name: "nuget"},

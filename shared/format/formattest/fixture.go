@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"crypto/sha512"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -36,7 +37,7 @@ type Call struct {
 }
 
 // FixtureRepos are the repositories the fixture uses: name and format.
-var FixtureRepos = [][2]string{{"files", "generic"}, {"ctr", "docker"}, {"js", "npm"}, {"py", "pypi"}, {"m2", "maven"}, {"gomods", "go"}}
+var FixtureRepos = [][2]string{{"files", "generic"}, {"ctr", "docker"}, {"js", "npm"}, {"py", "pypi"}, {"m2", "maven"}, {"gomods", "go"}, {"rust", "crates"}}
 
 // Fixture is the writes and the reads.
 type Fixture struct {
@@ -68,6 +69,8 @@ func NewFixture(t testing.TB) Fixture {
 		{"PUT", f.Manifest, ct("application/vnd.oci.image.manifest.v1+json"), manifest, 201},
 		{"PUT", "/go/gomods/upload", ct("application/zip"), Zip(t, map[string]string{
 			"example.com/Mod@v1.0.0/go.mod": "module example.com/Mod\n", "example.com/Mod@v1.0.0/mod.go": "package mod\n"}), 201},
+		{"PUT", "/crates/rust/api/v1/crates/new", nil, CratePublish(t, `{"name":"Demo_Lib","vers":"0.1.0","deps":[]}`,
+			map[string]string{"Demo_Lib-0.1.0/Cargo.toml": "[package]\nname = \"Demo_Lib\"\n", "Demo_Lib-0.1.0/src/lib.rs": ""}), 200},
 	}
 	get := func(path string, hdr map[string]string) Call { return Call{Method: "GET", Path: path, Header: hdr} }
 	f.Reads = []Call{
@@ -120,6 +123,14 @@ func NewFixture(t testing.TB) Fixture {
 		get("/go/gomods/example.com/@v/list", nil),
 		get("/go/gomods/example.com/!mod/@v/v2.0.0.info", nil),
 		get("/go/gomods/sumdb/sum.golang.org/supported", nil),
+		get("/crates/rust/index/config.json", nil),
+		get("/crates/rust/index/de/mo/demo_lib", nil),
+		get("/crates/rust/index/de/mo/nope", nil),
+		get("/crates/rust/api/v1/crates/Demo_Lib/0.1.0/download", nil),
+		get("/crates/rust/api/v1/crates/demo_lib/0.1.0/download", nil),
+		get("/crates/rust/api/v1/crates/Demo_Lib/9.9.9/download", nil),
+		get("/crates/rust/api/v1/crates/Demo_Lib/owners", nil),
+		get("/crates/rust/api/v1/crates?q=demo", nil),
 	}
 	return f
 }
@@ -265,5 +276,18 @@ func Zip(t Fataler, files map[string]string) []byte {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
+	return b.Bytes()
+}
+
+// CratePublish is the body cargo PUTs to publish: the JSON meta, then a
+// .crate (a gzip'd tar) of files, each prefixed with its length.
+func CratePublish(t Fataler, meta string, files map[string]string) []byte {
+	t.Helper()
+	crate := Tgz(t, files)
+	var b bytes.Buffer
+	_ = binary.Write(&b, binary.LittleEndian, uint32(len(meta)))
+	b.WriteString(meta)
+	_ = binary.Write(&b, binary.LittleEndian, uint32(len(crate)))
+	b.Write(crate)
 	return b.Bytes()
 }
