@@ -8,7 +8,9 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -495,4 +497,26 @@ func (d *Env) Time() time.Time {
 func (d *Env) Require(r *Request, action string) error {
 	_, err := d.Repo(r, r.Repo.Name, action, r.Repo.Format)
 	return err
+}
+
+// Spill copies body into a new file of this node's scratch space (under
+// ScratchDir/sub), for a format that must read an upload at random before
+// it decides what it is (a zip, a tar to look into). The caller closes
+// the file and calls remove; garbage collection clears what a crash
+// leaves. A full disk is ErrNoSpace.
+func (d *Writer) Spill(body io.Reader, sub string) (f *os.File, size int64, remove func(), err error) {
+	dir := filepath.Join(d.ScratchDir, sub)
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return nil, 0, nil, err
+	}
+	f, err = os.CreateTemp(dir, "upload-*")
+	if err != nil {
+		return nil, 0, nil, d.WriteErr(err)
+	}
+	remove = func() { f.Close(); os.Remove(f.Name()) }
+	if size, err = io.Copy(f, body); err != nil {
+		remove()
+		return nil, 0, nil, d.WriteErr(err)
+	}
+	return f, size, remove, nil
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/depot-registry/depot/shared/format/crates"
 	"github.com/depot-registry/depot/shared/format/generic"
 	"github.com/depot-registry/depot/shared/format/goproxy"
+	"github.com/depot-registry/depot/shared/format/helm"
 	"github.com/depot-registry/depot/shared/format/maven"
 	"github.com/depot-registry/depot/shared/format/npm"
 	"github.com/depot-registry/depot/shared/format/oci"
@@ -30,7 +31,7 @@ var entries = []Entry{
 	{Name: "npm", New: func(e *format.Env) format.Format { return npm.New(e) }},
 	{Name: "pypi", New: func(e *format.Env) format.Format { return pypi.New(e) }},
 	{Name: "crates", New: func(e *format.Env) format.Format { return crates.New(e) }},
-	{Name: "helm"},
+	{Name: "helm", New: func(e *format.Env) format.Format { return helm.New(e) }},
 	{Name: "go", New: func(e *format.Env) format.Format { return goproxy.New(e) }},
 	{Name: "nuget"},
 	{Name: "rubygems"},

@@ -37,7 +37,7 @@ type Call struct {
 }
 
 // FixtureRepos are the repositories the fixture uses: name and format.
-var FixtureRepos = [][2]string{{"files", "generic"}, {"ctr", "docker"}, {"js", "npm"}, {"py", "pypi"}, {"m2", "maven"}, {"gomods", "go"}, {"rust", "crates"}}
+var FixtureRepos = [][2]string{{"files", "generic"}, {"ctr", "docker"}, {"js", "npm"}, {"py", "pypi"}, {"m2", "maven"}, {"gomods", "go"}, {"rust", "crates"}, {"charts", "helm"}}
 
 // Fixture is the writes and the reads.
 type Fixture struct {
@@ -71,6 +71,8 @@ func NewFixture(t testing.TB) Fixture {
 			"example.com/Mod@v1.0.0/go.mod": "module example.com/Mod\n", "example.com/Mod@v1.0.0/mod.go": "package mod\n"}), 201},
 		{"PUT", "/crates/rust/api/v1/crates/new", nil, CratePublish(t, `{"name":"Demo_Lib","vers":"0.1.0","deps":[]}`,
 			map[string]string{"Demo_Lib-0.1.0/Cargo.toml": "[package]\nname = \"Demo_Lib\"\n", "Demo_Lib-0.1.0/src/lib.rs": ""}), 200},
+		{"PUT", "/helm/charts/charts/demo-0.1.0.tgz", ct("application/gzip"), Tgz(t, map[string]string{
+			"demo/Chart.yaml": "apiVersion: v2\nname: demo\nversion: 0.1.0\ndescription: a demo\n", "demo/values.yaml": ""}), 201},
 	}
 	get := func(path string, hdr map[string]string) Call { return Call{Method: "GET", Path: path, Header: hdr} }
 	f.Reads = []Call{
@@ -131,6 +133,14 @@ func NewFixture(t testing.TB) Fixture {
 		get("/crates/rust/api/v1/crates/Demo_Lib/9.9.9/download", nil),
 		get("/crates/rust/api/v1/crates/Demo_Lib/owners", nil),
 		get("/crates/rust/api/v1/crates?q=demo", nil),
+		get("/helm/charts/index.yaml", nil),
+		get("/helm/charts/charts/demo-0.1.0.tgz", nil),
+		{Method: "HEAD", Path: "/helm/charts/charts/demo-0.1.0.tgz"},
+		get("/helm/charts/charts/demo-9.9.9.tgz", nil),
+		get("/helm/charts/api/charts", nil),
+		get("/helm/charts/api/charts/demo", nil),
+		get("/helm/charts/api/charts/demo/0.1.0", nil),
+		get("/helm/charts/api/charts/nope", nil),
 	}
 	return f
 }

@@ -10,7 +10,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"golang.org/x/mod/modfile"
@@ -43,21 +42,12 @@ func (f *Format) upload(ctx context.Context, r *format.Request, w *format.Writer
 		return nil, err
 	}
 	// The zip is read at random, and checked by path: it waits in this
-	// node's scratch space (garbage collection clears what a crash leaves).
-	dir := filepath.Join(w.ScratchDir, "go")
-	if err := os.MkdirAll(dir, 0o750); err != nil {
-		return nil, err
-	}
-	tmp, err := os.CreateTemp(dir, "upload-*.zip")
+	// node's scratch space.
+	tmp, n, remove, err := w.Spill(body, "go")
 	if err != nil {
 		return nil, err
 	}
-	defer os.Remove(tmp.Name())
-	defer tmp.Close()
-	n, err := io.Copy(tmp, body)
-	if err != nil {
-		return nil, w.WriteErr(err)
-	}
+	defer remove()
 	mv, mod, err := check(tmp, n)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,178 @@
+package helm
+
+import (
+	"archive/tar"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"mime/multipart"
+	"net/http"
+	"path"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+	"golang.org/x/mod/semver"
+
+	"github.com/depot-registry/depot/shared/format"
+)
+
+const (
+	maxChartYAML = 1 << 20
+	maxUnpacked  = 512 << 20
+	maxParts     = 8
+	maxOtherPart = 1 << 20 // a provenance file, say: read and dropped
+)
+
+// post is ChartMuseum's upload: multipart field "chart", or the raw
+// archive as the body; ?force replaces a version (for a caller who may
+// delete).
+func (f *Format) post(ctx context.Context, r *format.Request, w *format.Writer) (*format.Response, error) {
+	body, err := format.BodyReader(r, bodyLimit(w))
+	if err != nil {
+		return nil, err
+	}
+	if mt, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt == "multipart/form-data" {
+		if body, err = chartPart(body, params["boundary"]); err != nil {
+			return nil, err
+		}
+	}
+	_, force := r.Query["force"]
+	return f.store(ctx, r, w, body, "", force)
+}
+
+// put stores the archive PUT at charts/<name>-<version>.tgz; the name
+// must be the one its Chart.yaml gives.
+func (f *Format) put(ctx context.Context, r *format.Request, w *format.Writer) (*format.Response, error) {
+	body, err := format.BodyReader(r, bodyLimit(w))
+	if err != nil {
+		return nil, err
+	}
+	return f.store(ctx, r, w, body, r.Param("file"), false)
+}
+
+func bodyLimit(w *format.Writer) int64 {
+	if w.MaxUpload > 0 {
+		return w.MaxUpload
+	}
+	return 1 << 40
+}
+
+// chartPart finds the "chart" part of a multipart body, dropping the
+// others (a provenance file) within small bounds.
+func chartPart(body io.Reader, boundary string) (io.Reader, error) {
+	if boundary == "" {
+		return nil, format.BadRequest("a multipart upload needs a boundary")
+	}
+	mr := multipart.NewReader(body, boundary)
+	for range maxParts {
+		p, err := mr.NextPart()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, format.BadRequest("malformed multipart body: %v", err)
+		}
+		if p.FormName() == "chart" {
+			return p, nil
+		}
+		if n, _ := io.Copy(io.Discard, io.LimitReader(p, maxOtherPart+1)); n > maxOtherPart {
+			return nil, format.BadRequest("multipart field %q is larger than %d bytes", p.FormName(), maxOtherPart)
+		}
+	}
+	return nil, format.BadRequest(`the upload has no "chart" field`)
+}
+
+func (f *Format) store(ctx context.Context, r *format.Request, w *format.Writer, body io.Reader, file string, force bool) (*format.Response, error) {
+	tmp, size, remove, err := w.Spill(body, "helm")
+	if err != nil {
+		return nil, err
+	}
+	defer remove()
+	chart, err := readChart(io.NewSectionReader(tmp, 0, size))
+	if err != nil {
+		return nil, err
+	}
+	name, version := chart["name"].(string), chart["version"].(string)
+	if file != "" && file != name+"-"+version+".tgz" {
+		return nil, format.BadRequest("the chart is %s %s: put it at %s-%s.tgz", name, version, name, version)
+	}
+	attrs, err := json.Marshal(chart)
+	if err != nil {
+		return nil, format.BadRequest("Chart.yaml: %v", err)
+	}
+	overwrite := format.OverwriteNever
+	if force {
+		overwrite = format.OverwriteIfDelete
+	}
+	a, idx, err := w.Store(ctx, r, format.Upload{Repo: r.Repo, Path: chartPath(name, version), Package: name, Version: version,
+		ContentType: "application/gzip", Body: io.NewSectionReader(tmp, 0, size), Overwrite: overwrite, Attrs: attrs})
+	if err != nil {
+		return nil, err
+	}
+	resp := format.NewResponse(http.StatusCreated)
+	format.SetIndex(resp.Header, idx)
+	resp.Header.Set("Location", format.URL(r, r.Prefix, r.Repo.Name, "charts", strings.TrimPrefix(a.Path, "charts/")))
+	resp.Header.Set("Content-Type", "application/json")
+	resp.Body = []byte(`{"saved":true}`)
+	return resp, nil
+}
+
+// readChart reads a chart archive: a gzip'd tar of one top directory,
+// every entry inside it, whose Chart.yaml says apiVersion, a name (a
+// single path segment) and a semver version. It returns the Chart.yaml
+// fields.
+func readChart(archive io.Reader) (map[string]any, error) {
+	bad := func(format_ string, args ...any) error {
+		return format.BadRequest("not a chart archive: "+format_, args...)
+	}
+	zr, err := gzip.NewReader(archive)
+	if err != nil {
+		return nil, bad("%v", err)
+	}
+	tr := tar.NewReader(io.LimitReader(zr, maxUnpacked))
+	var top string
+	var chart map[string]any
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, bad("%v", err)
+		}
+		name := strings.TrimPrefix(h.Name, "./")
+		dir, rest, _ := strings.Cut(name, "/")
+		if top == "" {
+			top = dir
+		}
+		if dir != top || dir == "" || dir == ".." || strings.Contains(name, "..") || path.IsAbs(h.Name) {
+			return nil, bad("%s is outside the chart's directory %s/", h.Name, top)
+		}
+		if rest != "Chart.yaml" {
+			continue
+		}
+		raw, err := io.ReadAll(io.LimitReader(tr, maxChartYAML+1))
+		if err != nil || len(raw) > maxChartYAML {
+			return nil, bad("Chart.yaml is unreadable or larger than %d bytes", maxChartYAML)
+		}
+		if err := yaml.Unmarshal(raw, &chart); err != nil {
+			return nil, format.BadRequest("Chart.yaml: %v", err)
+		}
+	}
+	if chart == nil {
+		return nil, bad("no %s/Chart.yaml", top)
+	}
+	name, _ := chart["name"].(string)
+	version, _ := chart["version"].(string)
+	api, _ := chart["apiVersion"].(string)
+	if name == "" || strings.ContainsAny(name, `/\ `) || name == "." || name == ".." || api == "" {
+		return nil, format.BadRequest("Chart.yaml must give apiVersion and a name (one path segment); it gives %q, %q", api, name)
+	}
+	if !semver.IsValid("v" + strings.TrimPrefix(version, "v")) {
+		return nil, format.BadRequest("Chart.yaml's version %q is not a semantic version", version)
+	}
+	return chart, nil
+}
