@@ -228,7 +228,8 @@ func (e *Edge) Run(ctx context.Context, ln net.Listener) error {
 		ReadTimeout: e.cfg.HeaderTimeout, HeaderReceived: func(*fasthttp.RequestHeader) fasthttp.RequestConfig {
 			return fasthttp.RequestConfig{ReadTimeout: bodyTimeout}
 		},
-		NoDefaultServerHeader: true, StreamRequestBody: true, MaxRequestBodySize: 1 << 40, DisablePreParseMultipartForm: true}
+		NoDefaultServerHeader: true, StreamRequestBody: true, MaxRequestBodySize: 1 << 40, DisablePreParseMultipartForm: true,
+		Logger: connLogger{e.log}}
 	errc := make(chan error, 1)
 	go func() {
 		if e.cfg.TLSCert != "" {
@@ -566,4 +567,17 @@ func downloadID(path string) string {
 		return ""
 	}
 	return id
+}
+
+// connLogger takes fasthttp's reports of connections it could not serve
+// (a client speaking TLS to a plain-HTTP port, garbage, resets): debug
+// lines, cut short, never the request bytes fasthttp quotes in full.
+type connLogger struct{ log *slog.Logger }
+
+func (l connLogger) Printf(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	if len(msg) > 160 {
+		msg = msg[:160] + "..."
+	}
+	l.log.Debug("connection not served", "detail", strings.ToValidUTF8(msg, "?"))
 }

@@ -60,8 +60,7 @@ func (f *Format) Routes() []format.Route {
 			if !ok || t.Kind != kind {
 				return nil, false
 			}
-			repo, _, _ := strings.Cut(t.Name, "/")
-			return map[string]string{"repo": repo, "name": t.Name, "ref": t.Ref}, true
+			return map[string]string{"repo": RepoOf(t.Name), "name": t.Name, "ref": t.Ref}, true
 		}
 	}
 	const read, write, del = meta.ActionRead, meta.ActionWrite, meta.ActionDelete

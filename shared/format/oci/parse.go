@@ -100,7 +100,28 @@ func ParseName(s string) (ImageName, error) {
 			return ImageName{}, errf(http.StatusBadRequest, codeNameInvalid, "invalid repository name %q", s)
 		}
 	}
+	parts = unalias(parts)
 	return ImageName{Repo: parts[0], Image: join(parts[1:])}, nil
+}
+
+// Alias starts the path form other registries use, "<host>/docker/<repo>/<image>"
+// (the spec's migration example): a name of three or more components whose
+// first is "docker" is read as "<repo>/<image>". Its one ambiguity: a
+// Depot repository named "docker" is reached only by two-component names
+// ("docker/<image>"); "docker/x/y" means image y of repository x.
+const Alias = "docker"
+
+func unalias(parts []string) []string {
+	if len(parts) >= 3 && parts[0] == Alias {
+		return parts[1:]
+	}
+	return parts
+}
+
+// RepoOf is the Depot repository a name addresses (its first component,
+// after the alias).
+func RepoOf(name string) string {
+	return unalias(strings.SplitN(name, "/", 3))[0]
 }
 
 // ValidTag reports whether s is a tag.
