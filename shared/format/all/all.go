@@ -4,6 +4,7 @@ package all
 
 import (
 	"github.com/depot-registry/depot/shared/format"
+	"github.com/depot-registry/depot/shared/format/composer"
 	"github.com/depot-registry/depot/shared/format/crates"
 	"github.com/depot-registry/depot/shared/format/generic"
 	"github.com/depot-registry/depot/shared/format/goproxy"
@@ -35,7 +36,7 @@ var entries = []Entry{
 	{Name: "go", New: func(e *format.Env) format.Format { return goproxy.New(e) }},
 	{Name: "nuget"},
 	{Name: "rubygems"},
-	{Name: "composer"},
+	{Name: "composer", New: func(e *format.Env) format.Format { return composer.New(e) }},
 	{Name: "conda"},
 	{Name: generic.Name, New: func(e *format.Env) format.Format { return generic.New(e) }},
 }

@@ -37,7 +37,7 @@ type Call struct {
 }
 
 // FixtureRepos are the repositories the fixture uses: name and format.
-var FixtureRepos = [][2]string{{"files", "generic"}, {"ctr", "docker"}, {"js", "npm"}, {"py", "pypi"}, {"m2", "maven"}, {"gomods", "go"}, {"rust", "crates"}, {"charts", "helm"}}
+var FixtureRepos = [][2]string{{"files", "generic"}, {"ctr", "docker"}, {"js", "npm"}, {"py", "pypi"}, {"m2", "maven"}, {"gomods", "go"}, {"rust", "crates"}, {"charts", "helm"}, {"php", "composer"}}
 
 // Fixture is the writes and the reads.
 type Fixture struct {
@@ -73,6 +73,8 @@ func NewFixture(t testing.TB) Fixture {
 			map[string]string{"Demo_Lib-0.1.0/Cargo.toml": "[package]\nname = \"Demo_Lib\"\n", "Demo_Lib-0.1.0/src/lib.rs": ""}), 200},
 		{"PUT", "/helm/charts/charts/demo-0.1.0.tgz", ct("application/gzip"), Tgz(t, map[string]string{
 			"demo/Chart.yaml": "apiVersion: v2\nname: demo\nversion: 0.1.0\ndescription: a demo\n", "demo/values.yaml": ""}), 201},
+		{"PUT", "/composer/php?version=1.0.0", ct("application/zip"), Zip(t, map[string]string{
+			"composer.json": `{"name":"acme/demo","description":"a demo"}`, "src/Demo.php": "<?php\n"}), 201},
 	}
 	get := func(path string, hdr map[string]string) Call { return Call{Method: "GET", Path: path, Header: hdr} }
 	f.Reads = []Call{
@@ -141,6 +143,13 @@ func NewFixture(t testing.TB) Fixture {
 		get("/helm/charts/api/charts/demo", nil),
 		get("/helm/charts/api/charts/demo/0.1.0", nil),
 		get("/helm/charts/api/charts/nope", nil),
+		get("/composer/php/packages.json", nil),
+		get("/composer/php/p2/acme/demo.json", nil),
+		get("/composer/php/p2/acme/demo~dev.json", nil),
+		get("/composer/php/p2/acme/nope.json", nil),
+		get("/composer/php/files/acme/demo/1.0.0/acme-demo-1.0.0.zip", nil),
+		get("/composer/php/list.json", nil),
+		get("/composer/php/search.json?q=dem", nil),
 	}
 	return f
 }
