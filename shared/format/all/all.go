@@ -5,6 +5,7 @@ package all
 import (
 	"github.com/depot-registry/depot/shared/format"
 	"github.com/depot-registry/depot/shared/format/composer"
+	"github.com/depot-registry/depot/shared/format/conda"
 	"github.com/depot-registry/depot/shared/format/crates"
 	"github.com/depot-registry/depot/shared/format/generic"
 	"github.com/depot-registry/depot/shared/format/goproxy"
@@ -37,7 +38,7 @@ var entries = []Entry{
 	{Name: "nuget"},
 	{Name: "rubygems"},
 	{Name: "composer", New: func(e *format.Env) format.Format { return composer.New(e) }},
-	{Name: "conda"},
+	{Name: "conda", New: func(e *format.Env) format.Format { return conda.New(e) }},
 	{Name: generic.Name, New: func(e *format.Env) format.Format { return generic.New(e) }},
 }
 

@@ -37,7 +37,7 @@ type Call struct {
 }
 
 // FixtureRepos are the repositories the fixture uses: name and format.
-var FixtureRepos = [][2]string{{"files", "generic"}, {"ctr", "docker"}, {"js", "npm"}, {"py", "pypi"}, {"m2", "maven"}, {"gomods", "go"}, {"rust", "crates"}, {"charts", "helm"}, {"php", "composer"}}
+var FixtureRepos = [][2]string{{"files", "generic"}, {"ctr", "docker"}, {"js", "npm"}, {"py", "pypi"}, {"m2", "maven"}, {"gomods", "go"}, {"rust", "crates"}, {"charts", "helm"}, {"php", "composer"}, {"chan", "conda"}}
 
 // Fixture is the writes and the reads.
 type Fixture struct {
@@ -75,6 +75,7 @@ func NewFixture(t testing.TB) Fixture {
 			"demo/Chart.yaml": "apiVersion: v2\nname: demo\nversion: 0.1.0\ndescription: a demo\n", "demo/values.yaml": ""}), 201},
 		{"PUT", "/composer/php?version=1.0.0", ct("application/zip"), Zip(t, map[string]string{
 			"composer.json": `{"name":"acme/demo","description":"a demo"}`, "src/Demo.php": "<?php\n"}), 201},
+		{"PUT", "/conda/chan/noarch/greet-1.0.0-0.conda", ct("application/octet-stream"), condaFixture(t), 201},
 	}
 	get := func(path string, hdr map[string]string) Call { return Call{Method: "GET", Path: path, Header: hdr} }
 	f.Reads = []Call{
@@ -150,6 +151,13 @@ func NewFixture(t testing.TB) Fixture {
 		get("/composer/php/files/acme/demo/1.0.0/acme-demo-1.0.0.zip", nil),
 		get("/composer/php/list.json", nil),
 		get("/composer/php/search.json?q=dem", nil),
+		get("/conda/chan/channeldata.json", nil),
+		get("/conda/chan/noarch/repodata.json", nil),
+		get("/conda/chan/noarch/repodata.json.zst", nil),
+		get("/conda/chan/linux-64/repodata.json", nil),
+		get("/conda/chan/noarch/current_repodata.json", nil),
+		get("/conda/chan/noarch/greet-1.0.0-0.conda", nil),
+		get("/conda/chan/noarch/greet-9.0.0-0.conda", nil),
 	}
 	return f
 }
@@ -309,4 +317,9 @@ func CratePublish(t Fataler, meta string, files map[string]string) []byte {
 	_ = binary.Write(&b, binary.LittleEndian, uint32(len(crate)))
 	b.Write(crate)
 	return b.Bytes()
+}
+
+func condaFixture(t Fataler) []byte {
+	info, payload := CondaFiles("greet", "1.0.0", "noarch", []string{}, "hello\n")
+	return DotConda(t, "greet-1.0.0-0", info, payload)
 }
