@@ -14,6 +14,7 @@ import (
 	"github.com/depot-registry/depot/shared/format/npm"
 	"github.com/depot-registry/depot/shared/format/oci"
 	"github.com/depot-registry/depot/shared/format/pypi"
+	"github.com/depot-registry/depot/shared/format/rubygems"
 )
 
 // Entry is one format identifier and, once it has client paths, its
@@ -36,7 +37,7 @@ var entries = []Entry{
 	{Name: "helm", New: func(e *format.Env) format.Format { return helm.New(e) }},
 	{Name: "go", New: func(e *format.Env) format.Format { return goproxy.New(e) }},
 	{Name: "nuget"},
-	{Name: "rubygems"},
+	{Name: "rubygems", New: func(e *format.Env) format.Format { return rubygems.New(e) }},
 	{Name: "composer", New: func(e *format.Env) format.Format { return composer.New(e) }},
 	{Name: "conda", New: func(e *format.Env) format.Format { return conda.New(e) }},
 	{Name: generic.Name, New: func(e *format.Env) format.Format { return generic.New(e) }},

@@ -3,6 +3,7 @@ package formattest
 import (
 	"archive/zip"
 	"bytes"
+	"compress/gzip"
 	"crypto/md5"
 	"crypto/sha1"
 	"crypto/sha256"
@@ -37,7 +38,7 @@ type Call struct {
 }
 
 // FixtureRepos are the repositories the fixture uses: name and format.
-var FixtureRepos = [][2]string{{"files", "generic"}, {"ctr", "docker"}, {"js", "npm"}, {"py", "pypi"}, {"m2", "maven"}, {"gomods", "go"}, {"rust", "crates"}, {"charts", "helm"}, {"php", "composer"}, {"chan", "conda"}}
+var FixtureRepos = [][2]string{{"files", "generic"}, {"ctr", "docker"}, {"js", "npm"}, {"py", "pypi"}, {"m2", "maven"}, {"gomods", "go"}, {"rust", "crates"}, {"charts", "helm"}, {"php", "composer"}, {"chan", "conda"}, {"gems", "rubygems"}}
 
 // Fixture is the writes and the reads.
 type Fixture struct {
@@ -76,6 +77,7 @@ func NewFixture(t testing.TB) Fixture {
 		{"PUT", "/composer/php?version=1.0.0", ct("application/zip"), Zip(t, map[string]string{
 			"composer.json": `{"name":"acme/demo","description":"a demo"}`, "src/Demo.php": "<?php\n"}), 201},
 		{"PUT", "/conda/chan/noarch/greet-1.0.0-0.conda", ct("application/octet-stream"), condaFixture(t), 201},
+		{"POST", "/rubygems/gems/api/v1/gems", ct("application/octet-stream"), Gem(t, "demogem", "1.0.0"), 200},
 	}
 	get := func(path string, hdr map[string]string) Call { return Call{Method: "GET", Path: path, Header: hdr} }
 	f.Reads = []Call{
@@ -158,6 +160,16 @@ func NewFixture(t testing.TB) Fixture {
 		get("/conda/chan/noarch/current_repodata.json", nil),
 		get("/conda/chan/noarch/greet-1.0.0-0.conda", nil),
 		get("/conda/chan/noarch/greet-9.0.0-0.conda", nil),
+		{Method: "HEAD", Path: "/rubygems/gems/"},
+		get("/rubygems/gems/versions", nil),
+		get("/rubygems/gems/names", nil),
+		get("/rubygems/gems/info/demogem", nil),
+		get("/rubygems/gems/info/nope", nil),
+		get("/rubygems/gems/gems/demogem-1.0.0.gem", nil),
+		get("/rubygems/gems/specs.4.8.gz", nil),
+		get("/rubygems/gems/latest_specs.4.8.gz", nil),
+		get("/rubygems/gems/prerelease_specs.4.8.gz", nil),
+		get("/rubygems/gems/quick/Marshal.4.8/demogem-1.0.0.gemspec.rz", nil),
 	}
 	return f
 }
@@ -322,4 +334,15 @@ func CratePublish(t Fataler, meta string, files map[string]string) []byte {
 func condaFixture(t Fataler) []byte {
 	info, payload := CondaFiles("greet", "1.0.0", "noarch", []string{}, "hello\n")
 	return DotConda(t, "greet-1.0.0-0", info, payload)
+}
+
+// Gem is a .gem of name at version: a tar whose metadata.gz is the
+// gemspec in YAML (the rest of a real gem is not read by the server).
+func Gem(t Fataler, name, version string) []byte {
+	t.Helper()
+	var meta bytes.Buffer
+	zw := gzip.NewWriter(&meta)
+	fmt.Fprintf(zw, "--- !ruby/object:Gem::Specification\nname: %s\nversion: !ruby/object:Gem::Version\n  version: %s\nplatform: ruby\nsummary: a demo\n", name, version)
+	_ = zw.Close()
+	return Tar(t, map[string]string{"metadata.gz": meta.String(), "data.tar.gz": ""})
 }
