@@ -100,6 +100,13 @@ func Prefixes(f Format) []string {
 	return out
 }
 
+// CredentialReader is implemented by formats whose clients send their
+// credential elsewhere than in Authorization (NuGet's X-NuGet-ApiKey):
+// Serve authenticates the Authorization value it returns.
+type CredentialReader interface {
+	Credential(r *Request) string
+}
+
 // MultiRepo is implemented by formats that serve repositories of more
 // than one format identifier (maven also serves "gradle").
 type MultiRepo interface {

@@ -68,7 +68,11 @@ func (s *Server) Serve(ctx context.Context, r *Request) *Response {
 }
 
 func (s *Server) serve(ctx context.Context, r *Request, route *Route) *Response {
-	p, err := s.authn.Authenticate(ctx, r.Header.Get("Authorization"), r.RemoteAddr)
+	authorization := r.Header.Get("Authorization")
+	if c, ok := s.format.(CredentialReader); ok {
+		authorization = c.Credential(r)
+	}
+	p, err := s.authn.Authenticate(ctx, authorization, r.RemoteAddr)
 	if err == nil && !p.AcceptedOn(s.format.Name()) {
 		// A registry token serves only the format it was issued for.
 		err = auth.ErrBadCredentials

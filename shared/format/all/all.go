@@ -12,6 +12,7 @@ import (
 	"github.com/depot-registry/depot/shared/format/helm"
 	"github.com/depot-registry/depot/shared/format/maven"
 	"github.com/depot-registry/depot/shared/format/npm"
+	"github.com/depot-registry/depot/shared/format/nuget"
 	"github.com/depot-registry/depot/shared/format/oci"
 	"github.com/depot-registry/depot/shared/format/pypi"
 	"github.com/depot-registry/depot/shared/format/rubygems"
@@ -36,7 +37,7 @@ var entries = []Entry{
 	{Name: "crates", New: func(e *format.Env) format.Format { return crates.New(e) }},
 	{Name: "helm", New: func(e *format.Env) format.Format { return helm.New(e) }},
 	{Name: "go", New: func(e *format.Env) format.Format { return goproxy.New(e) }},
-	{Name: "nuget"},
+	{Name: "nuget", New: func(e *format.Env) format.Format { return nuget.New(e) }},
 	{Name: "rubygems", New: func(e *format.Env) format.Format { return rubygems.New(e) }},
 	{Name: "composer", New: func(e *format.Env) format.Format { return composer.New(e) }},
 	{Name: "conda", New: func(e *format.Env) format.Format { return conda.New(e) }},

@@ -14,8 +14,9 @@ import (
 	"github.com/depot-registry/depot/shared/meta"
 )
 
-func ok(msg string) *format.Response {
+func ok(idx uint64, msg string) *format.Response {
 	resp := format.NewResponse(http.StatusOK)
+	format.SetIndex(resp.Header, idx)
 	resp.Header.Set("Content-Type", "application/json")
 	body := map[string]any{"ok": true}
 	if msg != "" {
@@ -30,7 +31,7 @@ func ok(msg string) *format.Response {
 func (f *Format) yank(yanked bool) format.WriteHandler {
 	return func(ctx context.Context, r *format.Request, w *format.Writer) (*format.Response, error) {
 		name, ver := r.Param("name"), r.Param("version")
-		_, err := w.Decide(ctx, func(tx *meta.Tx) (meta.Command, error) {
+		idx, err := w.Decide(ctx, func(tx *meta.Tx) (meta.Command, error) {
 			vs, err := f.versions(tx, r.Repo, name)
 			if err != nil {
 				return nil, err
@@ -47,7 +48,7 @@ func (f *Format) yank(yanked bool) format.WriteHandler {
 		if err != nil {
 			return nil, err
 		}
-		return ok(""), nil
+		return ok(idx, ""), nil
 	}
 }
 
@@ -102,7 +103,7 @@ func (f *Format) changeOwners(add bool) format.WriteHandler {
 		if json.Unmarshal(raw, &req) != nil || len(req.Users) == 0 {
 			return nil, format.BadRequest(`the body must be {"users":["login",...]}`)
 		}
-		_, err = w.Decide(ctx, func(tx *meta.Tx) (meta.Command, error) {
+		idx, err := w.Decide(ctx, func(tx *meta.Tx) (meta.Command, error) {
 			logins, found := ownerList(tx, r.Repo, r.Param("name"))
 			if !found {
 				return nil, format.NotFound("crate %s is not in repository %s", r.Param("name"), r.Repo.Name)
@@ -131,7 +132,7 @@ func (f *Format) changeOwners(add bool) format.WriteHandler {
 		if !add {
 			verb = "removed"
 		}
-		return ok("owners " + verb + ": " + strings.Join(req.Users, ", ")), nil
+		return ok(idx, "owners "+verb+": "+strings.Join(req.Users, ", ")), nil
 	}
 }
 

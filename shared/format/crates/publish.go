@@ -146,10 +146,12 @@ func (f *Format) publish(ctx context.Context, r *format.Request, w *format.Write
 			}
 			return ops, err
 		}}
-	if _, _, err := w.Record(ctx, r, u, info); err != nil {
+	_, idx, err := w.Record(ctx, r, u, info)
+	if err != nil {
 		return nil, err
 	}
 	resp := format.NewResponse(http.StatusOK)
+	format.SetIndex(resp.Header, idx)
 	resp.Header.Set("Content-Type", "application/json")
 	resp.Body = []byte(`{"warnings":{"invalid_categories":[],"invalid_badges":[],"other":[]}}`)
 	return resp, nil

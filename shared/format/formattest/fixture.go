@@ -38,7 +38,7 @@ type Call struct {
 }
 
 // FixtureRepos are the repositories the fixture uses: name and format.
-var FixtureRepos = [][2]string{{"files", "generic"}, {"ctr", "docker"}, {"js", "npm"}, {"py", "pypi"}, {"m2", "maven"}, {"gomods", "go"}, {"rust", "crates"}, {"charts", "helm"}, {"php", "composer"}, {"chan", "conda"}, {"gems", "rubygems"}}
+var FixtureRepos = [][2]string{{"files", "generic"}, {"ctr", "docker"}, {"js", "npm"}, {"py", "pypi"}, {"m2", "maven"}, {"gomods", "go"}, {"rust", "crates"}, {"charts", "helm"}, {"php", "composer"}, {"chan", "conda"}, {"gems", "rubygems"}, {"feed", "nuget"}}
 
 // Fixture is the writes and the reads.
 type Fixture struct {
@@ -78,6 +78,8 @@ func NewFixture(t testing.TB) Fixture {
 			"composer.json": `{"name":"acme/demo","description":"a demo"}`, "src/Demo.php": "<?php\n"}), 201},
 		{"PUT", "/conda/chan/noarch/greet-1.0.0-0.conda", ct("application/octet-stream"), condaFixture(t), 201},
 		{"POST", "/rubygems/gems/api/v1/gems", ct("application/octet-stream"), Gem(t, "demogem", "1.0.0"), 200},
+		{"PUT", "/nuget/feed/", ct("application/octet-stream"), Zip(t, map[string]string{"Demo.Pkg.nuspec": `<package><metadata>` +
+			`<id>Demo.Pkg</id><version>1.0.0</version><authors>depot</authors><description>a demo</description></metadata></package>`}), 201},
 	}
 	get := func(path string, hdr map[string]string) Call { return Call{Method: "GET", Path: path, Header: hdr} }
 	f.Reads = []Call{
@@ -170,6 +172,18 @@ func NewFixture(t testing.TB) Fixture {
 		get("/rubygems/gems/latest_specs.4.8.gz", nil),
 		get("/rubygems/gems/prerelease_specs.4.8.gz", nil),
 		get("/rubygems/gems/quick/Marshal.4.8/demogem-1.0.0.gemspec.rz", nil),
+		get("/nuget/feed/v3/index.json", nil),
+		get("/nuget/feed/v3/package/demo.pkg/index.json", nil),
+		get("/nuget/feed/v3/package/demo.pkg/1.0.0/demo.pkg.1.0.0.nupkg", nil),
+		get("/nuget/feed/v3/package/demo.pkg/1.0.0/demo.pkg.nuspec", nil),
+		get("/nuget/feed/v3/registration/demo.pkg/index.json", nil),
+		get("/nuget/feed/v3/registration/demo.pkg/1.0.0.json", nil),
+		get("/nuget/feed/v3/search?q=demo", nil),
+		get("/nuget/feed/", nil),
+		get("/nuget/feed/Packages(Id='Demo.Pkg',Version='1.0.0')", nil),
+		get("/nuget/feed/FindPackagesById()?id='Demo.Pkg'", nil),
+		get("/nuget/feed/$metadata", nil),
+		get("/nuget/feed/v3/package/nope/index.json", nil),
 	}
 	return f
 }

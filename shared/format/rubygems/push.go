@@ -45,12 +45,14 @@ func (f *Format) push(ctx context.Context, r *format.Request, w *format.Writer) 
 		return nil, err
 	}
 	attrs, _ := json.Marshal(s)
-	_, _, err = w.Store(ctx, r, format.Upload{Repo: r.Repo, Path: "gems/" + s.file(), Package: s.Name, Version: s.full(),
+	_, idx, err := w.Store(ctx, r, format.Upload{Repo: r.Repo, Path: "gems/" + s.file(), Package: s.Name, Version: s.full(),
 		ContentType: "application/octet-stream", Body: io.NewSectionReader(tmp, 0, size), Overwrite: format.OverwriteNever, Attrs: attrs})
 	if err != nil {
 		return nil, err
 	}
-	return text("Successfully registered gem: " + s.Name + " (" + s.full() + ")"), nil
+	resp := text("Successfully registered gem: " + s.Name + " (" + s.full() + ")")
+	format.SetIndex(resp.Header, idx)
+	return resp, nil
 }
 
 // readGem reads the gemspec out of a .gem.

@@ -266,7 +266,7 @@ func (f *Format) yank(ctx context.Context, r *format.Request, w *format.Writer) 
 		return nil, err
 	}
 	s := spec{Name: form.Get("gem_name"), Version: form.Get("version"), Platform: form.Get("platform")}
-	_, err = w.Decide(ctx, func(tx *meta.Tx) (meta.Command, error) {
+	idx, err := w.Decide(ctx, func(tx *meta.Tx) (meta.Command, error) {
 		if _, err := tx.ArtifactByPath(r.Repo.ID, "gems/"+s.file()); err != nil {
 			return nil, format.NotFound("%s %s is not in repository %s", s.Name, s.full(), r.Repo.Name)
 		}
@@ -275,7 +275,9 @@ func (f *Format) yank(ctx context.Context, r *format.Request, w *format.Writer) 
 	if err != nil {
 		return nil, err
 	}
-	return text("Successfully deleted gem: " + s.Name + " (" + s.full() + ")"), nil
+	resp := text("Successfully deleted gem: " + s.Name + " (" + s.full() + ")")
+	format.SetIndex(resp.Header, idx)
+	return resp, nil
 }
 
 // quickSpec is quick/Marshal.4.8/<file>.gemspec.rz: the version's

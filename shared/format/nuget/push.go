@@ -1,0 +1,260 @@
+package nuget
+
+import (
+	"archive/zip"
+	"bytes"
+	"context"
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"regexp"
+	"strings"
+
+	"github.com/depot-registry/depot/shared/blob"
+	"github.com/depot-registry/depot/shared/format"
+	"github.com/depot-registry/depot/shared/meta"
+)
+
+const maxNuspec = 1 << 20
+
+var (
+	idRE      = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}$`)
+	versionRE = regexp.MustCompile(`^[0-9]+(\.[0-9]+){1,3}(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$`)
+)
+
+// normalize is NuGet's normalized version, lowercase: no build metadata,
+// at least three parts, no fourth part that is 0.
+func normalize(v string) string {
+	v, _, _ = strings.Cut(strings.ToLower(v), "+")
+	core, pre, hasPre := strings.Cut(v, "-")
+	parts := strings.Split(core, ".")
+	for len(parts) < 3 {
+		parts = append(parts, "0")
+	}
+	if len(parts) == 4 && parts[3] == "0" {
+		parts = parts[:3]
+	}
+	for i, p := range parts {
+		if t := strings.TrimLeft(p, "0"); t == "" {
+			parts[i] = "0"
+		} else {
+			parts[i] = t
+		}
+	}
+	out := strings.Join(parts, ".")
+	if hasPre {
+		out += "-" + pre
+	}
+	return out
+}
+
+// nuspec is what is read of a package's manifest.
+type nuspec struct {
+	Metadata struct {
+		ID           string `xml:"id"`
+		Version      string `xml:"version"`
+		Description  string `xml:"description"`
+		Authors      string `xml:"authors"`
+		PackageTypes struct {
+			Types []struct {
+				Name string `xml:"name,attr"`
+			} `xml:"packageType"`
+		} `xml:"packageTypes"`
+		Dependencies struct {
+			Groups []struct {
+				TargetFramework string `xml:"targetFramework,attr"`
+				Deps            []dep  `xml:"dependency"`
+			} `xml:"group"`
+			Deps []dep `xml:"dependency"` // the old layout, without groups
+		} `xml:"dependencies"`
+	} `xml:"metadata"`
+}
+
+type dep struct {
+	ID      string `xml:"id,attr" json:"id"`
+	Version string `xml:"version,attr" json:"range"`
+}
+
+// pkg is a stored version: its Attrs.
+type pkg struct {
+	ID          string  `json:"id"`
+	Version     string  `json:"version"`
+	Description string  `json:"description"`
+	Authors     string  `json:"authors"`
+	Groups      []group `json:"groups"`
+}
+
+type group struct {
+	TargetFramework string `json:"targetFramework"`
+	Deps            []dep  `json:"dependencies"`
+}
+
+// readNupkg reads the .nuspec at the root of a .nupkg (a zip), returning
+// the package's record and the manifest's bytes.
+func readNupkg(r io.ReaderAt, size int64) (pkg, []byte, error) {
+	zr, err := zip.NewReader(r, size)
+	if err != nil {
+		return pkg{}, nil, format.BadRequest("not a .nupkg (a zip): %v", err)
+	}
+	for _, e := range zr.File {
+		if strings.Contains(e.Name, "/") || !strings.HasSuffix(strings.ToLower(e.Name), ".nuspec") {
+			continue
+		}
+		rc, err := e.Open()
+		if err != nil {
+			return pkg{}, nil, format.BadRequest("the .nuspec: %v", err)
+		}
+		raw, err := io.ReadAll(io.LimitReader(rc, maxNuspec+1))
+		rc.Close()
+		if err != nil || len(raw) > maxNuspec {
+			return pkg{}, nil, format.BadRequest("the .nuspec is unreadable or larger than %d bytes", maxNuspec)
+		}
+		var n nuspec
+		if err := xml.Unmarshal(raw, &n); err != nil {
+			return pkg{}, nil, format.BadRequest("the .nuspec is not XML: %v", err)
+		}
+		m := n.Metadata
+		for _, t := range m.PackageTypes.Types {
+			if t.Name == "SymbolsPackage" {
+				return pkg{}, nil, format.BadRequest("symbol packages (.snupkg) are not supported: push the .nupkg only")
+			}
+		}
+		if !idRE.MatchString(m.ID) || !versionRE.MatchString(m.Version) {
+			return pkg{}, nil, format.BadRequest("the .nuspec's id %q or version %q is not valid", m.ID, m.Version)
+		}
+		p := pkg{ID: m.ID, Version: m.Version, Description: m.Description, Authors: m.Authors, Groups: []group{}}
+		for _, g := range m.Dependencies.Groups {
+			p.Groups = append(p.Groups, group{TargetFramework: g.TargetFramework, Deps: g.Deps})
+		}
+		if len(m.Dependencies.Deps) > 0 {
+			p.Groups = append(p.Groups, group{Deps: m.Dependencies.Deps})
+		}
+		return p, raw, nil
+	}
+	return pkg{}, nil, format.BadRequest("the .nupkg has no .nuspec at its root")
+}
+
+// push takes a package: multipart (the file part) or the raw .nupkg.
+func (f *Format) push(ctx context.Context, r *format.Request, w *format.Writer) (*format.Response, error) {
+	limit := w.MaxUpload
+	if limit <= 0 {
+		limit = 1 << 40
+	}
+	body, err := format.BodyReader(r, limit)
+	if err != nil {
+		return nil, err
+	}
+	tmp, size, remove, err := w.Spill(body, "nuget")
+	if err != nil {
+		return nil, err
+	}
+	defer remove()
+	var file io.ReaderAt = tmp
+	if mt, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt == "multipart/form-data" {
+		start, end, err := onlyPart(tmp, size, params["boundary"])
+		if err != nil {
+			return nil, err
+		}
+		file, size = io.NewSectionReader(tmp, start, end-start), end-start
+	}
+	p, manifest, err := readNupkg(file, size)
+	if err != nil {
+		return nil, err
+	}
+	nupkgInfo, err := w.PutBlob(ctx, io.NewSectionReader(file, 0, size), blob.Checksums{})
+	if err != nil {
+		return nil, err
+	}
+	specInfo, err := w.PutBlob(ctx, strings.NewReader(string(manifest)), blob.Checksums{})
+	if err != nil {
+		return nil, err
+	}
+	id, ver := strings.ToLower(p.ID), normalize(p.Version)
+	attrs, _ := json.Marshal(p)
+	idx, err := w.Decide(ctx, func(tx *meta.Tx) (meta.Command, error) {
+		if _, err := tx.ArtifactByPath(r.Repo.ID, nupkgPath(id, ver)); err == nil {
+			return nil, format.Conflict("%s %s is already in repository %s", p.ID, ver, r.Repo.Name)
+		} else if !errors.Is(err, meta.ErrNotFound) {
+			return nil, err
+		}
+		file := func(path, ct string, info blob.Info) format.Placed {
+			return format.Placed{Upload: format.Upload{Path: path, Package: p.ID, Version: ver, ContentType: ct, Attrs: attrs}, Info: info}
+		}
+		return w.ChangeCmd(r, r.Repo, nil, []format.Placed{file(nupkgPath(id, ver), "application/octet-stream", nupkgInfo),
+			file(id+"/"+ver+"/"+id+".nuspec", "application/xml", specInfo)}, nil)
+	})
+	if err != nil {
+		return nil, err
+	}
+	resp := format.NewResponse(http.StatusCreated)
+	format.SetIndex(resp.Header, idx)
+	return resp, nil
+}
+
+// onlyPart finds the one part of a multipart body (the package) in a file:
+// from the end of its headers to the closing delimiter. nuget 2.x ends
+// the part with "\n--boundary--", without the "\r" the multipart reader
+// insists on, so the delimiter is looked for by hand, either way.
+func onlyPart(f io.ReaderAt, size int64, boundary string) (start, end int64, err error) {
+	bad := format.BadRequest("the multipart body does not hold one package part")
+	if boundary == "" {
+		return 0, 0, bad
+	}
+	head := make([]byte, min(size, 16<<10))
+	if _, err := f.ReadAt(head, 0); err != nil && !errors.Is(err, io.EOF) {
+		return 0, 0, err
+	}
+	open := []byte("--" + boundary)
+	i := bytes.Index(head, open)
+	j := bytes.Index(head[max(i, 0):], []byte("\r\n\r\n"))
+	if i != 0 || j < 0 {
+		return 0, 0, bad
+	}
+	start = int64(j) + 4
+	tail := make([]byte, min(size-start, 1<<10))
+	if _, err := f.ReadAt(tail, size-int64(len(tail))); err != nil && !errors.Is(err, io.EOF) {
+		return 0, 0, err
+	}
+	k := bytes.LastIndex(tail, append([]byte("\n"), open...))
+	if k < 0 {
+		return 0, 0, bad
+	}
+	end = size - int64(len(tail)) + int64(k)
+	if end > start && k > 0 && tail[k-1] == '\r' {
+		end--
+	}
+	if end < start {
+		return 0, 0, bad
+	}
+	return start, end, nil
+}
+
+func nupkgPath(id, ver string) string { return id + "/" + ver + "/" + id + "." + ver + ".nupkg" }
+
+// remove deletes a version (NuGet's delete/unlist): both its files.
+func (f *Format) remove(ctx context.Context, r *format.Request, w *format.Writer) (*format.Response, error) {
+	id, ver := strings.ToLower(r.Param("id")), normalize(r.Param("version"))
+	idx, err := w.Decide(ctx, func(tx *meta.Tx) (meta.Command, error) {
+		arts, err := tx.ArtifactsUnder(r.Repo.ID, id+"/"+ver+"/")
+		if err != nil {
+			return nil, err
+		}
+		if len(arts) == 0 {
+			return nil, format.NotFound("%s %s is not in repository %s", r.Param("id"), ver, r.Repo.Name)
+		}
+		var drop []*meta.Artifact
+		for i := range arts {
+			drop = append(drop, &arts[i])
+		}
+		return w.ChangeCmd(r, r.Repo, drop, nil, nil)
+	})
+	if err != nil {
+		return nil, err
+	}
+	resp := format.NewResponse(http.StatusNoContent)
+	format.SetIndex(resp.Header, idx)
+	return resp, nil
+}
