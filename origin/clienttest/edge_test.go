@@ -44,6 +44,28 @@ func TestEdgeAnswersAsTheOrigin(t *testing.T) {
 	if len(versions.Versions) != 1 {
 		t.Fatalf("versions of tool: %+v", versions)
 	}
+	// Every format's upload is a package with a version in the REST API.
+	for _, r := range formattest.FixtureRepos {
+		var list struct {
+			Repositories []struct{ ID, Name string } `json:"repositories"`
+		}
+		e.Do("GET", "/api/v1/repositories?limit=100", e.Admin, nil).Want(200).JSON(&list)
+		for _, repo := range list.Repositories {
+			if repo.Name != r[0] {
+				continue
+			}
+			var pkgs struct {
+				Packages []struct {
+					Name         string `json:"name"`
+					VersionCount int    `json:"version_count"`
+				} `json:"packages"`
+			}
+			e.Do("GET", "/api/v1/packages?repository_id="+repo.ID, e.Admin, nil).Want(200).JSON(&pkgs)
+			if len(pkgs.Packages) == 0 || pkgs.Packages[0].VersionCount == 0 {
+				t.Errorf("repository %s (%s) lists no package with a version: %+v", r[0], r[1], pkgs)
+			}
+		}
+	}
 	reads := append(f.Reads, formattest.Call{Method: "GET", Path: "/api/v1/artifacts/" + versions.Versions[0].ArtifactID + "/download"})
 	// A forwarded answer's absolute URLs name the edge: the challenge of
 	// a push, decided by the origin, sends the client to the edge's realm.
