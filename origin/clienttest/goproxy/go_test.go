@@ -64,6 +64,7 @@ func TestGoModules(t *testing.T) {
 			{mod + "@v1.4.0/go.mod": "module " + mod + "\n", mod + "@v1.4.0/../../evil.go": "package evil\n"},   // a path out of the module
 			{mod + "@v1.5.0/go.mod": "module " + mod + "\n", "example.com/Other@v1.5.0/x.go": "package x\n"},    // another module's file
 			{"example.com/Greet@1.0/go.mod": "module " + mod + "\n"},                                            // not a version
+			{mod + "@v1.6.0/greet.go": "package greet\n"},                                                       // no go.mod
 		} {
 			e.Do("PUT", "/go/gomods/upload", basic, formattest.Zip(t, bad)).Want(400)
 		}

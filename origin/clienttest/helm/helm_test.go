@@ -103,6 +103,16 @@ func TestHelmRepository(t *testing.T) {
 			t.Fatalf("helm template:\n%s", out)
 		}
 
+		// Charts as OCI artifacts go to a docker repository.
+		ociID := e.CreateRepo("ocicharts", "docker", false)
+		e.Grant(ociID, alice.ID, false, "write")
+		host := clienttest.HostPort(e)
+		helm("registry", "login", host, "--plain-http", "--username", alice.Name, "--password", alice.Token)
+		helm("push", filepath.Join(work, "out", "demo-0.2.0.tgz"), "oci://"+host+"/ocicharts", "--plain-http")
+		if out := helm("template", "oci", "oci://"+host+"/ocicharts/demo", "--version", "0.2.0", "--plain-http"); !strings.Contains(out, "greeting: bonjour") {
+			t.Fatalf("helm template from OCI:\n%s", out)
+		}
+
 		var versions []struct{ Version string }
 		e.Do("GET", "/helm/charts/api/charts/demo", alice.Basic(), nil).Want(200).JSON(&versions)
 		if len(versions) != 2 || versions[0].Version != "0.2.0" {

@@ -116,7 +116,13 @@ func check(f *os.File, size int64) (module.Version, []byte, error) {
 	if _, err := modzip.CheckZip(mv, f.Name()); err != nil {
 		return mv, nil, format.BadRequest("not a valid module zip for %s@%s: %v", mv.Path, mv.Version, err)
 	}
-	mod := []byte(fmt.Sprintf("module %s\n", modfile.AutoQuote(mv.Path)))
+	// A module has its go.mod; only a +incompatible version (a v2+ tag of
+	// a repository that predates modules) may lack one, and gets the
+	// go.mod the go command would make for it.
+	var mod []byte
+	if strings.HasSuffix(mv.Version, "+incompatible") {
+		mod = []byte(fmt.Sprintf("module %s\n", modfile.AutoQuote(mv.Path)))
+	}
 	for _, e := range zr.File {
 		if e.Name != prefix+"/go.mod" {
 			continue
@@ -137,6 +143,9 @@ func check(f *os.File, size int64) (module.Version, []byte, error) {
 		if mf.Module == nil || mf.Module.Mod.Path != mv.Path {
 			return mv, nil, format.BadRequest("go.mod does not say module %s", mv.Path)
 		}
+	}
+	if mod == nil {
+		return mv, nil, format.BadRequest("the zip has no %s/go.mod", prefix)
 	}
 	return mv, mod, nil
 }
