@@ -270,6 +270,7 @@ func (o *Origin) serve(context.Context) error {
 		AccessTTL: cfg.AccessTTL, RefreshTTL: cfg.RefreshTTL, DemoMode: cfg.DemoMode,
 		RateLimit: int(cfg.RateLimit), RateLimitLogin: int(cfg.RateLimitLogin), RateWindow: cfg.RateWindow,
 		UsersCreateRepo: cfg.UsersCreateRepo, MaxUpload: cfg.MaxUploadBytes, CORSOrigins: splitList(cfg.CORSOrigins),
+		RequireHTTPS: cfg.RequireHTTPS,
 	}, api.Deps{
 		Store: o.store, Blobs: readers, Commit: o.commit, Authn: authn, JWT: jwt, Audit: o.audit, Downloads: clusterDownloads{o}, GC: o.gc,
 		Log: log, Health: o.health, Cluster: o.clusterView, Origins: o.originURLs, RemovePeer: o.removePeer, Now: now, Formats: byName, Env: env, Writer: writer,

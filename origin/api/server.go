@@ -38,6 +38,8 @@ type Config struct {
 	// CORSOrigins are the browser origins (scheme://host[:port]) allowed
 	// to call the API from another site; "*" allows any.
 	CORSOrigins []string
+	// RequireHTTPS refuses webhook URLs that are not https.
+	RequireHTTPS bool
 }
 
 // Health reports on the node: why it is degraded (stable reason codes,
@@ -194,6 +196,11 @@ func (s *Server) routes() {
 	s.handle("GET /packages", anyone, s.listPackages)
 	s.handle("GET /packages/{name}/versions", anyone, s.listVersions)
 
+	s.handle("GET /webhooks", adminOnly, s.listWebhooks)
+	s.handle("POST /webhooks", adminOnly, s.createWebhook)
+	s.handle("GET /webhooks/{id}", adminOnly, s.getWebhook)
+	s.handle("PUT /webhooks/{id}", adminOnly, s.updateWebhook)
+	s.handle("DELETE /webhooks/{id}", adminOnly, s.deleteWebhook)
 	s.handle("GET /admin/stats", adminOnly, s.stats)
 	s.handle("POST /admin/cleanup", adminOnly, s.cleanup)
 	s.handle("GET /admin/cluster", adminOnly, func(w http.ResponseWriter, _ *http.Request, _ *auth.Principal) error {

@@ -77,12 +77,14 @@ func fixture(t *testing.T) *meta.Store {
 		&meta.EdgeCreate{Edge: meta.EdgeNode{ID: "e1", Name: "near", URL: "http://e", TokenHash: "eh1", CreatedAt: t0}},
 		&meta.EdgeCreate{Edge: meta.EdgeNode{ID: "e2", Name: "far", URL: "http://f", TokenHash: "eh2", CreatedAt: t0}},
 		&meta.EdgeAssign{ID: "e1", RepoIDs: []string{"r1"}, At: t0},
+		&meta.WebhookCreate{Webhook: meta.Webhook{ID: "w1", URL: "https://ci", Events: []string{"*"}, Secret: "s", CreatedAt: t0}},
 	)
 	return s
 }
 
 // TestWhatAnEdgeReads: from 0, the node's repositories and the records it
-// needs to authorise; never sessions, edge records or other repositories.
+// needs to authorise; never sessions, edge records, webhooks (their
+// secrets) or other repositories.
 func TestWhatAnEdgeReads(t *testing.T) {
 	s := fixture(t)
 	p, err := feed.Read(t.Context(), s, edge(t, s, "e1"), feed.Request{})

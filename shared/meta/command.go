@@ -42,6 +42,9 @@ const (
 	CmdEdgeAssign       CmdType = 23
 	CmdEdgeUnassign     CmdType = 24
 	CmdEdgeHeartbeat    CmdType = 25
+	CmdWebhookCreate    CmdType = 26
+	CmdWebhookUpdate    CmdType = 27
+	CmdWebhookDelete    CmdType = 28
 )
 
 // commands is the registration table: every command type and how to make
@@ -73,6 +76,9 @@ var commands = map[CmdType]func() Command{
 	CmdEdgeAssign:       func() Command { return new(EdgeAssign) },
 	CmdEdgeUnassign:     func() Command { return new(EdgeUnassign) },
 	CmdEdgeHeartbeat:    func() Command { return new(EdgeHeartbeat) },
+	CmdWebhookCreate:    func() Command { return new(WebhookCreate) },
+	CmdWebhookUpdate:    func() Command { return new(WebhookUpdate) },
+	CmdWebhookDelete:    func() Command { return new(WebhookDelete) },
 }
 
 // CommandTypes lists every registered command type in order.

@@ -35,6 +35,9 @@ const (
 	// KindEdge records hold edge nodes' credential hashes: a feed to an
 	// edge never carries them.
 	KindEdge Kind = 9
+	// KindWebhook records hold webhooks' signing secrets: never in an
+	// edge's feed either.
+	KindWebhook Kind = 10
 )
 
 // Space is a keyspace whose values begin with a modify index: the records
@@ -76,6 +79,7 @@ var spaces = map[Space]spaceInfo{
 	SpaceArtifactPkgs:     {"package versions", []byte("artifact_pkgs")},
 	SpaceTokenHashes:      {"token hashes", []byte("token_hashes")},
 	Space(KindEdge):       {"edge nodes", []byte("edges")},
+	Space(KindWebhook):    {"webhooks", []byte("webhooks")},
 	SpaceEdgeNames:        {"edge node names", []byte("edge_names")},
 	SpaceEdgeTokens:       {"edge node credentials", []byte("edge_tokens")},
 }
@@ -147,6 +151,7 @@ var kinds = map[Kind]kindInfo{
 	KindArtifact:   {artifactRepo, indexArtifact},
 	KindKV:         {kvRepo, indexKV},
 	KindEdge:       {global, indexEdge},
+	KindWebhook:    {global, indexWebhook},
 }
 
 func global(string, []byte) string { return "" }

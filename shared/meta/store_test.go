@@ -68,6 +68,10 @@ func script() []Command {
 		&EdgeHeartbeat{ID: "e1", Report: EdgeReport{At: t0.Add(2 * time.Minute), AppliedIndex: 30, CachedBytes: 100, MissingBlobs: 2, Version: "v1"}},
 		&EdgeUnassign{ID: "e1", RepoID: "r1", At: t0.Add(3 * time.Minute)},
 		&EdgeDelete{ID: "e2"},
+		&WebhookCreate{Webhook: Webhook{ID: "w1", URL: "https://ci.example.com/hook", Events: []string{"*"}, Secret: "s", Active: true, CreatedAt: t0, UpdatedAt: t0}},
+		&WebhookCreate{Webhook: Webhook{ID: "w2", URL: "https://ci.example.com/other", Events: []string{"artifact.uploaded"}, CreatedAt: t0, UpdatedAt: t0}},
+		&WebhookUpdate{ID: "w1", Active: new(bool), Filters: &WebhookFilters{RepositoryID: "r2"}, At: t0.Add(time.Minute)},
+		&WebhookDelete{ID: "w2"},
 		&RepoDelete{ID: "r2"}, // also unassigns it from e1
 		&UserDelete{ID: "u2"},
 	}
