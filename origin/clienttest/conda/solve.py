@@ -2,6 +2,7 @@
 # prefix, and prints what it solved as JSON: name, version, url, sha256, md5.
 import asyncio
 import json
+import os
 import sys
 
 import rattler
@@ -16,3 +17,8 @@ async def main(channel, prefix, cache, specs):
 
 
 asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]))
+# rattler's native worker threads can still be running while the
+# interpreter finalizes, which sometimes aborts the process after the work
+# is done: leave without finalizing, the output flushed.
+sys.stdout.flush()
+os._exit(0)
