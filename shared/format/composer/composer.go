@@ -83,13 +83,6 @@ func (f *Format) packages(repo *meta.Repository, name string) (map[string][]meta
 	return out, nil
 }
 
-func jsonResp(v any) *format.Response {
-	resp := format.NewResponse(http.StatusOK)
-	resp.Header.Set("Content-Type", "application/json")
-	resp.Body, _ = json.Marshal(v)
-	return resp
-}
-
 func (f *Format) root(ctx context.Context, r *format.Request) (*format.Response, error) {
 	byName, err := f.packages(r.Repo, "")
 	if err != nil {
@@ -102,7 +95,7 @@ func (f *Format) root(ctx context.Context, r *format.Request) (*format.Response,
 	slices.Sort(names)
 	base := r.Prefix + "/" + r.Repo.Name
 	abs := strings.TrimRight(r.BaseURL, "/") + base
-	return jsonResp(map[string]any{"packages": map[string]any{}, "metadata-url": base + "/p2/%package%.json",
+	return format.JSON(http.StatusOK, map[string]any{"packages": map[string]any{}, "metadata-url": base + "/p2/%package%.json",
 		"available-packages": names, "search": abs + "/search.json?q=%query%&type=%type%", "list": abs + "/list.json"}), nil
 }
 
@@ -135,7 +128,7 @@ func (f *Format) metadata(ctx context.Context, r *format.Request) (*format.Respo
 	slices.SortFunc(entries, func(a, b map[string]any) int {
 		return strings.Compare(b["version_normalized"].(string), a["version_normalized"].(string))
 	})
-	return jsonResp(map[string]any{"packages": map[string]any{name: entries}}), nil
+	return format.JSON(http.StatusOK, map[string]any{"packages": map[string]any{name: entries}}), nil
 }
 
 // entry is a version as composer reads it: composer.json, plus where and
@@ -187,7 +180,7 @@ func (f *Format) list(ctx context.Context, r *format.Request) (*format.Response,
 	slices.Sort(names)
 	slices.SortFunc(results, func(a, b map[string]any) int { return strings.Compare(a["name"].(string), b["name"].(string)) })
 	if strings.HasSuffix(r.Path, "/list.json") {
-		return jsonResp(map[string]any{"packageNames": names}), nil
+		return format.JSON(http.StatusOK, map[string]any{"packageNames": names}), nil
 	}
-	return jsonResp(map[string]any{"results": results, "total": len(results)}), nil
+	return format.JSON(http.StatusOK, map[string]any{"results": results, "total": len(results)}), nil
 }

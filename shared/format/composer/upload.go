@@ -126,9 +126,7 @@ func (f *Format) upload(ctx context.Context, r *format.Request, w *format.Writer
 	if err != nil {
 		return nil, err
 	}
-	resp := format.NewResponse(http.StatusCreated)
+	resp := format.JSON(http.StatusCreated, format.ViewArtifact(a, r.Repo.Name))
 	format.SetIndex(resp.Header, idx)
-	resp.Header.Set("Content-Type", "application/json")
-	resp.Body, _ = json.Marshal(format.ViewArtifact(a, r.Repo.Name))
 	return resp, nil
 }

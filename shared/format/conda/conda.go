@@ -53,10 +53,7 @@ func (f *Format) Routes() []format.Route {
 
 // Error renders {"error": ...}; 401 challenges for Basic.
 func (f *Format) Error(r *format.Request, err error) *format.Response {
-	return format.ErrorResponse(err, format.BasicChallenge, func(e *format.Error) (string, []byte) {
-		b, _ := json.Marshal(map[string]string{"error": e.Message})
-		return "application/json", b
-	})
+	return format.ErrorResponse(err, format.BasicChallenge, format.JSONError)
 }
 
 // subdirRE: noarch or <os>-<arch>.
@@ -172,8 +169,6 @@ func (f *Format) channeldata(ctx context.Context, r *format.Request) (*format.Re
 		}
 	}
 	slices.Sort(subdirs)
-	resp := format.NewResponse(http.StatusOK)
-	resp.Header.Set("Content-Type", "application/json")
-	resp.Body, _ = json.Marshal(map[string]any{"channeldata_version": 1, "packages": pkgs, "subdirs": subdirs})
+	resp := format.JSON(http.StatusOK, map[string]any{"channeldata_version": 1, "packages": pkgs, "subdirs": subdirs})
 	return resp, nil
 }

@@ -82,9 +82,7 @@ func (f *Format) owners(ctx context.Context, r *format.Request) (*format.Respons
 	for i, l := range logins {
 		users = append(users, user{ID: i + 1, Login: l})
 	}
-	resp := format.NewResponse(http.StatusOK)
-	resp.Header.Set("Content-Type", "application/json")
-	resp.Body, _ = json.Marshal(map[string]any{"users": users})
+	resp := format.JSON(http.StatusOK, map[string]any{"users": users})
 	return resp, nil
 }
 
@@ -179,8 +177,6 @@ func (f *Format) search(ctx context.Context, r *format.Request) (*format.Respons
 	slices.SortFunc(hits, func(a, b hit) int { return strings.Compare(a.Name, b.Name) })
 	total := len(hits)
 	hits = hits[:min(per, len(hits))]
-	resp := format.NewResponse(http.StatusOK)
-	resp.Header.Set("Content-Type", "application/json")
-	resp.Body, _ = json.Marshal(map[string]any{"crates": hits, "meta": map[string]int{"total": total}})
+	resp := format.JSON(http.StatusOK, map[string]any{"crates": hits, "meta": map[string]int{"total": total}})
 	return resp, nil
 }

@@ -11,8 +11,6 @@ package crates
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -76,9 +74,7 @@ func base(r *format.Request) string {
 
 func (f *Format) config(ctx context.Context, r *format.Request) (*format.Response, error) {
 	b := base(r)
-	resp := format.NewResponse(http.StatusOK)
-	resp.Header.Set("Content-Type", "application/json")
-	resp.Body, _ = json.Marshal(map[string]any{"dl": b + "/api/v1/crates", "api": b, "auth-required": !r.Repo.Public})
+	resp := format.JSON(http.StatusOK, map[string]any{"dl": b + "/api/v1/crates", "api": b, "auth-required": !r.Repo.Public})
 	return resp, nil
 }
 
@@ -157,18 +153,7 @@ func (f *Format) index(ctx context.Context, r *format.Request) (*format.Response
 	if len(body) == 0 {
 		return nil, format.NotFound("crate %s is not in repository %s", name, r.Repo.Name)
 	}
-	sum := sha256.Sum256(body)
-	etag := `"` + hex.EncodeToString(sum[:16]) + `"`
-	resp := format.NewResponse(http.StatusOK)
-	resp.Header.Set("ETag", etag)
-	resp.Header.Set("Cache-Control", "no-cache")
-	if r.Header.Get("If-None-Match") == etag {
-		resp.Status = http.StatusNotModified
-		return resp, nil
-	}
-	resp.Header.Set("Content-Type", "text/plain; charset=utf-8")
-	resp.Body = body
-	return resp, nil
+	return format.Revalidate(r, format.Text(http.StatusOK, string(body))), nil
 }
 
 func (f *Format) download(ctx context.Context, r *format.Request) (*format.Response, error) {

@@ -122,10 +122,7 @@ func (f *Format) get(ctx context.Context, r *format.Request) (*format.Response, 
 			return nil, format.NotFound("no versions of %s in repository %s", rq.module, r.Repo.Name)
 		}
 		if rq.file == "list" {
-			resp := format.NewResponse(http.StatusOK)
-			resp.Header.Set("Content-Type", "text/plain; charset=utf-8")
-			resp.Body = []byte(strings.Join(versions, "\n") + "\n")
-			return resp, nil
+			return format.Text(http.StatusOK, strings.Join(versions, "\n")+"\n"), nil
 		}
 		rq.version = latest(versions)
 		return f.info(r, rq)

@@ -61,10 +61,7 @@ func (f *Format) Routes() []format.Route {
 // Error renders ChartMuseum's {"error": ...}; 401 challenges for Basic
 // (helm's --username/--password).
 func (f *Format) Error(r *format.Request, err error) *format.Response {
-	return format.ErrorResponse(err, format.BasicChallenge, func(e *format.Error) (string, []byte) {
-		b, _ := json.Marshal(map[string]string{"error": e.Message})
-		return "application/json", b
-	})
+	return format.ErrorResponse(err, format.BasicChallenge, format.JSONError)
 }
 
 func chartPath(name, version string) string { return "charts/" + name + "-" + version + ".tgz" }
@@ -170,9 +167,7 @@ func (f *Format) list(ctx context.Context, r *format.Request) (*format.Response,
 		}
 		body = entry(r, byName[name][i])
 	}
-	resp := format.NewResponse(http.StatusOK)
-	resp.Header.Set("Content-Type", "application/json")
-	resp.Body, _ = json.Marshal(body)
+	resp := format.JSON(http.StatusOK, body)
 	return resp, nil
 }
 

@@ -2,8 +2,6 @@ package npm
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"net/http"
 
 	"github.com/depot-registry/depot/shared/format"
@@ -138,9 +136,8 @@ func (f *Format) pkg(r *format.Request, e Endpoint) (*meta.Repository, *pkgState
 
 // jsonResponse answers a small JSON document.
 func jsonResponse(status int, contentType string, v any) *format.Response {
-	resp := format.NewResponse(status)
+	resp := format.JSON(status, v)
 	resp.Header.Set("Content-Type", contentType)
-	resp.Body = mustJSON(v)
 	return resp
 }
 
@@ -149,15 +146,8 @@ func jsonResponse(status int, contentType string, v any) *format.Response {
 // packuments change with every publish.
 func documentResponse(r *format.Request, contentType string, v any) *format.Response {
 	resp := jsonResponse(http.StatusOK, contentType, v)
-	sum := sha256.Sum256(resp.Body)
-	etag := `"` + hex.EncodeToString(sum[:16]) + `"`
-	resp.Header.Set("ETag", etag)
-	resp.Header.Set("Cache-Control", "no-cache")
 	resp.Header.Set("Vary", "Accept")
-	if r.Header != nil && r.Header.Get("If-None-Match") == etag {
-		resp.Status, resp.Body = http.StatusNotModified, nil
-	}
-	return resp
+	return format.Revalidate(r, resp)
 }
 
 // okResponse answers a write with the log index of its command.

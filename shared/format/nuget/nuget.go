@@ -61,17 +61,7 @@ func (f *Format) Routes() []format.Route {
 // Error renders {"error": ...}; 401 challenges for Basic, which NuGet
 // clients answer with their source's credentials.
 func (f *Format) Error(r *format.Request, err error) *format.Response {
-	return format.ErrorResponse(err, format.BasicChallenge, func(e *format.Error) (string, []byte) {
-		b, _ := json.Marshal(map[string]string{"error": e.Message})
-		return "application/json", b
-	})
-}
-
-func jsonResp(v any) *format.Response {
-	resp := format.NewResponse(http.StatusOK)
-	resp.Header.Set("Content-Type", "application/json")
-	resp.Body, _ = json.Marshal(v)
-	return resp
+	return format.ErrorResponse(err, format.BasicChallenge, format.JSONError)
 }
 
 func base(r *format.Request, name string) string {
@@ -104,7 +94,7 @@ func (f *Format) serviceIndex(ctx context.Context, r *format.Request) (*format.R
 	add(b+"/v3/registration/", "RegistrationsBaseUrl", "RegistrationsBaseUrl/3.0.0-beta", "RegistrationsBaseUrl/3.0.0-rc",
 		"RegistrationsBaseUrl/3.4.0", "RegistrationsBaseUrl/3.6.0")
 	add(b+"/v3/search", "SearchQueryService", "SearchQueryService/3.0.0-beta", "SearchQueryService/3.0.0-rc", "SearchQueryService/3.5.0")
-	return jsonResp(map[string]any{"version": "3.0.0", "resources": res}), nil
+	return format.JSON(http.StatusOK, map[string]any{"version": "3.0.0", "resources": res}), nil
 }
 
 // version is a stored version of a package.
@@ -144,7 +134,7 @@ func (f *Format) versionsList(ctx context.Context, r *format.Request) (*format.R
 	for _, v := range vs {
 		list = append(list, v.norm)
 	}
-	return jsonResp(map[string]any{"versions": list}), nil
+	return format.JSON(http.StatusOK, map[string]any{"versions": list}), nil
 }
 
 // content is the flat container's .nupkg and .nuspec.
@@ -194,7 +184,7 @@ func (f *Format) registration(ctx context.Context, r *format.Request) (*format.R
 	}
 	self := base(r, r.Repo.Name) + "/v3/registration/" + strings.ToLower(r.Param("id")) + "/index.json"
 	page := map[string]any{"@id": self + "#page", "lower": vs[0].norm, "upper": vs[len(vs)-1].norm, "count": len(items), "items": items}
-	return jsonResp(map[string]any{"@id": self, "count": 1, "items": []any{page}}), nil
+	return format.JSON(http.StatusOK, map[string]any{"@id": self, "count": 1, "items": []any{page}}), nil
 }
 
 func (f *Format) registrationLeaf(ctx context.Context, r *format.Request) (*format.Response, error) {
@@ -205,7 +195,7 @@ func (f *Format) registrationLeaf(ctx context.Context, r *format.Request) (*form
 	}
 	for _, v := range vs {
 		if ok && v.norm == normalize(ver) {
-			return jsonResp(f.leaf(r, v)), nil
+			return format.JSON(http.StatusOK, f.leaf(r, v)), nil
 		}
 	}
 	return nil, format.NotFound("%s %s is not in repository %s", r.Param("id"), ver, r.Repo.Name)
@@ -244,7 +234,7 @@ func (f *Format) search(ctx context.Context, r *format.Request) (*format.Respons
 		data = append(data, map[string]any{"id": last.ID, "version": last.norm, "description": last.Description, "authors": last.Authors,
 			"versions": versions, "registration": base(r, r.Repo.Name) + "/v3/registration/" + id + "/index.json", "totalDownloads": 0})
 	}
-	return jsonResp(map[string]any{"totalHits": len(data), "data": data}), nil
+	return format.JSON(http.StatusOK, map[string]any{"totalHits": len(data), "data": data}), nil
 }
 
 // Credential implements format.CredentialReader: NuGet clients push with

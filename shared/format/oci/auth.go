@@ -2,7 +2,6 @@ package oci
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"slices"
@@ -27,7 +26,7 @@ func (f *Format) ping(_ context.Context, r *format.Request) (*format.Response, e
 	if r.Principal.Anonymous() {
 		return nil, format.Unauthorized()
 	}
-	return jsonResp(http.StatusOK, map[string]any{}), nil
+	return format.JSON(http.StatusOK, map[string]any{}), nil
 }
 
 type tokenResponse struct {
@@ -73,7 +72,7 @@ func (f *Format) token(_ context.Context, r *format.Request) (*format.Response, 
 		return nil, err
 	}
 	issued := exp.Add(-TokenTTL)
-	resp := jsonResp(http.StatusOK, tokenResponse{Token: tok, AccessToken: tok,
+	resp := format.JSON(http.StatusOK, tokenResponse{Token: tok, AccessToken: tok,
 		ExpiresIn: int(TokenTTL / time.Second), IssuedAt: issued.UTC().Format(time.RFC3339)})
 	resp.Header.Set("Cache-Control", "no-store")
 	return resp, nil
@@ -147,11 +146,4 @@ func granted(r *format.Request, n ImageName, action string) error {
 // back to GET (405 would not).
 func (f *Format) tokenPost(_ context.Context, _ *format.Request) (*format.Response, error) {
 	return nil, errf(http.StatusNotFound, codeUnsupported, "OAuth2 token requests are not supported; use GET")
-}
-
-func jsonResp(status int, v any) *format.Response {
-	resp := format.NewResponse(status)
-	resp.Header.Set("Content-Type", "application/json")
-	resp.Body, _ = json.Marshal(v)
-	return resp
 }

@@ -42,7 +42,7 @@ func paged(r *format.Request, base string, key string, sorted []string, doc map[
 		page = []string{}
 	}
 	doc[key] = page
-	resp := jsonResp(http.StatusOK, doc)
+	resp := format.JSON(http.StatusOK, doc)
 	if more && len(page) > 0 {
 		q := url.Values{"n": {strconv.Itoa(n)}, "last": {page[len(page)-1]}}
 		resp.Header.Set("Link", "<"+base+"?"+q.Encode()+`>; rel="next"`)
@@ -163,7 +163,7 @@ func (f *Format) referrers(_ context.Context, r *format.Request) (*format.Respon
 			descs = append(descs, d)
 		}
 	}
-	resp := jsonResp(http.StatusOK, map[string]any{"schemaVersion": 2, "mediaType": MediaOCIIndex, "manifests": descs})
+	resp := format.JSON(http.StatusOK, map[string]any{"schemaVersion": 2, "mediaType": MediaOCIIndex, "manifests": descs})
 	resp.Header.Set("Content-Type", MediaOCIIndex)
 	if want != "" {
 		resp.Header.Set("OCI-Filters-Applied", "artifactType")

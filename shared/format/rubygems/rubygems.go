@@ -120,12 +120,7 @@ func (f *Format) gems(repo *meta.Repository) (map[string][]version, []string, er
 	return byName, names, err
 }
 
-func text(body string) *format.Response {
-	resp := format.NewResponse(http.StatusOK)
-	resp.Header.Set("Content-Type", "text/plain; charset=utf-8")
-	resp.Body = []byte(body)
-	return resp
-}
+func text(body string) *format.Response { return format.Text(http.StatusOK, body) }
 
 // probe answers gem's HEAD of the source: 2xx says the compact index is
 // here.
