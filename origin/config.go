@@ -1,9 +1,10 @@
 package origin
 
 import (
-	"github.com/depot-registry/depot/shared/auth"
 	"io"
 	"time"
+
+	"github.com/depot-registry/depot/shared/auth"
 
 	"github.com/depot-registry/depot/shared/diskspace"
 	"github.com/depot-registry/depot/shared/format"

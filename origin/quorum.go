@@ -60,7 +60,7 @@ func (q quorumIngest) Create(ctx context.Context, label []byte) (blob.Upload, er
 // cluster holds (uploads.go).
 func (q quorumIngest) Resume(ctx context.Context, id string) (blob.Upload, error) {
 	u, err := q.FS.Resume(ctx, id)
-	if errors.Is(err, blob.ErrUploadUnknown) && !strings.HasPrefix(id, uploadTag(q.o.nodeID)) {
+	if errors.Is(err, blob.ErrUploadUnknown) {
 		return q.o.resumeRemote(ctx, id)
 	}
 	if err != nil {

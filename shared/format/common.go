@@ -499,6 +499,28 @@ func (d *Env) Require(r *Request, action string) error {
 	return err
 }
 
+// UploadBody is an upload's request body, refused with 413 past max bytes
+// (0: no limit of the format's own) or past MaxUpload.
+func (d *Writer) UploadBody(r *Request, max int64) (io.Reader, error) {
+	limit := int64(1) << 62
+	if max > 0 {
+		limit = max
+	}
+	if d.MaxUpload > 0 && d.MaxUpload < limit {
+		limit = d.MaxUpload
+	}
+	return BodyReader(r, limit)
+}
+
+// SpillUpload is Spill of the request body (UploadBody, max as there).
+func (d *Writer) SpillUpload(r *Request, sub string, max int64) (f *os.File, size int64, remove func(), err error) {
+	body, err := d.UploadBody(r, max)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	return d.Spill(body, sub)
+}
+
 // Spill copies body into a new file of this node's scratch space (under
 // ScratchDir/sub), for a format that must read an upload at random before
 // it decides what it is (a zip, a tar to look into). The caller closes

@@ -18,9 +18,9 @@ func TestPnpmAndYarn(t *testing.T) {
 	clienttest.Targets(t, start, func(t *testing.T, e *origintest.Env) {
 		_, alice := setup(t, e)
 		c := newClient(t, e, "js", tokenAuth(alice))
-		env := func(extra ...string) []string {
-			return append([]string{"HOME=" + c.home, "npm_config_userconfig=" + filepath.Join(c.home, ".npmrc"), "NO_COLOR=1",
-				"npm_config_update_notifier=false", "YARN_CACHE_FOLDER=" + filepath.Join(c.cache, "yarn")}, extra...)
+		env := func() []string {
+			return []string{"HOME=" + c.home, "npm_config_userconfig=" + filepath.Join(c.home, ".npmrc"), "NO_COLOR=1",
+				"npm_config_update_notifier=false", "YARN_CACHE_FOLDER=" + filepath.Join(c.cache, "yarn")}
 		}
 		run := func(dir, name string, args ...string) string {
 			t.Helper()

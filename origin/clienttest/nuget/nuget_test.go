@@ -2,7 +2,6 @@ package nuget_test
 
 import (
 	"crypto/sha512"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -134,7 +133,5 @@ func TestNuGet(t *testing.T) {
 		if strings.Join(versions.Versions, ",") != "1.1.0" {
 			t.Fatalf("after the delete: %v", versions.Versions)
 		}
-		raw, _ := json.Marshal(search)
-		_ = raw
 	})
 }

@@ -60,15 +60,7 @@ func normalize(v string) string {
 // root names it (and versions it, or ?version= does); no entry may lead
 // out of the package.
 func (f *Format) upload(ctx context.Context, r *format.Request, w *format.Writer) (*format.Response, error) {
-	limit := w.MaxUpload
-	if limit <= 0 {
-		limit = 1 << 40
-	}
-	body, err := format.BodyReader(r, limit)
-	if err != nil {
-		return nil, err
-	}
-	tmp, size, remove, err := w.Spill(body, "composer")
+	tmp, size, remove, err := w.SpillUpload(r, "composer", 0)
 	if err != nil {
 		return nil, err
 	}

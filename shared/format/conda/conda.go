@@ -59,16 +59,15 @@ func (f *Format) Error(r *format.Request, err error) *format.Response {
 // subdirRE: noarch or <os>-<arch>.
 var subdirRE = regexp.MustCompile(`^(noarch|[a-z0-9]+-[a-z0-9_]+)$`)
 
-// records are the repository's packages in subdir ("" for all) by file
-// name, each an index.json record with the file's hashes and size.
-func (f *Format) records(repo *meta.Repository, subdir string) (map[string]map[string]any, []meta.Artifact, error) {
+// records are the repository's packages in subdir ("" for all) by path, each an index.json record with the file's hashes and size.
+func (f *Format) records(repo *meta.Repository, subdir string) (map[string]map[string]any, error) {
 	prefix := ""
 	if subdir != "" {
 		prefix = subdir + "/"
 	}
 	arts, err := f.env.List(repo, prefix)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	out := map[string]map[string]any{}
 	for _, a := range arts {
@@ -79,7 +78,7 @@ func (f *Format) records(repo *meta.Repository, subdir string) (map[string]map[s
 		rec["md5"], rec["sha256"], rec["size"] = a.Checksums.MD5, a.Checksums.SHA256, a.SizeBytes
 		out[a.Path] = rec
 	}
-	return out, arts, nil
+	return out, nil
 }
 
 func (f *Format) get(ctx context.Context, r *format.Request) (*format.Response, error) {
@@ -106,7 +105,7 @@ func (f *Format) get(ctx context.Context, r *format.Request) (*format.Response, 
 // repodata is the subdir's index, valid (and empty) for any subdir
 // without packages: a client calls a channel broken when one is missing.
 func (f *Format) repodata(r *format.Request, subdir string, zst bool) (*format.Response, error) {
-	recs, _, err := f.records(r.Repo, subdir)
+	recs, err := f.records(r.Repo, subdir)
 	if err != nil {
 		return nil, err
 	}
@@ -139,7 +138,7 @@ func (f *Format) repodata(r *format.Request, subdir string, zst bool) (*format.R
 }
 
 func (f *Format) channeldata(ctx context.Context, r *format.Request) (*format.Response, error) {
-	recs, _, err := f.records(r.Repo, "")
+	recs, err := f.records(r.Repo, "")
 	if err != nil {
 		return nil, err
 	}
@@ -161,7 +160,7 @@ func (f *Format) channeldata(ctx context.Context, r *format.Request) (*format.Re
 			p.Subdirs = append(p.Subdirs, subdir)
 			slices.Sort(p.Subdirs)
 		}
-		if p.Version == "" || compareVersions(version, p.Version) > 0 {
+		if p.Version == "" || format.CompareDotted(version, p.Version) > 0 {
 			p.Version = version
 		}
 		if !slices.Contains(subdirs, subdir) {

@@ -10,7 +10,6 @@ import (
 	"io"
 	"net/http"
 	"regexp"
-	"strconv"
 	"strings"
 
 	"github.com/klauspost/compress/zstd"
@@ -32,15 +31,7 @@ func (f *Format) upload(ctx context.Context, r *format.Request, w *format.Writer
 	if !isConda && !strings.HasSuffix(file, ".tar.bz2") {
 		return nil, format.BadRequest("a conda package is a .tar.bz2 or a .conda file, not %s", file)
 	}
-	limit := w.MaxUpload
-	if limit <= 0 {
-		limit = 1 << 40
-	}
-	body, err := format.BodyReader(r, limit)
-	if err != nil {
-		return nil, err
-	}
-	tmp, size, remove, err := w.Spill(body, "conda")
+	tmp, size, remove, err := w.SpillUpload(r, "conda", 0)
 	if err != nil {
 		return nil, err
 	}
@@ -143,31 +134,4 @@ func readIndex(pkg io.ReaderAt, size int64, isConda bool) (map[string]any, error
 		}
 		return rec, nil
 	}
-}
-
-// compareVersions orders conda versions well enough to name the newest:
-// dot-separated parts, numerically where both are numbers.
-func compareVersions(a, b string) int {
-	pa, pb := strings.Split(a, "."), strings.Split(b, ".")
-	for i := 0; i < len(pa) || i < len(pb); i++ {
-		var x, y string
-		if i < len(pa) {
-			x = pa[i]
-		}
-		if i < len(pb) {
-			y = pb[i]
-		}
-		nx, ex := strconv.Atoi(x)
-		ny, ey := strconv.Atoi(y)
-		switch {
-		case ex == nil && ey == nil && nx != ny:
-			if nx < ny {
-				return -1
-			}
-			return 1
-		case (ex != nil || ey != nil) && x != y:
-			return strings.Compare(x, y)
-		}
-	}
-	return 0
 }

@@ -1,7 +1,6 @@
 package formattest
 
 import (
-	"archive/tar"
 	"archive/zip"
 	"bytes"
 	"crypto/sha256"
@@ -10,23 +9,6 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 )
-
-// Tar is an uncompressed tar of files (name -> content).
-func Tar(t Fataler, files map[string]string) []byte {
-	t.Helper()
-	var b bytes.Buffer
-	tw := tar.NewWriter(&b)
-	for name, body := range files {
-		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(body))}); err != nil {
-			t.Fatal(err)
-		}
-		_, _ = tw.Write([]byte(body))
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return b.Bytes()
-}
 
 // CondaFiles are a conda package's info files and one file it installs.
 func CondaFiles(name, version, subdir string, depends []string, content string) (info, payload map[string]string) {

@@ -33,17 +33,7 @@ const (
 // as the version's .mod. A version already stored is refused (409): its
 // files are pinned by every go.sum that names it.
 func (f *Format) upload(ctx context.Context, r *format.Request, w *format.Writer) (*format.Response, error) {
-	limit := int64(maxZip)
-	if w.MaxUpload > 0 && w.MaxUpload < limit {
-		limit = w.MaxUpload
-	}
-	body, err := format.BodyReader(r, limit)
-	if err != nil {
-		return nil, err
-	}
-	// The zip is read at random, and checked by path: it waits in this
-	// node's scratch space.
-	tmp, n, remove, err := w.Spill(body, "go")
+	tmp, n, remove, err := w.SpillUpload(r, "go", maxZip)
 	if err != nil {
 		return nil, err
 	}

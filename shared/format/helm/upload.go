@@ -30,7 +30,7 @@ const (
 // archive as the body; ?force replaces a version (for a caller who may
 // delete).
 func (f *Format) post(ctx context.Context, r *format.Request, w *format.Writer) (*format.Response, error) {
-	body, err := format.BodyReader(r, bodyLimit(w))
+	body, err := w.UploadBody(r, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -46,18 +46,11 @@ func (f *Format) post(ctx context.Context, r *format.Request, w *format.Writer) 
 // put stores the archive PUT at charts/<name>-<version>.tgz; the name
 // must be the one its Chart.yaml gives.
 func (f *Format) put(ctx context.Context, r *format.Request, w *format.Writer) (*format.Response, error) {
-	body, err := format.BodyReader(r, bodyLimit(w))
+	body, err := w.UploadBody(r, 0)
 	if err != nil {
 		return nil, err
 	}
 	return f.store(ctx, r, w, body, r.Param("file"), false)
-}
-
-func bodyLimit(w *format.Writer) int64 {
-	if w.MaxUpload > 0 {
-		return w.MaxUpload
-	}
-	return 1 << 40
 }
 
 // chartPart finds the "chart" part of a multipart body, dropping the

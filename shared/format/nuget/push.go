@@ -139,15 +139,7 @@ func readNupkg(r io.ReaderAt, size int64) (pkg, []byte, error) {
 
 // push takes a package: multipart (the file part) or the raw .nupkg.
 func (f *Format) push(ctx context.Context, r *format.Request, w *format.Writer) (*format.Response, error) {
-	limit := w.MaxUpload
-	if limit <= 0 {
-		limit = 1 << 40
-	}
-	body, err := format.BodyReader(r, limit)
-	if err != nil {
-		return nil, err
-	}
-	tmp, size, remove, err := w.Spill(body, "nuget")
+	tmp, size, remove, err := w.SpillUpload(r, "nuget", 0)
 	if err != nil {
 		return nil, err
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"compress/zlib"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -182,31 +181,4 @@ func (m *marshaler) str(s string) {
 // prerelease: a version with a letter in it (1.0.0.pre, 2.0.rc1).
 func prerelease(v string) bool {
 	return strings.IndexFunc(v, func(r rune) bool { return r >= 'A' && r <= 'z' }) >= 0
-}
-
-// compareVersions orders dotted versions, numerically where both parts
-// are numbers.
-func compareVersions(a, b string) int {
-	pa, pb := strings.Split(a, "."), strings.Split(b, ".")
-	for i := 0; i < len(pa) || i < len(pb); i++ {
-		x, y := "0", "0"
-		if i < len(pa) {
-			x = pa[i]
-		}
-		if i < len(pb) {
-			y = pb[i]
-		}
-		nx, ex := strconv.Atoi(x)
-		ny, ey := strconv.Atoi(y)
-		switch {
-		case ex == nil && ey == nil && nx != ny:
-			if nx < ny {
-				return -1
-			}
-			return 1
-		case (ex != nil || ey != nil) && x != y:
-			return strings.Compare(x, y)
-		}
-	}
-	return 0
 }

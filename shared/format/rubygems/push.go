@@ -27,15 +27,7 @@ var (
 
 // push stores a gem: a tar whose metadata.gz is its gemspec in YAML.
 func (f *Format) push(ctx context.Context, r *format.Request, w *format.Writer) (*format.Response, error) {
-	limit := w.MaxUpload
-	if limit <= 0 {
-		limit = 1 << 40
-	}
-	body, err := format.BodyReader(r, limit)
-	if err != nil {
-		return nil, err
-	}
-	tmp, size, remove, err := w.Spill(body, "rubygems")
+	tmp, size, remove, err := w.SpillUpload(r, "rubygems", 0)
 	if err != nil {
 		return nil, err
 	}

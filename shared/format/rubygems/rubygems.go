@@ -233,7 +233,7 @@ func (f *Format) specs(ctx context.Context, r *format.Request) (*format.Response
 			switch {
 			case which == "prerelease_specs.4.8.gz" && pre, which == "specs.4.8.gz" && !pre:
 				tuples = append(tuples, v.spec)
-			case which == "latest_specs.4.8.gz" && !pre && (latest == nil || compareVersions(v.Version, latest.Version) > 0):
+			case which == "latest_specs.4.8.gz" && !pre && (latest == nil || format.CompareDotted(v.Version, latest.Version) > 0):
 				latest = &byName[n][i]
 			}
 		}
