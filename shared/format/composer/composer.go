@@ -28,19 +28,13 @@ const Name = "composer"
 
 // Format is the Composer repository.
 type Format struct {
-	env *format.Env
+	format.Base
 }
 
 var _ format.Format = (*Format)(nil)
 
 // New returns the format over env.
-func New(env *format.Env) *Format { return &Format{env: env} }
-
-// Name implements format.Format.
-func (f *Format) Name() string { return Name }
-
-// Prefix implements format.Format.
-func (f *Format) Prefix() string { return "/composer" }
+func New(env *format.Env) *Format { return &Format{Base: format.NewBase(env, Name, "/composer")} }
 
 // Routes implements format.Format.
 func (f *Format) Routes() []format.Route {
@@ -70,7 +64,7 @@ func (f *Format) packages(repo *meta.Repository, name string) (map[string][]meta
 	if name != "" {
 		prefix = name + "/"
 	}
-	arts, err := f.env.List(repo, prefix)
+	arts, err := f.Env.List(repo, prefix)
 	if err != nil {
 		return nil, err
 	}
@@ -146,11 +140,11 @@ func (f *Format) entry(r *format.Request, a *meta.Artifact) map[string]any {
 
 func (f *Format) dist(ctx context.Context, r *format.Request) (*format.Response, error) {
 	p := r.Param("vendor") + "/" + r.Param("name") + "/" + r.Param("version") + "/" + r.Param("file")
-	a, err := f.env.Artifact(r.Repo, p)
+	a, err := f.Env.Artifact(r.Repo, p)
 	if err != nil {
 		return nil, format.NotFound("no such file in repository %s", r.Repo.Name)
 	}
-	return f.env.Serve(r, a, false), nil
+	return f.Env.Serve(r, a, false), nil
 }
 
 // list is list.json ({"packageNames"}) and search.json (names containing

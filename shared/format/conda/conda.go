@@ -27,19 +27,13 @@ const Name = "conda"
 
 // Format is the conda channel.
 type Format struct {
-	env *format.Env
+	format.Base
 }
 
 var _ format.Format = (*Format)(nil)
 
 // New returns the format over env.
-func New(env *format.Env) *Format { return &Format{env: env} }
-
-// Name implements format.Format.
-func (f *Format) Name() string { return Name }
-
-// Prefix implements format.Format.
-func (f *Format) Prefix() string { return "/conda" }
+func New(env *format.Env) *Format { return &Format{Base: format.NewBase(env, Name, "/conda")} }
 
 // Routes implements format.Format.
 func (f *Format) Routes() []format.Route {
@@ -65,7 +59,7 @@ func (f *Format) records(repo *meta.Repository, subdir string) (map[string]map[s
 	if subdir != "" {
 		prefix = subdir + "/"
 	}
-	arts, err := f.env.List(repo, prefix)
+	arts, err := f.Env.List(repo, prefix)
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +84,7 @@ func (f *Format) get(ctx context.Context, r *format.Request) (*format.Response, 
 	case "repodata.json", "repodata.json.zst":
 		return f.repodata(r, subdir, file == "repodata.json.zst")
 	}
-	a, err := f.env.Artifact(r.Repo, subdir+"/"+file)
+	a, err := f.Env.Artifact(r.Repo, subdir+"/"+file)
 	if errors.Is(err, meta.ErrNotFound) {
 		// Also the variants not offered (.bz2, current_repodata, shards,
 		// jlap): clients then fall back to repodata.json.
@@ -99,7 +93,7 @@ func (f *Format) get(ctx context.Context, r *format.Request) (*format.Response, 
 	if err != nil {
 		return nil, err
 	}
-	return f.env.Serve(r, a, false), nil
+	return f.Env.Serve(r, a, false), nil
 }
 
 // repodata is the subdir's index, valid (and empty) for any subdir

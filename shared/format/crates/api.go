@@ -72,7 +72,7 @@ func ownerList(tx *meta.Tx, repo *meta.Repository, name string) ([]string, bool)
 func (f *Format) owners(ctx context.Context, r *format.Request) (*format.Response, error) {
 	var logins []string
 	var found bool
-	if err := f.env.View(func(tx *meta.Tx) error { logins, found = ownerList(tx, r.Repo, r.Param("name")); return nil }); err != nil {
+	if err := f.Env.View(func(tx *meta.Tx) error { logins, found = ownerList(tx, r.Repo, r.Param("name")); return nil }); err != nil {
 		return nil, err
 	}
 	if !found {
@@ -142,7 +142,7 @@ func (f *Format) search(ctx context.Context, r *format.Request) (*format.Respons
 	if per <= 0 || per > 100 {
 		per = 10
 	}
-	arts, err := f.env.List(r.Repo, "")
+	arts, err := f.Env.List(r.Repo, "")
 	if err != nil {
 		return nil, err
 	}

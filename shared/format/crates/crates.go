@@ -27,19 +27,13 @@ const Name = "crates"
 
 // Format is the cargo registry.
 type Format struct {
-	env *format.Env
+	format.Base
 }
 
 var _ format.Format = (*Format)(nil)
 
 // New returns the format over env.
-func New(env *format.Env) *Format { return &Format{env: env} }
-
-// Name implements format.Format.
-func (f *Format) Name() string { return Name }
-
-// Prefix implements format.Format.
-func (f *Format) Prefix() string { return "/crates" }
+func New(env *format.Env) *Format { return &Format{Base: format.NewBase(env, Name, "/crates")} }
 
 // Routes implements format.Format.
 func (f *Format) Routes() []format.Route {
@@ -134,7 +128,7 @@ func (f *Format) index(ctx context.Context, r *format.Request) (*format.Response
 		return nil, format.NotFound("no index file at %s", p)
 	}
 	var body []byte
-	err := f.env.View(func(tx *meta.Tx) error {
+	err := f.Env.View(func(tx *meta.Tx) error {
 		vs, err := f.versions(tx, r.Repo, name)
 		for _, v := range vs {
 			_, yanked := tx.KV(r.Repo.ID, yankKey(name, v.art.Version))
@@ -158,10 +152,10 @@ func (f *Format) index(ctx context.Context, r *format.Request) (*format.Response
 
 func (f *Format) download(ctx context.Context, r *format.Request) (*format.Response, error) {
 	name, ver := r.Param("name"), r.Param("version")
-	a, err := f.env.Artifact(r.Repo, artifactPath(name, ver))
+	a, err := f.Env.Artifact(r.Repo, artifactPath(name, ver))
 	if errors.Is(err, meta.ErrNotFound) {
 		// The path keeps the name as published: find it by any spelling.
-		err = f.env.View(func(tx *meta.Tx) error {
+		err = f.Env.View(func(tx *meta.Tx) error {
 			vs, err := f.versions(tx, r.Repo, name)
 			for _, v := range vs {
 				if v.art.Version == ver && strings.EqualFold(v.art.PackageName, name) {
@@ -180,5 +174,5 @@ func (f *Format) download(ctx context.Context, r *format.Request) (*format.Respo
 	if err != nil {
 		return nil, err
 	}
-	return f.env.Serve(r, a, false), nil
+	return f.Env.Serve(r, a, false), nil
 }

@@ -46,19 +46,13 @@ func ParsePath(p string) (Coords, error) {
 
 // Format is the generic format.
 type Format struct {
-	env *format.Env
+	format.Base
 }
 
 var _ format.Format = (*Format)(nil)
 
 // New returns the generic format over env.
-func New(env *format.Env) *Format { return &Format{env: env} }
-
-// Name implements format.Format.
-func (f *Format) Name() string { return Name }
-
-// Prefix implements format.Format.
-func (f *Format) Prefix() string { return "/generic" }
+func New(env *format.Env) *Format { return &Format{Base: format.NewBase(env, Name, "/generic")} }
 
 // Routes implements format.Format.
 func (f *Format) Routes() []format.Route {
@@ -74,14 +68,14 @@ func (f *Format) get(ctx context.Context, r *format.Request) (*format.Response, 
 	if err != nil {
 		return nil, err
 	}
-	a, err := f.env.Artifact(r.Repo, c.Path())
+	a, err := f.Env.Artifact(r.Repo, c.Path())
 	if errors.Is(err, meta.ErrNotFound) {
 		return nil, format.NotFound("%s not found in repository %s", c.Path(), r.Repo.Name)
 	}
 	if err != nil {
 		return nil, err
 	}
-	return f.env.Serve(r, a, false), nil
+	return f.Env.Serve(r, a, false), nil
 }
 
 func (f *Format) put(ctx context.Context, r *format.Request, w *format.Writer) (*format.Response, error) {

@@ -26,19 +26,13 @@ const Name = "go"
 
 // Format is the go module proxy.
 type Format struct {
-	env *format.Env
+	format.Base
 }
 
 var _ format.Format = (*Format)(nil)
 
 // New returns the format over env.
-func New(env *format.Env) *Format { return &Format{env: env} }
-
-// Name implements format.Format.
-func (f *Format) Name() string { return Name }
-
-// Prefix implements format.Format.
-func (f *Format) Prefix() string { return "/go" }
+func New(env *format.Env) *Format { return &Format{Base: format.NewBase(env, Name, "/go")} }
 
 // Routes implements format.Format.
 func (f *Format) Routes() []format.Route {
@@ -129,19 +123,19 @@ func (f *Format) get(ctx context.Context, r *format.Request) (*format.Response, 
 	case "info":
 		return f.info(r, rq)
 	}
-	a, err := f.env.Artifact(r.Repo, artifactPath(rq.module, rq.version, rq.file))
+	a, err := f.Env.Artifact(r.Repo, artifactPath(rq.module, rq.version, rq.file))
 	if errors.Is(err, meta.ErrNotFound) {
 		return nil, format.NotFound("%s@%s not found in repository %s", rq.module, rq.version, r.Repo.Name)
 	}
 	if err != nil {
 		return nil, err
 	}
-	return f.env.Serve(r, a, false), nil
+	return f.Env.Serve(r, a, false), nil
 }
 
 // info is {"Version", "Time"} of a stored version: when it was uploaded.
 func (f *Format) info(r *format.Request, rq request) (*format.Response, error) {
-	a, err := f.env.Artifact(r.Repo, artifactPath(rq.module, rq.version, "zip"))
+	a, err := f.Env.Artifact(r.Repo, artifactPath(rq.module, rq.version, "zip"))
 	if errors.Is(err, meta.ErrNotFound) {
 		return nil, format.NotFound("%s@%s not found in repository %s", rq.module, rq.version, r.Repo.Name)
 	}
@@ -160,7 +154,7 @@ func (f *Format) info(r *format.Request, rq request) (*format.Response, error) {
 
 // versions are the versions of mod stored in repo, in semver order.
 func (f *Format) versions(repo *meta.Repository, mod string) ([]string, error) {
-	arts, err := f.env.List(repo, mod+"/@v/")
+	arts, err := f.Env.List(repo, mod+"/@v/")
 	if err != nil {
 		return nil, err
 	}

@@ -30,19 +30,13 @@ const Name = "helm"
 
 // Format is the chart repository.
 type Format struct {
-	env *format.Env
+	format.Base
 }
 
 var _ format.Format = (*Format)(nil)
 
 // New returns the format over env.
-func New(env *format.Env) *Format { return &Format{env: env} }
-
-// Name implements format.Format.
-func (f *Format) Name() string { return Name }
-
-// Prefix implements format.Format.
-func (f *Format) Prefix() string { return "/helm" }
+func New(env *format.Env) *Format { return &Format{Base: format.NewBase(env, Name, "/helm")} }
 
 // Routes implements format.Format.
 func (f *Format) Routes() []format.Route {
@@ -78,7 +72,7 @@ func entry(r *format.Request, a *meta.Artifact) map[string]any {
 
 // charts are the repository's chart versions by name, newest first.
 func (f *Format) charts(r *format.Request, name string) (map[string][]*meta.Artifact, error) {
-	arts, err := f.env.List(r.Repo, "charts/")
+	arts, err := f.Env.List(r.Repo, "charts/")
 	if err != nil {
 		return nil, err
 	}
@@ -124,14 +118,14 @@ func (f *Format) index(ctx context.Context, r *format.Request) (*format.Response
 }
 
 func (f *Format) chart(ctx context.Context, r *format.Request) (*format.Response, error) {
-	a, err := f.env.Artifact(r.Repo, "charts/"+r.Param("file"))
+	a, err := f.Env.Artifact(r.Repo, "charts/"+r.Param("file"))
 	if errors.Is(err, meta.ErrNotFound) {
 		return nil, format.NotFound("no chart %s in repository %s", r.Param("file"), r.Repo.Name)
 	}
 	if err != nil {
 		return nil, err
 	}
-	return f.env.Serve(r, a, false), nil
+	return f.Env.Serve(r, a, false), nil
 }
 
 // list is ChartMuseum's listing: every chart, one chart's versions, or

@@ -23,7 +23,7 @@ const (
 
 // Format is the Maven repository format.
 type Format struct {
-	env *format.Env
+	format.Base
 }
 
 var (
@@ -33,13 +33,7 @@ var (
 )
 
 // New returns the maven format over env.
-func New(env *format.Env) *Format { return &Format{env: env} }
-
-// Name implements format.Format.
-func (f *Format) Name() string { return Name }
-
-// Prefix implements format.Format.
-func (f *Format) Prefix() string { return "/maven2" }
+func New(env *format.Env) *Format { return &Format{Base: format.NewBase(env, Name, "/maven2")} }
 
 // Aliases implements format.Aliased: /maven is the path a migration
 // example uses.

@@ -20,7 +20,7 @@ func (f *Format) get(ctx context.Context, r *format.Request) (*format.Response, 
 	if c.Metadata {
 		return f.getMetadata(r, repo, c)
 	}
-	a, err := f.env.Artifact(repo, c.Path())
+	a, err := f.Env.Artifact(repo, c.Path())
 	if errors.Is(err, meta.ErrNotFound) && c.Snapshot() && c.Timestamp == "" {
 		// "demo-1.0-SNAPSHOT.jar" names the newest build, as in Nexus.
 		a, err = f.newestBuild(repo, c)
@@ -38,7 +38,7 @@ func (f *Format) get(ctx context.Context, r *format.Request) (*format.Response, 
 		}
 		return textResponse(sum), nil
 	}
-	return f.env.Serve(r, a, false), nil
+	return f.Env.Serve(r, a, false), nil
 }
 
 // getMetadata generates maven-metadata.xml (or hashes it for a sidecar)
@@ -76,7 +76,7 @@ func (f *Format) getMetadata(r *format.Request, repo *meta.Repository, c Coords)
 // artifacts in the same order.
 func (f *Format) files(repo *meta.Repository, c Coords) ([]File, []meta.Artifact, error) {
 	dir := c.Dir() + "/"
-	all, err := f.env.List(repo, dir)
+	all, err := f.Env.List(repo, dir)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -89,7 +89,7 @@ func (f *Format) putSidecar(r *format.Request, repo *meta.Repository, c Coords) 
 		_, err = ParseSidecar(c.Checksum, body)
 		return err
 	}
-	a, err := f.env.Artifact(repo, c.Path())
+	a, err := f.Env.Artifact(repo, c.Path())
 	if errors.Is(err, meta.ErrNotFound) {
 		_, err = ParseSidecar(c.Checksum, body)
 		return err

@@ -13,7 +13,7 @@ const FormatName = "npm"
 
 // Format is the npm registry format.
 type Format struct {
-	env *format.Env
+	format.Base
 	lim Limits
 	// writes serialises the writes of one package: each reads the
 	// package's state, decides, and commits one command. It is taken once
@@ -35,7 +35,7 @@ var _ format.Format = (*Format)(nil)
 
 // New returns the npm format over env.
 func New(env *format.Env) *Format {
-	return &Format{env: env, lim: DefaultLimits, publishing: make(chan struct{}, maxConcurrentPublishes)}
+	return &Format{Base: format.NewBase(env, FormatName, "/npm"), lim: DefaultLimits, publishing: make(chan struct{}, maxConcurrentPublishes)}
 }
 
 // limits are the publish limits on a node: its upload limit, when lower,
@@ -47,12 +47,6 @@ func (f *Format) limits(w *format.Writer) Limits {
 	}
 	return lim
 }
-
-// Name implements format.Format.
-func (f *Format) Name() string { return FormatName }
-
-// Prefix implements format.Format.
-func (f *Format) Prefix() string { return "/npm" }
 
 // Routes implements format.Format. npm paths hold package names of one or
 // two segments, so one route per method hands the path to ParseRoute.

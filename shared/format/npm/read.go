@@ -54,11 +54,11 @@ func (f *Format) version(r *format.Request, e Endpoint) (*format.Response, error
 
 func (f *Format) tarball(ctx context.Context, r *format.Request, e Endpoint) (*format.Response, error) {
 	repo := r.Repo
-	a, err := f.env.Artifact(repo, e.Name.String()+"/-/"+e.File)
+	a, err := f.Env.Artifact(repo, e.Name.String()+"/-/"+e.File)
 	if err != nil {
 		return nil, format.NotFound("not found: %s/-/%s", e.Name, e.File)
 	}
-	return f.env.Serve(r, a, false), nil
+	return f.Env.Serve(r, a, false), nil
 }
 
 func (f *Format) tags(r *format.Request, e Endpoint) (*format.Response, error) {
@@ -123,7 +123,7 @@ func (f *Format) search(r *format.Request, e Endpoint) (*format.Response, error)
 	// per package of the repository plus its own page.
 	var states []*pkgState
 	total := 0
-	if err := f.env.View(func(tx *meta.Tx) error {
+	if err := f.Env.View(func(tx *meta.Tx) error {
 		terms := strings.Fields(text)
 		var err error
 		tx.PackageNames(repo.ID, func(name string) bool {
@@ -170,7 +170,7 @@ func (f *Format) search(r *format.Request, e Endpoint) (*format.Response, error)
 		hits = []searchHit{}
 	}
 	return jsonResponse(http.StatusOK, mediaJSON, map[string]any{"objects": hits, "total": total,
-		"time": npmTime(f.env.Time())}), nil
+		"time": npmTime(f.Env.Time())}), nil
 }
 
 // searchMatch reports whether every term occurs in the name (lower

@@ -84,7 +84,7 @@ type pkgState struct {
 // load reads a package's versions and keyspace entries consistently.
 func (f *Format) load(repo *meta.Repository, n Name) (*pkgState, error) {
 	var st *pkgState
-	err := f.env.View(func(tx *meta.Tx) error {
+	err := f.Env.View(func(tx *meta.Tx) error {
 		var err error
 		st, err = loadTx(tx, repo, n)
 		return err

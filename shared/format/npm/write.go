@@ -85,7 +85,7 @@ func (f *Format) publish(ctx context.Context, r *format.Request, w *format.Write
 
 // publishOps are the keyspace changes of publishing p on st.
 func (f *Format) publishOps(st *pkgState, doc *Document, p *Publish) []meta.KVOp {
-	now := f.env.Time()
+	now := f.Env.Time()
 	m := st.Meta
 	if m.Created.IsZero() {
 		m.Created = now
@@ -182,7 +182,7 @@ func (f *Format) deprecationOps(st *pkgState, u *Update) []meta.KVOp {
 	}
 	if len(ops) > 0 {
 		m := st.Meta
-		m.Modified = f.env.Time()
+		m.Modified = f.Env.Time()
 		ops = append(ops, format.KVSet(pkgKey(st.Name), m))
 	}
 	return ops
@@ -192,7 +192,7 @@ func (f *Format) deprecationOps(st *pkgState, u *Update) []meta.KVOp {
 // versions missing from the document are removed.
 func (f *Format) revPut(ctx context.Context, r *format.Request, w *format.Writer, e Endpoint) (*format.Response, error) {
 	repo := r.Repo
-	if err := f.env.Require(r, meta.ActionDelete); err != nil {
+	if err := f.Env.Require(r, meta.ActionDelete); err != nil {
 		return nil, err
 	}
 	body, err := format.ReadBody(r, maxMetadata)
@@ -211,7 +211,7 @@ func (f *Format) revPut(ctx context.Context, r *format.Request, w *format.Writer
 	if err != nil {
 		return nil, err
 	}
-	mayWrite, err := f.env.Can(r, repo, meta.ActionWrite)
+	mayWrite, err := f.Env.Can(r, repo, meta.ActionWrite)
 	if err != nil {
 		return nil, err
 	}
@@ -251,7 +251,7 @@ func (f *Format) revPut(ctx context.Context, r *format.Request, w *format.Writer
 func (f *Format) tarballDelete(ctx context.Context, r *format.Request, w *format.Writer, e Endpoint) (*format.Response, error) {
 	defer f.lock(e)()
 	repo := r.Repo
-	if err := f.env.Require(r, meta.ActionDelete); err != nil {
+	if err := f.Env.Require(r, meta.ActionDelete); err != nil {
 		return nil, err
 	}
 	idx, err := f.decide(ctx, w, repo, e.Name, func(st *pkgState) (meta.Command, error) {
@@ -272,7 +272,7 @@ func (f *Format) tarballDelete(ctx context.Context, r *format.Request, w *format
 func (f *Format) packageDelete(ctx context.Context, r *format.Request, w *format.Writer, e Endpoint) (*format.Response, error) {
 	defer f.lock(e)()
 	repo := r.Repo
-	if err := f.env.Require(r, meta.ActionDelete); err != nil {
+	if err := f.Env.Require(r, meta.ActionDelete); err != nil {
 		return nil, err
 	}
 	idx, err := f.decide(ctx, w, repo, e.Name, func(st *pkgState) (meta.Command, error) {
@@ -315,7 +315,7 @@ func (f *Format) removeCmd(repo *meta.Repository, st *pkgState, gone map[string]
 	}
 	ops := st.purgeOps()
 	if len(ids) < len(st.Versions) {
-		ops = st.dropOps(gone, prefer, f.env.Time())
+		ops = st.dropOps(gone, prefer, f.Env.Time())
 	}
 	return &meta.ArtifactDelete{IDs: ids, RepoID: repo.ID, KV: ops}
 }
@@ -339,7 +339,7 @@ func (f *Format) tagPut(ctx context.Context, r *format.Request, w *format.Writer
 			return nil, format.NotFound("version not found: %s@%s", e.Name, v)
 		}
 		m := st.Meta
-		m.Modified = f.env.Time()
+		m.Modified = f.Env.Time()
 		return &meta.KVApply{RepoID: repo.ID, Ops: []meta.KVOp{
 			format.KVSet(tagKey(e.Name, e.Spec), v), format.KVSet(pkgKey(e.Name), m)}}, nil
 	})
@@ -362,7 +362,7 @@ func (f *Format) tagDelete(ctx context.Context, r *format.Request, w *format.Wri
 			return nil, format.NotFound("%s is not a dist-tag on %s", e.Spec, e.Name)
 		}
 		m := st.Meta
-		m.Modified = f.env.Time()
+		m.Modified = f.Env.Time()
 		return &meta.KVApply{RepoID: repo.ID, Ops: []meta.KVOp{
 			format.KVDelete(tagKey(e.Name, e.Spec)), format.KVSet(pkgKey(e.Name), m)}}, nil
 	})

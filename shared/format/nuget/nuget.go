@@ -25,19 +25,13 @@ const Name = "nuget"
 
 // Format is the NuGet feed.
 type Format struct {
-	env *format.Env
+	format.Base
 }
 
 var _ format.Format = (*Format)(nil)
 
 // New returns the format over env.
-func New(env *format.Env) *Format { return &Format{env: env} }
-
-// Name implements format.Format.
-func (f *Format) Name() string { return Name }
-
-// Prefix implements format.Format.
-func (f *Format) Prefix() string { return "/nuget" }
+func New(env *format.Env) *Format { return &Format{Base: format.NewBase(env, Name, "/nuget")} }
 
 // Routes implements format.Format.
 func (f *Format) Routes() []format.Route {
@@ -72,7 +66,7 @@ func base(r *format.Request, name string) string {
 // for. It names no package, so it is served without credentials.
 func (f *Format) serviceIndex(ctx context.Context, r *format.Request) (*format.Response, error) {
 	name := r.Param("repo")
-	err := f.env.View(func(tx *meta.Tx) error {
+	err := f.Env.View(func(tx *meta.Tx) error {
 		repo, err := tx.RepoByName(name)
 		if err != nil || repo.Format != Name {
 			return format.NotFound("no NuGet repository %s", name)
@@ -106,7 +100,7 @@ type version struct {
 
 // versions of id (any case), in version order.
 func (f *Format) versions(repo *meta.Repository, id string) ([]version, error) {
-	arts, err := f.env.List(repo, strings.ToLower(id)+"/")
+	arts, err := f.Env.List(repo, strings.ToLower(id)+"/")
 	if err != nil {
 		return nil, err
 	}
@@ -140,11 +134,11 @@ func (f *Format) versionsList(ctx context.Context, r *format.Request) (*format.R
 // content is the flat container's .nupkg and .nuspec.
 func (f *Format) content(ctx context.Context, r *format.Request) (*format.Response, error) {
 	id, ver := strings.ToLower(r.Param("id")), normalize(r.Param("version"))
-	a, err := f.env.Artifact(r.Repo, id+"/"+ver+"/"+strings.ToLower(r.Param("file")))
+	a, err := f.Env.Artifact(r.Repo, id+"/"+ver+"/"+strings.ToLower(r.Param("file")))
 	if err != nil {
 		return nil, format.NotFound("%s is not in repository %s", r.Param("file"), r.Repo.Name)
 	}
-	return f.env.Serve(r, a, false), nil
+	return f.Env.Serve(r, a, false), nil
 }
 
 // leaf is a version's registration leaf.
@@ -204,7 +198,7 @@ func (f *Format) registrationLeaf(ctx context.Context, r *format.Request) (*form
 // search finds packages whose id contains q.
 func (f *Format) search(ctx context.Context, r *format.Request) (*format.Response, error) {
 	q := strings.ToLower(r.Query.Get("q"))
-	arts, err := f.env.List(r.Repo, "")
+	arts, err := f.Env.List(r.Repo, "")
 	if err != nil {
 		return nil, err
 	}

@@ -45,7 +45,7 @@ const maxScopes = 32
 // is not an error: the token carries what is granted. No refresh_token:
 // docker would then insist on POST.
 func (f *Format) token(_ context.Context, r *format.Request) (*format.Response, error) {
-	if f.env.Tokens == nil {
+	if f.Env.Tokens == nil {
 		return nil, errf(http.StatusNotFound, codeUnsupported, "registry tokens are not issued here")
 	}
 	scopes := r.Query["scope"]
@@ -61,7 +61,7 @@ func (f *Format) token(_ context.Context, r *format.Request) (*format.Response, 
 			}
 		}
 	}
-	tok, exp, err := f.env.Tokens.IssueRegistryToken(r.Principal, grant, TokenTTL)
+	tok, exp, err := f.Env.Tokens.IssueRegistryToken(r.Principal, grant, TokenTTL)
 	switch {
 	case errors.Is(err, auth.ErrPasswordChange):
 		return nil, format.Forbidden("the password of %s must be changed before it can be used here", r.Principal.Name())
@@ -97,7 +97,7 @@ func (f *Format) grant(r *format.Request, scope string) (auth.Access, bool) {
 		if !slices.Contains(want.Actions, act) && !slices.Contains(want.Actions, "*") {
 			continue
 		}
-		if _, err := f.env.Repo(r, n.Repo, depotAction(act), Name); err == nil {
+		if _, err := f.Env.Repo(r, n.Repo, depotAction(act), Name); err == nil {
 			got.Actions = append(got.Actions, act)
 		}
 	}

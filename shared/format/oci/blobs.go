@@ -113,7 +113,7 @@ func (f *Format) mount(ctx context.Context, r *format.Request, w *format.Writer,
 	srcRepo := repo
 	if src.Repo != n.Repo {
 		var err error
-		if srcRepo, err = f.env.Repo(r, src.Repo, meta.ActionRead, Name); err != nil {
+		if srcRepo, err = f.Env.Repo(r, src.Repo, meta.ActionRead, Name); err != nil {
 			return nil, nil // unreadable or absent: say nothing, upload instead
 		}
 	}

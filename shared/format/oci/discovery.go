@@ -92,7 +92,7 @@ func (f *Format) catalog(_ context.Context, r *format.Request) (*format.Response
 	}
 	last := r.Query.Get("last")
 	var names []string
-	err = f.env.View(func(tx *meta.Tx) error {
+	err = f.Env.View(func(tx *meta.Tx) error {
 		all, err := tx.Repos()
 		if err != nil {
 			return err

@@ -60,7 +60,7 @@ func (f *Format) getManifest(ctx context.Context, r *format.Request) (*format.Re
 		return nil, manifestUnknown(r.Param("ref"))
 	}
 	if art != nil {
-		f.env.Downloaded(r, art)
+		f.Env.Downloaded(r, art)
 	}
 	resp := newResp(http.StatusOK)
 	resp.Blob = &format.BlobRef{Digest: m.Addr, Size: m.Size, Missing: manifestUnknown(r.Param("ref"))}

@@ -29,7 +29,7 @@ const (
 
 // Format serves the OCI distribution API.
 type Format struct {
-	env *format.Env
+	format.Base
 	// sessions serialises requests on one upload session; images
 	// serialises the manifest writes of one image (each reads the tags,
 	// decides and commits one command).
@@ -42,13 +42,7 @@ var (
 )
 
 // New returns the OCI format over env.
-func New(env *format.Env) *Format { return &Format{env: env} }
-
-// Name implements format.Format.
-func (f *Format) Name() string { return Name }
-
-// Prefix implements format.Format.
-func (f *Format) Prefix() string { return Prefix }
+func New(env *format.Env) *Format { return &Format{Base: format.NewBase(env, Name, Prefix)} }
 
 // Routes implements format.Format. Upload sessions are node-local state,
 // so even their status GET is a Write route (edges forward it). A route

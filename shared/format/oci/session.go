@@ -34,7 +34,7 @@ func parseSession(label []byte) (session, bool) {
 // remain, in all and of owner, so abandoned uploads neither fill the disk
 // nor the limits.
 func (f *Format) sweep(ctx context.Context, w *format.Writer, owner string) (live, mine int, err error) {
-	cutoff := f.env.Time().Add(-SessionTTL)
+	cutoff := f.Env.Time().Add(-SessionTTL)
 	stale := false
 	err = w.Ingest.Uploads(ctx, func(u blob.UploadInfo) error {
 		if u.ModTime.Before(cutoff) {
@@ -62,7 +62,7 @@ func (f *Format) createSession(ctx context.Context, w *format.Writer, repoID, na
 	if live >= MaxSessions || mine >= MaxSessionsPerUser {
 		return nil, errf(http.StatusTooManyRequests, codeTooManyRequests, "too many uploads in progress; retry later")
 	}
-	label, err := json.Marshal(session{RepoID: repoID, Name: name, Owner: owner, Started: f.env.Time().Format(time.RFC3339)})
+	label, err := json.Marshal(session{RepoID: repoID, Name: name, Owner: owner, Started: f.Env.Time().Format(time.RFC3339)})
 	if err != nil {
 		return nil, err
 	}
@@ -82,7 +82,7 @@ func (f *Format) openSession(ctx context.Context, w *format.Writer, id, repoID, 
 		return nil, err
 	}
 	s, ok := parseSession(u.Label())
-	if !ok || s.RepoID != repoID || s.Name != name || s.Owner != owner || f.env.Time().Sub(u.ModTime()) > SessionTTL {
+	if !ok || s.RepoID != repoID || s.Name != name || s.Owner != owner || f.Env.Time().Sub(u.ModTime()) > SessionTTL {
 		return nil, unknown
 	}
 	return u, nil

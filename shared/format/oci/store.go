@@ -162,7 +162,7 @@ func (v view) images() []string {
 
 // read runs fn on a view of repo.
 func (f *Format) read(repo *meta.Repository, fn func(v view) error) error {
-	return f.env.View(func(tx *meta.Tx) error { return fn(view{tx: tx, repo: repo}) })
+	return f.Env.View(func(tx *meta.Tx) error { return fn(view{tx: tx, repo: repo}) })
 }
 
 // decide commits the command fn decides from a view of repo.

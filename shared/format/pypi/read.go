@@ -49,7 +49,7 @@ func attrsOf(a *meta.Artifact) fileAttrs {
 func (f *Format) projectList(_ context.Context, r *format.Request) (*format.Response, error) {
 	repo := r.Repo
 	var projects []Project
-	err := f.env.View(func(tx *meta.Tx) error {
+	err := f.Env.View(func(tx *meta.Tx) error {
 		display := map[string]string{}
 		tx.KVKeys(repo.ID, keyName, func(k string) bool {
 			if norm, name, ok := strings.Cut(strings.TrimPrefix(k, keyName), "/"); ok {
@@ -110,7 +110,7 @@ func (f *Format) projectPage(_ context.Context, r *format.Request) (*format.Resp
 		resp.Header.Set("Location", format.URL(r, r.Prefix, repo.Name, "simple", norm)+"/")
 		return resp, nil
 	}
-	arts, err := f.env.List(repo, norm+"/")
+	arts, err := f.Env.List(repo, norm+"/")
 	if err != nil {
 		return nil, err
 	}
@@ -161,7 +161,7 @@ func (f *Format) file(_ context.Context, r *format.Request) (*format.Response, e
 		}
 	}
 	dist, isMeta := strings.CutSuffix(filename, ".metadata")
-	a, err := f.env.Artifact(repo, project+"/"+version+"/"+dist)
+	a, err := f.Env.Artifact(repo, project+"/"+version+"/"+dist)
 	if errors.Is(err, meta.ErrNotFound) {
 		return nil, format.NotFound("%s not found in repository %s", filename, repo.Name)
 	}
@@ -169,7 +169,7 @@ func (f *Format) file(_ context.Context, r *format.Request) (*format.Response, e
 		return nil, err
 	}
 	if !isMeta {
-		return f.env.Serve(r, a, false), nil
+		return f.Env.Serve(r, a, false), nil
 	}
 	at := attrsOf(a)
 	if at.Metadata == nil {

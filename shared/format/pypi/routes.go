@@ -12,19 +12,13 @@ const Name = "pypi"
 
 // Format is the PyPI format.
 type Format struct {
-	env *format.Env
+	format.Base
 }
 
 var _ format.Format = (*Format)(nil)
 
 // New returns the PyPI format over env.
-func New(env *format.Env) *Format { return &Format{env: env} }
-
-// Name implements format.Format.
-func (f *Format) Name() string { return Name }
-
-// Prefix implements format.Format.
-func (f *Format) Prefix() string { return "/pypi" }
+func New(env *format.Env) *Format { return &Format{Base: format.NewBase(env, Name, "/pypi")} }
 
 // Routes implements format.Format. Trailing slashes do not matter to the
 // router: "/r/simple" and "/r/simple/" are one route.

@@ -27,19 +27,13 @@ const Name = "rubygems"
 
 // Format is the gem source.
 type Format struct {
-	env *format.Env
+	format.Base
 }
 
 var _ format.Format = (*Format)(nil)
 
 // New returns the format over env.
-func New(env *format.Env) *Format { return &Format{env: env} }
-
-// Name implements format.Format.
-func (f *Format) Name() string { return Name }
-
-// Prefix implements format.Format.
-func (f *Format) Prefix() string { return "/rubygems" }
+func New(env *format.Env) *Format { return &Format{Base: format.NewBase(env, Name, "/rubygems")} }
 
 // Routes implements format.Format.
 func (f *Format) Routes() []format.Route {
@@ -97,7 +91,7 @@ type version struct {
 // upload order.
 func (f *Format) gems(repo *meta.Repository) (map[string][]version, []string, error) {
 	byName := map[string][]version{}
-	err := f.env.View(func(tx *meta.Tx) error {
+	err := f.Env.View(func(tx *meta.Tx) error {
 		arts, err := tx.ArtifactsUnder(repo.ID, "gems/")
 		for _, a := range arts {
 			var s spec
@@ -199,7 +193,7 @@ func (f *Format) names(ctx context.Context, r *format.Request) (*format.Response
 func (f *Format) gem(ctx context.Context, r *format.Request) (*format.Response, error) {
 	file := r.Param("file")
 	var a *meta.Artifact
-	err := f.env.View(func(tx *meta.Tx) error {
+	err := f.Env.View(func(tx *meta.Tx) error {
 		if _, yanked := tx.KV(r.Repo.ID, yankKey(file)); yanked {
 			return meta.ErrNotFound
 		}
@@ -210,7 +204,7 @@ func (f *Format) gem(ctx context.Context, r *format.Request) (*format.Response, 
 	if err != nil {
 		return nil, format.NotFound("%s is not in repository %s", file, r.Repo.Name)
 	}
-	return f.env.Serve(r, a, false), nil
+	return f.Env.Serve(r, a, false), nil
 }
 
 // specs serves the legacy indexes: gzip'd Marshal of [name, version,
