@@ -348,6 +348,7 @@ func (s *Server) wrap(a access, h handler) http.Handler {
 			defer func() { s.AuditWrite(r, p, sw.Status) }()
 		}
 		if err == nil {
+			r = r.WithContext(meta.WithActor(r.Context(), p.Actor(), s.d.Now()))
 			err = h(sw, r, p)
 		}
 		if err != nil {
@@ -484,6 +485,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) error {
 }
 
 func (s *Server) apply(ctx context.Context, w http.ResponseWriter, c meta.Command) error {
+	meta.Stamp(ctx, c)
 	idx, err := s.d.Commit.Apply(ctx, c)
 	if idx > 0 {
 		format.SetIndex(w.Header(), idx)

@@ -92,6 +92,16 @@ func (p *Principal) Name() string {
 	return p.Username
 }
 
+// Actor is p as events name who acted: its user id (none when
+// anonymous) and its name.
+func (p *Principal) Actor() meta.Actor {
+	a := meta.Actor{Username: p.Name()}
+	if !p.Anonymous() {
+		a.UserID = p.UserID
+	}
+	return a
+}
+
 // IsAdmin reports whether p may do everything: an admin user whose
 // credential (if a token) carries the global admin scope.
 func (p *Principal) IsAdmin() bool {

@@ -289,12 +289,21 @@ func (d *Writer) NewArtifact(r *Request, u Upload, info blob.Info) meta.Artifact
 type Placed struct {
 	Upload
 	Info blob.Info
+	// Quiet: the format's bookkeeping, not an upload of its own (no
+	// artifact.uploaded event).
+	Quiet bool
 }
 
-// ChangeCmd is the one command that drops artifacts, puts artifacts (each
-// replacing whatever is at its path; Upload.Body, Overwrite and Decide are
-// not used) and applies KV ops in repo.
-func (d *Writer) ChangeCmd(r *Request, repo *meta.Repository, drop []*meta.Artifact, put []Placed, kv []meta.KVOp) (meta.Command, error) {
+// Quiet marks p as bookkeeping beside the upload it comes with (a
+// go.mod beside its module zip, a nuspec beside its package).
+func Quiet(p Placed) Placed { p.Quiet = true; return p }
+
+// ChangeCmd is the one command that drops artifacts (each an
+// artifact.deleted event unless the caller adds it to Quiet), puts
+// artifacts (each replacing whatever is at its path, and an
+// artifact.uploaded event unless Quiet; Upload.Body, Overwrite and Decide
+// are not used) and applies KV ops in repo.
+func (d *Writer) ChangeCmd(r *Request, repo *meta.Repository, drop []*meta.Artifact, put []Placed, kv []meta.KVOp) (*meta.ArtifactsApply, error) {
 	c := &meta.ArtifactsApply{RepoID: repo.ID, KV: kv}
 	for _, a := range drop {
 		c.Drop = append(c.Drop, a.ID)
@@ -304,7 +313,11 @@ func (d *Writer) ChangeCmd(r *Request, repo *meta.Repository, drop []*meta.Artif
 			return nil, err
 		}
 		p.Repo = repo
-		c.Put = append(c.Put, d.NewArtifact(r, p.Upload, p.Info))
+		a := d.NewArtifact(r, p.Upload, p.Info)
+		c.Put = append(c.Put, a)
+		if p.Quiet {
+			c.Quiet = append(c.Quiet, a.ID)
+		}
 	}
 	return c, nil
 }

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/depot-registry/depot/shared/meta"
+
 	"github.com/depot-registry/depot/shared/apierr"
 	"github.com/depot-registry/depot/shared/auth"
 )
@@ -93,6 +95,7 @@ func (s *Server) serve(ctx context.Context, r *Request, route *Route) *Response 
 	}
 	var resp *Response
 	if route.Write != nil {
+		ctx = meta.WithActor(ctx, p.Actor(), s.env.Time())
 		resp, err = route.Write(ctx, r, s.writer)
 	} else {
 		resp, err = route.Read(ctx, r)

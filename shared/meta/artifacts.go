@@ -3,6 +3,7 @@ package meta
 import (
 	"encoding/binary"
 	"encoding/json"
+	"slices"
 	"time"
 
 	"github.com/depot-registry/depot/shared/blob"
@@ -46,22 +47,30 @@ type ArtifactPut struct {
 // one repository, or the command is refused), then applies KV ops to
 // RepoID (which must be set when KV is).
 type ArtifactDelete struct {
-	ID     string   `json:"id,omitempty"`
-	IDs    []string `json:"ids,omitempty"`
-	RepoID string   `json:"repo_id,omitempty"`
-	KV     []KVOp   `json:"kv,omitempty"`
+	ID     string    `json:"id,omitempty"`
+	IDs    []string  `json:"ids,omitempty"`
+	RepoID string    `json:"repo_id,omitempty"`
+	KV     []KVOp    `json:"kv,omitempty"`
+	Actor  *Actor    `json:"actor,omitempty"`
+	At     time.Time `json:"at,omitempty"`
 }
 
 // ArtifactsApply changes several artifacts of one repository and its
 // format keyspace at once: Drop removes artifacts (by id), then each of Put
 // is stored, replacing whatever is at its path, then KV applies. Formats
 // whose one client action touches several records (an OCI tag moving from
-// one manifest to another) stay a single command.
+// one manifest to another) stay a single command. Each put records an
+// artifact.uploaded event and each drop an artifact.deleted, except the
+// artifacts named in Quiet: the format's bookkeeping (an OCI manifest
+// that lost its last tag, a go module's go.mod beside its zip).
 type ArtifactsApply struct {
 	RepoID string     `json:"repo_id"`
 	Drop   []string   `json:"drop,omitempty"`
 	Put    []Artifact `json:"put,omitempty"`
 	KV     []KVOp     `json:"kv,omitempty"`
+	Quiet  []string   `json:"quiet,omitempty"`
+	Actor  *Actor     `json:"actor,omitempty"`
+	At     time.Time  `json:"at,omitempty"`
 }
 
 func (*ArtifactPut) Type() CmdType      { return CmdArtifactPut }
@@ -72,14 +81,15 @@ func (c *ArtifactDelete) Scope() string { return c.RepoID }
 func (c *ArtifactsApply) Scope() string { return c.RepoID }
 
 func (c *ArtifactPut) apply(tx *Tx) error {
-	if err := tx.putArtifact(c.Artifact, c.Replace); err != nil {
+	if err := tx.putArtifact(c.Artifact, c.Replace, true); err != nil {
 		return err
 	}
 	return tx.kvApply(c.Artifact.RepositoryID, c.KV)
 }
 
-// putArtifact stores a, replacing what is at its path only when replace.
-func (tx *Tx) putArtifact(a Artifact, replace bool) error {
+// putArtifact stores a, replacing what is at its path only when replace,
+// and records its upload when announce.
+func (tx *Tx) putArtifact(a Artifact, replace, announce bool) error {
 	r, err := tx.Repo(a.RepositoryID)
 	if err != nil {
 		return err
@@ -99,7 +109,10 @@ func (tx *Tx) putArtifact(a Artifact, replace bool) error {
 		}
 	}
 	a.Format = r.Format
-	return tx.putRec(KindArtifact, a.ID, a)
+	if err := tx.putRec(KindArtifact, a.ID, a); err != nil || !announce {
+		return err
+	}
+	return tx.emitUploaded(&a, r)
 }
 
 func (c *ArtifactDelete) apply(tx *Tx) error {
@@ -124,7 +137,14 @@ func (c *ArtifactDelete) apply(tx *Tx) error {
 		if a.RepositoryID != repoID {
 			return Invalidf("artifacts of several repositories in one delete")
 		}
+		r, err := tx.Repo(repoID)
+		if err != nil {
+			return err
+		}
 		if err := tx.delRec(KindArtifact, id); err != nil {
+			return err
+		}
+		if err := tx.emitDeleted(a, r, c.Actor, c.At); err != nil {
 			return err
 		}
 	}
@@ -153,6 +173,11 @@ func (c *ArtifactsApply) apply(tx *Tx) error {
 		if err := tx.delRec(KindArtifact, id); err != nil {
 			return err
 		}
+		if !slices.Contains(c.Quiet, id) {
+			if err := tx.emitDeleted(a, r, c.Actor, c.At); err != nil {
+				return err
+			}
+		}
 	}
 	paths := map[string]bool{}
 	for _, a := range c.Put {
@@ -163,7 +188,7 @@ func (c *ArtifactsApply) apply(tx *Tx) error {
 			return Invalidf("%s put twice", a.Path)
 		}
 		paths[a.Path] = true
-		if err := tx.putArtifact(a, true); err != nil {
+		if err := tx.putArtifact(a, true, !slices.Contains(c.Quiet, a.ID)); err != nil {
 			return err
 		}
 	}

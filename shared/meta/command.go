@@ -17,68 +17,80 @@ type CmdType uint16
 
 // Command types.
 const (
-	CmdUserCreate       CmdType = 1
-	CmdUserUpdate       CmdType = 2
-	CmdUserDelete       CmdType = 3
-	CmdTokenCreate      CmdType = 4
-	CmdTokenRevoke      CmdType = 5
-	CmdSessionCreate    CmdType = 6
-	CmdSessionRevoke    CmdType = 7
-	CmdGroupCreate      CmdType = 8
-	CmdGroupAddMembers  CmdType = 9
-	CmdPermissionCreate CmdType = 10
-	CmdPermissionDelete CmdType = 11
-	CmdRepoCreate       CmdType = 12
-	CmdRepoUpdate       CmdType = 13
-	CmdRepoDelete       CmdType = 14
-	CmdArtifactPut      CmdType = 15
-	CmdArtifactDelete   CmdType = 16
-	CmdSessionPurge     CmdType = 17
-	CmdKVApply          CmdType = 18
-	CmdArtifactsApply   CmdType = 19
-	CmdChecked          CmdType = 20
-	CmdEdgeCreate       CmdType = 21
-	CmdEdgeDelete       CmdType = 22
-	CmdEdgeAssign       CmdType = 23
-	CmdEdgeUnassign     CmdType = 24
-	CmdEdgeHeartbeat    CmdType = 25
-	CmdWebhookCreate    CmdType = 26
-	CmdWebhookUpdate    CmdType = 27
-	CmdWebhookDelete    CmdType = 28
+	CmdUserCreate        CmdType = 1
+	CmdUserUpdate        CmdType = 2
+	CmdUserDelete        CmdType = 3
+	CmdTokenCreate       CmdType = 4
+	CmdTokenRevoke       CmdType = 5
+	CmdSessionCreate     CmdType = 6
+	CmdSessionRevoke     CmdType = 7
+	CmdGroupCreate       CmdType = 8
+	CmdGroupAddMembers   CmdType = 9
+	CmdPermissionCreate  CmdType = 10
+	CmdPermissionDelete  CmdType = 11
+	CmdRepoCreate        CmdType = 12
+	CmdRepoUpdate        CmdType = 13
+	CmdRepoDelete        CmdType = 14
+	CmdArtifactPut       CmdType = 15
+	CmdArtifactDelete    CmdType = 16
+	CmdSessionPurge      CmdType = 17
+	CmdKVApply           CmdType = 18
+	CmdArtifactsApply    CmdType = 19
+	CmdChecked           CmdType = 20
+	CmdEdgeCreate        CmdType = 21
+	CmdEdgeDelete        CmdType = 22
+	CmdEdgeAssign        CmdType = 23
+	CmdEdgeUnassign      CmdType = 24
+	CmdEdgeHeartbeat     CmdType = 25
+	CmdWebhookCreate     CmdType = 26
+	CmdWebhookUpdate     CmdType = 27
+	CmdWebhookDelete     CmdType = 28
+	CmdEventsRecord      CmdType = 29
+	CmdDeliveriesEnqueue CmdType = 30
+	CmdDeliveryCreate    CmdType = 31
+	CmdDeliveryAttempt   CmdType = 32
+	CmdDeliveryRedeliver CmdType = 33
+	CmdEventsCompact     CmdType = 34
 )
 
 // commands is the registration table: every command type and how to make
 // an empty one to decode into. Each command's apply lives beside its
 // domain's records (users.go, repos.go, artifacts.go...).
 var commands = map[CmdType]func() Command{
-	CmdUserCreate:       func() Command { return new(UserCreate) },
-	CmdUserUpdate:       func() Command { return new(UserUpdate) },
-	CmdUserDelete:       func() Command { return new(UserDelete) },
-	CmdTokenCreate:      func() Command { return new(TokenCreate) },
-	CmdTokenRevoke:      func() Command { return new(TokenRevoke) },
-	CmdSessionCreate:    func() Command { return new(SessionCreate) },
-	CmdSessionRevoke:    func() Command { return new(SessionRevoke) },
-	CmdSessionPurge:     func() Command { return new(SessionPurge) },
-	CmdGroupCreate:      func() Command { return new(GroupCreate) },
-	CmdGroupAddMembers:  func() Command { return new(GroupAddMembers) },
-	CmdPermissionCreate: func() Command { return new(PermissionCreate) },
-	CmdPermissionDelete: func() Command { return new(PermissionDelete) },
-	CmdRepoCreate:       func() Command { return new(RepoCreate) },
-	CmdRepoUpdate:       func() Command { return new(RepoUpdate) },
-	CmdRepoDelete:       func() Command { return new(RepoDelete) },
-	CmdArtifactPut:      func() Command { return new(ArtifactPut) },
-	CmdArtifactDelete:   func() Command { return new(ArtifactDelete) },
-	CmdKVApply:          func() Command { return new(KVApply) },
-	CmdArtifactsApply:   func() Command { return new(ArtifactsApply) },
-	CmdChecked:          func() Command { return new(Checked) },
-	CmdEdgeCreate:       func() Command { return new(EdgeCreate) },
-	CmdEdgeDelete:       func() Command { return new(EdgeDelete) },
-	CmdEdgeAssign:       func() Command { return new(EdgeAssign) },
-	CmdEdgeUnassign:     func() Command { return new(EdgeUnassign) },
-	CmdEdgeHeartbeat:    func() Command { return new(EdgeHeartbeat) },
-	CmdWebhookCreate:    func() Command { return new(WebhookCreate) },
-	CmdWebhookUpdate:    func() Command { return new(WebhookUpdate) },
-	CmdWebhookDelete:    func() Command { return new(WebhookDelete) },
+	CmdUserCreate:        func() Command { return new(UserCreate) },
+	CmdUserUpdate:        func() Command { return new(UserUpdate) },
+	CmdUserDelete:        func() Command { return new(UserDelete) },
+	CmdTokenCreate:       func() Command { return new(TokenCreate) },
+	CmdTokenRevoke:       func() Command { return new(TokenRevoke) },
+	CmdSessionCreate:     func() Command { return new(SessionCreate) },
+	CmdSessionRevoke:     func() Command { return new(SessionRevoke) },
+	CmdSessionPurge:      func() Command { return new(SessionPurge) },
+	CmdGroupCreate:       func() Command { return new(GroupCreate) },
+	CmdGroupAddMembers:   func() Command { return new(GroupAddMembers) },
+	CmdPermissionCreate:  func() Command { return new(PermissionCreate) },
+	CmdPermissionDelete:  func() Command { return new(PermissionDelete) },
+	CmdRepoCreate:        func() Command { return new(RepoCreate) },
+	CmdRepoUpdate:        func() Command { return new(RepoUpdate) },
+	CmdRepoDelete:        func() Command { return new(RepoDelete) },
+	CmdArtifactPut:       func() Command { return new(ArtifactPut) },
+	CmdArtifactDelete:    func() Command { return new(ArtifactDelete) },
+	CmdKVApply:           func() Command { return new(KVApply) },
+	CmdArtifactsApply:    func() Command { return new(ArtifactsApply) },
+	CmdChecked:           func() Command { return new(Checked) },
+	CmdEdgeCreate:        func() Command { return new(EdgeCreate) },
+	CmdEdgeDelete:        func() Command { return new(EdgeDelete) },
+	CmdEdgeAssign:        func() Command { return new(EdgeAssign) },
+	CmdEdgeUnassign:      func() Command { return new(EdgeUnassign) },
+	CmdEdgeHeartbeat:     func() Command { return new(EdgeHeartbeat) },
+	CmdWebhookCreate:     func() Command { return new(WebhookCreate) },
+	CmdWebhookUpdate:     func() Command { return new(WebhookUpdate) },
+	CmdWebhookDelete:     func() Command { return new(WebhookDelete) },
+	CmdEventsRecord:      func() Command { return new(EventsRecord) },
+	CmdDeliveriesEnqueue: func() Command { return new(DeliveriesEnqueue) },
+	CmdDeliveryCreate:    func() Command { return new(DeliveryCreate) },
+	CmdDeliveryAttempt:   func() Command { return new(DeliveryAttempt) },
+	CmdDeliveryRedeliver: func() Command { return new(DeliveryRedeliver) },
+	CmdEventsCompact:     func() Command { return new(EventsCompact) },
 }
 
 // CommandTypes lists every registered command type in order.
@@ -259,6 +271,7 @@ func Decide(ctx context.Context, s *Store, commit Committer, fn func(tx *Tx) (Co
 		if cmd == nil {
 			return 0, nil
 		}
+		Stamp(ctx, cmd)
 		var idx uint64
 		idx, err = commit.Apply(ctx, &Checked{Pre: pres, Cmd: cmd})
 		if !errors.Is(err, ErrStale) {

@@ -38,7 +38,16 @@ const (
 	// KindWebhook records hold webhooks' signing secrets: never in an
 	// edge's feed either.
 	KindWebhook Kind = 10
+	// KindEvent records are the event log; KindDelivery records the
+	// webhook delivery queue and history. Neither is in the change feed.
+	KindEvent    Kind = 11
+	KindDelivery Kind = 12
 )
+
+// unfed kinds stay out of the change feed: only origins hold them, and
+// they come and go in numbers (events, deliveries) that would only fill
+// the feed with entries and tombstones no edge reads.
+var unfed = map[Kind]bool{KindEvent: true, KindDelivery: true}
 
 // Space is a keyspace whose values begin with a modify index: the records
 // of each kind (same number as the kind) and the unique indexes decisions
@@ -80,6 +89,8 @@ var spaces = map[Space]spaceInfo{
 	SpaceTokenHashes:      {"token hashes", []byte("token_hashes")},
 	Space(KindEdge):       {"edge nodes", []byte("edges")},
 	Space(KindWebhook):    {"webhooks", []byte("webhooks")},
+	Space(KindEvent):      {"events", []byte("events")},
+	Space(KindDelivery):   {"webhook deliveries", []byte("deliveries")},
 	SpaceEdgeNames:        {"edge node names", []byte("edge_names")},
 	SpaceEdgeTokens:       {"edge node credentials", []byte("edge_tokens")},
 }
@@ -94,23 +105,25 @@ func (s Space) String() string {
 // Derived buckets that no precondition names: plain indexes and
 // aggregates, rebuilt from records.
 var (
-	bSys          = []byte("sys")
-	bChanges      = []byte("changes")      // index, kind, key -> deleted flag, repo id
-	bTombs        = []byte("tombs")        // kind, key -> index of the delete
-	bTombOrder    = []byte("tomb_order")   // index, kind, key -> "" (compaction order)
-	bAdmins       = []byte("admins")       // user id -> ""
-	bUserTokens   = []byte("user_tokens")  // user \0 token id -> ""
-	bUserSessions = []byte("user_sess")    // user \0 session id -> ""
-	bMembers      = []byte("members")      // user \0 group id -> ""
-	bPermSubject  = []byte("perm_subj")    // subject \0 repo \0 permission id -> ""
-	bPermRepo     = []byte("perm_repo")    // repo \0 permission id -> ""
-	bRepoStats    = []byte("repo_stats")   // repo id -> repoStats JSON
-	bPackages     = []byte("packages")     // repo \0 name -> PackageSummary JSON
-	bBlobRefs     = []byte("blob_refs")    // digest \0 kind \0 key -> ""
-	bPublicRepos  = []byte("public_repos") // repo id -> ""
-	bPkgGrams     = []byte("pkg_grams")    // trigram \0 name \0 repo -> ""
-	bGramCounts   = []byte("gram_counts")  // trigram -> how many packages have it (uint64)
-	bEdgeRepos    = []byte("edge_repos")   // repo \0 edge node id -> ""
+	bSys            = []byte("sys")
+	bChanges        = []byte("changes")         // index, kind, key -> deleted flag, repo id
+	bTombs          = []byte("tombs")           // kind, key -> index of the delete
+	bTombOrder      = []byte("tomb_order")      // index, kind, key -> "" (compaction order)
+	bAdmins         = []byte("admins")          // user id -> ""
+	bUserTokens     = []byte("user_tokens")     // user \0 token id -> ""
+	bUserSessions   = []byte("user_sess")       // user \0 session id -> ""
+	bMembers        = []byte("members")         // user \0 group id -> ""
+	bPermSubject    = []byte("perm_subj")       // subject \0 repo \0 permission id -> ""
+	bPermRepo       = []byte("perm_repo")       // repo \0 permission id -> ""
+	bRepoStats      = []byte("repo_stats")      // repo id -> repoStats JSON
+	bPackages       = []byte("packages")        // repo \0 name -> PackageSummary JSON
+	bBlobRefs       = []byte("blob_refs")       // digest \0 kind \0 key -> ""
+	bPublicRepos    = []byte("public_repos")    // repo id -> ""
+	bPkgGrams       = []byte("pkg_grams")       // trigram \0 name \0 repo -> ""
+	bGramCounts     = []byte("gram_counts")     // trigram -> how many packages have it (uint64)
+	bEdgeRepos      = []byte("edge_repos")      // repo \0 edge node id -> ""
+	bDeliveryDue    = []byte("delivery_due")    // next attempt (unix ns), delivery id -> "" (pending only)
+	bHookDeliveries = []byte("hook_deliveries") // webhook \0 created (unix ns) delivery id -> ""
 )
 
 // lateIndexes are derived buckets added after stores were first written:
@@ -125,7 +138,8 @@ var lateIndexes = []struct {
 
 func allBuckets() [][]byte {
 	out := [][]byte{bSys, bChanges, bTombs, bTombOrder, bAdmins, bUserTokens, bUserSessions, bMembers,
-		bPermSubject, bPermRepo, bRepoStats, bPackages, bBlobRefs, bPublicRepos, bPkgGrams, bGramCounts, bEdgeRepos}
+		bPermSubject, bPermRepo, bRepoStats, bPackages, bBlobRefs, bPublicRepos, bPkgGrams, bGramCounts, bEdgeRepos,
+		bDeliveryDue, bHookDeliveries}
 	for _, s := range spaces {
 		out = append(out, s.bucket)
 	}
@@ -152,6 +166,8 @@ var kinds = map[Kind]kindInfo{
 	KindKV:         {kvRepo, indexKV},
 	KindEdge:       {global, indexEdge},
 	KindWebhook:    {global, indexWebhook},
+	KindEvent:      {eventRepo, noIndex},
+	KindDelivery:   {global, indexDelivery},
 }
 
 func global(string, []byte) string { return "" }
@@ -178,6 +194,9 @@ type Tx struct {
 	// reads, when set, records what a decision read, for its
 	// preconditions (see Store.Decide).
 	reads *readSet
+	// evIdx and evN number the events recorded at one index.
+	evIdx uint64
+	evN   int
 }
 
 func u64(v uint64) []byte {
@@ -411,7 +430,7 @@ func (tx *Tx) putRaw(k Kind, id string, idx uint64, body []byte) error {
 	if err := info.index(tx, id, old, body); err != nil {
 		return err
 	}
-	if err := b.Put([]byte(id), withIndex(idx, body)); err != nil {
+	if err := b.Put([]byte(id), withIndex(idx, body)); err != nil || unfed[k] {
 		return err
 	}
 	return tx.addChange(idx, k, id, info.repo(id, body), false)
@@ -432,7 +451,7 @@ func (tx *Tx) delRec(k Kind, id string) error {
 	if err := info.index(tx, id, old[8:], nil); err != nil {
 		return err
 	}
-	if err := b.Delete([]byte(id)); err != nil {
+	if err := b.Delete([]byte(id)); err != nil || unfed[k] {
 		return err
 	}
 	return tx.addTomb(tx.idx, k, id, info.repo(id, old[8:]))

@@ -42,6 +42,7 @@ type Stats struct {
 type RepoCreate struct {
 	Repo         Repository  `json:"repo"`
 	CreatorGrant *Permission `json:"creator_grant,omitempty"`
+	Actor        *Actor      `json:"actor,omitempty"`
 }
 
 // RepoUpdate changes the given fields of a repository.
@@ -56,7 +57,9 @@ type RepoUpdate struct {
 // RepoDelete removes a repository, its artifacts, its format keys and its
 // grants.
 type RepoDelete struct {
-	ID string `json:"id"`
+	ID    string    `json:"id"`
+	Actor *Actor    `json:"actor,omitempty"`
+	At    time.Time `json:"at,omitempty"`
 }
 
 func (*RepoCreate) Type() CmdType   { return CmdRepoCreate }
@@ -78,6 +81,9 @@ func (c *RepoCreate) apply(tx *Tx) error {
 		return Conflictf("repository id %q exists", r.ID)
 	}
 	if err := tx.putRepo(&r); err != nil {
+		return err
+	}
+	if err := tx.emitRepo(EventRepoCreated, &r, c.Actor, r.CreatedAt); err != nil {
 		return err
 	}
 	if c.CreatorGrant != nil {
@@ -127,6 +133,9 @@ func (c *RepoDelete) apply(tx *Tx) error {
 		return err
 	}
 	if err := tx.unassignEverywhere(r.ID); err != nil {
+		return err
+	}
+	if err := tx.emitRepo(EventRepoDeleted, r, c.Actor, c.At); err != nil {
 		return err
 	}
 	return tx.dropRepo(r.ID)

@@ -75,6 +75,9 @@ func (sn *Snapshot) Write(w io.Writer, f ChangeFilter) (int64, error) {
 	tx := &Tx{tx: sn.tx}
 	filtered := f.Repos != nil || f.NoGlobal || f.Kinds != nil
 	for _, k := range Kinds() {
+		if filtered && unfed[k] {
+			continue // origin-only state, never in a filtered stream
+		}
 		err := tx.space(Space(k)).ForEach(func(id, v []byte) error {
 			// The record's feed entry names its repository.
 			if filtered && !f.pass(k, string(tx.bucket(bChanges).Get(changeKey(getU64(v), k, string(id)))[1:])) {

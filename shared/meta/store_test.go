@@ -24,7 +24,7 @@ func ptr[T any](v T) *T { return &v }
 func script() []Command {
 	exp := t0.Add(time.Hour)
 	role := RoleAdmin // u2, the other admin, is deleted at the end
-	return []Command{
+	cmds := []Command{
 		&UserCreate{User: User{ID: "u1", Username: "alice", Email: "a@x", Role: RoleUser, PasswordHash: "h1", CreatedAt: t0, UpdatedAt: t0}},
 		&UserCreate{User: User{ID: "u2", Username: "bob", Email: "b@x", Role: RoleAdmin, PasswordHash: "h2", MustChangePassword: true, CreatedAt: t0}},
 		&UserUpdate{ID: "u1", Email: ptr("alice@x"), PasswordHash: ptr("h1b"), Role: &role, MustChangePassword: ptr(false), At: t0.Add(time.Minute)},
@@ -72,9 +72,26 @@ func script() []Command {
 		&WebhookCreate{Webhook: Webhook{ID: "w2", URL: "https://ci.example.com/other", Events: []string{"artifact.uploaded"}, CreatedAt: t0, UpdatedAt: t0}},
 		&WebhookUpdate{ID: "w1", Active: new(bool), Filters: &WebhookFilters{RepositoryID: "r2"}, At: t0.Add(time.Minute)},
 		&WebhookDelete{ID: "w2"},
-		&RepoDelete{ID: "r2"}, // also unassigns it from e1
-		&UserDelete{ID: "u2"},
+		&WebhookCreate{Webhook: Webhook{ID: "w3", URL: "https://ci.example.com/3", Events: []string{"*"}, Active: true, CreatedAt: t0, UpdatedAt: t0}},
 	}
+	// w3's cursor is the index it was created at: each command takes one.
+	w3 := uint64(len(cmds))
+	body := json.RawMessage(`{"event":"artifact.uploaded","timestamp":"2026-01-02T03:04:05Z","data":{}}`)
+	retry := t0.Add(time.Hour)
+	return append(cmds,
+		&EventsRecord{Events: []Event{DownloadEvent(&Artifact{ID: "a2", PackageName: "tool", Version: "1.0"},
+			&Repository{ID: "r1", Name: "files", Format: "generic"}, Actor{UserID: "u1", Username: "alice", IPAddress: "192.0.2.1"}, t0)}},
+		&DeliveriesEnqueue{WebhookID: "w3", From: w3, To: w3 + 1, Deliveries: []Delivery{
+			{ID: "d1", WebhookID: "w3", Event: "artifact.downloaded", EventCursor: eventKey(w3+1, 0), Body: body, CreatedAt: t0, NextAttemptAt: t0},
+			{ID: "d2", WebhookID: "w3", Event: "artifact.downloaded", EventCursor: eventKey(w3+1, 0), Body: body, CreatedAt: t0.Add(time.Second), NextAttemptAt: t0}}},
+		&DeliveryAttempt{ID: "d1", Attempt: 1, At: t0, StatusCode: 500, DurationMS: 3, Retry: &retry},
+		&DeliveryAttempt{ID: "d2", Attempt: 1, At: t0, StatusCode: 204, DurationMS: 2, Succeeded: true},
+		&DeliveryRedeliver{ID: "d2", At: t0.Add(time.Minute)},
+		&DeliveryCreate{Delivery: Delivery{ID: "d3", WebhookID: "w3", Event: "webhook.test", Body: body, CreatedAt: t0, NextAttemptAt: t0, Manual: true}},
+		&EventsCompact{EventsBefore: eventKey(w3+1, 0), Drop: []string{"d1"}, Expire: []string{"d3"}, At: t0.Add(time.Hour)},
+		&RepoDelete{ID: "r2", Actor: &Actor{UserID: "u1", Username: "alice"}, At: t0}, // also unassigns it from e1
+		&UserDelete{ID: "u2"},
+	)
 }
 
 func open(t *testing.T) *Store {

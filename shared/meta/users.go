@@ -33,7 +33,8 @@ type User struct {
 
 // UserCreate adds a user; the username must be free.
 type UserCreate struct {
-	User User `json:"user"`
+	User  User   `json:"user"`
+	Actor *Actor `json:"actor,omitempty"`
 }
 
 // UserUpdate changes the given fields of a user. When RevokeSessions is set
@@ -75,7 +76,10 @@ func (c *UserCreate) apply(tx *Tx) error {
 	if tx.exists(KindUser, u.ID) {
 		return Conflictf("user id %q exists", u.ID)
 	}
-	return tx.putRec(KindUser, u.ID, u)
+	if err := tx.putRec(KindUser, u.ID, u); err != nil {
+		return err
+	}
+	return tx.emitUserCreated(&u, c.Actor)
 }
 
 func (c *UserUpdate) apply(tx *Tx) error {

@@ -20,6 +20,11 @@ type Webhook struct {
 	Filters     WebhookFilters `json:"filters"`
 	CreatedAt   time.Time      `json:"created_at"`
 	UpdatedAt   time.Time      `json:"updated_at"`
+	// Cursor is the log index up to which events have been considered
+	// for this webhook: it starts where the webhook was created (or last
+	// activated), so a webhook receives only what happens after.
+	Cursor uint64       `json:"cursor"`
+	Stats  WebhookStats `json:"stats"`
 }
 
 // WebhookFilters narrow what a webhook receives: an event is delivered
@@ -68,6 +73,7 @@ func (c *WebhookCreate) apply(tx *Tx) error {
 	if tx.exists(KindWebhook, h.ID) {
 		return Conflictf("webhook id %q exists", h.ID)
 	}
+	h.Cursor, h.Stats = tx.idx, WebhookStats{}
 	return tx.putRec(KindWebhook, h.ID, h)
 }
 
@@ -89,6 +95,9 @@ func (c *WebhookUpdate) apply(tx *Tx) error {
 		h.Secret = *c.Secret
 	}
 	if c.Active != nil {
+		if *c.Active && !h.Active {
+			h.Cursor = tx.idx // what happened while inactive is not sent
+		}
 		h.Active = *c.Active
 	}
 	if c.Filters != nil {
@@ -101,6 +110,9 @@ func (c *WebhookUpdate) apply(tx *Tx) error {
 func (c *WebhookDelete) apply(tx *Tx) error {
 	if !tx.exists(KindWebhook, c.ID) {
 		return NotFoundf("webhook %s", c.ID)
+	}
+	if err := tx.dropDeliveries(c.ID); err != nil {
+		return err
 	}
 	return tx.delRec(KindWebhook, c.ID)
 }

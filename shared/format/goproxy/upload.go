@@ -60,7 +60,7 @@ func (f *Format) upload(ctx context.Context, r *format.Request, w *format.Writer
 		file := func(p, ct string, info blob.Info) format.Placed {
 			return format.Placed{Upload: format.Upload{Path: p, Package: mv.Path, Version: mv.Version, ContentType: ct}, Info: info}
 		}
-		return w.ChangeCmd(r, r.Repo, nil, []format.Placed{file(zipPath, "application/zip", zipInfo), file(modPath, "text/plain; charset=utf-8", modInfo)}, nil)
+		return w.ChangeCmd(r, r.Repo, nil, []format.Placed{file(zipPath, "application/zip", zipInfo), format.Quiet(file(modPath, "text/plain; charset=utf-8", modInfo))}, nil)
 	})
 	if err != nil {
 		return nil, err

@@ -176,7 +176,7 @@ func (f *Format) push(ctx context.Context, r *format.Request, w *format.Writer) 
 			return format.Placed{Upload: format.Upload{Path: path, Package: p.ID, Version: ver, ContentType: ct, Attrs: attrs}, Info: info}
 		}
 		return w.ChangeCmd(r, r.Repo, nil, []format.Placed{file(nupkgPath(id, ver), "application/octet-stream", nupkgInfo),
-			file(id+"/"+ver+"/"+id+".nuspec", "application/xml", specInfo)}, nil)
+			format.Quiet(file(id+"/"+ver+"/"+id+".nuspec", "application/xml", specInfo))}, nil)
 	})
 	if err != nil {
 		return nil, err

@@ -271,7 +271,11 @@ func (f *Format) record(v view, r *format.Request, w *format.Writer, n ImageName
 			put = append(put, p)
 		}
 	}
-	return w.ChangeCmd(r, v.repo, drop, put, kv)
+	c, err := w.ChangeCmd(r, v.repo, drop, put, kv)
+	if err == nil && untagged != nil && len(drop) > 0 {
+		c.Quiet = append(c.Quiet, untagged.ID) // tagged now: its digest entry is bookkeeping
+	}
+	return c, err
 }
 
 // manifestOp records a manifest; the key keeps the manifest's bytes from
@@ -307,7 +311,9 @@ func orphan(v view, image, digest string, losing []string) (format.Placed, bool,
 	if a, err := v.artifact(untaggedPath(image, digest)); err != nil || a != nil {
 		return format.Placed{}, false, err
 	}
-	return placed(v.repo, image, untaggedPath(image, digest), digest, digest, rec), true, nil
+	p := placed(v.repo, image, untaggedPath(image, digest), digest, digest, rec)
+	p.Quiet = true // the manifest was not uploaded again: it lost its last tag
+	return p, true, nil
 }
 
 func sortedKeys(m map[string][]string) []string {
