@@ -4,6 +4,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/depot-registry/depot/origin/service/webhooks"
 	"github.com/depot-registry/depot/shared/auth"
 
 	"github.com/depot-registry/depot/shared/diskspace"
@@ -100,6 +101,8 @@ type Config struct {
 	// FastGossip probes and gossips every few tens of milliseconds
 	// (tests on loopback).
 	FastGossip bool
+	// Webhooks configures the event log and webhook deliveries.
+	Webhooks webhooks.Config
 }
 
 // DefaultConfig is a single-node origin on loopback with data in ./data.
@@ -126,6 +129,7 @@ func DefaultConfig() Config {
 		GCInterval:       6 * time.Hour,
 		LogFormat:        "text",
 		LogLevel:         "info",
+		Webhooks:         webhooks.Defaults(),
 	}
 }
 
@@ -162,6 +166,17 @@ func (c *Config) Bind(s *config.Set) {
 	s.Int(&c.MinUploadRate, "min-upload-rate", "DEPOT_MIN_UPLOAD_RATE", "slowest accepted request body in bytes per second, averaged over 60-second windows (0 = no minimum)")
 	s.Duration(&c.GCGrace, "gc-grace", "DEPOT_GC_GRACE", "garbage collection keeps an unreferenced blob this long after it was last written or linked (e.g. 1h, 90m)")
 	s.Duration(&c.GCInterval, "gc-interval", "DEPOT_GC_INTERVAL", "run garbage collection this often (0 = only on POST /api/v1/admin/cleanup)")
+	w := &c.Webhooks
+	s.Bool(&w.Enabled, "webhooks-enabled", "WEBHOOKS_ENABLED", "deliver events to webhooks (events are logged for GET /api/v1/events either way)")
+	s.Seconds(&w.Timeout, "webhook-timeout", "WEBHOOK_TIMEOUT_SECONDS", "a webhook delivery succeeds on a 2xx within this many seconds")
+	s.Count(&w.MaxRetries, "webhook-max-retries", "WEBHOOK_MAX_RETRIES", "retries after a failed delivery (each delivery is given up 24 hours after its event in any case)")
+	s.String(&w.Backoff, "webhook-retry-backoff", "WEBHOOK_RETRY_BACKOFF", "retry schedule: exponential (1m, 5m, 30m, 2h, 6h, then every 6h) or linear (1m, 2m, 3m...)")
+	s.Count(&w.Concurrency, "webhook-concurrency", "WEBHOOK_CONCURRENCY", "webhook deliveries in flight at once")
+	s.Count(&w.QueueSize, "webhook-queue-size", "WEBHOOK_QUEUE_SIZE", "pending webhook deliveries at most (events wait in the log beyond it), and download events each origin buffers before recording them (beyond it they are dropped and counted)")
+	s.Count(&w.RateLimit, "webhook-rate-limit", "WEBHOOK_RATE_LIMIT", "delivery attempts per webhook per minute (0 = unlimited)")
+	s.Bool(&w.AllowPrivate, "webhook-allow-private-networks", "WEBHOOK_ALLOW_PRIVATE_NETWORKS", "let webhooks deliver to private, loopback and link-local addresses")
+	s.Duration(&w.EventRetention, "event-retention", "DEPOT_EVENT_RETENTION", "how long the event log and webhook delivery history are kept (e.g. 168h)")
+	s.Count(&w.MaxEvents, "event-log-max", "DEPOT_EVENT_LOG_MAX", "most events the event log keeps (the oldest go first)")
 	s.String(&c.LogFormat, "log-format", "DEPOT_LOG_FORMAT", "log format: text or json")
 	s.String(&c.LogLevel, "log-level", "DEPOT_LOG_LEVEL", "log level: debug, info, warn, error")
 }

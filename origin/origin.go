@@ -29,7 +29,9 @@ import (
 	"github.com/depot-registry/depot/origin/fsm"
 	"github.com/depot-registry/depot/origin/service/audit"
 	"github.com/depot-registry/depot/origin/service/downloads"
+	"github.com/depot-registry/depot/origin/service/events"
 	"github.com/depot-registry/depot/origin/service/gc"
+	"github.com/depot-registry/depot/origin/service/webhooks"
 	"github.com/depot-registry/depot/shared/apierr"
 	"github.com/depot-registry/depot/shared/auth"
 	"github.com/depot-registry/depot/shared/blob/fs"
@@ -66,6 +68,8 @@ type Origin struct {
 	peers       *http.Client // calls the peers' RPC
 	forward     *leader.Forwarding
 	downloads   *downloads.Counter // served here and by the edges reporting here
+	events      *events.Recorder   // download events, batched into the log
+	webhooks    *webhooks.Queue    // deliveries, run by the leader
 	readers     *peerBlobs         // the blob store as readers see it: missing blobs come from peers
 	poolChanged chan struct{}
 	stopLoop    func()
@@ -119,7 +123,7 @@ func (cfg *Config) check() error {
 			return fmt.Errorf("--tls-cert/--tls-key: %w", err)
 		}
 	}
-	return nil
+	return cfg.Webhooks.Check()
 }
 
 // openData opens what lives in the data directory: the node's identity
@@ -237,8 +241,14 @@ func (o *Origin) serve(context.Context) error {
 			o.audit.Record(audit.Event{Time: now().UTC(), Actor: cmp.Or(f.Username, "anonymous"), Action: "auth." + f.Scheme,
 				Remote: f.Remote, Outcome: "failure", Reason: f.Reason, RequestID: httpx.RequestID(ctx)})
 		}}
+	// Downloads are events too, recorded in batches off the hot path.
+	o.events = events.New(o.commit, cfg.Webhooks.QueueSize, log.With("component", "events"), m.Events.Dropped.WithLabelValues("queue_full"))
+	o.webhooks = webhooks.NewQueue(cfg.Webhooks, o.store, o.commit, now, auth.NewID, log.With("component", "webhooks"), &m.Events)
 	env := &format.Env{Meta: o.store, Now: now, Tokens: authn,
-		OnDownload: func(*format.Request, *meta.Artifact) { o.downloads.Add() }}
+		OnDownload: func(r *format.Request, a *meta.Artifact) {
+			o.downloads.Add()
+			o.recordDownload(r, a)
+		}}
 	scratch := filepath.Join(cfg.DataDir, "scratch")
 	// Writes store new blobs on a quorum of the origins before they
 	// commit (quorum.go).
@@ -274,6 +284,7 @@ func (o *Origin) serve(context.Context) error {
 	}, api.Deps{
 		Store: o.store, Blobs: readers, Commit: o.commit, Authn: authn, JWT: jwt, Audit: o.audit, Downloads: clusterDownloads{o}, GC: o.gc,
 		Log: log, Health: o.health, Cluster: o.clusterView, Origins: o.originURLs, RemovePeer: o.removePeer, Now: now, Formats: byName, Env: env, Writer: writer,
+		Webhooks: o.webhooks,
 	})
 
 	o.api = apiSrv
@@ -407,6 +418,7 @@ func (o *Origin) Run(ctx context.Context, ln net.Listener) error {
 	}()
 	bg.Go(func() { leader.Loop(ctx, o.node, o.log, o.leaderJobs) })
 	bg.Go(func() { o.gc.Every(ctx, o.cfg.GCInterval) })
+	bg.Go(func() { o.events.Run(ctx) })
 	bg.Go(func() { o.repairLoop(ctx, o.readers) })
 	select {
 	case err := <-errc:
@@ -425,14 +437,30 @@ func (o *Origin) Run(ctx context.Context, ln net.Listener) error {
 // leaderJobs is the work done once in the cluster, by its leader
 // (leader.Loop moves it with the leadership): creating the initial
 // administrator, should the origin that formed the cluster have died
-// before it did, and purging expired sessions. Garbage collection is not
+// before it did, purging expired sessions, and webhook deliveries. Garbage collection is not
 // among them: it sweeps this origin's own disk and commits nothing, so
 // every origin runs its own.
 func (o *Origin) leaderJobs(ctx context.Context) {
 	if err := o.ensureAdmin(ctx, o.commit); err != nil && !errors.Is(err, meta.ErrConflict) && ctx.Err() == nil {
 		o.log.Warn("creating the initial administrator", "err", err)
 	}
+	var jobs sync.WaitGroup
+	defer jobs.Wait()
+	jobs.Go(func() { o.webhooks.Run(ctx) })
 	o.purgeSessions(ctx, time.Hour)
+}
+
+// recordDownload queues the artifact.downloaded event of a download.
+func (o *Origin) recordDownload(r *format.Request, a *meta.Artifact) {
+	repo := r.Repo
+	if repo == nil || repo.ID != a.RepositoryID {
+		if err := o.store.View(func(tx *meta.Tx) error { var err error; repo, err = tx.Repo(a.RepositoryID); return err }); err != nil {
+			return // the repository went meanwhile
+		}
+	}
+	who := r.Principal.Actor()
+	who.IPAddress = r.RemoteAddr
+	o.events.Add(meta.DownloadEvent(a, repo, who, o.now()))
 }
 
 // purgeSessions drops expired login sessions now and then, so the store

@@ -13,6 +13,7 @@ import (
 
 	"github.com/depot-registry/depot/origin/service/audit"
 	"github.com/depot-registry/depot/origin/service/gc"
+	"github.com/depot-registry/depot/origin/service/webhooks"
 	"github.com/depot-registry/depot/shared/apierr"
 	"github.com/depot-registry/depot/shared/auth"
 	"github.com/depot-registry/depot/shared/blob"
@@ -97,6 +98,8 @@ type Deps struct {
 	Writer     *format.Writer           // formats' write environment (deletes)
 	Now        func() time.Time
 	NewID      func() string
+	// Webhooks is the delivery loop (its settings; Wake after enqueuing).
+	Webhooks *webhooks.Queue
 }
 
 // Server is the REST API handler.
@@ -201,6 +204,11 @@ func (s *Server) routes() {
 	s.handle("GET /webhooks/{id}", adminOnly, s.getWebhook)
 	s.handle("PUT /webhooks/{id}", adminOnly, s.updateWebhook)
 	s.handle("DELETE /webhooks/{id}", adminOnly, s.deleteWebhook)
+	s.handle("POST /webhooks/{id}/test", adminOnly, s.testWebhook)
+	s.handle("GET /webhooks/{id}/deliveries", adminOnly, s.listDeliveries)
+	s.handle("GET /webhooks/{id}/deliveries/{delivery}", adminOnly, s.getDelivery)
+	s.handle("POST /webhooks/{id}/deliveries/{delivery}/redeliver", adminOnly, s.redeliver)
+	s.handle("GET /events", authenticated, s.listEvents)
 	s.handle("GET /admin/stats", adminOnly, s.stats)
 	s.handle("POST /admin/cleanup", adminOnly, s.cleanup)
 	s.handle("GET /admin/cluster", adminOnly, func(w http.ResponseWriter, _ *http.Request, _ *auth.Principal) error {

@@ -1,6 +1,8 @@
 package api
 
 import (
+	"context"
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"slices"
@@ -12,8 +14,7 @@ import (
 )
 
 // Events a webhook may subscribe to ("*" is all of them).
-var webhookEvents = []string{"artifact.uploaded", "artifact.downloaded", "artifact.deleted", "scan.completed",
-	"repository.created", "repository.deleted", "user.created", "policy.violated", "webhook.test"}
+var webhookEvents = meta.EventNames
 
 var severities = []string{"critical", "high", "medium", "low"}
 
@@ -158,7 +159,11 @@ func (s *Server) getWebhook(w http.ResponseWriter, r *http.Request, _ *auth.Prin
 		return err
 	}
 	v := viewWebhook(h)
-	v.Stats = &webhookStats{} // deliveries are not recorded yet
+	st := h.Stats
+	v.Stats = &webhookStats{Total: st.Total, Successful: st.Successful, Failed: st.Failed, LastDeliveryAt: st.LastAt}
+	if st.LastAt != nil {
+		v.Stats.LastDeliveryStatus = &st.LastStatus
+	}
 	return writeJSON(w, http.StatusOK, v)
 }
 
@@ -191,4 +196,154 @@ func (s *Server) updateWebhook(w http.ResponseWriter, r *http.Request, _ *auth.P
 
 func (s *Server) deleteWebhook(w http.ResponseWriter, r *http.Request, _ *auth.Principal) error {
 	return s.applyNoContent(r.Context(), w, &meta.WebhookDelete{ID: r.PathValue("id")})
+}
+
+// deliveryView is a delivery as the API shows it: the spec's fields, and
+// its state, webhook, creation time and last error; the body it sends
+// only when one delivery is asked for.
+type deliveryView struct {
+	ID          string          `json:"id"`
+	WebhookID   string          `json:"webhook_id"`
+	Event       string          `json:"event"`
+	State       string          `json:"state"`
+	StatusCode  int             `json:"status_code"`
+	DeliveredAt *time.Time      `json:"delivered_at"`
+	DurationMS  int64           `json:"duration_ms"`
+	Attempts    int             `json:"attempts"`
+	NextRetryAt *time.Time      `json:"next_retry_at,omitempty"`
+	Error       string          `json:"error,omitempty"`
+	CreatedAt   time.Time       `json:"created_at"`
+	Body        json.RawMessage `json:"request_body,omitempty"`
+}
+
+func viewDelivery(d *meta.Delivery) deliveryView {
+	v := deliveryView{ID: d.ID, WebhookID: d.WebhookID, Event: d.Event, State: d.State, StatusCode: d.StatusCode,
+		DeliveredAt: d.DeliveredAt, DurationMS: d.DurationMS, Attempts: d.Attempts, Error: d.Error, CreatedAt: d.CreatedAt}
+	if d.RetryPending() {
+		next := d.NextAttemptAt
+		v.NextRetryAt = &next
+	}
+	return v
+}
+
+// testWebhook sends webhook.test to the webhook (even an inactive one)
+// and answers the delivery once its attempt is made: 200 with its
+// outcome, or 202 while it is still waiting (the loop is busy, or the
+// webhook is over its rate).
+func (s *Server) testWebhook(w http.ResponseWriter, r *http.Request, _ *auth.Principal) error {
+	id := r.PathValue("id")
+	if err := s.webhooksOn(); err != nil {
+		return err
+	}
+	var h *meta.Webhook
+	if err := s.view(func(tx *meta.Tx) error { var err error; h, err = tx.Webhook(id); return err }); err != nil {
+		return err
+	}
+	now := s.d.Now().UTC()
+	data, _ := json.Marshal(map[string]string{"webhook_id": h.ID, "message": "This is a test delivery from Depot."})
+	e := meta.Event{Name: meta.EventWebhookTest, Timestamp: now, Data: data}
+	d := meta.Delivery{ID: s.d.NewID(), WebhookID: h.ID, Event: e.Name, Body: e.Envelope(), CreatedAt: now, NextAttemptAt: now, Manual: true}
+	if err := s.apply(r.Context(), w, &meta.DeliveryCreate{Delivery: d}); err != nil {
+		return err
+	}
+	return s.answerAttempt(w, r, d.ID, 0)
+}
+
+// redeliver makes one more attempt of a delivery, whatever its state,
+// and answers like testWebhook.
+func (s *Server) redeliver(w http.ResponseWriter, r *http.Request, _ *auth.Principal) error {
+	if err := s.webhooksOn(); err != nil {
+		return err
+	}
+	d, err := s.delivery(r)
+	if err != nil {
+		return err
+	}
+	if err := s.apply(r.Context(), w, &meta.DeliveryRedeliver{ID: d.ID, At: s.d.Now().UTC()}); err != nil {
+		return err
+	}
+	return s.answerAttempt(w, r, d.ID, d.Attempts)
+}
+
+func (s *Server) webhooksOn() error {
+	if s.d.Webhooks != nil && !s.d.Webhooks.Config().Enabled {
+		return apierr.New(apierr.Conflict, "webhook deliveries are disabled on this server (WEBHOOKS_ENABLED=false)")
+	}
+	return nil
+}
+
+// answerAttempt waits (up to the delivery timeout and a little more) for
+// the attempt after the first `after` and answers the delivery.
+func (s *Server) answerAttempt(w http.ResponseWriter, r *http.Request, id string, after int) error {
+	wait := 35 * time.Second
+	if s.d.Webhooks != nil {
+		wait = s.d.Webhooks.Config().Timeout + 5*time.Second
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), wait)
+	defer cancel()
+	for {
+		applied := s.d.Store.LastApplied()
+		var d *meta.Delivery
+		if err := s.view(func(tx *meta.Tx) error { var err error; d, err = tx.Delivery(id); return err }); err != nil {
+			return err
+		}
+		if d.Attempts > after {
+			return writeJSON(w, http.StatusOK, viewDelivery(d))
+		}
+		if s.d.Store.WaitIndex(ctx, applied+1) != nil {
+			return writeJSON(w, http.StatusAccepted, viewDelivery(d))
+		}
+	}
+}
+
+// delivery reads the delivery the path names, which must be the webhook's.
+func (s *Server) delivery(r *http.Request) (*meta.Delivery, error) {
+	var d *meta.Delivery
+	err := s.view(func(tx *meta.Tx) error {
+		if _, err := tx.Webhook(r.PathValue("id")); err != nil {
+			return err
+		}
+		var err error
+		d, err = tx.Delivery(r.PathValue("delivery"))
+		return err
+	})
+	if err == nil && d.WebhookID != r.PathValue("id") {
+		return nil, apierr.New(apierr.NotFound, "delivery %s is not one of webhook %s", d.ID, r.PathValue("id"))
+	}
+	return d, err
+}
+
+func (s *Server) getDelivery(w http.ResponseWriter, r *http.Request, _ *auth.Principal) error {
+	d, err := s.delivery(r)
+	if err != nil {
+		return err
+	}
+	v := viewDelivery(d)
+	v.Body = d.Body
+	return writeJSON(w, http.StatusOK, v)
+}
+
+// listDeliveries pages through a webhook's deliveries, newest first.
+func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request, _ *auth.Principal) error {
+	pg, lim, err := page(r)
+	if err != nil {
+		return err
+	}
+	var list []meta.Delivery
+	var total int
+	err = s.view(func(tx *meta.Tx) error {
+		if _, err := tx.Webhook(r.PathValue("id")); err != nil {
+			return err
+		}
+		list, total, err = tx.DeliveriesOf(r.PathValue("id"), (pg-1)*lim, lim)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	out := make([]deliveryView, 0, len(list))
+	for i := range list {
+		out = append(out, viewDelivery(&list[i]))
+	}
+	return writeJSON(w, http.StatusOK, map[string]any{"deliveries": out, "total": total, "page": pg, "limit": lim})
 }

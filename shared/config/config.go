@@ -109,6 +109,17 @@ func (s *Set) Int(p *int64, name, env, usage string) {
 	})
 }
 
+// Count binds a non-negative integer setting held in an int.
+func (s *Set) Count(p *int, name, env, usage string) {
+	bind(s, p, name, env, usage, strconv.Itoa(*p), func(v string) (int, error) {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return 0, fmt.Errorf("want a whole number, 0 or more")
+		}
+		return n, nil
+	})
+}
+
 // Seconds binds a duration given in whole seconds (the spec's variables
 // are in seconds).
 func (s *Set) Seconds(p *time.Duration, name, env, usage string) {

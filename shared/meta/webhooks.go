@@ -2,6 +2,8 @@ package meta
 
 import (
 	"encoding/json"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -137,3 +139,22 @@ func (tx *Tx) Webhooks() ([]Webhook, error) {
 }
 
 func indexWebhook(*Tx, string, []byte, []byte) error { return nil }
+
+// Wants reports whether the webhook receives e: it is subscribed to e's
+// name (or to "*") and every filter that is set matches; a filter the
+// event has nothing for (user.created has no repository) does not match.
+func (h *Webhook) Wants(e *Event) bool {
+	if !slices.Contains(h.Events, "*") && !slices.Contains(h.Events, e.Name) {
+		return false
+	}
+	f := h.Filters
+	switch {
+	case f.RepositoryID != "" && f.RepositoryID != e.RepositoryID,
+		f.Format != "" && !strings.EqualFold(f.Format, e.Format),
+		f.UserID != "" && f.UserID != e.UserID:
+		return false
+	case len(f.Severity) > 0:
+		return slices.ContainsFunc(e.Severity, func(s string) bool { return slices.Contains(f.Severity, s) })
+	}
+	return true
+}

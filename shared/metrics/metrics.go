@@ -23,6 +23,20 @@ type Metrics struct {
 	// (bad_credentials, throttled, busy).
 	AuthFailures *prometheus.CounterVec
 	GC           GC
+	Events       Events
+}
+
+// Events are the event log's and webhook deliveries' metrics.
+type Events struct {
+	// Dropped counts events that were never recorded or never offered to
+	// the webhooks, by reason (queue_full: a node's download batch queue
+	// was full; expired: older than the give-up time when the webhook got
+	// to them; trimmed: the log was trimmed before the webhook read them).
+	Dropped *prometheus.CounterVec
+	// Attempts counts delivery attempts by outcome (success, failure).
+	Attempts *prometheus.CounterVec
+	// Pending is the number of pending deliveries (on the leader).
+	Pending prometheus.Gauge
 }
 
 // GC are the garbage collector's metrics.
@@ -78,9 +92,21 @@ func New() *Metrics {
 				Name: "depot_gc_last_success_timestamp_seconds", Help: "When the last successful garbage collection ended (unix time).",
 			}),
 		},
+		Events: Events{
+			Dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
+				Name: "depot_events_dropped_total", Help: "Events never recorded or never offered to webhooks, by reason (queue_full, expired, trimmed).",
+			}, []string{"reason"}),
+			Attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
+				Name: "depot_webhook_delivery_attempts_total", Help: "Webhook delivery attempts, by outcome (success, failure).",
+			}, []string{"outcome"}),
+			Pending: prometheus.NewGauge(prometheus.GaugeOpts{
+				Name: "depot_webhook_deliveries_pending", Help: "Webhook deliveries waiting for an attempt (reported by the leader).",
+			}),
+		},
 	}
 	reg.MustRegister(m.HTTP.Requests, m.HTTP.Duration, m.HTTP.Bytes, m.Uploads, m.AuthFailures,
 		m.GC.Runs, m.GC.Removed, m.GC.RemovedBytes, m.GC.Duration, m.GC.LastSuccess,
+		m.Events.Dropped, m.Events.Attempts, m.Events.Pending,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -16,6 +16,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	neturl "net/url"
 	"syscall"
 	"time"
 )
@@ -133,4 +134,21 @@ func (s *Sender) Send(ctx context.Context, url, webhookID, deliveryID, event, se
 		a.Err = fmt.Errorf("receiver answered %d", resp.StatusCode)
 	}
 	return a
+}
+
+// Describe says why an attempt failed, without the receiver's URL (its
+// query may carry a token).
+func (a Attempt) Describe() string {
+	err := a.Err
+	var ue *neturl.Error
+	if errors.As(err, &ue) {
+		if ue.Timeout() {
+			return "no answer within the timeout"
+		}
+		err = ue.Err
+	}
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }
