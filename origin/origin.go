@@ -73,6 +73,7 @@ type Origin struct {
 	readers     *peerBlobs         // the blob store as readers see it: missing blobs come from peers
 	poolChanged chan struct{}
 	stopLoop    func()
+	stopJobs    func()
 	metrics     *metrics.Metrics
 	space       *diskspace.Guard
 	gc          *gc.Collector
@@ -99,7 +100,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) (o *O
 			built.close()
 		}
 	}()
-	for _, stage := range []func(context.Context) error{o.openData, o.startRaft, o.serve} {
+	for _, stage := range []func(context.Context) error{o.openData, o.startRaft, o.serve, o.startJobs} {
 		if err := stage(ctx); err != nil {
 			return nil, err
 		}
@@ -416,9 +417,7 @@ func (o *Origin) Run(ctx context.Context, ln net.Listener) error {
 			errc <- srv.Serve(ln)
 		}
 	}()
-	bg.Go(func() { leader.Loop(ctx, o.node, o.log, o.leaderJobs) })
 	bg.Go(func() { o.gc.Every(ctx, o.cfg.GCInterval) })
-	bg.Go(func() { o.events.Run(ctx) })
 	bg.Go(func() { o.repairLoop(ctx, o.readers) })
 	select {
 	case err := <-errc:
@@ -480,7 +479,23 @@ func (o *Origin) purgeSessions(ctx context.Context, every time.Duration) {
 	}
 }
 
+// startJobs starts the work every origin does in the background from its
+// start to its close: the leader's jobs, while it leads, and recording
+// the download events it serves.
+func (o *Origin) startJobs(context.Context) error {
+	ctx, stop := context.WithCancel(context.Background())
+	var jobs sync.WaitGroup
+	jobs.Go(func() { leader.Loop(ctx, o.node, o.log, o.leaderJobs) })
+	jobs.Go(func() { o.events.Run(ctx) })
+	o.stopJobs = func() { stop(); jobs.Wait() }
+	return nil
+}
+
 func (o *Origin) close() {
+	if o.stopJobs != nil { // while raft still takes their last writes
+		o.stopJobs()
+		o.stopJobs = nil
+	}
 	if o.stopLoop != nil {
 		o.stopLoop()
 		o.stopLoop = nil

@@ -258,7 +258,14 @@ func (q *Queue) dispatch(ctx context.Context, wg *sync.WaitGroup, sem chan struc
 		}
 		wg.Go(func() {
 			defer func() { <-sem; q.release(d.ID); q.Wake() }()
-			q.attempt(ctx, d, h)
+			// The list was read before the claim: an attempt that ended
+			// meanwhile may have moved the delivery on.
+			var now *meta.Delivery
+			_ = q.store.View(func(tx *meta.Tx) error { now, _ = tx.Delivery(d.ID); return nil })
+			if now == nil || now.State != meta.DeliveryPending || now.Attempts != d.Attempts || now.NextAttemptAt.After(q.now()) {
+				return
+			}
+			q.attempt(ctx, *now, h)
 		})
 	}
 }
