@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/depot-registry/depot/origin"
 	"github.com/depot-registry/depot/origin/clienttest"
 	"github.com/depot-registry/depot/origin/origintest"
+	"github.com/depot-registry/depot/shared/format/formattest"
 )
 
 // startHooks is an origin whose webhooks may reach the test's receivers
@@ -408,5 +410,156 @@ func waitFor(t *testing.T, what string, ok func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestEveryFormatsEvents: the fixture's uploads of every format, its
+// reads, and a delete of one artifact of each repository record the
+// events with the package and version the REST API shows for them.
+func TestEveryFormatsEvents(t *testing.T) {
+	e := startHooks(t, nil)
+	repoFormat, names := map[string]string{}, map[string]string{}
+	for _, r := range formattest.FixtureRepos {
+		names[r[0]] = e.CreateRepo(r[0], r[1], false)
+		repoFormat[names[r[0]]] = r[1]
+	}
+	f := formattest.NewFixture(t)
+	auth := "Bearer " + e.Admin
+	for _, w := range f.Writes {
+		if got := formattest.Fetch(t, e.URL, w, auth); got.Status != w.Want {
+			t.Fatalf("%s %s: %d %s", w.Method, w.Path, got.Status, got.Body)
+		}
+	}
+	for _, r := range f.Reads {
+		formattest.Fetch(t, e.URL, r, auth)
+	}
+	// What the REST API says each repository holds.
+	type version struct{ pkg, ver string }
+	held := map[string]map[version]string{} // repo id -> package version -> an artifact id
+	for id := range repoFormat {
+		held[id] = map[version]string{}
+		var pkgs struct {
+			Packages []struct{ Name string } `json:"packages"`
+		}
+		e.Do("GET", "/api/v1/packages?limit=100&repository_id="+id, e.Admin, nil).Want(200).JSON(&pkgs)
+		for _, p := range pkgs.Packages {
+			var vs struct {
+				Versions []struct {
+					Version    string `json:"version"`
+					ArtifactID string `json:"artifact_id"`
+				} `json:"versions"`
+			}
+			e.Do("GET", "/api/v1/packages/"+url.PathEscape(p.Name)+"/versions?repository_id="+id, e.Admin, nil).Want(200).JSON(&vs)
+			for _, v := range vs.Versions {
+				held[id][version{p.Name, v.Version}] = v.ArtifactID
+			}
+		}
+	}
+	type ev struct {
+		Event string         `json:"event"`
+		Data  map[string]any `json:"data"`
+	}
+	readAll := func() []ev {
+		var out struct {
+			Events []ev `json:"events"`
+		}
+		e.Do("GET", "/api/v1/events?limit=1000", e.Admin, nil).Want(200).JSON(&out)
+		return out.Events
+	}
+	// Downloads are recorded in batches: wait for every repository's.
+	downloaded := map[string]bool{}
+	waitFor(t, "a download event of every format", func() bool {
+		for _, x := range readAll() {
+			if x.Event == "artifact.downloaded" {
+				downloaded[fmt.Sprint(x.Data["repository_name"])] = true
+			}
+		}
+		return len(downloaded) == len(formattest.FixtureRepos)
+	})
+	// One delete per repository, through the REST API (the format's own
+	// delete where it has one).
+	deleted := map[string]bool{}
+	for id, vs := range held {
+		for _, a := range vs {
+			e.Do("DELETE", "/api/v1/artifacts/"+a, e.Admin, nil).Want(204)
+			deleted[id] = true
+			break
+		}
+	}
+	uploads := map[string]int{}
+	deletes := map[string]int{}
+	for _, x := range readAll() {
+		repoName := fmt.Sprint(x.Data["repository_name"])
+		id := names[repoName]
+		v := version{fmt.Sprint(x.Data["package_name"]), fmt.Sprint(x.Data["version"])}
+		switch x.Event {
+		case "artifact.uploaded":
+			uploads[repoName]++
+			if x.Data["format"] != repoFormat[id] || x.Data["repository_id"] != id {
+				t.Errorf("%s upload: format %v, repository %v", repoName, x.Data["format"], x.Data["repository_id"])
+			}
+			if _, ok := held[id][v]; !ok {
+				t.Errorf("%s: upload event of %v, which the API does not list (%v)", repoName, v, held[id])
+			}
+		case "artifact.downloaded", "artifact.deleted":
+			if _, ok := held[id][v]; !ok {
+				t.Errorf("%s: %s event of %v, which the API does not list (%v)", repoName, x.Event, v, held[id])
+			}
+			if x.Event == "artifact.deleted" {
+				deletes[repoName]++
+			}
+		}
+	}
+	for _, r := range formattest.FixtureRepos {
+		if uploads[r[0]] == 0 || deletes[r[0]] != 1 {
+			t.Errorf("%s (%s): %d upload events, %d delete events, want some and one", r[0], r[1], uploads[r[0]], deletes[r[0]])
+		}
+	}
+	t.Logf("upload events per repository: %v", uploads)
+}
+
+// TestOCITagEvents: the events of an image's life are the user's actions,
+// not the registry's bookkeeping: a tag moved to a new manifest is one
+// upload (the manifest it left is not "uploaded" again), removing a tag is
+// one delete, deleting the untagged manifest by digest another.
+func TestOCITagEvents(t *testing.T) {
+	e := startHooks(t, nil)
+	e.CreateRepo("ctr", "docker", false)
+	auth := "Bearer " + e.Admin
+	put := func(c formattest.Call) {
+		t.Helper()
+		if got := formattest.Fetch(t, e.URL, c, auth); got.Status != c.Want {
+			t.Fatalf("%s %s: %d %s", c.Method, c.Path, got.Status, got.Body)
+		}
+	}
+	ct := func(v string) map[string]string { return map[string]string{"Content-Type": v} }
+	manifest := func(layer string) ([]byte, string) {
+		l := []byte(layer)
+		put(formattest.Call{Method: "POST", Path: "/v2/ctr/app/blobs/uploads/?digest=" + formattest.SHA256Digest(l), Header: ct("application/octet-stream"), Body: l, Want: 201})
+		m := fmt.Appendf(nil, `{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json",`+
+			`"config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":%q,"size":%d},"layers":[]}`,
+			formattest.SHA256Digest(l), len(l))
+		return m, formattest.SHA256Digest(m)
+	}
+	m1, d1 := manifest("one")
+	m2, _ := manifest("two")
+	put(formattest.Call{Method: "PUT", Path: "/v2/ctr/app/manifests/v1", Header: ct("application/vnd.oci.image.manifest.v1+json"), Body: m1, Want: 201})
+	put(formattest.Call{Method: "PUT", Path: "/v2/ctr/app/manifests/v1", Header: ct("application/vnd.oci.image.manifest.v1+json"), Body: m2, Want: 201})
+	put(formattest.Call{Method: "DELETE", Path: "/v2/ctr/app/manifests/v1", Want: 202})
+	put(formattest.Call{Method: "DELETE", Path: "/v2/ctr/app/manifests/" + d1, Want: 202})
+	var out struct {
+		Events []struct {
+			Event string         `json:"event"`
+			Data  map[string]any `json:"data"`
+		} `json:"events"`
+	}
+	e.Do("GET", "/api/v1/events?types=artifact.uploaded,artifact.deleted", e.Admin, nil).Want(200).JSON(&out)
+	var got []string
+	for _, x := range out.Events {
+		got = append(got, fmt.Sprintf("%s %v:%v", x.Event, x.Data["package_name"], x.Data["version"]))
+	}
+	want := []string{"artifact.uploaded app:v1", "artifact.uploaded app:v1", "artifact.deleted app:v1", "artifact.deleted app:" + d1}
+	if !slices.Equal(got, want) {
+		t.Errorf("events\n got %q\nwant %q", got, want)
 	}
 }
