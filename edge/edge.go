@@ -145,7 +145,9 @@ type Edge struct {
 	authn        *auth.Authenticator
 	env          *format.Env
 	srv          *server.Server
-	downloads    atomic.Int64 // served since the last heartbeat an origin took
+	downloads    atomic.Int64  // served since the last heartbeat an origin took
+	events       pendingEvents // downloads no origin has taken yet
+	unsent       []meta.Event  // a batch of them no origin took (the shipper's own)
 	beatFailures atomic.Int64
 	scrape       fasthttp.RequestHandler // /metrics
 	prefetch     chan []string           // the assigned repositories, for the prefetcher
@@ -214,6 +216,7 @@ func (e *Edge) Run(ctx context.Context, ln net.Listener) error {
 
 	bg.Go(func() { e.heartbeats(ctx) })
 	bg.Go(func() { e.prefetcher(ctx) })
+	bg.Go(func() { e.shipEvents(ctx) })
 	bg.Go(func() {
 		_ = feed.Follow(ctx, e.client, e.replica, 30*time.Second, e.reached, e.log.With("component", "feed"))
 	})
@@ -407,9 +410,11 @@ func (e *Edge) routes() *server.Server {
 		Cache: auth.NewCredCache(time.Minute, 10000, now), Hasher: auth.NewHasher(0), Guard: auth.NewGuard(10, 100, time.Minute, now),
 		Remote: newVouches(e.client.Vouch, now).Remote}
 	env := &format.Env{Meta: e.replica, Now: now, Tokens: tokens{authn},
-		OnDownload: func(*format.Request, *meta.Artifact) { e.downloads.Add(1) }}
+		OnDownload: func(r *format.Request, a *meta.Artifact) {
+			e.recordDownload(&server.Download{Artifact: a, Repo: r.Repo, Who: r.Principal.Actor()}, net.ParseIP(r.RemoteAddr))
+		}}
 	s := &server.Server{Cache: e.cache, Other: e.other, Forward: e.forward, Index: e.replica.LastApplied,
-		Downloaded: func() { e.downloads.Add(1) }}
+		Downloaded: e.recordDownload}
 	e.authn, e.env, e.srv = authn, env, s
 	e.scrape = e.metrics() // reads e.srv
 	for _, f := range all.Build(env) {

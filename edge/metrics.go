@@ -33,6 +33,7 @@ func (e *Edge) metrics() fasthttp.RequestHandler {
 			return int64(origin - min(applied, origin))
 		}),
 		counter("depot_edge_heartbeat_failures_total", "Heartbeats no origin answered.", e.beatFailures.Load),
+		counter("depot_edge_events_dropped_total", "Download events dropped because no origin took them for too long.", e.events.dropped.Load),
 		counter("depot_edge_feed_errors_total", "Failed reads of the change feed.", e.client.Failures),
 		counter("depot_edge_feed_changes_total", "Changes read from the change feed (catch-ups and resyncs included).", e.client.Changes),
 		counter("depot_edge_served_bytes_total", "Bytes of blobs and documents this edge answered itself (forwarded answers not counted).", e.srv.Served),

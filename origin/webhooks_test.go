@@ -2,6 +2,7 @@ package origin_test
 
 import (
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"fmt"
 	"net/http"
@@ -561,5 +562,47 @@ func TestOCITagEvents(t *testing.T) {
 	want := []string{"artifact.uploaded app:v1", "artifact.uploaded app:v1", "artifact.deleted app:v1", "artifact.deleted app:" + d1}
 	if !slices.Equal(got, want) {
 		t.Errorf("events\n got %q\nwant %q", got, want)
+	}
+}
+
+// TestEdgeDownloadEvents: downloads an edge serves, in full or from the
+// answers it remembers, are events at the origin with their downloader.
+func TestEdgeDownloadEvents(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a depot edge process")
+	}
+	e := startHooks(t, nil)
+	clienttest.ThroughEdge(t, e)
+	repo := e.CreateRepo("files", "generic", false)
+	dave := e.CreateUser("dave", "user", "dave-Password-1")
+	e.Grant(repo, dave, false, "read", "write")
+	basic := "Basic " + base64.StdEncoding.EncodeToString([]byte("dave:dave-Password-1"))
+	e.DoHeader("PUT", "/generic/files/tool/1.0/t.txt", basic, "x", nil).Want(201)
+	for range 3 {
+		e.Do("GET", "/generic/files/tool/1.0/t.txt", basic, nil).Want(200)
+	}
+	var got []map[string]any
+	waitFor(t, "three download events from the edge", func() bool {
+		var out struct {
+			Events []struct {
+				Data map[string]any `json:"data"`
+			} `json:"events"`
+		}
+		e.Do("GET", "/api/v1/events?types=artifact.downloaded", e.Admin, nil).Want(200).JSON(&out)
+		got = got[:0]
+		for _, x := range out.Events {
+			got = append(got, x.Data)
+		}
+		return len(got) >= 3
+	})
+	for _, d := range got {
+		who := fmt.Sprint(d["downloader"])
+		if d["package_name"] != "tool" || d["version"] != "1.0" || d["repository_name"] != "files" ||
+			who != fmt.Sprint(map[string]any{"user_id": dave, "username": "dave", "ip_address": "127.0.0.1"}) {
+			t.Errorf("download event %v", d)
+		}
+	}
+	if len(got) != 3 {
+		t.Errorf("%d download events, want 3", len(got))
 	}
 }

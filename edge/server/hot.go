@@ -39,7 +39,7 @@ type hotAnswer struct {
 	blobKey  string // a blob: its cache key
 	blobFile []byte // and its file under the cache's directory
 	size     int64
-	download bool // it counts as a download
+	download *Download // set when it counts as a download
 }
 
 type hotAnswers struct {
@@ -199,8 +199,8 @@ func (h *hotAnswers) serve(s *Server, ctx *fasthttp.RequestCtx, a *hotAnswer) bo
 		ctx.Response.SetBodyRaw(a.body)
 	}
 	s.count(ctx, a.size)
-	if a.download && s.Downloaded != nil {
-		s.Downloaded()
+	if a.download != nil && s.Downloaded != nil {
+		s.Downloaded(a.download, ctx.RemoteIP())
 	}
 	return true
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"sync/atomic"
@@ -46,7 +47,12 @@ func newHotSite(t testing.TB) *hotSite {
 		}
 		return f, nil
 	})
-	h.s.Index, h.s.Downloaded = e.Store.LastApplied, func() { h.downloads.Add(1) }
+	h.s.Index, h.s.Downloaded = e.Store.LastApplied, func(d *server.Download, remote net.IP) {
+		if d.Artifact == nil || d.Repo == nil || d.Who.Username == "" || len(remote) == 0 {
+			t.Errorf("a remembered download without its artifact, repository, user or client: %+v %v", d, remote)
+		}
+		h.downloads.Add(1)
+	}
 	return h
 }
 

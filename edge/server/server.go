@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -26,7 +27,16 @@ import (
 	"github.com/depot-registry/depot/shared/blob"
 	"github.com/depot-registry/depot/shared/format"
 	"github.com/depot-registry/depot/shared/httpx"
+	"github.com/depot-registry/depot/shared/meta"
 )
+
+// Download is what a remembered answer downloads, and for whom (answers
+// are remembered per credential).
+type Download struct {
+	Artifact *meta.Artifact
+	Repo     *meta.Repository
+	Who      meta.Actor
+}
 
 // Mount is one format served under one prefix.
 type Mount struct {
@@ -48,8 +58,9 @@ type Server struct {
 	// remembered while it stays the same (see hot.go).
 	Index func() uint64
 	// Downloaded is told of each download answered from memory (one
-	// answered in full tells Env.OnDownload).
-	Downloaded func()
+	// answered in full tells Env.OnDownload), with the address of its
+	// client; it must not keep remote, and should not allocate.
+	Downloaded func(d *Download, remote net.IP)
 
 	served  atomic.Int64
 	hotOnce sync.Once
@@ -154,7 +165,10 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx, m Mount) {
 		return
 	}
 	if s.hot != nil && cmpStatus(resp.Status) == http.StatusOK && hotEligible(ctx) && !resp.Abort && (resp.Blob == nil || fromFile) {
-		a := &hotAnswer{index: index, download: req.Downloaded}
+		a := &hotAnswer{index: index}
+		if req.Downloaded != nil {
+			a.download = &Download{Artifact: req.Downloaded, Repo: req.Repo, Who: req.Principal.Actor()}
+		}
 		if resp.Blob != nil {
 			a.size = resp.Blob.Size
 			key, rel, err := cache.File(resp.Blob.Digest)

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"math"
 	"net/http"
@@ -235,6 +236,46 @@ func (s *Server) edgeHeartbeat(w http.ResponseWriter, r *http.Request, p *auth.P
 		a.Origins = s.d.Origins()
 	}
 	return writeJSON(w, http.StatusOK, a)
+}
+
+// edgeEvents takes the download events an edge node served (a batch of
+// at most feed.MaxEvents) into this origin's event queue. An edge reports
+// only downloads, of the repositories assigned to it, that happened in
+// the last day.
+func (s *Server) edgeEvents(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	id := r.PathValue("id")
+	if p.Edge() != id {
+		return apierr.New(apierr.Forbidden, "an edge node reports only for itself")
+	}
+	var req feed.Events
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	if len(req.Events) > feed.MaxEvents {
+		return apierr.Invalid("events", "at most %d events in one batch", feed.MaxEvents)
+	}
+	var e *meta.EdgeNode
+	if err := s.view(func(tx *meta.Tx) error { var err error; e, err = tx.Edge(id); return err }); err != nil {
+		return err
+	}
+	now := s.d.Now()
+	for i, ev := range req.Events {
+		switch {
+		case ev.Name != meta.EventArtifactDownloaded || len(ev.Data) > 4096 || !json.Valid(ev.Data):
+			return apierr.Invalid("events", "event %d: only artifact.downloaded events of at most 4 KiB", i)
+		case !slices.Contains(e.Repositories, ev.RepositoryID):
+			return apierr.Invalid("events", "event %d: repository %s is not assigned to this node", i, ev.RepositoryID)
+		case ev.Timestamp.Before(now.Add(-24*time.Hour)) || ev.Timestamp.After(now.Add(5*time.Minute)):
+			return apierr.Invalid("events", "event %d: timestamp %s is not within the last day", i, ev.Timestamp)
+		}
+	}
+	accepted := 0
+	for _, ev := range req.Events {
+		if s.d.RecordEvent != nil && s.d.RecordEvent(ev) {
+			accepted++
+		}
+	}
+	return writeJSON(w, http.StatusOK, feed.EventsAnswer{Accepted: accepted})
 }
 
 // edgeVouch verifies, for an edge node, a JWT presented to it: the node

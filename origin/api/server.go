@@ -100,6 +100,9 @@ type Deps struct {
 	NewID      func() string
 	// Webhooks is the delivery loop (its settings; Wake after enqueuing).
 	Webhooks *webhooks.Queue
+	// RecordEvent queues an event that is not a command of its own (an
+	// edge's downloads) for the log; false: the queue was full.
+	RecordEvent func(meta.Event) bool
 }
 
 // Server is the REST API handler.
@@ -237,6 +240,7 @@ func (s *Server) routes() {
 	s.handle("POST /edge-nodes/{id}/repositories", adminOnly, s.assignEdge)
 	s.handle("DELETE /edge-nodes/{id}/repositories/{repo}", adminOnly, s.unassignEdge)
 	s.handle("POST /edge-nodes/{id}/heartbeat", edgeNode, s.edgeHeartbeat)
+	s.handle("POST /edge-nodes/{id}/events", edgeNode, s.edgeEvents)
 	s.handle("GET /edge-nodes/{id}/feed", edgeNode, s.edgeFeed)
 	s.handle("POST /edge-nodes/{id}/vouch", edgeNode, s.edgeVouch)
 	s.handle("GET /edge-nodes/{id}/blobs/{digest}", edgeNode, s.edgeBlob)

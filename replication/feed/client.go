@@ -309,6 +309,28 @@ type Report struct {
 	Downloads int64 `json:"downloads"`
 }
 
+// MaxEvents bounds one batch of events a node sends.
+const MaxEvents = 1000
+
+// Events is a batch of download events a node served (the body of POST
+// /api/v1/edge-nodes/:id/events).
+type Events struct {
+	Events []meta.Event `json:"events"`
+}
+
+// EventsAnswer says how many of a batch the origin queued; the others
+// were dropped there (its queue was full) and counted.
+type EventsAnswer struct {
+	Accepted int `json:"accepted"`
+}
+
+// SendEvents gives an origin a batch of events (at most MaxEvents).
+func (c *Client) SendEvents(ctx context.Context, evs []meta.Event) (EventsAnswer, error) {
+	var a EventsAnswer
+	err := c.post(ctx, "events", Events{Events: evs}, &a)
+	return a, err
+}
+
 // Assignment is an origin's answer to a heartbeat: what the node serves,
 // and how far the origin's log is.
 type Assignment struct {

@@ -457,7 +457,7 @@ func (d *Env) Downloaded(r *Request, a *meta.Artifact) {
 	if r.Method != http.MethodGet {
 		return
 	}
-	r.Downloaded = true
+	r.Downloaded = a
 	if d.OnDownload != nil {
 		d.OnDownload(r, a)
 	}

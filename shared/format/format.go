@@ -193,9 +193,10 @@ type Request struct {
 	// came from the connection: ErrSlowBody (the body was cut for being
 	// too slow: a 408), ErrClientGone (nobody is left to answer), or nil.
 	Interrupted func(err error) error
-	// Downloaded is set when the answer counts as a download (Env.Serve
-	// told OnDownload), for a transport that answers it again itself.
-	Downloaded bool
+	// Downloaded is the artifact the answer downloads (Env.Serve told
+	// OnDownload), for a transport that answers it again itself; nil when
+	// the answer is not a download.
+	Downloaded *meta.Artifact
 }
 
 // Param returns a path parameter.

@@ -1,0 +1,134 @@
+package edge
+
+import (
+	"context"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/depot-registry/depot/edge/server"
+	"github.com/depot-registry/depot/replication/feed"
+	"github.com/depot-registry/depot/shared/meta"
+)
+
+// maxPendingEvents bounds the download events an edge holds for the
+// origins: beyond it (no origin has taken them for a while, at thousands
+// of downloads a second) they are dropped, counted and logged.
+const maxPendingEvents = 100_000
+
+// pendingEvents are the downloads this edge served that no origin has
+// taken yet, kept raw (what, for whom, from where, when): a download
+// answered from memory must not allocate, so the events are built when
+// they are shipped.
+type pendingEvents struct {
+	mu       sync.Mutex
+	buf      []pendingDownload
+	spare    []pendingDownload // the other buffer, reused
+	dropped  atomic.Int64
+	lastWarn atomic.Int64
+}
+
+type pendingDownload struct {
+	d  *server.Download
+	ip netip.Addr
+	at time.Time
+}
+
+// add keeps a download for the origins; false when it was dropped.
+func (p *pendingEvents) add(d *server.Download, ip net.IP, at time.Time) bool {
+	addr, _ := netip.AddrFromSlice(ip)
+	p.mu.Lock()
+	full := len(p.buf) >= maxPendingEvents
+	if !full {
+		p.buf = append(p.buf, pendingDownload{d, addr.Unmap(), at})
+	}
+	p.mu.Unlock()
+	if full {
+		p.dropped.Add(1)
+	}
+	return !full
+}
+
+// take removes up to n of the oldest downloads, as events.
+func (p *pendingEvents) take(n int, repo func(id string) *meta.Repository) []meta.Event {
+	p.mu.Lock()
+	n = min(n, len(p.buf))
+	taken := append(p.spare[:0], p.buf[:n]...)
+	p.buf = append(p.buf[:0], p.buf[n:]...)
+	p.mu.Unlock()
+	out := make([]meta.Event, 0, len(taken))
+	for _, x := range taken {
+		r := x.d.Repo
+		if r == nil || r.ID != x.d.Artifact.RepositoryID {
+			if r = repo(x.d.Artifact.RepositoryID); r == nil {
+				continue // the repository went meanwhile
+			}
+		}
+		who := x.d.Who
+		if x.ip.IsValid() {
+			who.IPAddress = x.ip.String()
+		}
+		out = append(out, meta.DownloadEvent(x.d.Artifact, r, who, x.at))
+	}
+	p.mu.Lock()
+	p.spare = taken[:0]
+	p.mu.Unlock()
+	return out
+}
+
+// recordDownload counts a download and keeps it for the origins.
+func (e *Edge) recordDownload(d *server.Download, remote net.IP) {
+	e.downloads.Add(1)
+	if !e.events.add(d, remote, time.Now()) {
+		if now := time.Now().Unix(); e.events.lastWarn.Load() < now-60 && e.events.lastWarn.Swap(now) < now-60 {
+			e.log.Warn("download events are being dropped: no origin has taken them for a while (see depot_edge_events_dropped_total)",
+				"held", maxPendingEvents)
+		}
+	}
+}
+
+// shipEvents gives the origins the download events every second, in
+// batches; a batch no origin took goes again next round.
+func (e *Edge) shipEvents(ctx context.Context) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			e.flushEvents(context.Background(), 5*time.Second) // what is left, briefly
+			return
+		case <-t.C:
+		}
+		e.flushEvents(ctx, 30*time.Second)
+	}
+}
+
+func (e *Edge) flushEvents(ctx context.Context, within time.Duration) {
+	ctx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
+	for {
+		if len(e.unsent) == 0 {
+			e.unsent = e.events.take(feed.MaxEvents, e.repoOf)
+		}
+		if len(e.unsent) == 0 {
+			return
+		}
+		a, err := e.client.SendEvents(ctx, e.unsent)
+		if err != nil {
+			return // the batch goes again next round; behind it the buffer fills, up to its bound
+		}
+		if lost := len(e.unsent) - a.Accepted; lost > 0 {
+			e.log.Warn("an origin dropped download events: its queue was full", "dropped", lost)
+		}
+		e.unsent = nil
+	}
+}
+
+// repoOf reads a repository from the replica (nil when it is gone).
+func (e *Edge) repoOf(id string) *meta.Repository {
+	var r *meta.Repository
+	_ = e.replica.View(func(tx *meta.Tx) error { r, _ = tx.Repo(id); return nil })
+	return r
+}
