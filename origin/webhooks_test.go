@@ -606,3 +606,75 @@ func TestEdgeDownloadEvents(t *testing.T) {
 		t.Errorf("%d download events, want 3", len(got))
 	}
 }
+
+// TestWebhookSettings: WEBHOOK_CONCURRENCY bounds the attempts in
+// flight, WEBHOOK_QUEUE_SIZE the pending deliveries (events wait in the
+// log meanwhile and are all delivered in the end).
+func TestWebhookSettings(t *testing.T) {
+	e := startHooks(t, func(c *origin.Config) { c.Webhooks.Concurrency = 2; c.Webhooks.QueueSize = 3 })
+	rcv := clienttest.NewReceiver(t, "")
+	rcv.Answer(http.StatusNoContent, 100*time.Millisecond)
+	hook := createHook(e, map[string]any{"url": rcv.URL, "events": []string{"artifact.uploaded"}})
+	e.CreateRepo("files", "generic", false)
+	for i := range 12 {
+		e.DoHeader("PUT", fmt.Sprintf("/generic/files/p/%d/f", i), e.Admin, "x", nil).Want(201)
+	}
+	most := 0
+	waitFor(t, "twelve deliveries", func() bool {
+		n := 0
+		for _, d := range deliveries(e, hook) {
+			if d.State == "pending" {
+				n++
+			}
+		}
+		most = max(most, n)
+		return len(rcv.Got()) == 12
+	})
+	if got := rcv.MostAtOnce(); got > 2 || got < 1 {
+		t.Errorf("%d deliveries in flight at once, want at most WEBHOOK_CONCURRENCY=2", got)
+	}
+	if most > 3 {
+		t.Errorf("%d deliveries pending at once, want at most WEBHOOK_QUEUE_SIZE=3", most)
+	}
+	t.Logf("most in flight %d, most pending seen %d", rcv.MostAtOnce(), most)
+}
+
+// TestWebhooksDisabled: with WEBHOOKS_ENABLED=false nothing is sent and
+// the test endpoint says why; the event log still records.
+func TestWebhooksDisabled(t *testing.T) {
+	e := startHooks(t, func(c *origin.Config) { c.Webhooks.Enabled = false })
+	rcv := clienttest.NewReceiver(t, "")
+	hook := createHook(e, map[string]any{"url": rcv.URL, "events": []string{"*"}})
+	e.CreateRepo("files", "generic", false)
+	e.Do("POST", "/api/v1/webhooks/"+hook+"/test", e.Admin, nil).WantError(409, "CONFLICT")
+	var out struct {
+		Events []struct{ Event string } `json:"events"`
+	}
+	e.Do("GET", "/api/v1/events?types=repository.created", e.Admin, nil).Want(200).JSON(&out)
+	if len(out.Events) != 1 {
+		t.Errorf("event log while webhooks are disabled: %+v", out.Events)
+	}
+	rcv.Quiet(t, 0, 300*time.Millisecond)
+}
+
+// TestEventRetention: the leader trims the event log by age
+// (--event-retention) and size (--event-log-max).
+func TestEventRetention(t *testing.T) {
+	e := startHooks(t, func(c *origin.Config) { c.Webhooks.EventRetention = time.Hour; c.Webhooks.MaxEvents = 3 })
+	e.CreateRepo("files", "generic", false)
+	count := func() int {
+		var out struct {
+			Events []struct{ Event string } `json:"events"`
+		}
+		e.Do("GET", "/api/v1/events?limit=1000", e.Admin, nil).Want(200).JSON(&out)
+		return len(out.Events)
+	}
+	for i := range 6 {
+		e.DoHeader("PUT", fmt.Sprintf("/generic/files/p/%d/f", i), e.Admin, "x", nil).Want(201)
+	}
+	e.Clock.Advance(time.Minute) // housekeeping runs once a minute
+	waitFor(t, "the log trimmed to its size", func() bool { return count() == 3 })
+	e.Clock.Advance(2 * time.Hour)
+	e.Admin = e.Login("admin", origintest.AdminPassword)
+	waitFor(t, "the log trimmed by age", func() bool { return count() == 0 })
+}

@@ -21,11 +21,13 @@ type Receiver struct {
 	URL    string
 	secret string
 
-	mu     sync.Mutex
-	got    []Delivery
-	status int
-	delay  time.Duration
-	more   chan struct{}
+	mu      sync.Mutex
+	got     []Delivery
+	status  int
+	delay   time.Duration
+	more    chan struct{}
+	inside  int // requests being answered
+	maxSeen int
 }
 
 // Delivery is one request a Receiver got.
@@ -69,6 +71,8 @@ func (r *Receiver) serve(w http.ResponseWriter, req *http.Request) {
 	d.Event, d.Timestamp, d.Data = env.Event, env.Timestamp, env.Data
 	r.mu.Lock()
 	status, delay := r.status, r.delay
+	r.inside++
+	r.maxSeen = max(r.maxSeen, r.inside)
 	r.mu.Unlock()
 	if !d.SignatureOK {
 		status = http.StatusUnauthorized
@@ -76,6 +80,7 @@ func (r *Receiver) serve(w http.ResponseWriter, req *http.Request) {
 	time.Sleep(delay)
 	d.Answered = status
 	r.mu.Lock()
+	r.inside--
 	r.got = append(r.got, d)
 	close(r.more)
 	r.more = make(chan struct{})
@@ -88,6 +93,13 @@ func (r *Receiver) Answer(status int, delay time.Duration) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.status, r.delay = status, delay
+}
+
+// MostAtOnce is the most requests it was answering at the same time.
+func (r *Receiver) MostAtOnce() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.maxSeen
 }
 
 // Got is every delivery so far.
