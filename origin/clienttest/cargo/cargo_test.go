@@ -99,6 +99,8 @@ func TestCargoPublishBuildYank(t *testing.T) {
 		if out, err := exec.Command(filepath.Join(work, "target", "debug", "app")).Output(); err != nil || strings.TrimSpace(string(out)) != "hello from 0.2" {
 			t.Fatalf("the app says %q (%v)", out, err)
 		}
+		clienttest.WantEvents(t, e, "artifact.uploaded", "crates", "demo_lib@0.1.0", "demo_lib@0.2.0")
+		clienttest.WantEvents(t, e, "artifact.downloaded", "", "demo_lib@0.2.0")
 
 		must(work, "yank", "--registry", "depot", "demo_lib@0.2.0")
 		if r := e.Do("GET", "/crates/rust/index/de/mo/demo_lib", alice.Basic(), nil).Want(200); !strings.Contains(string(r.Body), `"vers":"0.2.0"`) ||

@@ -133,6 +133,7 @@ func TestMvnDeployAndResolve(t *testing.T) {
 			// The POM is stored too, and both are listed in the REST API.
 			e.Do("GET", base+"1.0/demo-1.0.pom", auth, nil).Want(200)
 			assertListed(t, e, repoID, "com.example:demo", "1.0", 2, alice.Name)
+			clienttest.WantEvents(t, e, "artifact.uploaded", "maven", "com.example:demo@1.0")
 			assertListed(t, e, repoID, "com.example:bom", "1.0", 1, alice.Name)
 		})
 

@@ -48,6 +48,7 @@ func TestPublishInstallView(t *testing.T) {
 			t.Errorf("installed @acme/widget index.js = %q", got)
 		}
 		c.checkLock(dir, "demo-pkg", "@acme/widget")
+		clienttest.WantEvents(t, e, "artifact.uploaded", "npm", "demo-pkg@1.0.0", "demo-pkg@1.1.0", "@acme/widget@2.0.0")
 
 		// The REST API shows every upload, and the repository's totals follow.
 		var pkgs struct {

@@ -54,6 +54,7 @@ func TestCLIClients(t *testing.T) {
 		if got := run("crane", "ls", "--insecure", img); got != "1.0" {
 			t.Fatalf("crane ls: %q", got)
 		}
+		clienttest.WantEvents(t, e, "artifact.uploaded", "docker", "img@1.0")
 		digest := run("crane", "digest", "--insecure", img+":1.0")
 		if !strings.HasPrefix(digest, "sha256:") {
 			t.Fatalf("crane digest: %q", digest)

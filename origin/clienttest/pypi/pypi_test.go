@@ -69,6 +69,8 @@ func TestTwineUploadPipInstall(t *testing.T) {
 			if strings.Contains(strings.ToLower(out), "warning") {
 				t.Errorf("pip warned:\n%s", out)
 			}
+			clienttest.WantEvents(t, e, "artifact.uploaded", "pypi", "demo-pkg@1.0.0", "demo-app@2.0.0")
+			clienttest.WantEvents(t, e, "artifact.downloaded", "", "demo-pkg@1.0.0", "demo-app@2.0.0")
 			run := clienttest.Run(t, clienttest.Cmd{Env: pipEnv(t), Name: filepath.Join(bin, "python"), Args: []string{
 				"-c", "import demo_app; print(demo_app.main())"}})
 			if strings.TrimSpace(run) != "hello from demo_pkg via demo_app" {
