@@ -91,8 +91,10 @@ type DeliveryAttempt struct {
 	Retry      *time.Time `json:"retry,omitempty"`
 }
 
-// DeliveryRedeliver makes a delivery pending again, due At, as a manual
-// one.
+// DeliveryRedeliver makes a delivery due At: a pending one keeps its
+// schedule of retries after that; a finished one becomes pending again
+// as a manual delivery (one attempt, made even while the webhook is
+// inactive).
 type DeliveryRedeliver struct {
 	ID string    `json:"id"`
 	At time.Time `json:"at"`
@@ -196,7 +198,10 @@ func (c *DeliveryRedeliver) apply(tx *Tx) error {
 	if err != nil {
 		return err
 	}
-	d.State, d.NextAttemptAt, d.Manual = DeliveryPending, c.At.UTC(), true
+	if d.State != DeliveryPending {
+		d.State, d.Manual = DeliveryPending, true
+	}
+	d.NextAttemptAt = c.At.UTC()
 	return tx.putRec(KindDelivery, d.ID, d)
 }
 
