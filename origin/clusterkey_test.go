@@ -14,6 +14,7 @@ import (
 
 	"github.com/depot-registry/depot/cluster/peerauth"
 	"github.com/depot-registry/depot/origin"
+	"github.com/depot-registry/depot/origin/clienttest"
 	"github.com/depot-registry/depot/origin/origintest"
 	"github.com/depot-registry/depot/shared/auth"
 	"github.com/depot-registry/depot/shared/meta"
@@ -80,7 +81,7 @@ func TestRaftPortRefusesPeersWithoutTheKey(t *testing.T) {
 }
 
 // start runs origin.New on cfg, reporting startup output and logs in out.
-func start(t *testing.T, cfg origin.Config, out *bytes.Buffer) (*origin.Origin, error) {
+func start(t *testing.T, cfg origin.Config, out *clienttest.Buffer) (*origin.Origin, error) {
 	t.Helper()
 	cfg.RaftTimeout = 100 * time.Millisecond
 	cfg.JWTSecret = "test-secret-test-secret-test-secret-0123456789"
@@ -104,7 +105,7 @@ func TestClusterKeyConfig(t *testing.T) {
 			base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 33))} {
 			cfg := base()
 			cfg.ClusterKey = k
-			var out bytes.Buffer
+			var out clienttest.Buffer
 			_, err := start(t, cfg, &out)
 			if err == nil || !strings.Contains(err.Error(), "DEPOT_CLUSTER_KEY") || strings.Contains(err.Error(), k) {
 				t.Errorf("key %q: err %v", k, err)
@@ -115,7 +116,7 @@ func TestClusterKeyConfig(t *testing.T) {
 		for _, addr := range []string{"0.0.0.0:0", ":0", "10.1.2.3:8300", "raft.example.com:8300"} {
 			cfg := base()
 			cfg.RaftAddr = addr
-			var out bytes.Buffer
+			var out clienttest.Buffer
 			_, err := start(t, cfg, &out)
 			if err == nil || !strings.Contains(err.Error(), "DEPOT_CLUSTER_KEY") || !strings.Contains(err.Error(), "depot keygen") {
 				t.Errorf("raft address %s without a key: err %v", addr, err)
@@ -124,7 +125,7 @@ func TestClusterKeyConfig(t *testing.T) {
 	})
 	t.Run("loopback node keeps a generated key", func(t *testing.T) {
 		cfg := base()
-		var out bytes.Buffer
+		var out clienttest.Buffer
 		o, err := start(t, cfg, &out)
 		if err != nil {
 			t.Fatal(err)
@@ -157,7 +158,7 @@ func TestClusterKeyConfig(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(cfg.DataDir, "gossip-peers.json"), []byte(`["127.0.0.1:8311","127.0.0.1:8321"]`), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		var out bytes.Buffer
+		var out clienttest.Buffer
 		_, err := start(t, cfg, &out)
 		if err == nil || !strings.Contains(err.Error(), "DEPOT_CLUSTER_KEY") || !strings.Contains(err.Error(), "2 other origin(s)") {
 			t.Fatalf("restart of a cluster member without its key: err %v", err)
@@ -169,7 +170,7 @@ func TestClusterKeyConfig(t *testing.T) {
 	t.Run("a given key is not written to disk", func(t *testing.T) {
 		cfg := base()
 		cfg.ClusterKey = peerauth.NewKey().Encode()
-		var out bytes.Buffer
+		var out clienttest.Buffer
 		if _, err := start(t, cfg, &out); err != nil {
 			t.Fatal(err)
 		}

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -21,7 +22,7 @@ func TestRunSaysDemoMode(t *testing.T) {
 		cfg.AdminPassword = "initial-admin-pw"
 		cfg.JWTSecret = strings.Repeat("s", 32)
 		cfg.DemoMode = demo
-		var out, log bytes.Buffer
+		var out, log lockedBuffer // the origin's background jobs log too
 		o, err := New(t.Context(), cfg, slog.New(slog.NewTextHandler(&log, nil)), &out)
 		if err != nil {
 			t.Fatal(err)
@@ -35,10 +36,30 @@ func TestRunSaysDemoMode(t *testing.T) {
 		if err := o.Run(ctx, ln); err != nil {
 			t.Fatal(err)
 		}
+		o.Close()
 		banner := strings.Contains(out.String(), "demo mode: every write is refused (403 DEMO_MODE)")
 		logged := strings.Contains(log.String(), `level=WARN msg="demo mode is on`)
 		if banner != demo || logged != demo {
 			t.Errorf("demo mode %v: banner says it %v, log says it %v\n%s\n%s", demo, banner, logged, out.String(), log.String())
 		}
 	}
+}
+
+// lockedBuffer is a bytes.Buffer that goroutines may write while a test
+// reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }

@@ -398,6 +398,18 @@ func TestEventLog(t *testing.T) {
 	if len(latest.Events) != 0 || latest.Next == "" {
 		t.Errorf("since=latest: %+v", latest)
 	}
+	e.Do("GET", "/generic/mine/a/1/a.txt", e.Admin, nil).Want(200)
+	waitFor(t, "the download recorded", func() bool {
+		var p page
+		e.Do("GET", "/api/v1/events?types=artifact.downloaded", carolTok, nil).Want(200).JSON(&p)
+		if len(p.Events) == 1 {
+			if who, _ := p.Events[0].Data["downloader"].(map[string]any); who["username"] != "admin" || who["ip_address"] != nil {
+				t.Errorf("a reader sees the download as %v: the name, not the address", p.Events[0].Data)
+			}
+			return true
+		}
+		return false
+	})
 	e.Do("GET", "/api/v1/events?since=nonsense", e.Admin, nil).WantError(400, "VALIDATION_FAILED")
 	e.Do("GET", "/api/v1/events?types=artifact.exploded", e.Admin, nil).WantError(400, "VALIDATION_FAILED")
 	e.Do("GET", "/api/v1/events", "", nil).Want(401)

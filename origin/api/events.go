@@ -85,6 +85,23 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request, p *auth.Prin
 	}
 }
 
+// withoutIP drops the downloader's address from a download's data: who
+// downloaded is for the repository's readers, from where for admins.
+func withoutIP(data json.RawMessage) json.RawMessage {
+	var d map[string]any
+	if json.Unmarshal(data, &d) != nil {
+		return data
+	}
+	if who, ok := d["downloader"].(map[string]any); ok {
+		delete(who, "ip_address")
+	}
+	out, err := json.Marshal(d)
+	if err != nil {
+		return data
+	}
+	return out
+}
+
 // readEvents reads up to limit visible events after since; next is the
 // cursor of the last event looked at (since when none).
 func (s *Server) readEvents(p *auth.Principal, since string, types []string, repoID string, limit int) ([]eventView, string, error) {
@@ -121,7 +138,11 @@ func (s *Server) readEvents(p *auth.Principal, since string, types []string, rep
 				looked++
 				next = e.Cursor
 				if visible(&e.Event) {
-					out = append(out, eventView{Cursor: e.Cursor, Event: e.Name, Timestamp: e.Timestamp, Data: e.Data})
+					data := e.Data
+					if e.Name == meta.EventArtifactDownloaded && !p.IsAdmin() {
+						data = withoutIP(data)
+					}
+					out = append(out, eventView{Cursor: e.Cursor, Event: e.Name, Timestamp: e.Timestamp, Data: data})
 					if len(out) == limit {
 						return nil
 					}
