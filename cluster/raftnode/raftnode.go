@@ -219,6 +219,7 @@ func (n *Node) Barrier(timeout time.Duration) error { return n.Raft.Barrier(time
 func (n *Node) Shutdown() error {
 	err := n.Raft.Shutdown().Error()
 	n.transport.Close()
+	n.stream.served.drain(5 * time.Second) // no heartbeat handler is left writing to the store
 	if cerr := n.logStore.Close(); err == nil {
 		err = cerr
 	}

@@ -43,6 +43,7 @@ type streamLayer struct {
 	sem       chan struct{} // a slot per handshake in flight
 	ctx       context.Context
 	cancel    context.CancelFunc
+	served    servedConns // incoming raft connections, drained at shutdown
 }
 
 var _ raft.StreamLayer = (*streamLayer)(nil)
@@ -163,7 +164,7 @@ const (
 func (l *streamLayer) Accept() (net.Conn, error) {
 	select {
 	case c := <-l.ready:
-		return c, nil
+		return l.served.track(c), nil
 	case err := <-l.acceptErr:
 		return nil, err
 	case <-l.ctx.Done():
