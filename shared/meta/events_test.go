@@ -172,3 +172,33 @@ func TestDeliveryQueue(t *testing.T) {
 		return nil
 	})
 }
+
+// TestWebhookWants: an event goes to a webhook subscribed to its name
+// (or to "*") when every filter that is set matches; a filter the event
+// has nothing for does not.
+func TestWebhookWants(t *testing.T) {
+	scan := Event{Name: EventScanCompleted, RepositoryID: "r1", Format: "npm", UserID: "u1", Severity: []string{"high", "low"}}
+	user := Event{Name: EventUserCreated, UserID: "u1"}
+	for _, c := range []struct {
+		name   string
+		hook   Webhook
+		e      Event
+		wanted bool
+	}{
+		{"all", Webhook{Events: []string{"*"}}, scan, true},
+		{"another event", Webhook{Events: []string{EventArtifactUploaded}}, scan, false},
+		{"its event", Webhook{Events: []string{EventArtifactUploaded, EventScanCompleted}}, scan, true},
+		{"repository", Webhook{Events: []string{"*"}, Filters: WebhookFilters{RepositoryID: "r1"}}, scan, true},
+		{"another repository", Webhook{Events: []string{"*"}, Filters: WebhookFilters{RepositoryID: "r2"}}, scan, false},
+		{"format, any case", Webhook{Events: []string{"*"}, Filters: WebhookFilters{Format: "NPM"}}, scan, true},
+		{"severity found", Webhook{Events: []string{"*"}, Filters: WebhookFilters{Severity: []string{"critical", "high"}}}, scan, true},
+		{"severity not found", Webhook{Events: []string{"*"}, Filters: WebhookFilters{Severity: []string{"critical"}}}, scan, false},
+		{"every filter", Webhook{Events: []string{"*"}, Filters: WebhookFilters{RepositoryID: "r1", UserID: "u2"}}, scan, false},
+		{"a filter the event has nothing for", Webhook{Events: []string{"*"}, Filters: WebhookFilters{RepositoryID: "r1"}}, user, false},
+		{"user", Webhook{Events: []string{"*"}, Filters: WebhookFilters{UserID: "u1"}}, user, true},
+	} {
+		if got := c.hook.Wants(&c.e); got != c.wanted {
+			t.Errorf("%s: wants %v, want %v", c.name, got, c.wanted)
+		}
+	}
+}
