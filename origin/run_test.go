@@ -1,29 +1,30 @@
-package origin
+package origin_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/depot-registry/depot/origin"
+	"github.com/depot-registry/depot/origin/clienttest"
 )
 
 // TestRunSaysDemoMode: an operator must see at startup that the instance
 // refuses writes, in the banner and in the log.
 func TestRunSaysDemoMode(t *testing.T) {
 	for _, demo := range []bool{false, true} {
-		cfg := DefaultConfig()
+		cfg := origin.DefaultConfig()
 		cfg.DataDir = t.TempDir()
 		cfg.RaftAddr = "127.0.0.1:0"
 		cfg.RaftTimeout = 50 * time.Millisecond
 		cfg.AdminPassword = "initial-admin-pw"
 		cfg.JWTSecret = strings.Repeat("s", 32)
 		cfg.DemoMode = demo
-		var out, log lockedBuffer // the origin's background jobs log too
-		o, err := New(t.Context(), cfg, slog.New(slog.NewTextHandler(&log, nil)), &out)
+		var out, log clienttest.Buffer // the origin's background jobs log too
+		o, err := origin.New(t.Context(), cfg, slog.New(slog.NewTextHandler(&log, nil)), &out)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -43,23 +44,4 @@ func TestRunSaysDemoMode(t *testing.T) {
 			t.Errorf("demo mode %v: banner says it %v, log says it %v\n%s\n%s", demo, banner, logged, out.String(), log.String())
 		}
 	}
-}
-
-// lockedBuffer is a bytes.Buffer that goroutines may write while a test
-// reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }

@@ -234,13 +234,18 @@ func (c *EventsCompact) apply(tx *Tx) error {
 // dropDeliveries forgets every delivery of a webhook (it is being
 // deleted).
 func (tx *Tx) dropDeliveries(webhookID string) error {
+	return tx.delAll(KindDelivery, tx.hookDeliveryIDs(webhookID))
+}
+
+// hookDeliveryIDs are a webhook's deliveries, oldest first.
+func (tx *Tx) hookDeliveryIDs(webhookID string) []string {
 	p := []byte(webhookID + "\x00")
 	var ids []string
 	cur := tx.bucket(bHookDeliveries).Cursor()
 	for k, _ := cur.Seek(p); k != nil && bytes.HasPrefix(k, p); k, _ = cur.Next() {
 		ids = append(ids, string(k[len(p)+8:]))
 	}
-	return tx.delAll(KindDelivery, ids)
+	return ids
 }
 
 // Delivery reads one delivery.
@@ -251,12 +256,7 @@ func (tx *Tx) Delivery(id string) (*Delivery, error) {
 // DeliveriesOf lists a webhook's deliveries newest first, skipping
 // offset and returning at most limit, with how many there are.
 func (tx *Tx) DeliveriesOf(webhookID string, offset, limit int) ([]Delivery, int, error) {
-	p := []byte(webhookID + "\x00")
-	var ids []string
-	cur := tx.bucket(bHookDeliveries).Cursor()
-	for k, _ := cur.Seek(p); k != nil && bytes.HasPrefix(k, p); k, _ = cur.Next() {
-		ids = append(ids, string(k[len(p)+8:]))
-	}
+	ids := tx.hookDeliveryIDs(webhookID)
 	slices.Reverse(ids)
 	total := len(ids)
 	ids = ids[min(offset, total):]
