@@ -78,9 +78,13 @@ func (p *pendingEvents) take(n int, repo func(id string) *meta.Repository) []met
 	return out
 }
 
-// recordDownload counts a download and keeps it for the origins.
+// recordDownload counts a download and, while the origins want downloads
+// as events, keeps it for them.
 func (e *Edge) recordDownload(d *server.Download, remote net.IP) {
 	e.downloads.Add(1)
+	if !e.recordDownloads.Load() {
+		return
+	}
 	if !e.events.add(d, remote, time.Now()) {
 		if now := time.Now().Unix(); e.events.lastWarn.Load() < now-60 && e.events.lastWarn.Swap(now) < now-60 {
 			e.log.Warn("download events are being dropped: no origin has taken them for a while (see depot_edge_events_dropped_total)",

@@ -177,6 +177,7 @@ func (c *Config) Bind(s *config.Set) {
 	s.Bool(&w.AllowPrivate, "webhook-allow-private-networks", "WEBHOOK_ALLOW_PRIVATE_NETWORKS", "let webhooks deliver to private, loopback and link-local addresses")
 	s.Duration(&w.EventRetention, "event-retention", "DEPOT_EVENT_RETENTION", "how long the event log and webhook delivery history are kept (e.g. 168h)")
 	s.Count(&w.MaxEvents, "event-log-max", "DEPOT_EVENT_LOG_MAX", "most events the event log keeps (the oldest go first)")
+	s.Bool(&w.LogDownloads, "event-log-downloads", "DEPOT_EVENT_LOG_DOWNLOADS", "record every download in the event log; by default downloads are recorded only while an active webhook subscribes to artifact.downloaded (or *)")
 	s.String(&c.LogFormat, "log-format", "DEPOT_LOG_FORMAT", "log format: text or json")
 	s.String(&c.LogLevel, "log-level", "DEPOT_LOG_LEVEL", "log level: debug, info, warn, error")
 }

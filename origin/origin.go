@@ -63,22 +63,24 @@ type Origin struct {
 	commit leader.Applier
 	// The cluster: the gossip pool, its change signal, and the loop that
 	// reconciles raft with it (stopped by close).
-	pool        *membership.Pool
-	peerSrv     *http.Server // the peers' RPC on the raft port
-	peers       *http.Client // calls the peers' RPC
-	forward     *leader.Forwarding
-	downloads   *downloads.Counter // served here and by the edges reporting here
-	events      *events.Recorder   // download events, batched into the log
-	webhooks    *webhooks.Queue    // deliveries, run by the leader
-	readers     *peerBlobs         // the blob store as readers see it: missing blobs come from peers
-	poolChanged chan struct{}
-	stopLoop    func()
-	stopJobs    func()
-	metrics     *metrics.Metrics
-	space       *diskspace.Guard
-	gc          *gc.Collector
-	api         *api.Server
-	handler     http.Handler
+	pool      *membership.Pool
+	peerSrv   *http.Server // the peers' RPC on the raft port
+	peers     *http.Client // calls the peers' RPC
+	forward   *leader.Forwarding
+	downloads *downloads.Counter // served here and by the edges reporting here
+	events    *events.Recorder   // download events, batched into the log
+	// recordDownloads says whether downloads are events now.
+	recordDownloads *events.Gate
+	webhooks        *webhooks.Queue // deliveries, run by the leader
+	readers         *peerBlobs      // the blob store as readers see it: missing blobs come from peers
+	poolChanged     chan struct{}
+	stopLoop        func()
+	stopJobs        func()
+	metrics         *metrics.Metrics
+	space           *diskspace.Guard
+	gc              *gc.Collector
+	api             *api.Server
+	handler         http.Handler
 }
 
 // New opens the data directory and starts raft; Run serves. It builds the
@@ -244,6 +246,7 @@ func (o *Origin) serve(context.Context) error {
 		}}
 	// Downloads are events too, recorded in batches off the hot path.
 	o.events = events.New(o.commit, cfg.Webhooks.QueueSize, log.With("component", "events"), m.Events.Dropped.WithLabelValues("queue_full"))
+	o.recordDownloads = events.NewGate(o.store, cfg.Webhooks.LogDownloads)
 	o.webhooks = webhooks.NewQueue(cfg.Webhooks, o.store, o.commit, now, auth.NewID, log.With("component", "webhooks"), &m.Events)
 	env := &format.Env{Meta: o.store, Now: now, Tokens: authn,
 		OnDownload: func(r *format.Request, a *meta.Artifact) {
@@ -285,7 +288,7 @@ func (o *Origin) serve(context.Context) error {
 	}, api.Deps{
 		Store: o.store, Blobs: readers, Commit: o.commit, Authn: authn, JWT: jwt, Audit: o.audit, Downloads: clusterDownloads{o}, GC: o.gc,
 		Log: log, Health: o.health, Cluster: o.clusterView, Origins: o.originURLs, RemovePeer: o.removePeer, Now: now, Formats: byName, Env: env, Writer: writer,
-		Webhooks: o.webhooks, RecordEvent: o.events.Add,
+		Webhooks: o.webhooks, RecordEvent: o.events.Add, RecordDownloads: o.recordDownloads.Open,
 	})
 
 	o.api = apiSrv
@@ -449,8 +452,12 @@ func (o *Origin) leaderJobs(ctx context.Context) {
 	o.purgeSessions(ctx, time.Hour)
 }
 
-// recordDownload queues the artifact.downloaded event of a download.
+// recordDownload queues the artifact.downloaded event of a download,
+// while downloads are recorded.
 func (o *Origin) recordDownload(r *format.Request, a *meta.Artifact) {
+	if !o.recordDownloads.Open() {
+		return
+	}
 	repo := r.Repo
 	if repo == nil || repo.ID != a.RepositoryID {
 		if err := o.store.View(func(tx *meta.Tx) error { var err error; repo, err = tx.Repo(a.RepositoryID); return err }); err != nil {

@@ -333,7 +333,7 @@ func TestWebhookRateLimit(t *testing.T) {
 // cursors, filtered by type, repository and what the caller may read,
 // and waits for the next event when asked to.
 func TestEventLog(t *testing.T) {
-	e := startHooks(t, nil)
+	e := startHooks(t, func(c *origin.Config) { c.Webhooks.LogDownloads = true })
 	mine := e.CreateRepo("mine", "generic", false)
 	e.CreateRepo("secret", "generic", false)
 	carol := e.CreateUser("carol", "user", "carol-Password-1")
@@ -430,7 +430,7 @@ func waitFor(t *testing.T, what string, ok func() bool) {
 // reads, and a delete of one artifact of each repository record the
 // events with the package and version the REST API shows for them.
 func TestEveryFormatsEvents(t *testing.T) {
-	e := startHooks(t, nil)
+	e := startHooks(t, func(c *origin.Config) { c.Webhooks.LogDownloads = true })
 	repoFormat, names := map[string]string{}, map[string]string{}
 	for _, r := range formattest.FixtureRepos {
 		names[r[0]] = e.CreateRepo(r[0], r[1], false)
@@ -583,7 +583,7 @@ func TestEdgeDownloadEvents(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a depot edge process")
 	}
-	e := startHooks(t, nil)
+	e := startHooks(t, func(c *origin.Config) { c.Webhooks.LogDownloads = true })
 	clienttest.ThroughEdge(t, e)
 	repo := e.CreateRepo("files", "generic", false)
 	dave := e.CreateUser("dave", "user", "dave-Password-1")
@@ -689,4 +689,33 @@ func TestEventRetention(t *testing.T) {
 	e.Clock.Advance(2 * time.Hour)
 	e.Admin = e.Login("admin", origintest.AdminPassword)
 	waitFor(t, "the log trimmed by age", func() bool { return count() == 0 })
+}
+
+// TestDownloadEventsWhenWanted: downloads are the firehose; they are
+// recorded while an active webhook subscribes to them (or to everything),
+// from the download after the subscription on, and not otherwise.
+func TestDownloadEventsWhenWanted(t *testing.T) {
+	e := startHooks(t, nil)
+	e.CreateRepo("files", "generic", false)
+	e.DoHeader("PUT", "/generic/files/p/1/f", e.Admin, "x", nil).Want(201)
+	get := func() { e.Do("GET", "/generic/files/p/1/f", e.Admin, nil).Want(200) }
+	count := func() int {
+		var out struct {
+			Events []struct{ Event string } `json:"events"`
+		}
+		e.Do("GET", "/api/v1/events?types=artifact.downloaded", e.Admin, nil).Want(200).JSON(&out)
+		return len(out.Events)
+	}
+	createHook(e, map[string]any{"url": "https://uploads.example.invalid/", "events": []string{"artifact.uploaded"}})
+	get()
+	hook := createHook(e, map[string]any{"url": "https://downloads.example.invalid/", "events": []string{"artifact.downloaded"}})
+	get()
+	get()
+	waitFor(t, "the two downloads after the subscription", func() bool { return count() == 2 })
+	e.Do("PUT", "/api/v1/webhooks/"+hook, e.Admin, map[string]any{"active": false}).Want(200)
+	get()
+	time.Sleep(1500 * time.Millisecond) // a batch a second
+	if n := count(); n != 2 {
+		t.Errorf("%d download events, want the 2 made while a webhook subscribed", n)
+	}
 }

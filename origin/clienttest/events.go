@@ -45,3 +45,12 @@ func WantEvents(t *testing.T, e *origintest.Env, event, format string, want ...s
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// SubscribeDownloads subscribes a webhook to artifact.downloaded, as a
+// user who wants download events does: downloads are recorded as events
+// only while one does (its deliveries go nowhere here).
+func SubscribeDownloads(t *testing.T, e *origintest.Env) {
+	t.Helper()
+	e.Do("POST", "/api/v1/webhooks", e.Admin, map[string]any{"url": "https://downloads.example.invalid/hook",
+		"events": []string{"artifact.downloaded"}}).Want(201)
+}

@@ -339,6 +339,9 @@ type Assignment struct {
 	// Origins are the API URLs of the cluster's origins that are alive,
 	// so a node given one origin finds the others.
 	Origins []string `json:"origins,omitempty"`
+	// RecordDownloads: the node sends its downloads as events (see
+	// POST /edge-nodes/:id/events); false: it only counts them.
+	RecordDownloads bool `json:"record_downloads,omitempty"`
 }
 
 // Heartbeat reports the node to an origin and returns what it should

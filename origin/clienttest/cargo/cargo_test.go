@@ -35,6 +35,7 @@ func TestCargoPublishBuildYank(t *testing.T) {
 	bins := clienttest.RequireClients(t, "cargo")
 	clienttest.Targets(t, start, func(t *testing.T, e *origintest.Env) {
 		repoID := e.CreateRepo("rust", "crates", false)
+		clienttest.SubscribeDownloads(t, e)
 		alice := clienttest.NewUser(e, "alice")
 		e.Grant(repoID, alice.ID, false, "write")
 		e.Do("GET", "/crates/rust/index/config.json", "", nil).Want(401)

@@ -17,6 +17,7 @@ func TestTwineUploadPipInstall(t *testing.T) {
 	clienttest.RequireClients(t, "twine", "python3", debianPython)
 	clienttest.Targets(t, start, func(t *testing.T, e *origintest.Env) {
 		repoID := e.CreateRepo("py", "pypi", false)
+		clienttest.SubscribeDownloads(t, e)
 		alice := clienttest.NewUser(e, "alice")
 		e.Grant(repoID, alice.ID, false, "write")
 

@@ -45,6 +45,9 @@ type Config struct {
 	EventRetention  time.Duration
 	MaxEvents       int
 	DeliveryHistory int
+	// LogDownloads records every download as an event, even while no
+	// webhook subscribes to downloads (--event-log-downloads).
+	LogDownloads bool
 	// Poll is how often the loop looks for work when nothing wakes it.
 	Poll time.Duration
 }
