@@ -148,6 +148,7 @@ type Edge struct {
 	downloads       atomic.Int64  // served since the last heartbeat an origin took
 	events          pendingEvents // downloads no origin has taken yet
 	recordDownloads atomic.Bool   // the origins want downloads as events (their last heartbeat said)
+	originDropped   atomic.Int64  // download events an origin said it dropped
 	unsent          []meta.Event  // a batch of them no origin took (the shipper's own)
 	beatFailures    atomic.Int64
 	scrape          fasthttp.RequestHandler // /metrics

@@ -124,7 +124,11 @@ func (e *Edge) flushEvents(ctx context.Context, within time.Duration) {
 			return // the batch goes again next round; behind it the buffer fills, up to its bound
 		}
 		if lost := len(e.unsent) - a.Accepted; lost > 0 {
-			e.log.Warn("an origin dropped download events: its queue was full", "dropped", lost)
+			e.originDropped.Add(int64(lost))
+			if now := time.Now().Unix(); e.events.lastWarn.Load() < now-60 && e.events.lastWarn.Swap(now) < now-60 {
+				e.log.Warn("an origin is dropping download events: its queue is full (see its depot_events_dropped_total)",
+					"dropped_so_far", e.originDropped.Load())
+			}
 		}
 		e.unsent = nil
 	}
