@@ -131,6 +131,7 @@ func (q *Queue) Wake() {
 // Run delivers until ctx ends (the leadership went).
 func (q *Queue) Run(ctx context.Context) {
 	var wg sync.WaitGroup
+	defer q.metrics.Pending.Set(0) // the next leader reports it
 	defer wg.Wait()
 	sem := make(chan struct{}, q.cfg.Concurrency)
 	var lastHousekeeping time.Time
