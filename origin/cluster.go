@@ -1,11 +1,13 @@
 package origin
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -294,7 +296,12 @@ func (o *Origin) freshness(h http.Handler) http.Handler {
 		}
 		switch r.Method {
 		case http.MethodGet, http.MethodHead:
-			w.Header().Set("X-Depot-Index", strconv.FormatUint(o.store.LastApplied(), 10))
+			applied := o.store.LastApplied()
+			w.Header().Set("X-Depot-Index", strconv.FormatUint(applied, 10))
+			if r.Header.Get("X-Depot-Min-Index") == "" && !o.node.IsLeader() {
+				o.readAgainIfMissing(h, w, r, applied, wait)
+				return
+			}
 		case http.MethodOptions:
 		default:
 			// A write is decided here from what this origin has applied:
@@ -313,6 +320,84 @@ func (o *Origin) freshness(h http.Handler) http.Handler {
 		h.ServeHTTP(w, r)
 	})
 }
+
+// readAgainIfMissing serves a read on a follower; a "not found" is held
+// back: it may be of a write another origin acknowledged a moment ago
+// that this one has not applied yet (a client behind a load balancer
+// pushes at one origin and pulls at another). The follower catches up
+// with the leader first and, if that brought anything new, serves the
+// read again; otherwise (or when no leader answers) the 404 goes out as
+// it was.
+func (o *Origin) readAgainIfMissing(h http.Handler, w http.ResponseWriter, r *http.Request, applied uint64, wait time.Duration) {
+	hw := &hold404{w: w, header: w.Header().Clone()}
+	h.ServeHTTP(hw, r)
+	if !hw.held {
+		return
+	}
+	// Bounded: a follower cut off from the leader answers its 404s a
+	// second late, not an election late.
+	ctx, cancel := context.WithTimeout(r.Context(), min(wait, time.Second))
+	err := o.forward.Sync(ctx)
+	cancel()
+	if err == nil && o.store.LastApplied() > applied {
+		w.Header().Set("X-Depot-Index", strconv.FormatUint(o.store.LastApplied(), 10))
+		h.ServeHTTP(w, r)
+		return
+	}
+	maps.Copy(w.Header(), hw.header)
+	w.WriteHeader(http.StatusNotFound)
+	_, _ = w.Write(hw.body.Bytes())
+}
+
+// hold404 passes a response through unless its status is 404, which it
+// keeps (headers and a small body) for readAgainIfMissing to decide.
+type hold404 struct {
+	w      http.ResponseWriter
+	header http.Header
+	held   bool // a 404, kept
+	passed bool // anything else, passed through
+	body   bytes.Buffer
+}
+
+func (h *hold404) Header() http.Header { return h.header }
+
+func (h *hold404) WriteHeader(code int) {
+	if h.held || h.passed {
+		return
+	}
+	if code == http.StatusNotFound {
+		h.held = true
+		return
+	}
+	h.passed = true
+	dst := h.w.Header()
+	clear(dst)
+	maps.Copy(dst, h.header)
+	h.w.WriteHeader(code)
+}
+
+func (h *hold404) Write(p []byte) (int, error) {
+	h.WriteHeader(http.StatusOK)
+	if h.held {
+		if h.body.Len()+len(p) <= 64<<10 { // a "not found" says little
+			h.body.Write(p)
+		}
+		return len(p), nil
+	}
+	return h.w.Write(p)
+}
+
+// Flush flushes what passed through (a held 404 is not sent yet).
+func (h *hold404) Flush() {
+	if h.held {
+		return
+	}
+	h.WriteHeader(http.StatusOK)
+	_ = http.NewResponseController(h.w).Flush()
+}
+
+// Unwrap lets http.ResponseController reach the real writer (deadlines).
+func (h *hold404) Unwrap() http.ResponseWriter { return h.w }
 
 // removePeer takes a dead origin out of the cluster for good (one that
 // will not come back: its disk is gone), so the voters are the live ones
