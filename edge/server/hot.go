@@ -188,13 +188,9 @@ func (h *hotAnswers) serve(s *Server, ctx *fasthttp.RequestCtx, a *hotAnswer) bo
 		}
 		// The answer's own headers, not the file's date.
 		ctx.Response.Header.Del(fasthttp.HeaderLastModified)
-		for _, kv := range a.header {
-			ctx.Response.Header.SetBytesKV(kv[0], kv[1])
-		}
+		a.setHeaders(ctx)
 	} else {
-		for _, kv := range a.header {
-			ctx.Response.Header.SetBytesKV(kv[0], kv[1])
-		}
+		a.setHeaders(ctx)
 		ctx.SetStatusCode(fasthttp.StatusOK)
 		ctx.Response.SetBodyRaw(a.body)
 	}
@@ -203,4 +199,12 @@ func (h *hotAnswers) serve(s *Server, ctx *fasthttp.RequestCtx, a *hotAnswer) bo
 		s.Downloaded(a.download, ctx.RemoteIP())
 	}
 	return true
+}
+
+// setHeaders writes the remembered headers. Their names came from a
+// response header, so they are canonical already: no normalising again.
+func (a *hotAnswer) setHeaders(ctx *fasthttp.RequestCtx) {
+	for _, kv := range a.header {
+		ctx.Response.Header.SetCanonical(kv[0], kv[1])
+	}
 }
