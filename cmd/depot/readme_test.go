@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"regexp"
+	"strings"
 	"testing"
 )
 
@@ -28,5 +29,29 @@ func TestREADMENamesEverySetting(t *testing.T) {
 		if !bytes.Contains(readme, []byte("`"+m[1]+"`")) {
 			t.Errorf("the README's configuration does not name `%s`", m[1])
 		}
+	}
+}
+
+// TestBadWebhookSettingsRefused: a webhook setting no origin can run with
+// stops the start with a message naming it, before the data directory is
+// touched.
+func TestBadWebhookSettingsRefused(t *testing.T) {
+	for _, c := range []struct{ env, want string }{
+		{"WEBHOOK_RETRY_BACKOFF=fibonacci", "webhook retry backoff"},
+		{"WEBHOOK_CONCURRENCY=0", "webhook concurrency"},
+		{"WEBHOOK_QUEUE_SIZE=-3", "WEBHOOK_QUEUE_SIZE"},
+	} {
+		name, value, _ := strings.Cut(c.env, "=")
+		t.Setenv(name, value)
+		dir := t.TempDir()
+		var out, errb bytes.Buffer
+		code := run([]string{"origin", "--data-dir", dir, "--listen", "127.0.0.1:0", "--raft-addr", "127.0.0.1:0", "--gossip-addr", "127.0.0.1:0"}, &out, &errb)
+		if code == 0 || !strings.Contains(errb.String(), c.want) {
+			t.Errorf("%s: exit %d, stderr %q", c.env, code, errb.String())
+		}
+		if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+			t.Errorf("%s: the data directory was written: %v", c.env, entries)
+		}
+		os.Unsetenv(name)
 	}
 }
