@@ -689,8 +689,28 @@ func TestEventRetention(t *testing.T) {
 	for i := range 6 {
 		e.DoHeader("PUT", fmt.Sprintf("/generic/files/p/%d/f", i), e.Admin, "x", nil).Want(201)
 	}
+	var first struct {
+		Events []struct{ Cursor string } `json:"events"`
+	}
+	e.Do("GET", "/api/v1/events?limit=1", e.Admin, nil).Want(200).JSON(&first)
 	e.Clock.Advance(time.Minute) // housekeeping runs once a minute
 	waitFor(t, "the log trimmed to its size", func() bool { return count() == 3 })
+	// A reader whose cursor the trim passed is told it missed events.
+	var behind struct {
+		Events []struct{ Cursor string } `json:"events"`
+		Missed bool                      `json:"missed"`
+	}
+	e.Do("GET", "/api/v1/events?since="+first.Events[0].Cursor, e.Admin, nil).Want(200).JSON(&behind)
+	if !behind.Missed || len(behind.Events) != 3 {
+		t.Errorf("a reader behind the trim: missed %v, %d events", behind.Missed, len(behind.Events))
+	}
+	var current struct {
+		Missed bool `json:"missed"`
+	}
+	e.Do("GET", "/api/v1/events?since="+behind.Events[0].Cursor, e.Admin, nil).Want(200).JSON(&current)
+	if current.Missed {
+		t.Error("a reader within the log is told it missed events")
+	}
 	e.Clock.Advance(2 * time.Hour)
 	e.Admin = e.Login("admin", origintest.AdminPassword)
 	waitFor(t, "the log trimmed by age", func() bool { return count() == 0 })

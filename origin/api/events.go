@@ -31,7 +31,8 @@ const maxEventWait = 60 * time.Second
 // read: a repository's events need read permission on it, the others
 // (users, deleted repositories) the admin role. With wait, an answer that
 // would be empty waits that many seconds for an event. next_cursor is
-// where to ask from next, past the events the caller may not see too.
+// where to ask from next, past the events the caller may not see too;
+// missed says the log was trimmed past since.
 func (s *Server) listEvents(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
 	q := r.URL.Query()
 	since := q.Get("since")
@@ -63,6 +64,12 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request, p *auth.Prin
 		wait = time.Duration(n) * time.Second
 	}
 	repoID := q.Get("repository_id")
+	// A cursor from before what the log has trimmed has missed events:
+	// the answer says so, and goes on from the oldest kept.
+	missed := false
+	if since != "" && since != "latest" {
+		_ = s.view(func(tx *meta.Tx) error { missed = since < tx.EventsTrimmed(); return nil })
+	}
 	if since == "latest" {
 		since = meta.EventAfterIndex(s.d.Store.LastApplied())
 	}
@@ -79,7 +86,11 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request, p *auth.Prin
 			next = meta.EventAfterIndex(applied)
 		}
 		if len(out) > 0 || wait == 0 || s.d.Store.WaitIndex(ctx, applied+1) != nil {
-			return writeJSON(w, http.StatusOK, map[string]any{"events": out, "next_cursor": next})
+			body := map[string]any{"events": out, "next_cursor": next}
+			if missed {
+				body["missed"] = true
+			}
+			return writeJSON(w, http.StatusOK, body)
 		}
 		since = next
 	}

@@ -307,14 +307,34 @@ func (tx *Tx) NthEvent(n int) string {
 	return ""
 }
 
-// dropEventsBefore forgets the events before cursor.
+// dropEventsBefore forgets the events before cursor
+// and remembers the last one forgotten (EventsTrimmed).
 func (tx *Tx) dropEventsBefore(cursor string) error {
 	var drop []string
 	cur := tx.space(Space(KindEvent)).Cursor()
 	for k, _ := cur.First(); k != nil && bytes.Compare(k, []byte(cursor)) < 0; k, _ = cur.Next() {
 		drop = append(drop, string(k))
 	}
-	return tx.delAll(KindEvent, drop)
+	if len(drop) == 0 {
+		return nil
+	}
+	if err := tx.delAll(KindEvent, drop); err != nil {
+		return err
+	}
+	return tx.putRec(KindState, stateEventsTrimmed, drop[len(drop)-1])
+}
+
+const stateEventsTrimmed = "events_trimmed"
+
+// EventsTrimmed is the cursor of the last event the log has forgotten
+// ("" if none): a reader whose cursor is before it has missed events.
+func (tx *Tx) EventsTrimmed() string {
+	raw, _ := tx.lookup(Space(KindState), stateEventsTrimmed)
+	var c string
+	if raw != nil {
+		_ = json.Unmarshal(raw, &c)
+	}
+	return c
 }
 
 func eventRepo(_ string, body []byte) string {

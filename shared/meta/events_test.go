@@ -89,6 +89,12 @@ func TestEventsRecordedByCommands(t *testing.T) {
 	if rest := events(t, s, ""); len(rest) != 2 {
 		t.Errorf("after compaction: %d events, want 2", len(rest))
 	}
+	_ = s.View(func(tx *Tx) error {
+		if got3 := tx.EventsTrimmed(); got3 != got[3].Cursor {
+			t.Errorf("trimmed up to %q, want the last forgotten %q", got3, got[3].Cursor)
+		}
+		return nil
+	})
 }
 
 func TestDeliveryQueue(t *testing.T) {

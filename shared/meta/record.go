@@ -42,12 +42,15 @@ const (
 	// webhook delivery queue and history. Neither is in the change feed.
 	KindEvent    Kind = 11
 	KindDelivery Kind = 12
+	// KindState records are the cluster's own bookkeeping, one per key
+	// (how far the event log has been trimmed).
+	KindState Kind = 13
 )
 
 // unfed kinds stay out of the change feed: only origins hold them, and
 // they come and go in numbers (events, deliveries) that would only fill
 // the feed with entries and tombstones no edge reads.
-var unfed = map[Kind]bool{KindEvent: true, KindDelivery: true}
+var unfed = map[Kind]bool{KindEvent: true, KindDelivery: true, KindState: true}
 
 // Space is a keyspace whose values begin with a modify index: the records
 // of each kind (same number as the kind) and the unique indexes decisions
@@ -91,6 +94,7 @@ var spaces = map[Space]spaceInfo{
 	Space(KindWebhook):    {"webhooks", []byte("webhooks")},
 	Space(KindEvent):      {"events", []byte("events")},
 	Space(KindDelivery):   {"webhook deliveries", []byte("deliveries")},
+	Space(KindState):      {"cluster state", []byte("state")},
 	SpaceEdgeNames:        {"edge node names", []byte("edge_names")},
 	SpaceEdgeTokens:       {"edge node credentials", []byte("edge_tokens")},
 }
@@ -168,6 +172,7 @@ var kinds = map[Kind]kindInfo{
 	KindWebhook:    {global, indexWebhook},
 	KindEvent:      {eventRepo, noIndex},
 	KindDelivery:   {global, indexDelivery},
+	KindState:      {global, noIndex},
 }
 
 func global(string, []byte) string { return "" }
