@@ -137,24 +137,24 @@ type Edge struct {
 	client   *feed.Client
 	upstream *upstream.Upstream
 
-	lastContact     atomic.Int64  // unix nanos of the last heartbeat an origin answered
-	originIndex     atomic.Uint64 // the origin's applied index then
-	lag             lagMark
-	named           sync.Once    // the assigned repositories are logged once
-	missing         atomic.Int64 // blobs of the assigned repositories not cached yet
-	authn           *auth.Authenticator
-	env             *format.Env
-	srv             *server.Server
-	downloads       atomic.Int64  // served since the last heartbeat an origin took
-	events          pendingEvents // downloads no origin has taken yet
-	recordDownloads atomic.Bool   // the origins want downloads as events (their last heartbeat said)
-	originDropped   atomic.Int64  // download events an origin said it dropped
-	unsent          []meta.Event  // a batch of them no origin took (the shipper's own)
-	beatFailures    atomic.Int64
-	scrape          fasthttp.RequestHandler // /metrics
-	prefetch        chan []string           // the assigned repositories, for the prefetcher
-	fetchSeconds    prometheus.Histogram    // how long an origin takes to start sending a blob
-	reached         chan struct{}           // an origin answered a heartbeat after failures: the feed retries now
+	lastContact   atomic.Int64  // unix nanos of the last heartbeat an origin answered
+	originIndex   atomic.Uint64 // the origin's applied index then
+	lag           lagMark
+	named         sync.Once    // the assigned repositories are logged once
+	missing       atomic.Int64 // blobs of the assigned repositories not cached yet
+	authn         *auth.Authenticator
+	env           *format.Env
+	srv           *server.Server
+	downloads     atomic.Int64                   // served since the last heartbeat an origin took
+	events        pendingEvents                  // downloads no origin has taken yet
+	recording     atomic.Pointer[recordingSince] // whether the origins want downloads as events (their last heartbeat)
+	originDropped atomic.Int64                   // download events an origin said it dropped
+	unsent        []meta.Event                   // a batch of them no origin took (the shipper's own)
+	beatFailures  atomic.Int64
+	scrape        fasthttp.RequestHandler // /metrics
+	prefetch      chan []string           // the assigned repositories, for the prefetcher
+	fetchSeconds  prometheus.Histogram    // how long an origin takes to start sending a blob
+	reached       chan struct{}           // an origin answered a heartbeat after failures: the feed retries now
 }
 
 // prefetchParallel bounds the blobs fetched at once ahead of demand.
@@ -299,7 +299,7 @@ func (e *Edge) beat(ctx context.Context) error {
 	}
 	e.lastContact.Store(time.Now().UnixNano())
 	e.originIndex.Store(a.OriginIndex)
-	e.recordDownloads.Store(a.RecordDownloads)
+	e.recording.Store(&recordingSince{on: a.RecordDownloads, since: a.RecordDownloadsSince})
 	if len(a.Origins) > 0 {
 		e.client.SetOrigins(a.Origins) // the cluster's origins, for when the given ones are away
 	}

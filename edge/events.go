@@ -45,21 +45,23 @@ func (p *pendingEvents) add(d *server.Download, ip net.IP, at time.Time) bool {
 		p.buf = append(p.buf, pendingDownload{d, addr.Unmap(), at})
 	}
 	p.mu.Unlock()
-	if full {
-		p.dropped.Add(1)
-	}
 	return !full
 }
 
-// take removes up to n of the oldest downloads, as events.
-func (p *pendingEvents) take(n int, repo func(id string) *meta.Repository) []meta.Event {
+// take removes up to n of the oldest downloads, as events; those made
+// before since are dropped.
+func (p *pendingEvents) take(n int, since time.Time, repo func(id string) *meta.Repository) []meta.Event {
 	p.mu.Lock()
+	p.dropBefore(since)
 	n = min(n, len(p.buf))
 	taken := append(p.spare[:0], p.buf[:n]...)
 	p.buf = append(p.buf[:0], p.buf[n:]...)
 	p.mu.Unlock()
 	out := make([]meta.Event, 0, len(taken))
 	for _, x := range taken {
+		if x.at.Before(since) {
+			continue
+		}
 		r := x.d.Repo
 		if r == nil || r.ID != x.d.Artifact.RepositoryID {
 			if r = repo(x.d.Artifact.RepositoryID); r == nil {
@@ -78,14 +80,32 @@ func (p *pendingEvents) take(n int, repo func(id string) *meta.Repository) []met
 	return out
 }
 
-// recordDownload counts a download and, while the origins want downloads
-// as events, keeps it for them.
+// forgetBefore drops the downloads made before t.
+func (p *pendingEvents) forgetBefore(t time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.dropBefore(t)
+}
+
+// dropBefore drops the downloads made before t (they are in the order
+// they were made); p.mu is held.
+func (p *pendingEvents) dropBefore(t time.Time) {
+	i := 0
+	for i < len(p.buf) && p.buf[i].at.Before(t) {
+		i++
+	}
+	p.buf = append(p.buf[:0], p.buf[i:]...)
+}
+
+// recordDownload counts a download and keeps it for the origins, who
+// take it as an event while a webhook wants downloads (the shipper asks).
 func (e *Edge) recordDownload(d *server.Download, remote net.IP) {
 	e.downloads.Add(1)
-	if !e.recordDownloads.Load() {
-		return
-	}
 	if !e.events.add(d, remote, time.Now()) {
+		if rec := e.recording.Load(); rec == nil || !rec.on {
+			return // nobody wants them: the window kept just got shorter
+		}
+		e.events.dropped.Add(1)
 		if now := time.Now().Unix(); e.events.lastWarn.Load() < now-60 && e.events.lastWarn.Swap(now) < now-60 {
 			e.log.Warn("download events are being dropped: no origin has taken them for a while (see depot_edge_events_dropped_total)",
 				"held", maxPendingEvents)
@@ -109,12 +129,28 @@ func (e *Edge) shipEvents(ctx context.Context) {
 	}
 }
 
+// recordingSince is what the origins said with the last heartbeat:
+// whether downloads are events, and from when.
+type recordingSince struct {
+	on    bool
+	since time.Time
+}
+
+// flushEvents ships what the origins want. While they want no downloads,
+// the recent ones are kept a while all the same: a webhook that has just
+// subscribed is known here only at the next heartbeat, and gets the
+// downloads from its subscription on.
 func (e *Edge) flushEvents(ctx context.Context, within time.Duration) {
 	ctx, cancel := context.WithTimeout(ctx, within)
 	defer cancel()
+	rec := e.recording.Load()
+	if rec == nil || !rec.on {
+		e.events.forgetBefore(time.Now().Add(-2*e.cfg.Heartbeat - 5*time.Second))
+		return
+	}
 	for {
 		if len(e.unsent) == 0 {
-			e.unsent = e.events.take(feed.MaxEvents, e.repoOf)
+			e.unsent = e.events.take(feed.MaxEvents, rec.since, e.repoOf)
 		}
 		if len(e.unsent) == 0 {
 			return

@@ -288,7 +288,7 @@ func (o *Origin) serve(context.Context) error {
 	}, api.Deps{
 		Store: o.store, Blobs: readers, Commit: o.commit, Authn: authn, JWT: jwt, Audit: o.audit, Downloads: clusterDownloads{o}, GC: o.gc,
 		Log: log, Health: o.health, Cluster: o.clusterView, Origins: o.originURLs, RemovePeer: o.removePeer, Now: now, Formats: byName, Env: env, Writer: writer,
-		Webhooks: o.webhooks, RecordEvent: o.events.Add, RecordDownloads: o.recordDownloads.Open,
+		Webhooks: o.webhooks, RecordEvent: o.events.Add, RecordDownloads: o.recordDownloads.Since,
 	})
 
 	o.api = apiSrv

@@ -233,7 +233,7 @@ func (s *Server) edgeHeartbeat(w http.ResponseWriter, r *http.Request, p *auth.P
 	}
 	a := feed.Assignment{RepositoryIDs: e.Repositories, OriginIndex: s.d.Store.LastApplied()}
 	if s.d.RecordDownloads != nil {
-		a.RecordDownloads = s.d.RecordDownloads()
+		a.RecordDownloads, a.RecordDownloadsSince = s.d.RecordDownloads()
 	}
 	if s.d.Origins != nil {
 		a.Origins = s.d.Origins()

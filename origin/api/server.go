@@ -103,9 +103,9 @@ type Deps struct {
 	// RecordEvent queues an event that is not a command of its own (an
 	// edge's downloads) for the log; false: the queue was full.
 	RecordEvent func(meta.Event) bool
-	// RecordDownloads says whether downloads are events now (edges are
-	// told with their heartbeat).
-	RecordDownloads func() bool
+	// RecordDownloads says whether downloads are events now, and from
+	// when (edges are told with their heartbeat).
+	RecordDownloads func() (bool, time.Time)
 }
 
 // Server is the REST API handler.

@@ -340,8 +340,10 @@ type Assignment struct {
 	// so a node given one origin finds the others.
 	Origins []string `json:"origins,omitempty"`
 	// RecordDownloads: the node sends its downloads as events (see
-	// POST /edge-nodes/:id/events); false: it only counts them.
-	RecordDownloads bool `json:"record_downloads,omitempty"`
+	// POST /edge-nodes/:id/events), those made from RecordDownloadsSince
+	// on (zero: all it holds); false: it only counts them.
+	RecordDownloads      bool      `json:"record_downloads,omitempty"`
+	RecordDownloadsSince time.Time `json:"record_downloads_since,omitempty"`
 }
 
 // Heartbeat reports the node to an origin and returns what it should

@@ -27,6 +27,8 @@ type Webhook struct {
 	// activated), so a webhook receives only what happens after.
 	Cursor uint64       `json:"cursor"`
 	Stats  WebhookStats `json:"stats"`
+	// ActiveSince is when it was created active or last activated.
+	ActiveSince time.Time `json:"active_since,omitempty"`
 }
 
 // WebhookFilters narrow what a webhook receives: an event is delivered
@@ -76,6 +78,9 @@ func (c *WebhookCreate) apply(tx *Tx) error {
 		return Conflictf("webhook id %q exists", h.ID)
 	}
 	h.Cursor, h.Stats = tx.idx, WebhookStats{}
+	if h.Active {
+		h.ActiveSince = h.CreatedAt
+	}
 	return tx.putRec(KindWebhook, h.ID, h)
 }
 
@@ -99,6 +104,7 @@ func (c *WebhookUpdate) apply(tx *Tx) error {
 	if c.Active != nil {
 		if *c.Active && !h.Active {
 			h.Cursor = tx.idx // what happened while inactive is not sent
+			h.ActiveSince = c.At
 		}
 		h.Active = *c.Active
 	}

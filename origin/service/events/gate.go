@@ -3,6 +3,7 @@ package events
 import (
 	"slices"
 	"sync/atomic"
+	"time"
 
 	"github.com/depot-registry/depot/shared/meta"
 )
@@ -11,14 +12,19 @@ import (
 // firehose of a registry (tens of thousands a second at the edges), and a
 // recorded event is a replicated record: they are recorded while some
 // active webhook subscribes to artifact.downloaded (or to everything),
-// or always when the operator asks (--event-log-downloads). The answer is
-// kept per applied log index, so a subscription counts from the download
-// after it.
+// from the moment it did, or always when the operator asks
+// (--event-log-downloads). The answer is kept per applied log index.
 type Gate struct {
 	store  *meta.Store
 	always bool
-	idx    atomic.Uint64 // the applied index want was read at (+1; 0 = never)
-	want   atomic.Bool
+	state  atomic.Pointer[gateState]
+}
+
+// gateState is the answer at one applied index.
+type gateState struct {
+	idx   uint64
+	open  bool
+	since time.Time
 }
 
 // NewGate makes a gate over store; always records every download.
@@ -26,20 +32,33 @@ func NewGate(store *meta.Store, always bool) *Gate { return &Gate{store: store, 
 
 // Open reports whether a download now is recorded.
 func (g *Gate) Open() bool {
+	open, _ := g.Since()
+	return open
+}
+
+// Since reports whether downloads are recorded, and from when (the
+// earliest activation of a webhook that wants them; zero: always).
+func (g *Gate) Since() (bool, time.Time) {
 	if g.always {
-		return true
+		return true, time.Time{}
 	}
-	if applied := g.store.LastApplied(); g.idx.Load() != applied+1 {
-		want := false
-		_ = g.store.View(func(tx *meta.Tx) error {
-			hooks, err := tx.Webhooks()
-			for _, h := range hooks {
-				want = want || h.Active && (slices.Contains(h.Events, "*") || slices.Contains(h.Events, meta.EventArtifactDownloaded))
+	applied := g.store.LastApplied()
+	if st := g.state.Load(); st != nil && st.idx == applied {
+		return st.open, st.since
+	}
+	st := &gateState{idx: applied}
+	_ = g.store.View(func(tx *meta.Tx) error {
+		hooks, err := tx.Webhooks()
+		for _, h := range hooks {
+			if !h.Active || !slices.Contains(h.Events, "*") && !slices.Contains(h.Events, meta.EventArtifactDownloaded) {
+				continue
 			}
-			return err
-		})
-		g.want.Store(want)
-		g.idx.Store(applied + 1)
-	}
-	return g.want.Load()
+			if !st.open || h.ActiveSince.Before(st.since) {
+				st.open, st.since = true, h.ActiveSince
+			}
+		}
+		return err
+	})
+	g.state.Store(st)
+	return st.open, st.since
 }
