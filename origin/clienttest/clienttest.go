@@ -125,3 +125,10 @@ func HostPort(e *origintest.Env) string { return strings.TrimPrefix(e.URL, "http
 func (u User) Basic() string {
 	return "Basic " + base64.StdEncoding.EncodeToString([]byte(u.Name+":"+u.Token))
 }
+
+// Start runs an origin with the test defaults: what most client tests
+// start from (clienttest.Targets(t, clienttest.Start, ...)).
+func Start(t *testing.T) *origintest.Env {
+	t.Helper()
+	return origintest.Start(t, origintest.Options{})
+}

@@ -12,8 +12,6 @@ import (
 	"github.com/depot-registry/depot/shared/format/formattest"
 )
 
-func start(t *testing.T) *origintest.Env { return origintest.Start(t, origintest.Options{}) }
-
 // rustupHome is where rustup keeps the toolchains cargo's proxy runs:
 // the tests give cargo a HOME of its own.
 func rustupHome() string {
@@ -33,7 +31,7 @@ func rustupHome() string {
 // token the registry's config answers 401.
 func TestCargoPublishBuildYank(t *testing.T) {
 	bins := clienttest.RequireClients(t, "cargo")
-	clienttest.Targets(t, start, func(t *testing.T, e *origintest.Env) {
+	clienttest.Targets(t, clienttest.Start, func(t *testing.T, e *origintest.Env) {
 		repoID := e.CreateRepo("rust", "crates", false)
 		clienttest.SubscribeDownloads(t, e)
 		alice := clienttest.NewUser(e, "alice")

@@ -12,8 +12,6 @@ import (
 	"github.com/depot-registry/depot/shared/format/formattest"
 )
 
-func start(t *testing.T) *origintest.Env { return origintest.Start(t, origintest.Options{}) }
-
 // pkgZip is a package zip whose Greeter says word; version "" leaves it
 // out of composer.json.
 func pkgZip(t *testing.T, version, word string) []byte {
@@ -35,7 +33,7 @@ func pkgZip(t *testing.T, version, word string) []byte {
 // code runs; the lock names our dist URL.
 func TestComposerRequire(t *testing.T) {
 	bins := clienttest.RequireClients(t, "composer", "php")
-	clienttest.Targets(t, start, func(t *testing.T, e *origintest.Env) {
+	clienttest.Targets(t, clienttest.Start, func(t *testing.T, e *origintest.Env) {
 		repoID := e.CreateRepo("php", "composer", false)
 		alice := clienttest.NewUser(e, "alice")
 		e.Grant(repoID, alice.ID, false, "write")

@@ -17,8 +17,6 @@ import (
 	"github.com/depot-registry/depot/shared/format/formattest"
 )
 
-func start(t *testing.T) *origintest.Env { return origintest.Start(t, origintest.Options{}) }
-
 // tarBz2 is a .tar.bz2 package (compressed by the bzip2 program: Go
 // reads bzip2 but does not write it).
 func tarBz2(t *testing.T, info, payload map[string]string) []byte {
@@ -54,7 +52,7 @@ func TestRattlerSolveInstall(t *testing.T) {
 		}
 		t.Skipf("py-rattler not installed: %s", out)
 	}
-	clienttest.Targets(t, start, func(t *testing.T, e *origintest.Env) {
+	clienttest.Targets(t, clienttest.Start, func(t *testing.T, e *origintest.Env) {
 		chanID := e.CreateRepo("chan", "conda", true)
 		privID := e.CreateRepo("private", "conda", false)
 		alice := clienttest.NewUser(e, "alice")

@@ -16,8 +16,6 @@ import (
 	"github.com/depot-registry/depot/shared/format/formattest"
 )
 
-func start(t *testing.T) *origintest.Env { return origintest.Start(t, origintest.Options{}) }
-
 // TestHelmRepository: charts packaged by the real helm are uploaded as
 // ChartMuseum's push does (multipart "chart") and with a plain PUT; a
 // version is not replaced unless forced; `helm repo add` with
@@ -26,7 +24,7 @@ func start(t *testing.T) *origintest.Env { return origintest.Start(t, origintest
 // listing and delete; malformed archives are refused.
 func TestHelmRepository(t *testing.T) {
 	bins := clienttest.RequireClients(t, "helm")
-	clienttest.Targets(t, start, func(t *testing.T, e *origintest.Env) {
+	clienttest.Targets(t, clienttest.Start, func(t *testing.T, e *origintest.Env) {
 		repoID := e.CreateRepo("charts", "helm", false)
 		alice := clienttest.NewUser(e, "alice")
 		e.Grant(repoID, alice.ID, false, "write", "delete")

@@ -16,7 +16,7 @@ import (
 // where it lives, and the dependency is recorded as ours.
 func TestMvnBuildWithCentralPlugins(t *testing.T) {
 	clienttest.RequireClients(t, "mvn")
-	clienttest.Targets(t, start, func(t *testing.T, e *origintest.Env) {
+	clienttest.Targets(t, clienttest.Start, func(t *testing.T, e *origintest.Env) {
 		repoID := e.CreateRepo("libs", "maven", false)
 		alice := clienttest.NewUser(e, "alice")
 		e.Grant(repoID, alice.ID, false, "write")

@@ -21,7 +21,7 @@ import (
 // here: its distribution is not on Maven Central; this replays its
 // requests.)
 func TestGradleModuleMetadata(t *testing.T) {
-	e := start(t)
+	e := clienttest.Start(t)
 	repoID := e.CreateRepo("libs", "gradle", false)
 	alice := clienttest.NewUser(e, "alice")
 	e.Grant(repoID, alice.ID, false, "write")

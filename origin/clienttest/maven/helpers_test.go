@@ -22,11 +22,6 @@ import (
 // here (deploy plugin 3.0.0 included), so no run touches the internet.
 const debianRepo = "/usr/share/maven-repo"
 
-func start(t *testing.T) *origintest.Env {
-	t.Helper()
-	return origintest.Start(t, origintest.Options{})
-}
-
 // mvn is one isolated Maven setup: a writable local repository (a symlink
 // copy of Debian's) and a settings.xml pinning every repository to ours.
 type mvn struct {

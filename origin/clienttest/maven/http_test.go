@@ -28,7 +28,7 @@ const lib = "/maven2/libs/com/example/demo/"
 // TestBadUploadsLeaveNothing sends what a broken or hostile client might:
 // each gets a clear native error and the repository is unchanged.
 func TestBadUploadsLeaveNothing(t *testing.T) {
-	e := start(t)
+	e := clienttest.Start(t)
 	repoID := e.CreateRepo("libs", "maven", false)
 	alice := clienttest.NewUser(e, "alice")
 	e.Grant(repoID, alice.ID, false, "write")
@@ -130,7 +130,7 @@ func TestBadUploadsLeaveNothing(t *testing.T) {
 // TestVersionPolicy: release repositories refuse SNAPSHOTs, snapshot
 // repositories refuse releases.
 func TestVersionPolicy(t *testing.T) {
-	e := start(t)
+	e := clienttest.Start(t)
 	alice := clienttest.NewUser(e, "alice")
 	auth := basic(alice.Name, alice.Password)
 	for _, policy := range []string{"release", "snapshot", "mixed"} {
@@ -167,7 +167,7 @@ func TestVersionPolicy(t *testing.T) {
 // TestAuthorization: anonymous callers are challenged, callers without
 // the right are refused, and a repository of another format is not found.
 func TestAuthorization(t *testing.T) {
-	e := start(t)
+	e := clienttest.Start(t)
 	privID := e.CreateRepo("libs", "maven", false)
 	pubID := e.CreateRepo("pub", "gradle", true)
 	e.CreateRepo("npmjs", "npm", true)
@@ -211,7 +211,7 @@ func TestAuthorization(t *testing.T) {
 // TestSnapshotBuilds: the generated SNAPSHOT metadata follows the stored
 // builds, and the non-unique name serves the newest build.
 func TestSnapshotBuilds(t *testing.T) {
-	e := start(t)
+	e := clienttest.Start(t)
 	e.CreateRepo("snaps", "maven", true)
 	base := "/maven2/snaps/org/demo/app/1.0-SNAPSHOT/"
 	admin := e.Admin

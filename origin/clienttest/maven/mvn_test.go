@@ -89,7 +89,7 @@ type snapshotDoc struct {
 // resolves all of it with mvn from a fresh local repository as a reader.
 func TestMvnDeployAndResolve(t *testing.T) {
 	clienttest.RequireClients(t, "mvn")
-	clienttest.Targets(t, start, func(t *testing.T, e *origintest.Env) {
+	clienttest.Targets(t, clienttest.Start, func(t *testing.T, e *origintest.Env) {
 		repoID := e.CreateRepo("libs", "maven", false)
 		alice := clienttest.NewUser(e, "alice")
 		e.Grant(repoID, alice.ID, false, "write")

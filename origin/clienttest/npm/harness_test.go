@@ -13,12 +13,6 @@ import (
 	"github.com/depot-registry/depot/origin/origintest"
 )
 
-// start runs an origin.
-func start(t *testing.T) *origintest.Env {
-	t.Helper()
-	return origintest.Start(t, origintest.Options{})
-}
-
 // client is one npm user: an isolated HOME and cache, with a .npmrc that
 // pins the registry to one repository of the test origin.
 type client struct {

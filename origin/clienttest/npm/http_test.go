@@ -63,7 +63,7 @@ func wantNPMError(t *testing.T, r *origintest.Response, status int) {
 // TestHTTPErrors: bad publishes get a clear 4xx in npm's shape and leave
 // nothing behind.
 func TestHTTPErrors(t *testing.T) {
-	e := start(t)
+	e := clienttest.Start(t)
 	repoID := e.CreateRepo("js", "npm", false)
 	alice := clienttest.NewUser(e, "alice")
 	e.Grant(repoID, alice.ID, false, "read", "write", "delete")
@@ -149,7 +149,7 @@ func TestTooLarge(t *testing.T) {
 // TestAuthorization: anonymous 401 with a challenge, 403 without the
 // right permission, 404 in npm's shape for a repository of another format.
 func TestAuthorization(t *testing.T) {
-	e := start(t)
+	e := clienttest.Start(t)
 	repoID := e.CreateRepo("js", "npm", false)
 	pubID := e.CreateRepo("pub", "npm", true)
 	e.CreateRepo("files", "generic", false)
@@ -202,7 +202,7 @@ func TestAuthorization(t *testing.T) {
 // abbreviated packuments, the scoped name escaped as npm sends it, one
 // version, dist-tags, conditional GETs and HEAD on a tarball.
 func TestPackumentShapes(t *testing.T) {
-	e := start(t)
+	e := clienttest.Start(t)
 	e.CreateRepo("js", "npm", true)
 	data := goodTgz(t)
 	e.Do("PUT", "/npm/js/@acme%2fdemo", e.Admin, publishDoc(t, "@acme/demo", "1.0.0", data, func(doc, ver, _ map[string]any) {

@@ -12,7 +12,7 @@ import (
 // TestDistTagsDeprecate: dist-tag add/ls/rm, and deprecate then
 // undeprecate, as npm view and npm install see them.
 func TestDistTagsDeprecate(t *testing.T) {
-	clienttest.Targets(t, start, func(t *testing.T, e *origintest.Env) {
+	clienttest.Targets(t, clienttest.Start, func(t *testing.T, e *origintest.Env) {
 		_, alice := setup(t, e)
 		c := newClient(t, e, "js", tokenAuth(alice))
 		c.publish("demo-pkg", "1.0.0", "one")
@@ -66,7 +66,7 @@ func TestDistTagsDeprecate(t *testing.T) {
 // TestUnpublish removes one version, then a whole package, and the
 // repository's totals follow.
 func TestUnpublish(t *testing.T) {
-	clienttest.Targets(t, start, func(t *testing.T, e *origintest.Env) {
+	clienttest.Targets(t, clienttest.Start, func(t *testing.T, e *origintest.Env) {
 		repoID, alice := setup(t, e)
 		c := newClient(t, e, "js", tokenAuth(alice))
 		c.publish("demo-pkg", "1.0.0", "one")
@@ -111,7 +111,7 @@ func TestUnpublish(t *testing.T) {
 
 // TestSearchWhoamiPing: npm search, whoami (token) and ping.
 func TestSearchWhoamiPing(t *testing.T) {
-	clienttest.Targets(t, start, func(t *testing.T, e *origintest.Env) {
+	clienttest.Targets(t, clienttest.Start, func(t *testing.T, e *origintest.Env) {
 		_, alice := setup(t, e)
 		c := newClient(t, e, "js", tokenAuth(alice))
 		c.publish("demo-pkg", "1.0.0", "alpha")

@@ -15,7 +15,7 @@ import (
 // lockfile resolves only to the registry.
 func TestPnpmAndYarn(t *testing.T) {
 	bins := clienttest.RequireClients(t, "pnpm", "yarn", "node")
-	clienttest.Targets(t, start, func(t *testing.T, e *origintest.Env) {
+	clienttest.Targets(t, clienttest.Start, func(t *testing.T, e *origintest.Env) {
 		_, alice := setup(t, e)
 		c := newClient(t, e, "js", tokenAuth(alice))
 		env := func() []string {

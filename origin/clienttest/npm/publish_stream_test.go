@@ -28,7 +28,7 @@ import (
 // the node's publish slots (there are twice as many stalled publishes as
 // slots), nor the lock of the package they name.
 func TestStalledBodiesBlockNoPublish(t *testing.T) {
-	e := start(t)
+	e := clienttest.Start(t)
 	repoID := e.CreateRepo("js", "npm", false)
 	u := clienttest.NewUser(e, "alice")
 	e.Grant(repoID, u.ID, false, "read", "write", "delete")
@@ -93,7 +93,7 @@ func TestLargePublishStreams(t *testing.T) {
 	if testing.Short() {
 		t.Skip("publishes 64 MiB")
 	}
-	e := start(t)
+	e := clienttest.Start(t)
 	repoID := e.CreateRepo("js", "npm", false)
 	const size = 64 << 20
 	for _, c := range []struct {

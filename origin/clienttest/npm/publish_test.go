@@ -13,7 +13,7 @@ import (
 // token, reads them back with npm view, installs them into a fresh
 // project, and finds every upload in the REST API.
 func TestPublishInstallView(t *testing.T) {
-	clienttest.Targets(t, start, func(t *testing.T, e *origintest.Env) {
+	clienttest.Targets(t, clienttest.Start, func(t *testing.T, e *origintest.Env) {
 		repoID, alice := setup(t, e)
 		c := newClient(t, e, "js", tokenAuth(alice))
 		c.publish("demo-pkg", "1.0.0", "one")
@@ -116,7 +116,7 @@ func TestPublishInstallView(t *testing.T) {
 // TestRepublishRefused: npm cannot publish over a published version, and
 // nothing changes when it tries.
 func TestRepublishRefused(t *testing.T) {
-	clienttest.Targets(t, start, func(t *testing.T, e *origintest.Env) {
+	clienttest.Targets(t, clienttest.Start, func(t *testing.T, e *origintest.Env) {
 		repoID, alice := setup(t, e)
 		c := newClient(t, e, "js", tokenAuth(alice))
 		c.publish("demo-pkg", "1.0.0", "first")
@@ -144,7 +144,7 @@ func TestRepublishRefused(t *testing.T) {
 // TestBasicAuth uses _auth (Basic, username and password) for publish,
 // install and whoami.
 func TestBasicAuth(t *testing.T) {
-	clienttest.Targets(t, start, func(t *testing.T, e *origintest.Env) {
+	clienttest.Targets(t, clienttest.Start, func(t *testing.T, e *origintest.Env) {
 		_, alice := setup(t, e)
 		c := newClient(t, e, "js", basicAuth(alice))
 		c.publish("@acme/basic", "0.1.0", "basic")

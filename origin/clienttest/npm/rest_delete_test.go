@@ -2,12 +2,14 @@ package npm
 
 import (
 	"testing"
+
+	"github.com/depot-registry/depot/origin/clienttest"
 )
 
 // TestRESTDelete: deleting a version through the REST API is an unpublish:
 // the dist-tags follow, so "latest" never names a missing version.
 func TestRESTDelete(t *testing.T) {
-	e := start(t)
+	e := clienttest.Start(t)
 	repoID, u := setup(t, e)
 	for _, v := range []string{"1.0.0", "1.1.0"} {
 		e.Do("PUT", "/npm/js/rest-pkg", u.Token, publishDoc(t, "rest-pkg", v, goodTgz(t), nil)).Want(201)

@@ -3,12 +3,14 @@ package npm
 import (
 	"net/http"
 	"testing"
+
+	"github.com/depot-registry/depot/origin/clienttest"
 )
 
 // TestStaleUnpublishRefused: an unpublish document read before another
 // publish must not remove the version published in between.
 func TestStaleUnpublishRefused(t *testing.T) {
-	e := start(t)
+	e := clienttest.Start(t)
 	repoID, u := setup(t, e)
 	e.Do("PUT", "/npm/js/stale", u.Token, publishDoc(t, "stale", "1.0.0", goodTgz(t), nil)).Want(201)
 	e.Do("PUT", "/npm/js/stale", u.Token, publishDoc(t, "stale", "1.1.0", goodTgz(t), nil)).Want(201)

@@ -12,8 +12,6 @@ import (
 	"github.com/depot-registry/depot/shared/format/formattest"
 )
 
-func start(t *testing.T) *origintest.Env { return origintest.Start(t, origintest.Options{}) }
-
 // TestNuGet: Debian's nuget packs and pushes packages with an API token
 // as the API key and installs one through the v2 feed; a version cannot
 // be pushed twice, a symbol package is refused; the v3 API is walked as
@@ -22,7 +20,7 @@ func start(t *testing.T) *origintest.Env { return origintest.Start(t, origintest
 // registration and search; a delete takes a version away.
 func TestNuGet(t *testing.T) {
 	bins := clienttest.RequireClients(t, "nuget", "mono")
-	clienttest.Targets(t, start, func(t *testing.T, e *origintest.Env) {
+	clienttest.Targets(t, clienttest.Start, func(t *testing.T, e *origintest.Env) {
 		feedID := e.CreateRepo("feed", "nuget", true)
 		privID := e.CreateRepo("private", "nuget", false)
 		alice := clienttest.NewUser(e, "alice")

@@ -15,7 +15,7 @@ import (
 // TestUploadErrors sends malformed uploads: each gets a 400 with a plain
 // message saying what is wrong, and none leaves an artifact behind.
 func TestUploadErrors(t *testing.T) {
-	clienttest.Targets(t, start, func(t *testing.T, e *origintest.Env) {
+	clienttest.Targets(t, clienttest.Start, func(t *testing.T, e *origintest.Env) {
 		repoID := e.CreateRepo("py", "pypi", false)
 		alice := clienttest.NewUser(e, "alice")
 		e.Grant(repoID, alice.ID, false, "write")
@@ -163,7 +163,7 @@ func TestUploadErrors(t *testing.T) {
 // credentials, callers without the right get 403, and a repository of
 // another format is a plain 404.
 func TestAuthorization(t *testing.T) {
-	e := start(t)
+	e := clienttest.Start(t)
 	priv := e.CreateRepo("py", "pypi", false)
 	e.CreateRepo("pub", "pypi", true)
 	e.CreateRepo("js", "npm", false)

@@ -13,12 +13,6 @@ import (
 	"github.com/depot-registry/depot/origin/origintest"
 )
 
-// start runs an origin.
-func start(t *testing.T) *origintest.Env {
-	t.Helper()
-	return origintest.Start(t, origintest.Options{})
-}
-
 // debianPython has setuptools and wheel (the pyenv python lacks wheel), so
 // it builds the dists and backs the venv that installs from sdists.
 const debianPython = "/usr/bin/python3"

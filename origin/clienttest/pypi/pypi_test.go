@@ -15,7 +15,7 @@ import (
 // us as well, and nothing else is ever asked.
 func TestTwineUploadPipInstall(t *testing.T) {
 	clienttest.RequireClients(t, "twine", "python3", debianPython)
-	clienttest.Targets(t, start, func(t *testing.T, e *origintest.Env) {
+	clienttest.Targets(t, clienttest.Start, func(t *testing.T, e *origintest.Env) {
 		repoID := e.CreateRepo("py", "pypi", false)
 		clienttest.SubscribeDownloads(t, e)
 		alice := clienttest.NewUser(e, "alice")

@@ -15,7 +15,7 @@ import (
 // http-basic credentials; pip's index shows both.
 func TestUvAndPoetry(t *testing.T) {
 	bins := clienttest.RequireClients(t, "uv", "poetry", debianPython)
-	clienttest.Targets(t, start, func(t *testing.T, e *origintest.Env) {
+	clienttest.Targets(t, clienttest.Start, func(t *testing.T, e *origintest.Env) {
 		repoID := e.CreateRepo("py", "pypi", false)
 		alice := clienttest.NewUser(e, "alice")
 		e.Grant(repoID, alice.ID, false, "write")

@@ -10,8 +10,6 @@ import (
 	"github.com/depot-registry/depot/origin/origintest"
 )
 
-func start(t *testing.T) *origintest.Env { return origintest.Start(t, origintest.Options{}) }
-
 // TestGemPushInstallBundle: gem builds and pushes two gems (one needing
 // the other) with a Bearer key from ~/.gem/credentials; a version cannot
 // be pushed twice; gem install resolves the newest version and its
@@ -20,7 +18,7 @@ func start(t *testing.T) *origintest.Env { return origintest.Start(t, origintest
 // Ruby itself reads the legacy specs.4.8.gz.
 func TestGemPushInstallBundle(t *testing.T) {
 	bins := clienttest.RequireClients(t, "gem", "bundle", "ruby")
-	clienttest.Targets(t, start, func(t *testing.T, e *origintest.Env) {
+	clienttest.Targets(t, clienttest.Start, func(t *testing.T, e *origintest.Env) {
 		repoID := e.CreateRepo("gems", "rubygems", false)
 		alice := clienttest.NewUser(e, "alice")
 		e.Grant(repoID, alice.ID, false, "write", "delete")
