@@ -743,3 +743,17 @@ func TestDownloadEventsWhenWanted(t *testing.T) {
 		t.Errorf("%d download events, want the 2 made while a webhook subscribed", n)
 	}
 }
+
+// TestTrimmedEventsCounted: events the log trims before an active webhook
+// was offered them (deliveries disabled here) are counted and logged.
+func TestTrimmedEventsCounted(t *testing.T) {
+	e := startHooks(t, func(c *origin.Config) { c.Webhooks.Enabled = false; c.Webhooks.MaxEvents = 1 })
+	createHook(e, map[string]any{"url": "https://x.example.invalid/", "events": []string{"*"}})
+	for _, name := range []string{"a", "b", "c"} {
+		e.CreateRepo(name, "generic", false)
+	}
+	e.Clock.Advance(time.Minute) // housekeeping runs once a minute
+	waitFor(t, "two unseen events counted", func() bool {
+		return strings.Contains(string(e.Do("GET", "/metrics", "", nil).Want(200).Body), `depot_events_dropped_total{reason="trimmed"} 2`)
+	})
+}

@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"math"
 	"net/http"
@@ -263,9 +262,10 @@ func (s *Server) edgeEvents(w http.ResponseWriter, r *http.Request, p *auth.Prin
 	}
 	now := s.d.Now()
 	for i, ev := range req.Events {
+		if err := ev.Recordable(); err != nil {
+			return apierr.Invalid("events", "event %d: only artifact.downloaded events of at most 4 KiB are taken", i)
+		}
 		switch {
-		case ev.Name != meta.EventArtifactDownloaded || len(ev.Data) > 4096 || !json.Valid(ev.Data):
-			return apierr.Invalid("events", "event %d: only artifact.downloaded events of at most 4 KiB", i)
 		case !slices.Contains(e.Repositories, ev.RepositoryID):
 			return apierr.Invalid("events", "event %d: repository %s is not assigned to this node", i, ev.RepositoryID)
 		case ev.Timestamp.Before(now.Add(-24*time.Hour)) || ev.Timestamp.After(now.Add(5*time.Minute)):

@@ -90,6 +90,27 @@ func TestEdgeNodes(t *testing.T) {
 	if !reflect.DeepEqual(hb.RepositoryIDs, want) || hb.OriginIndex < 3 || r.Header.Get("X-Depot-Index") == "" {
 		t.Fatalf("heartbeat answer = %+v (index header %q)", hb, r.Header.Get("X-Depot-Index"))
 	}
+	// The node's download events: only downloads of its repositories,
+	// of the last day; another node's credential may not send them.
+	now := time.Now().UTC()
+	ev := func(name, repo string, at time.Time) map[string]any {
+		return map[string]any{"event": name, "timestamp": at, "data": map[string]string{"package_name": "p"}, "repository_id": repo}
+	}
+	send := func(evs ...map[string]any) *origintest.Response {
+		return e.Do("POST", "/api/v1/edge-nodes/"+n.ID+"/events", token, map[string]any{"events": evs})
+	}
+	var took struct {
+		Accepted int `json:"accepted"`
+	}
+	send(ev("artifact.downloaded", libs, now), ev("artifact.downloaded", js, now)).Want(200).JSON(&took)
+	if took.Accepted != 2 {
+		t.Errorf("accepted %d of 2 download events", took.Accepted)
+	}
+	send(ev("artifact.uploaded", libs, now)).WantError(400, "VALIDATION_FAILED")
+	send(ev("artifact.downloaded", "elsewhere", now)).WantError(400, "VALIDATION_FAILED")
+	send(ev("artifact.downloaded", libs, now.Add(-48*time.Hour))).WantError(400, "VALIDATION_FAILED")
+	e.Do("POST", "/api/v1/edge-nodes/"+n.ID+"/events", e.Admin, map[string]any{"events": []any{}}).Want(401)
+
 	// A heartbeat soon after the last one is answered but not committed.
 	if r := e.Do("POST", "/api/v1/edge-nodes/"+n.ID+"/heartbeat", token, report).Want(200); r.Header.Get("X-Depot-Index") != "" {
 		t.Error("a heartbeat 0 s after the last was committed")

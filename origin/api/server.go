@@ -98,7 +98,7 @@ type Deps struct {
 	Writer     *format.Writer           // formats' write environment (deletes)
 	Now        func() time.Time
 	NewID      func() string
-	// Webhooks is the delivery loop (its settings; Wake after enqueuing).
+	// Webhooks is the delivery loop (the API reads its settings).
 	Webhooks *webhooks.Queue
 	// RecordEvent queues an event that is not a command of its own (an
 	// edge's downloads) for the log; false: the queue was full.

@@ -209,6 +209,15 @@ func (tx *Tx) emitUserCreated(u *User, by *Actor) error {
 // MaxRecordedEvents bounds one EventsRecord command.
 const MaxRecordedEvents = 10_000
 
+// Recordable checks an event that comes to be recorded from outside the
+// log (EventsRecord): only downloads, of a bounded size, are.
+func (e *Event) Recordable() error {
+	if e.Name != EventArtifactDownloaded || len(e.Data) > 4096 || !json.Valid(e.Data) {
+		return Invalidf("only artifact.downloaded events of at most 4 KiB are recorded this way")
+	}
+	return nil
+}
+
 // EventsRecord records events that happened outside the log: a node's
 // batch of downloads. Only downloads come this way; every other event is
 // recorded by the command that caused it.
@@ -224,8 +233,8 @@ func (c *EventsRecord) apply(tx *Tx) error {
 		return Invalidf("%d events in one batch (at most %d)", len(c.Events), MaxRecordedEvents)
 	}
 	for _, e := range c.Events {
-		if e.Name != EventArtifactDownloaded || len(e.Data) > 4096 || !json.Valid(e.Data) {
-			return Invalidf("only artifact.downloaded events of at most 4 KiB are recorded this way")
+		if err := e.Recordable(); err != nil {
+			return err
 		}
 	}
 	for _, e := range c.Events {

@@ -120,8 +120,9 @@ func NewQueue(cfg Config, store *meta.Store, commit meta.Committer, now func() t
 // Config is the loop's configuration.
 func (q *Queue) Config() Config { return q.cfg }
 
-// Wake makes the loop look for work now (a delivery was just enqueued).
-func (q *Queue) Wake() {
+// nudge makes the loop look for work now (an attempt ended, or the log
+// moved).
+func (q *Queue) nudge() {
 	select {
 	case q.wake <- struct{}{}:
 	default:
@@ -156,7 +157,7 @@ func (q *Queue) Run(ctx context.Context) {
 		wctx, cancel := context.WithCancel(ctx)
 		go func() {
 			if q.store.WaitIndex(wctx, applied+1) == nil {
-				q.Wake()
+				q.nudge()
 			}
 		}()
 		select {
@@ -261,7 +262,7 @@ func (q *Queue) dispatch(ctx context.Context, wg *sync.WaitGroup, sem chan struc
 			return // every worker is busy
 		}
 		wg.Go(func() {
-			defer func() { <-sem; q.release(d.ID); q.Wake() }()
+			defer func() { <-sem; q.release(d.ID); q.nudge() }()
 			// The list was read before the claim: an attempt that ended
 			// meanwhile may have moved the delivery on.
 			var now *meta.Delivery
@@ -341,6 +342,7 @@ func (q *Queue) housekeep(ctx context.Context) error {
 	now := q.now().UTC()
 	cmd := &meta.EventsCompact{At: now}
 	var minCursor uint64 = 1<<64 - 1
+	unseen := 0 // events trimmed before an active webhook was offered them
 	err := q.store.View(func(tx *meta.Tx) error {
 		oldest, count := tx.OldestEvent()
 		const most = 10_000 // events forgotten per command
@@ -374,6 +376,17 @@ func (q *Queue) housekeep(ctx context.Context) error {
 				minCursor = h.Cursor
 			}
 		}
+		if cmd.EventsBefore != "" && minCursor < 1<<64-1 {
+			evs, err := tx.Events(meta.EventAfterIndex(minCursor), most)
+			if err != nil {
+				return err
+			}
+			for _, e := range evs {
+				if e.Cursor < cmd.EventsBefore {
+					unseen++
+				}
+			}
+		}
 		if err := tx.FinishedDeliveries(func(d *meta.Delivery, rank int) {
 			if len(cmd.Drop) < most && (rank >= q.cfg.DeliveryHistory || now.Sub(d.CreatedAt) > q.cfg.EventRetention) {
 				cmd.Drop = append(cmd.Drop, d.ID)
@@ -395,11 +408,13 @@ func (q *Queue) housekeep(ctx context.Context) error {
 	if cmd.EventsBefore == "" && len(cmd.Drop) == 0 && len(cmd.Expire) == 0 {
 		return nil
 	}
-	if cmd.EventsBefore != "" && meta.EventIndex(cmd.EventsBefore) > minCursor+1 {
-		q.metrics.Dropped.WithLabelValues("trimmed").Inc()
-		q.log.Warn("webhooks: the event log is trimmed past events a webhook has not been offered yet (the queue was full or deliveries were disabled too long)",
-			"trimmed_before", cmd.EventsBefore)
+	if _, err := q.commit.Apply(ctx, cmd); err != nil {
+		return err
 	}
-	_, err = q.commit.Apply(ctx, cmd)
-	return err
+	if unseen > 0 {
+		q.metrics.Dropped.WithLabelValues("trimmed").Add(float64(unseen))
+		q.log.Warn("webhooks: the event log was trimmed past events a webhook had not been offered yet (the queue was full or deliveries were disabled too long)",
+			"events", unseen, "trimmed_before", cmd.EventsBefore)
+	}
+	return nil
 }
