@@ -134,6 +134,10 @@ func (r *Receiver) Quiet(t testing.TB, n int, d time.Duration) {
 	t.Helper()
 	time.Sleep(d)
 	if got := r.Got(); len(got) != n {
-		t.Fatalf("webhook receiver: %d deliveries, want %d (last: %s)", len(got), n, got[len(got)-1].Event)
+		var events []string
+		for _, d := range got {
+			events = append(events, d.Event)
+		}
+		t.Fatalf("webhook receiver: %d deliveries %v, want %d", len(got), events, n)
 	}
 }
