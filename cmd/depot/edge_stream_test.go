@@ -112,3 +112,54 @@ func TestEdgeClosesSlowHeaders(t *testing.T) {
 	}
 	call(t, "GET", p.url+"/api/v1/health", "", nil, 200)
 }
+
+// TestEdgeRelaysEarlyAnswers: the origin refuses an anonymous 8 MiB
+// sign-in (413) before reading it; through the edge the client gets that
+// answer, every time, and the edge lives on (it used to exit with a panic
+// on the first such request).
+func TestEdgeRelaysEarlyAnswers(t *testing.T) {
+	es := startEdgeSite(t, "files", "generic")
+	big := `{"username":"` + strings.Repeat("x", 8<<20) + `"}`
+	for i := range 10 {
+		resp, err := http.Post(es.e.url+"/api/v1/auth/login", "application/json", strings.NewReader(big))
+		if err != nil {
+			t.Fatalf("#%d: %v\n%s", i, err, es.e.out.String())
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 413 || !strings.Contains(string(body), "error") {
+			t.Fatalf("#%d: %d %s", i, resp.StatusCode, body)
+		}
+	}
+	// An upload without credentials: the origin answers 401 before
+	// reading the body.
+	put := func(auth string) int {
+		req, _ := http.NewRequest("PUT", es.e.url+"/generic/files/app/1.0/app.bin", strings.NewReader(big))
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("%v\n%s", err, es.e.out.String())
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for i := range 5 {
+		if code := put(""); code != 401 {
+			t.Fatalf("anonymous upload #%d: %d", i, code)
+		}
+	}
+	if code := put(es.basic); code != 201 {
+		t.Fatalf("an upload after them: %d", code)
+	}
+	if es.e.cmd.ProcessState != nil || strings.Contains(es.e.out.String(), "panic") {
+		t.Fatalf("the edge died:\n%s", es.e.out.String())
+	}
+	resp, err := http.Get(es.e.url + "/api/v1/health")
+	if err != nil {
+		t.Fatalf("the edge is gone: %v", err)
+	}
+	resp.Body.Close()
+}

@@ -5,13 +5,16 @@ package upstream
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/valyala/fasthttp"
 
@@ -42,44 +45,134 @@ var ErrUnavailable = errors.New("no origin could be reached")
 // Forward sends ctx's request to an origin and writes its answer to ctx.
 // It returns the log index the origin's answer carries (X-Depot-Index),
 // 0 when none.
+//
+// An origin may answer before it has read the whole body (a 413, a 401,
+// a file that exists already); the HTTP client then goes on reading the
+// body in the background, but fasthttp releases the body's stream as soon
+// as this handler returns. So before it returns, Forward stops the body
+// (no read is running or can start), reads what is left of it from the
+// client and discards it (the client sends its whole body before it
+// reads the answer), and only then hands the origin's answer on; a body
+// that does not end in time closes the connection after the answer.
 func (u *Upstream) Forward(ctx *fasthttp.RequestCtx) (uint64, error) {
-	var body io.Reader
-	if s := ctx.RequestBodyStream(); s != nil {
-		body = s
-	} else {
-		body = bytes.NewReader(ctx.PostBody())
+	b := &body{r: ctx.RequestBodyStream()}
+	if b.r == nil {
+		b.r = bytes.NewReader(ctx.PostBody())
+	}
+	if ctx.Request.Header.ContentLength() == 0 {
+		b.ended = true
 	}
 	var idx uint64
+	var resp *http.Response
 	err := feed.Each(u.Origins(), &u.next, func(base string) error {
-		sent := &countingReader{r: body}
-		resp, err := u.send(ctx, base, sent)
+		n := b.count()
+		r, err := u.send(ctx, base, b)
 		switch {
 		case err == nil:
+			resp = r
 			idx = u.answer(ctx, base, resp)
-		case sent.n > 0:
+		case b.count() > n:
 			err = feed.Final(err) // part of the body is gone: the client must retry
 		}
 		return err
 	})
+	b.finish(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	return idx, nil
 }
 
-type countingReader struct {
-	r io.Reader
-	n int64
+// body is a request's body as the HTTP client reads it, until stop.
+type body struct {
+	mu      sync.Mutex
+	r       io.Reader
+	n       int64
+	ended   bool // read to its end
+	stopped bool
 }
 
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
+var errStopped = errors.New("the origin has answered; the rest of the body is not sent")
+
+func (b *body) Read(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.stopped {
+		return 0, errStopped
+	}
+	if b.ended {
+		return 0, io.EOF
+	}
+	n, err := b.r.Read(p)
+	b.n += int64(n)
+	if err == io.EOF {
+		b.ended = true
+	}
 	return n, err
 }
 
+func (b *body) count() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.n
+}
+
+// Bounds of discarding the rest of a body the origin did not want.
+var (
+	discardIdle  = 5 * time.Second  // without a byte from the client
+	discardTotal = 30 * time.Second // in all
+)
+
+// finish stops the body: once it returns no read of the client's stream
+// is running and none will start. A body not read to its end is read now
+// and discarded, within bounds; one that does not end (or a chunked body
+// whose read was cut in the middle of a chunk's header) closes the
+// connection once the answer is sent.
+func (b *body) finish(ctx *fasthttp.RequestCtx) {
+	conn := ctx.Conn()
+	interrupted := false
+	if !b.mu.TryLock() {
+		// A read waits for the client: wake it.
+		interrupted = true
+		_ = conn.SetReadDeadline(time.Now())
+		b.mu.Lock()
+	}
+	b.stopped = true
+	ended := b.ended
+	b.mu.Unlock()
+	if ended {
+		if interrupted {
+			_ = conn.SetReadDeadline(time.Time{})
+		}
+		return
+	}
+	if ctx.RequestBodyStream() == nil {
+		return // it was read whole before the handler
+	}
+	if interrupted && ctx.Request.Header.ContentLength() < 0 {
+		ctx.SetConnectionClose()
+		return
+	}
+	start := time.Now()
+	buf := make([]byte, 32<<10)
+	for time.Since(start) < discardTotal {
+		_ = conn.SetReadDeadline(time.Now().Add(discardIdle))
+		_, err := b.r.Read(buf)
+		if err == io.EOF {
+			_ = conn.SetReadDeadline(time.Time{})
+			return
+		}
+		if err != nil {
+			break
+		}
+	}
+	ctx.SetConnectionClose()
+}
+
 func (u *Upstream) send(ctx *fasthttp.RequestCtx, base string, body io.Reader) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, string(ctx.Method()), base+string(ctx.RequestURI()), body)
+	// Not ctx: the answer's body is read after the handler returns, when
+	// fasthttp has reused ctx.
+	req, err := http.NewRequestWithContext(context.Background(), string(ctx.Method()), base+string(ctx.RequestURI()), body)
 	if err != nil {
 		return nil, err
 	}
