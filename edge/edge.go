@@ -417,7 +417,7 @@ func (e *Edge) routes() *server.Server {
 			e.recordDownload(&server.Download{Artifact: a, Repo: r.Repo, Who: r.Principal.Actor()}, net.ParseIP(r.RemoteAddr))
 		}}
 	s := &server.Server{Cache: e.cache, Other: e.other, Forward: e.forward, Index: e.replica.LastApplied,
-		Downloaded: e.recordDownload}
+		CatchUp: e.catchUp, Downloaded: e.recordDownload}
 	e.authn, e.env, e.srv = authn, env, s
 	e.scrape = e.metrics() // reads e.srv
 	for _, f := range all.Build(env) {

@@ -57,6 +57,11 @@ type Server struct {
 	// Index, when set, is the replica's applied index: answers are then
 	// remembered while it stays the same (see hot.go).
 	Index func() uint64
+	// CatchUp, when set, brings the replica to at least an index (a client
+	// that wrote at an origin sends X-Depot-Min-Index with that write's
+	// X-Depot-Index, and reads its write here); its error is the answer
+	// 503 says to retry.
+	CatchUp func(ctx context.Context, index uint64) error
 	// Downloaded is told of each download answered from memory (one
 	// answered in full tells Env.OnDownload), with the address of its
 	// client; it must not keep remote, and should not allocate.
@@ -84,6 +89,10 @@ type Forwarder func(ctx *fasthttp.RequestCtx) error
 
 // Handle is the fasthttp handler.
 func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
+	// (A write goes to an origin, which honours the header itself.)
+	if raw := ctx.Request.Header.Peek(minIndexHeader); len(raw) > 0 && s.CatchUp != nil && (ctx.IsGet() || ctx.IsHead()) && !s.fresh(ctx, raw) {
+		return
+	}
 	if s.Index != nil {
 		s.hotOnce.Do(func() { s.hot = newHot(s.Cache.Dir()) })
 		if hotEligible(ctx) {
@@ -100,6 +109,49 @@ func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
 		}
 	}
 	s.Other(ctx)
+}
+
+const minIndexHeader = "X-Depot-Min-Index"
+
+// minIndexWait bounds how long a read waits for the replica to reach the
+// index a client asks for (the origin waits an election's worth).
+const minIndexWait = 5 * time.Second
+
+// fresh brings the replica to the index a client asks for; when it
+// cannot, it answers (400 for a malformed index, 503 after minIndexWait)
+// in the shape of the path's format and returns false.
+func (s *Server) fresh(ctx *fasthttp.RequestCtx, raw []byte) bool {
+	want, err := strconv.ParseUint(string(raw), 10, 64)
+	if err != nil {
+		s.fail(ctx, apierr.Invalid(minIndexHeader, "X-Depot-Min-Index must be a log index (a whole number), as X-Depot-Index gives it"))
+		return false
+	}
+	if s.Index != nil && s.Index() >= want {
+		return true
+	}
+	wctx, cancel := context.WithTimeout(context.Background(), minIndexWait)
+	defer cancel()
+	if err := s.CatchUp(wctx, want); err != nil {
+		s.fail(ctx, apierr.New(apierr.Unavailable, "this edge node has applied the log up to %d, not yet %d; retry", s.Index(), want).With(apierr.RetryAfter, 1))
+		return false
+	}
+	return true
+}
+
+// fail answers e in the shape of the format the path belongs to, or the
+// REST API's.
+func (s *Server) fail(ctx *fasthttp.RequestCtx, e *apierr.Error) {
+	path := string(ctx.Path())
+	for _, m := range s.Mounts {
+		if path == m.Prefix || strings.HasPrefix(path, m.Prefix+"/") {
+			req := Request(ctx)
+			req.Prefix, req.Path = m.Prefix, strings.TrimPrefix(req.Path, m.Prefix)
+			if s.Write(ctx, m.Server.Format().Error(req, e)) == nil {
+				return
+			}
+		}
+	}
+	APIError(ctx, e)
 }
 
 // header reads a fasthttp request's headers for format.Request.

@@ -329,14 +329,10 @@ func (s *Server) edgeFeed(w http.ResponseWriter, r *http.Request, p *auth.Princi
 		}
 	}
 	req.Repo = q.Get("repository_id")
-	var e *meta.EdgeNode
-	if err := s.view(func(tx *meta.Tx) error { var err error; e, err = tx.Edge(id); return err }); err != nil {
-		return err
-	}
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	defer context.AfterFunc(s.draining, cancel)()
-	page, err := feed.Read(ctx, s.d.Store, e, req)
+	page, err := feed.Read(ctx, s.d.Store, id, req)
 	if errors.Is(err, feed.ErrNotAssigned) {
 		return apierr.Invalid("repository_id", "repository %s is not assigned to this edge node", req.Repo)
 	}

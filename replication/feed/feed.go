@@ -25,6 +25,9 @@ const (
 	DefaultLimit = 1000
 	MaxLimit     = 10000
 	MaxWait      = 60 * time.Second
+	// SkipReport is how soon a long poll that has passed entries of no
+	// interest to the node answers its new index with an empty page.
+	SkipReport = time.Second
 )
 
 // kinds are the record kinds an edge may read.
@@ -66,17 +69,19 @@ func Filter(e *meta.EdgeNode, only string) meta.ChangeFilter {
 	return f
 }
 
-// Read answers one read of the feed for node e. When nothing has changed
+// Read answers one read of the feed for node id. When nothing has changed
 // that the node may see, it waits up to r.Wait (at most MaxWait) for the
 // store to apply more, and answers an empty page when none of it is for
 // the node. A Since older than the deletions the store remembers is
 // meta.ErrCompacted: the node must read again from 0.
-func Read(ctx context.Context, s *meta.Store, e *meta.EdgeNode, r Request) (Page, error) {
-	if r.Repo != "" {
-		if _, ok := slices.BinarySearch(e.Repositories, r.Repo); !ok {
-			return Page{}, ErrNotAssigned
-		}
-	}
+//
+// What the node may see is read in the same snapshot as the changes, at
+// every look: a repository assigned while a long poll waits is in the
+// filter from its assignment's index on, so a page never moves the node
+// past a change of a repository it holds. (The changes of a repository
+// from before its assignment come with the node's catch-up on it, which
+// reads from 0.)
+func Read(ctx context.Context, s *meta.Store, id string, r Request) (Page, error) {
 	limit := r.Limit
 	if limit <= 0 {
 		limit = DefaultLimit
@@ -84,18 +89,34 @@ func Read(ctx context.Context, s *meta.Store, e *meta.EdgeNode, r Request) (Page
 	limit = min(limit, MaxLimit)
 	ctx, cancel := context.WithTimeout(ctx, min(max(r.Wait, 0), MaxWait))
 	defer cancel()
-	f, since := Filter(e, r.Repo), r.Since
+	since := r.Since
 	for {
 		var p Page
 		err := s.View(func(tx *meta.Tx) error {
-			var err error
-			p.Changes, p.Next, err = tx.Changes(since, f, limit)
+			e, err := tx.Edge(id)
+			if err != nil {
+				return err
+			}
+			if r.Repo != "" {
+				if _, ok := slices.BinarySearch(e.Repositories, r.Repo); !ok {
+					return ErrNotAssigned
+				}
+			}
+			p.Changes, p.Next, err = tx.Changes(since, Filter(e, r.Repo), limit)
 			return err
 		})
 		if err != nil || len(p.Changes) > 0 || since == 0 {
 			return p, err
 		}
 		// Nothing for this node up to p.Next: wait for the next entry.
+		// Once the wait has passed entries that are not the node's, it
+		// ends within SkipReport, so the node's applied index (its
+		// reported lag) follows the origin's when nothing is missing.
+		if p.Next > since && since == r.Since {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, SkipReport)
+			defer cancel()
+		}
 		since = max(since, p.Next)
 		if s.WaitIndex(ctx, since+1) != nil {
 			p.Next = since

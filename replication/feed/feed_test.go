@@ -87,7 +87,7 @@ func fixture(t *testing.T) *meta.Store {
 // secrets) or other repositories.
 func TestWhatAnEdgeReads(t *testing.T) {
 	s := fixture(t)
-	p, err := feed.Read(t.Context(), s, edge(t, s, "e1"), feed.Request{})
+	p, err := feed.Read(t.Context(), s, "e1", feed.Request{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,18 +99,18 @@ func TestWhatAnEdgeReads(t *testing.T) {
 		t.Fatalf("next = %d, want the last applied index %d", p.Next, s.LastApplied())
 	}
 	// One repository on its own: no global records.
-	p, err = feed.Read(t.Context(), s, edge(t, s, "e1"), feed.Request{Repo: "r1"})
+	p, err = feed.Read(t.Context(), s, "e1", feed.Request{Repo: "r1"})
 	if want := []string{"artifacts/a1", "format keys/r1\x00tag/x", "permissions/p1", "repositories/r1"}; err != nil || !slices.Equal(keys(p), want) {
 		t.Fatalf("r1 alone = %q, %v; want %q", keys(p), err, want)
 	}
-	if _, err := feed.Read(t.Context(), s, edge(t, s, "e1"), feed.Request{Repo: "r2"}); !errors.Is(err, feed.ErrNotAssigned) {
+	if _, err := feed.Read(t.Context(), s, "e1", feed.Request{Repo: "r2"}); !errors.Is(err, feed.ErrNotAssigned) {
 		t.Fatalf("a repository not assigned: err = %v", err)
 	}
 	// Paged: every change once, in order.
 	var all []string
 	since := uint64(0)
 	for range 20 {
-		p, err := feed.Read(t.Context(), s, edge(t, s, "e1"), feed.Request{Since: since, Limit: 2})
+		p, err := feed.Read(t.Context(), s, "e1", feed.Request{Since: since, Limit: 2})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -129,7 +129,7 @@ func TestWhatAnEdgeReads(t *testing.T) {
 // not see, and answers the first change it may see, deletions included.
 func TestLongPoll(t *testing.T) {
 	s := fixture(t)
-	e := edge(t, s, "e1")
+	e := "e1"
 	since := s.LastApplied()
 	got := make(chan feed.Page, 1)
 	go func() {
@@ -177,7 +177,65 @@ func TestCompacted(t *testing.T) {
 	for i := range 5 {
 		apply(t, s, &meta.ArtifactPut{Artifact: art("b"+string(rune('0'+i)), "r1", "q/"+string(rune('0'+i))+"/b")})
 	}
-	if _, err := feed.Read(t.Context(), s, edge(t, s, "e1"), feed.Request{Since: 2}); !errors.Is(err, meta.ErrCompacted) {
+	if _, err := feed.Read(t.Context(), s, "e1", feed.Request{Since: 2}); !errors.Is(err, meta.ErrCompacted) {
 		t.Fatalf("err = %v, want ErrCompacted", err)
+	}
+}
+
+// TestAssignedDuringLongPoll: a repository assigned while the node's long
+// poll waits is read from its assignment on; a change of it right after
+// the assignment is never skipped (the filter was fixed when the poll
+// started, and the page moved the node past the change).
+func TestAssignedDuringLongPoll(t *testing.T) {
+	for i := range 20 {
+		s := fixture(t)
+		since := s.LastApplied()
+		got := make(chan feed.Page, 1)
+		go func() {
+			p, err := feed.Read(context.Background(), s, "e1", feed.Request{Since: since, Wait: 10 * time.Second})
+			if err != nil {
+				t.Error(err)
+			}
+			got <- p
+		}()
+		time.Sleep(time.Duration(i) * time.Millisecond)
+		apply(t, s, &meta.EdgeAssign{ID: "e1", RepoIDs: []string{"r1", "r2"}, At: t0},
+			&meta.ArtifactPut{Artifact: art("a9", "r2", "p/9/b")})
+		var seen []string
+		for p := range got {
+			seen = append(seen, keys(p)...)
+			if p.Next >= s.LastApplied() {
+				break
+			}
+			p, err := feed.Read(t.Context(), s, "e1", feed.Request{Since: p.Next, Wait: time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got <- p
+		}
+		if !slices.Contains(seen, "artifacts/a9") {
+			t.Fatalf("#%d: the feed moved past the new repository's artifact: %q", i, seen)
+		}
+	}
+}
+
+// TestSkippedEntriesReported: a long poll that passes only entries the
+// node may not see answers its new index within a second or so, not at
+// the end of its wait, so the node's reported lag is not 30 s of
+// entries it never needed.
+func TestSkippedEntriesReported(t *testing.T) {
+	s := fixture(t)
+	since := s.LastApplied()
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		apply(t, s, &meta.ArtifactPut{Artifact: art("a3", "r2", "p/2/b")}) // not the node's
+	}()
+	start := time.Now()
+	p, err := feed.Read(t.Context(), s, "e1", feed.Request{Since: since, Wait: 20 * time.Second})
+	if err != nil || len(p.Changes) != 0 || p.Next != since+1 {
+		t.Fatalf("= %+v, %v; want an empty page at %d", p, err, since+1)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("answered after %v", d)
 	}
 }
