@@ -8,6 +8,7 @@ import (
 
 	"github.com/depot-registry/depot/shared/apierr"
 	"github.com/depot-registry/depot/shared/format"
+	"github.com/depot-registry/depot/shared/meta"
 )
 
 // Error codes of the distribution spec.
@@ -164,6 +165,11 @@ func challenge(r *format.Request) string {
 	return c
 }
 
+// scopeOf is the scope a request needs: the action its route requires
+// (pull to read, pull,push to write, an upload session's status
+// included, delete to delete) on its image, and pull on the source of a
+// cross-repository mount. A client asks for a token with exactly this,
+// and a token carries only what it asked for.
 func scopeOf(r *format.Request) string {
 	if r.Path == "/_catalog" {
 		return "registry:catalog:*"
@@ -175,8 +181,26 @@ func scopeOf(r *format.Request) string {
 	if _, err := ParseName(t.Name); err != nil {
 		return ""
 	}
-	if r.Method == http.MethodGet || r.Method == http.MethodHead {
-		return "repository:" + t.Name + ":pull"
+	action := r.Action
+	if action == "" {
+		// No route matched (yet): what the method would need.
+		switch r.Method {
+		case http.MethodGet, http.MethodHead:
+			action = meta.ActionRead
+		case http.MethodDelete:
+			action = meta.ActionDelete
+		default:
+			action = meta.ActionWrite
+		}
 	}
-	return "repository:" + t.Name + ":pull,push"
+	scope := "repository:" + t.Name + ":" + tokenAction(action)
+	if action == meta.ActionWrite {
+		scope = "repository:" + t.Name + ":" + actionPull + "," + actionPush
+	}
+	if t.Kind == KindUploads && r.Method == http.MethodPost && r.Query.Get("mount") != "" {
+		if from, err := ParseName(r.Query.Get("from")); err == nil && from.String() != t.Name {
+			scope += " repository:" + from.String() + ":" + actionPull
+		}
+	}
+	return scope
 }
