@@ -155,6 +155,7 @@ type Edge struct {
 	prefetch      chan []string           // the assigned repositories, for the prefetcher
 	fetchSeconds  prometheus.Histogram    // how long an origin takes to start sending a blob
 	reached       chan struct{}           // an origin answered a heartbeat after failures: the feed retries now
+	syncing       chan struct{}           // one catch-up read of the feed at a time (catchUp)
 }
 
 // prefetchParallel bounds the blobs fetched at once ahead of demand.
@@ -168,7 +169,7 @@ func New(cfg Config, log *slog.Logger, out io.Writer) (*Edge, error) {
 	if err := os.MkdirAll(cfg.CacheDir, 0o750); err != nil {
 		return nil, fmt.Errorf("cache dir: %w", err)
 	}
-	e := &Edge{cfg: cfg, log: log, out: out, prefetch: make(chan []string, 1), reached: make(chan struct{}, 1),
+	e := &Edge{cfg: cfg, log: log, out: out, prefetch: make(chan []string, 1), reached: make(chan struct{}, 1), syncing: make(chan struct{}, 1),
 		client: &feed.Client{Origins: cfg.origins(), NodeID: cfg.NodeID, Token: cfg.NodeToken,
 			HTTP: &http.Client{Timeout: 0}}}
 	e.upstream = &upstream.Upstream{Origins: e.client.OriginList, HTTP: &http.Client{}, Credential: cfg.NodeToken}
@@ -462,26 +463,45 @@ func (e *Edge) forward(ctx *fasthttp.RequestCtx) error {
 	return nil
 }
 
-// catchUp brings the replica to index idx. The feed's long poll answers
-// changes the node may see; a write it may not see (a login session,
-// another repository) does not wake it, so the edge reads the feed itself
-// until it is past idx (an origin that has not applied idx yet, a
-// follower in a cluster, is asked again shortly).
+// catchUp brings the replica to index idx. The feed's long poll brings
+// a change the node may see at once, so catchUp first waits for it a
+// moment; a write it may not see (a login session, another repository)
+// does not wake the poll, so then the edge reads the feed itself until it
+// is past idx, one read at a time for all the requests that wait (a
+// burst of forwarded writes costs the origin one read each round, not
+// one per write), asking again shortly when the origin it reached has
+// not applied idx yet (a follower in a cluster).
 func (e *Edge) catchUp(ctx context.Context, idx uint64) error {
 	for e.replica.LastApplied() < idx {
-		if err := feed.Sync(ctx, e.client, e.replica, 0); err != nil {
-			return err
+		wctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+		err := e.replica.WaitIndex(wctx, idx)
+		cancel()
+		if err == nil {
+			return nil
 		}
-		if e.replica.LastApplied() >= idx {
-			break
-		}
-		select {
-		case <-ctx.Done():
+		if ctx.Err() != nil {
 			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
+		}
+		if err := e.syncFor(ctx, idx); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// syncFor reads the feed once for the requests waiting for idx, unless a
+// read that ended while this one waited its turn brought idx already.
+func (e *Edge) syncFor(ctx context.Context, idx uint64) error {
+	select {
+	case e.syncing <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-e.syncing }()
+	if e.replica.LastApplied() >= idx {
+		return nil
+	}
+	return feed.Sync(ctx, e.client, e.replica, 0)
 }
 
 // replicaLagLimit is how long the replica may take to reach an index an

@@ -109,3 +109,20 @@ func TestEdgeMinIndex(t *testing.T) {
 		t.Fatalf("a malformed X-Depot-Min-Index: %d", resp.StatusCode)
 	}
 }
+
+// TestEdgeNotThrottledByItsClients: an edge's own requests (heartbeats,
+// its feed, the catch-up after each write it forwards) have a bucket of
+// their own, larger than a user's: a burst of writes through the edge
+// used to spend the node's API rate limit, and then its feed and
+// heartbeats were refused (429) for the rest of the window.
+func TestEdgeNotThrottledByItsClients(t *testing.T) {
+	es := startEdgeSite(t, "files", "generic", "--rate-limit", "100")
+	for i := range 80 {
+		path := fmt.Sprintf("/generic/files/p/%d/f.txt", i)
+		call(t, "PUT", es.e.url+path, es.basic, strings.NewReader("v"), 201)
+		call(t, "GET", es.e.url+path, es.basic, nil, 200)
+	}
+	if out := es.e.out.String(); strings.Contains(out, "429") {
+		t.Fatalf("the edge was throttled:\n%s", out)
+	}
+}

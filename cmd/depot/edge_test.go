@@ -53,11 +53,12 @@ type edgeSite struct {
 	cacheDir string
 }
 
-// startEdgeSite starts the origin, makes repository name of format,
-// registers and assigns an edge node, and starts it.
-func startEdgeSite(t *testing.T, name, format string) *edgeSite {
+// startEdgeSite starts the origin (with originFlags), makes repository
+// name of format, registers and assigns an edge node, and starts it.
+func startEdgeSite(t *testing.T, name, format string, originFlags ...string) *edgeSite {
 	t.Helper()
 	es := &edgeSite{site: newSite(t), basic: "Basic " + basicAuth("admin", "changed-pw-456")}
+	es.flags = originFlags
 	es.o = es.start(t)
 	tok := login(t, es.o.url, "admin", "initial-pw-123")
 	call(t, "PUT", es.o.url+"/api/v1/users/me", tok, strings.NewReader(`{"current_password":"initial-pw-123","password":"changed-pw-456"}`), 200)

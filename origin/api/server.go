@@ -114,6 +114,7 @@ type Server struct {
 	d          Deps
 	mux        *http.ServeMux
 	apiLimit   *ratelimit.Limiter
+	nodeLimit  *ratelimit.Limiter // edge nodes' own requests (see NodeRateFactor)
 	loginLimit *ratelimit.Limiter
 	// draining ends when the server shuts down, so long polls answer at
 	// once instead of holding the shutdown up.
@@ -138,6 +139,7 @@ func New(cfg Config, d Deps) *Server {
 		d:          d,
 		mux:        http.NewServeMux(),
 		apiLimit:   ratelimit.New(cfg.RateLimit, cfg.RateWindow, d.Now),
+		nodeLimit:  ratelimit.New(cfg.RateLimit*NodeRateFactor, cfg.RateWindow, d.Now),
 		loginLimit: ratelimit.New(cfg.RateLimitLogin, cfg.RateWindow, d.Now),
 	}
 	s.draining, s.drain = context.WithCancel(context.Background())
@@ -269,6 +271,12 @@ func (s *Server) unrouted(w http.ResponseWriter, r *http.Request) {
 	apierr.Write(w, apierr.New(apierr.MethodNotAllowed, "%s is not allowed on %s; use %s", r.Method, r.URL.Path, strings.Join(allow, ", ")))
 }
 
+// NodeRateFactor is how many times the API rate limit an edge node's own
+// requests (its feed, heartbeats, blob fetches, catch-ups after the
+// writes it forwards for many clients) may make: a node serves many
+// users, each of whom has the API limit of their own.
+const NodeRateFactor = 20
+
 // ServeHTTP applies the API-wide rules, then routes: cross-site writes are
 // refused, the caller is authenticated once, and the request rate is
 // limited per user or token (per address for anonymous callers, so
@@ -283,14 +291,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// Registry tokens serve their format's paths only.
 		p, authErr = nil, auth.ErrBadCredentials
 	}
-	key := "a:" + ip
+	key, limit := "a:"+ip, s.apiLimit
 	switch {
 	case p.Edge() != "":
-		key = "e:" + p.Edge() // a node's own bucket, not its address's
+		key, limit = "e:"+p.Edge(), s.nodeLimit // a node's own bucket, not its address's
 	case !p.Anonymous():
 		key = "u:" + p.UserID + ":" + p.TokenID
 	}
-	d := s.apiLimit.Allow(key)
+	d := limit.Allow(key)
 	if d.Limit > 0 {
 		h := w.Header()
 		h.Set("X-RateLimit-Limit", strconv.Itoa(d.Limit))

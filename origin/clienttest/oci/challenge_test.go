@@ -88,6 +88,23 @@ func TestChallengesNameTheRoutesScope(t *testing.T) {
 		r, scope = follow(t, e, ab, "POST", "/v2/priv/app/blobs/uploads/?mount="+d+"&from=src/base", nil, nil)
 		check("POST mount", r, scope, 201, "repository:priv/app:pull,push repository:src/base:pull")
 
+		// A token the client holds for the target alone (docker caches
+		// one per repository): the mount is challenged for the source's
+		// pull, not quietly turned into a full upload.
+		var tok struct{ Token string }
+		e.Do("GET", "/v2/token?scope=repository:priv/app:pull,push", ab, nil).Want(200).JSON(&tok)
+		d2 := pushBlob(t, e, basic("admin", origintest.AdminPassword), "src/base", []byte("another layer"))
+		r = e.Do("POST", "/v2/priv/app/blobs/uploads/?mount="+d2+"&from=src/base", "Bearer "+tok.Token, nil)
+		if ch := r.Header.Get("WWW-Authenticate"); r.Status != 401 || !strings.Contains(ch, `scope="repository:priv/app:pull,push repository:src/base:pull"`) {
+			t.Errorf("a mount with a token lacking the source: %d %q", r.Status, ch)
+		}
+		// One whose holder may not read the source: an upload instead,
+		// saying nothing of the source.
+		bob := writer(e, "bob", id)
+		var btok struct{ Token string }
+		e.Do("GET", "/v2/token?scope=repository:priv/app:pull,push", basic(bob.Name, bob.Password), nil).Want(200).JSON(&btok)
+		e.Do("POST", "/v2/priv/app/blobs/uploads/?mount="+d2+"&from=src/base", "Bearer "+btok.Token, nil).Want(202)
+
 		// Deletes.
 		digest := sha(manifest)
 		r, scope = follow(t, e, ab, "DELETE", "/v2/priv/app/manifests/"+digest, nil, nil)

@@ -107,8 +107,14 @@ func (f *Format) mount(ctx context.Context, r *format.Request, w *format.Writer,
 			return nil, nil
 		}
 	}
-	if granted(r, src, meta.ActionRead) != nil {
-		return nil, nil // the token may not read the source
+	if err := granted(r, src, meta.ActionRead); err != nil {
+		// The registry token does not grant pull on the source: when
+		// its holder may read there, the client is challenged for it
+		// (as distribution does), otherwise it uploads instead.
+		if _, rerr := f.Env.Repo(r, src.Repo, meta.ActionRead, Name); rerr == nil {
+			return nil, err
+		}
+		return nil, nil
 	}
 	srcRepo := repo
 	if src.Repo != n.Repo {
