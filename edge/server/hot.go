@@ -12,26 +12,32 @@ import (
 
 // Remembered answers: the hot path of an edge. A GET or HEAD answered 200
 // with a cached blob or a small document is remembered under everything
-// of the request that decided it (scheme, method, URI, host, Accept and
-// the credential, kept as a keyed digest, never as presented), with the
-// replica's applied index then. The same request is
-// answered again from memory, the blob from its file (fasthttp.FS: open
-// files kept, sendfile), with no parsing, authentication or store read,
-// for as long as the replica has applied nothing new and for at most
-// hotTTL (a credential that expires by the clock is honoured at most
-// that long after). Any change the replica applies (a revoked token, a
-// deleted version, a new grant) ends every remembered answer at once.
-// Conditional and Range requests take the full path.
+// of the request that decided it: scheme, method, URI and host, and every
+// request header the answer's handling read (authentication's credential,
+// whichever header carried it: Authorization, NuGet's X-NuGet-ApiKey, or
+// any a format reads in the future; Accept where a format negotiates),
+// present or absent, each value kept as a keyed digest, never as
+// presented, with the replica's applied index then. A handler is a
+// function of what it read, so a request that agrees on all of it gets
+// the same answer: it is answered again from memory, the blob from its
+// file (fasthttp.FS: open files kept, sendfile), with no parsing,
+// authentication or store read, for as long as the replica has applied
+// nothing new and for at most hotTTL (a credential that expires by the
+// clock is honoured at most that long after). Any change the replica
+// applies (a revoked token, a deleted version, a new grant) ends every
+// remembered answer at once. Conditional and Range requests take the
+// full path.
 
 const (
 	hotTTL       = time.Second
 	hotMaxDoc    = 256 << 10 // documents larger than this are not remembered
 	hotMaxBytes  = 64 << 20  // document bytes remembered in all
 	hotMaxAnswer = 10000     // answers remembered
+	hotMaxVary   = 8         // an answer whose handling read more headers is not remembered
 )
 
 type hotAnswer struct {
-	key      []byte // scheme, method, URI, host, credential digest, Accept, NUL-separated
+	key      []byte // the key's parts (hotKey), NUL-separated
 	index    uint64 // the replica's applied index when it was answered
 	until    int64  // unix nanos
 	header   [][2][]byte
@@ -44,10 +50,11 @@ type hotAnswer struct {
 
 type hotAnswers struct {
 	seed      maphash.Seed
-	credSeeds [2]maphash.Seed
+	valSeeds  [2]maphash.Seed
 	files     fasthttp.RequestHandler // serves blob files from the cache's directory
 	mu        sync.RWMutex
 	answers   map[uint64]*hotAnswer
+	vary      map[uint64][][]byte // per scheme, method, URI and host: the headers the last remembered answer's handling read
 	bytes     int
 }
 
@@ -59,23 +66,38 @@ func newHot(dir string) *hotAnswers {
 	fs := &fasthttp.FS{Root: dir, AllowEmptyRoot: true, CacheDuration: 10 * time.Second,
 		PathRewrite:  func(ctx *fasthttp.RequestCtx) []byte { return ctx.UserValue(hotServing{}).(*hotAnswer).blobFile },
 		PathNotFound: func(ctx *fasthttp.RequestCtx) { ctx.SetStatusCode(fasthttp.StatusNotFound) }}
-	return &hotAnswers{seed: maphash.MakeSeed(), credSeeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()},
-		files: fs.NewRequestHandler(), answers: map[uint64]*hotAnswer{}}
+	return &hotAnswers{seed: maphash.MakeSeed(), valSeeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()},
+		files: fs.NewRequestHandler(), answers: map[uint64]*hotAnswer{}, vary: map[uint64][][]byte{}}
 }
 
-// hotParts are the parts of a request an answer depends on: absolute
-// URLs in documents are made of the scheme and the host. The credential
-// is kept as a keyed 128-bit digest (cred), never as presented.
-func (h *hotAnswers) hotParts(ctx *fasthttp.RequestCtx, cred *[16]byte) [6][]byte {
+// hotKey is what an answer is remembered under: the request's scheme,
+// method, URI and host, then the name of each header its handling read
+// and a keyed 128-bit digest of the value it has in the request.
+type hotKey struct {
+	base    [4][]byte
+	names   [][]byte
+	digests [hotMaxVary][16]byte
+}
+
+// setBase sets the key's first parts: absolute URLs in documents are
+// made of the scheme and the host.
+func (k *hotKey) setBase(ctx *fasthttp.RequestCtx) {
 	hd := &ctx.Request.Header
 	scheme := schemeHTTP
 	if ctx.IsTLS() {
 		scheme = schemeHTTPS
 	}
-	auth := hd.Peek("Authorization")
-	binary.LittleEndian.PutUint64(cred[:8], maphash.Bytes(h.credSeeds[0], auth))
-	binary.LittleEndian.PutUint64(cred[8:], maphash.Bytes(h.credSeeds[1], auth))
-	return [6][]byte{scheme, hd.Method(), hd.RequestURI(), hd.Host(), cred[:], hd.Peek("Accept")}
+	k.base = [4][]byte{scheme, hd.Method(), hd.RequestURI(), hd.Host()}
+}
+
+// varied adds each named header's digest (of "" when absent).
+func (h *hotAnswers) varied(ctx *fasthttp.RequestCtx, k *hotKey, names [][]byte) {
+	k.names = names
+	for i, name := range names {
+		v := ctx.Request.Header.PeekBytes(name)
+		binary.LittleEndian.PutUint64(k.digests[i][:8], maphash.Bytes(h.valSeeds[0], v))
+		binary.LittleEndian.PutUint64(k.digests[i][8:], maphash.Bytes(h.valSeeds[1], v))
+	}
 }
 
 var schemeHTTP, schemeHTTPS = []byte("http"), []byte("https")
@@ -87,45 +109,74 @@ func hotEligible(ctx *fasthttp.RequestCtx) bool {
 		len(h.Peek("If-Modified-Since")) == 0 && len(h.Peek("If-Range")) == 0
 }
 
-func (h *hotAnswers) hash(parts *[6][]byte) uint64 {
+// hash hashes the key's base alone, or with its varied headers.
+func (h *hotAnswers) hash(k *hotKey, withVaried bool) uint64 {
 	var mh maphash.Hash
 	mh.SetSeed(h.seed)
-	for _, p := range parts {
+	for _, p := range k.base {
 		_, _ = mh.Write(p)
 		_ = mh.WriteByte(0)
+	}
+	if withVaried {
+		for i, name := range k.names {
+			_, _ = mh.Write(name)
+			_ = mh.WriteByte(0)
+			_, _ = mh.Write(k.digests[i][:])
+			_ = mh.WriteByte(0)
+		}
 	}
 	return mh.Sum64()
 }
 
-func (a *hotAnswer) matches(parts *[6][]byte) bool {
-	k := a.key
-	for _, p := range parts {
-		if len(k) < len(p)+1 || !bytes.Equal(k[:len(p)], p) || k[len(p)] != 0 {
+func (a *hotAnswer) matches(k *hotKey) bool {
+	key := a.key
+	next := func(p []byte) bool {
+		if len(key) < len(p)+1 || !bytes.Equal(key[:len(p)], p) || key[len(p)] != 0 {
 			return false
 		}
-		k = k[len(p)+1:]
+		key = key[len(p)+1:]
+		return true
 	}
-	return len(k) == 0
+	for _, p := range k.base {
+		if !next(p) {
+			return false
+		}
+	}
+	for i, name := range k.names {
+		if !next(name) || !next(k.digests[i][:]) {
+			return false
+		}
+	}
+	return len(key) == 0
+}
+
+// key fills k for ctx with the headers remembered answers at its URL
+// vary on, and returns its hash.
+func (h *hotAnswers) key(ctx *fasthttp.RequestCtx, k *hotKey) uint64 {
+	k.setBase(ctx)
+	h.mu.RLock()
+	names := h.vary[h.hash(k, false)]
+	h.mu.RUnlock()
+	h.varied(ctx, k, names)
+	return h.hash(k, true)
 }
 
 // lookup finds the answer remembered for ctx, still good at index.
 func (h *hotAnswers) lookup(ctx *fasthttp.RequestCtx, index uint64) *hotAnswer {
-	var cred [16]byte
-	parts := h.hotParts(ctx, &cred)
-	sum := h.hash(&parts)
+	var k hotKey
+	sum := h.key(ctx, &k)
 	h.mu.RLock()
 	a := h.answers[sum]
 	h.mu.RUnlock()
-	if a == nil || a.index != index || ctx.Time().UnixNano() >= a.until || !a.matches(&parts) {
+	if a == nil || a.index != index || ctx.Time().UnixNano() >= a.until || !a.matches(&k) {
 		return nil
 	}
 	return a
 }
 
 func (h *hotAnswers) forget(ctx *fasthttp.RequestCtx) {
-	var cred [16]byte
-	parts := h.hotParts(ctx, &cred)
-	sum := h.hash(&parts)
+	var k hotKey
+	sum := h.key(ctx, &k)
 	h.mu.Lock()
 	if a := h.answers[sum]; a != nil {
 		h.bytes -= len(a.body)
@@ -134,15 +185,26 @@ func (h *hotAnswers) forget(ctx *fasthttp.RequestCtx) {
 	h.mu.Unlock()
 }
 
-// remember keeps the answer just written to ctx.
-func (h *hotAnswers) remember(ctx *fasthttp.RequestCtx, a *hotAnswer) {
-	if len(a.body) > hotMaxDoc {
+// remember keeps the answer just written to ctx, whose handling read the
+// request headers named read (canonical names).
+func (h *hotAnswers) remember(ctx *fasthttp.RequestCtx, a *hotAnswer, read []string) {
+	if len(a.body) > hotMaxDoc || len(read) > hotMaxVary {
 		return
 	}
-	var cred [16]byte
-	parts := h.hotParts(ctx, &cred)
-	for _, p := range parts {
+	names := make([][]byte, len(read))
+	for i, n := range read {
+		names[i] = []byte(n)
+	}
+	var k hotKey
+	k.setBase(ctx)
+	base := h.hash(&k, false)
+	h.varied(ctx, &k, names)
+	for _, p := range k.base {
 		a.key = append(append(a.key, p...), 0)
+	}
+	for i, name := range k.names {
+		a.key = append(append(a.key, name...), 0)
+		a.key = append(append(a.key, k.digests[i][:]...), 0)
 	}
 	for k, v := range ctx.Response.Header.All() {
 		switch string(k) {
@@ -152,9 +214,13 @@ func (h *hotAnswers) remember(ctx *fasthttp.RequestCtx, a *hotAnswer) {
 		a.header = append(a.header, [2][]byte{bytes.Clone(k), bytes.Clone(v)})
 	}
 	a.until = ctx.Time().Add(hotTTL).UnixNano()
-	sum := h.hash(&parts)
+	sum := h.hash(&k, true)
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if len(h.vary) >= hotMaxAnswer {
+		clear(h.vary) // the answers keyed with them stay, unreachable until replaced
+	}
+	h.vary[base] = names
 	if old := h.answers[sum]; old != nil {
 		h.bytes -= len(old.body)
 		delete(h.answers, sum)

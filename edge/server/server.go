@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -154,10 +155,31 @@ func (s *Server) fail(ctx *fasthttp.RequestCtx, e *apierr.Error) {
 	APIError(ctx, e)
 }
 
-// header reads a fasthttp request's headers for format.Request.
-type header struct{ h *fasthttp.RequestHeader }
+// header reads a fasthttp request's headers for format.Request, and
+// keeps the names of those it was asked for: everything of the request's
+// headers that decided its answer (see hot.go).
+type header struct {
+	h    *fasthttp.RequestHeader
+	mu   sync.Mutex
+	read []string // canonical names, once each
+}
 
-func (h header) Get(key string) string { return string(h.h.Peek(key)) }
+func (h *header) Get(key string) string {
+	name := http.CanonicalHeaderKey(key)
+	h.mu.Lock()
+	if !slices.Contains(h.read, name) {
+		h.read = append(h.read, name)
+	}
+	h.mu.Unlock()
+	return string(h.h.Peek(key))
+}
+
+// names are the headers the request's handling read.
+func (h *header) names() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.read)
+}
 
 // Request is ctx as a format sees it, below no prefix yet.
 func Request(ctx *fasthttp.RequestCtx) *format.Request {
@@ -172,7 +194,7 @@ func Request(ctx *fasthttp.RequestCtx) *format.Request {
 		Path:          string(ctx.Path()),
 		RawPath:       raw,
 		Query:         q,
-		Header:        header{&ctx.Request.Header},
+		Header:        &header{h: &ctx.Request.Header},
 		Body:          body(ctx),
 		ContentLength: int64(ctx.Request.Header.ContentLength()),
 		BaseURL:       scheme + string(ctx.Host()),
@@ -231,7 +253,9 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx, m Mount) {
 		} else {
 			a.body, a.size = resp.Body, int64(len(resp.Body))
 		}
-		s.hot.remember(ctx, a)
+		if h, ok := req.Header.(*header); ok {
+			s.hot.remember(ctx, a, h.names())
+		}
 	}
 }
 

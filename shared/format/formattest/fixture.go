@@ -239,7 +239,7 @@ func CompareReads(t testing.TB, reads []Call, want, got, auth string) {
 		if w.Status >= 500 {
 			t.Errorf("%s %s: the writing node answered %d %s", rd.Method, rd.Path, w.Status, w.Body)
 		}
-		wb, gb := npmTime.ReplaceAllString(unbase(w.Body, want), ""), npmTime.ReplaceAllString(unbase(g.Body, got), "")
+		wb, gb := Normalize(w.Body, want), Normalize(g.Body, got)
 		if g.Status != w.Status || gb != wb {
 			t.Errorf("%s %s: read-only node %d %q, writing node %d %q", rd.Method, rd.Path, g.Status, gb, w.Status, wb)
 			continue
@@ -254,6 +254,12 @@ func CompareReads(t testing.TB, reads []Call, want, got, auth string) {
 			}
 		}
 	}
+}
+
+// Normalize is a body as two nodes' answers are compared: without the
+// node's own base URL and host, and without npm search's answer time.
+func Normalize(body, base string) string {
+	return npmTime.ReplaceAllString(unbase(body, base), "")
 }
 
 // unbase takes a node's base URL, and its host (docker's service), out
