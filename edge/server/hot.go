@@ -49,13 +49,13 @@ type hotAnswer struct {
 }
 
 type hotAnswers struct {
-	seed      maphash.Seed
-	valSeeds  [2]maphash.Seed
-	files     fasthttp.RequestHandler // serves blob files from the cache's directory
-	mu        sync.RWMutex
-	answers   map[uint64]*hotAnswer
-	vary      map[uint64][][]byte // per scheme, method, URI and host: the headers the last remembered answer's handling read
-	bytes     int
+	seed     maphash.Seed
+	valSeeds [2]maphash.Seed
+	files    fasthttp.RequestHandler // serves blob files from the cache's directory
+	mu       sync.RWMutex
+	answers  map[uint64]*hotAnswer
+	vary     map[uint64][][]byte // per scheme, method, URI and host: the headers the last remembered answer's handling read
+	bytes    int
 }
 
 // hotServing is the user value naming the answer being served, for the
