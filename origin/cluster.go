@@ -249,9 +249,12 @@ func (o *Origin) servePeers() {
 	mux.Handle(leader.IndexPath, leader.IndexHandler(o.node, o.store.LastApplied))
 	mux.Handle(BlobsPath, o.peerBlobHandler())
 	mux.Handle(UploadsPath, o.peerUploadHandler())
-	o.peerSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
-		ErrorLog: slog.NewLogLogger(o.log.Handler(), slog.LevelWarn)}
-	go func() { _ = o.peerSrv.Serve(o.node.RPCListener()) }()
+	// The goroutine keeps its own server and listener: a failed start
+	// closes the origin (and clears these fields) while it runs.
+	srv, ln := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+		ErrorLog: slog.NewLogLogger(o.log.Handler(), slog.LevelWarn)}, o.node.RPCListener()
+	o.peerSrv = srv
+	go func() { _ = srv.Serve(ln) }()
 }
 
 // originURLs are the API URLs of the origins gossip finds alive (with an

@@ -98,6 +98,7 @@ func TestClusterKeyConfig(t *testing.T) {
 		c := origin.DefaultConfig()
 		c.DataDir = t.TempDir()
 		c.RaftAddr = "127.0.0.1:0"
+		c.GossipAddr = "127.0.0.1:0" // never a fixed port (8301 is also Consul's)
 		return c
 	}
 	t.Run("bad key", func(t *testing.T) {

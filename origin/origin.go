@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -90,6 +91,9 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) (o *O
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
+	if err := cfg.probeAddrs(); err != nil {
+		return nil, err // before anything is written to the data directory
+	}
 	now := cfg.Clock
 	if now == nil {
 		now = time.Now
@@ -108,6 +112,35 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) (o *O
 		}
 	}
 	return o, nil
+}
+
+// probeAddrs binds the raft and gossip addresses a moment (then lets them
+// go for raft and gossip to bind), so a port another program holds (8300
+// and 8301 are Consul's defaults too) stops the start before the data
+// directory is touched, naming the setting to change.
+func (cfg *Config) probeAddrs() error {
+	for _, a := range []struct{ addr, flag, env string }{
+		{cfg.RaftAddr, "--raft-addr", "DEPOT_RAFT_ADDR"}, {cfg.GossipAddr, "--gossip-addr", "DEPOT_GOSSIP_ADDR"},
+	} {
+		if _, port, err := net.SplitHostPort(a.addr); err != nil || port == "0" {
+			continue // checked where it is used
+		}
+		var err error
+		var tcp net.Listener
+		if tcp, err = net.Listen("tcp", a.addr); err == nil {
+			tcp.Close()
+			if a.flag == "--gossip-addr" { // gossip speaks UDP on the same port
+				var udp net.PacketConn
+				if udp, err = net.ListenPacket("udp", a.addr); err == nil {
+					udp.Close()
+				}
+			}
+		}
+		if errors.Is(err, syscall.EADDRINUSE) { // other failures are reported where the address is used
+			return fmt.Errorf("cannot listen on %s: another program is using it; choose another address with %s (or %s)", a.addr, a.flag, a.env)
+		}
+	}
+	return nil
 }
 
 // check refuses settings no origin can run with.

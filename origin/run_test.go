@@ -19,6 +19,7 @@ func TestRunSaysDemoMode(t *testing.T) {
 		cfg := origin.DefaultConfig()
 		cfg.DataDir = t.TempDir()
 		cfg.RaftAddr = "127.0.0.1:0"
+		cfg.GossipAddr = "127.0.0.1:0" // never a fixed port (8301 is also Consul's)
 		cfg.RaftTimeout = 50 * time.Millisecond
 		cfg.AdminPassword = "initial-admin-pw"
 		cfg.JWTSecret = strings.Repeat("s", 32)

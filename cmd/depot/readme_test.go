@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"net"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -53,5 +55,31 @@ func TestBadWebhookSettingsRefused(t *testing.T) {
 			t.Errorf("%s: the data directory was written: %v", c.env, entries)
 		}
 		os.Unsetenv(name)
+	}
+}
+
+// TestTakenPortsRefused: a raft or gossip port another program holds
+// stops the start with a message naming the flag to change, before the
+// data directory is touched (and without a panic of the half-started
+// origin's peer server).
+func TestTakenPortsRefused(t *testing.T) {
+	tcp, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tcp.Close()
+	taken := tcp.Addr().String()
+	for _, c := range []struct{ flag string }{{"--raft-addr"}, {"--gossip-addr"}} {
+		args := map[string]string{"--raft-addr": "127.0.0.1:0", "--gossip-addr": "127.0.0.1:0"}
+		args[c.flag] = taken
+		dir := filepath.Join(t.TempDir(), "data")
+		var out, errb bytes.Buffer
+		code := run([]string{"origin", "--data-dir", dir, "--listen", "127.0.0.1:0", "--raft-addr", args["--raft-addr"], "--gossip-addr", args["--gossip-addr"]}, &out, &errb)
+		if code == 0 || !strings.Contains(errb.String(), c.flag) || strings.Contains(errb.String()+out.String(), "panic") {
+			t.Errorf("%s taken: exit %d, stderr %q", c.flag, code, errb.String())
+		}
+		if _, err := os.Stat(dir); !os.IsNotExist(err) {
+			t.Errorf("%s taken: the data directory was made", c.flag)
+		}
 	}
 }
