@@ -524,8 +524,13 @@ func (e *Edge) other(ctx *fasthttp.RequestCtx) {
 	case path == "/metrics":
 		e.scrape(ctx)
 	case path == "/api/v1/health":
+		// The origin's rule: status and reasons for anyone, the node's
+		// details (its origins, id, repositories) for a signed-in caller.
 		reasons, details := e.health()
-		body := map[string]any{"status": "ok", "node": details}
+		body := map[string]any{"status": "ok"}
+		if p, err := e.authn.Authenticate(ctx, string(ctx.Request.Header.Peek("Authorization")), ctx.RemoteIP().String()); err == nil && !p.Anonymous() {
+			body["node"] = details
+		}
 		status := http.StatusOK
 		if len(reasons) > 0 {
 			body["status"], body["reasons"], status = "degraded", reasons, http.StatusServiceUnavailable

@@ -144,7 +144,9 @@ func TestClusterFormsAndFailsOver(t *testing.T) {
 	call(t, "POST", procs[0].url+"/api/v1/edge-nodes/"+node.ID+"/repositories", tok, strings.NewReader(`{"repository_ids":["`+files.ID+`"]}`), 200)
 	edge := edgeProc(t, bin, procs[0].url, node.ID, node.Token, edgeListen, t.TempDir())
 	edgeOrigins := func() (int, []string) {
-		resp, err := http.Get(edge.url + "/api/v1/health")
+		req, _ := http.NewRequest("GET", edge.url+"/api/v1/health", nil)
+		req.Header.Set("Authorization", "Bearer "+tok) // the node's details are for signed-in callers
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			return 0, nil
 		}

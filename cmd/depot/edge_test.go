@@ -121,7 +121,14 @@ func TestEdgeProcess(t *testing.T) {
 		_ = json.Unmarshal(call(t, "GET", o.url+"/api/v1/edge-nodes/"+node.ID, tok, nil, 200), &view)
 		return view.Status == "online" && view.AppliedIndex > 0 && view.Lag != nil && *view.Lag <= 2
 	})
-	call(t, "GET", e.url+"/api/v1/health", "", nil, 200)
+	// Health: status for anyone, the node's details (its origins, id and
+	// repositories) for a signed-in caller only, as at the origin.
+	if anon := string(call(t, "GET", e.url+"/api/v1/health", "", nil, 200)); strings.Contains(anon, node.ID) || strings.Contains(anon, o.url) || strings.Contains(anon, "node") {
+		t.Errorf("the edge's health tells an anonymous caller %s", anon)
+	}
+	if signed := string(call(t, "GET", e.url+"/api/v1/health", tok, nil, 200)); !strings.Contains(signed, node.ID) || !strings.Contains(signed, o.url) {
+		t.Errorf("the edge's health tells a signed-in caller %s", signed)
+	}
 	metrics := string(call(t, "GET", e.url+"/metrics", "", nil, 200))
 	for _, m := range []string{"depot_edge_cache_hits_total", "depot_edge_replica_applied_index", "depot_edge_replica_lag", "depot_edge_feed_errors_total", "depot_edge_feed_changes_total", "depot_edge_served_bytes_total", "depot_edge_fetch_seconds_bucket"} {
 		if !strings.Contains(metrics, m) {

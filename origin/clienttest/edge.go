@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math/rand/v2"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -74,7 +75,9 @@ func ThroughEdge(t *testing.T, e *origintest.Env) {
 	})
 	edge := scheme + "://" + listen
 	health := func() (followed []string) {
-		resp, err := e.Client.Get(edge + "/api/v1/health")
+		req, _ := http.NewRequest("GET", edge+"/api/v1/health", nil)
+		req.Header.Set("Authorization", "Bearer "+e.Admin) // the node's details are for signed-in callers
+		resp, err := e.Client.Do(req)
 		if err != nil {
 			return nil
 		}
