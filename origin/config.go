@@ -174,7 +174,7 @@ func (c *Config) Bind(s *config.Set) {
 	s.Count(&w.Concurrency, "webhook-concurrency", "WEBHOOK_CONCURRENCY", "webhook deliveries in flight at once")
 	s.Count(&w.QueueSize, "webhook-queue-size", "WEBHOOK_QUEUE_SIZE", "pending webhook deliveries at most (events wait in the log beyond it), and download events each origin buffers before recording them (beyond it they are dropped and counted)")
 	s.Count(&w.RateLimit, "webhook-rate-limit", "WEBHOOK_RATE_LIMIT", "delivery attempts per webhook per minute (0 = unlimited)")
-	s.Bool(&w.AllowPrivate, "webhook-allow-private-networks", "WEBHOOK_ALLOW_PRIVATE_NETWORKS", "let webhooks deliver to private, loopback and link-local addresses")
+	s.Bool(&w.AllowPrivate, "webhook-allow-private-networks", "WEBHOOK_ALLOW_PRIVATE_NETWORKS", "let webhooks deliver to addresses inside the site (private, loopback, link-local, carrier-grade NAT, NAT64)")
 	s.Duration(&w.EventRetention, "event-retention", "DEPOT_EVENT_RETENTION", "how long the event log and webhook delivery history are kept (e.g. 168h)")
 	s.Count(&w.MaxEvents, "event-log-max", "DEPOT_EVENT_LOG_MAX", "most events the event log keeps (the oldest go first)")
 	s.Bool(&w.LogDownloads, "event-log-downloads", "DEPOT_EVENT_LOG_DOWNLOADS", "record every download in the event log; by default downloads are recorded only while an active webhook subscribes to artifact.downloaded (or *)")

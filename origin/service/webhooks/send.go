@@ -57,6 +57,40 @@ func (a Attempt) OK() bool { return a.Err == nil && a.StatusCode/100 == 2 }
 // link-local address (unless allowed).
 var ErrPrivateAddress = errors.New("webhook receiver is on a private, loopback or link-local address")
 
+// internalNets are address ranges that reach a site's own machines
+// besides those netip names: shared address space of carrier-grade NAT
+// (RFC 6598), the IETF's protocol assignments, benchmarking, "this
+// network", reserved and broadcast, NAT64 (RFC 6052, RFC 8215: a
+// translator in front of any IPv4 address, the site's own included),
+// and unique local IPv6 (netip's IsPrivate has it; listed for clarity).
+var internalNets = []netip.Prefix{
+	netip.MustParsePrefix("100.64.0.0/10"), netip.MustParsePrefix("192.0.0.0/24"), netip.MustParsePrefix("198.18.0.0/15"),
+	netip.MustParsePrefix("0.0.0.0/8"), netip.MustParsePrefix("240.0.0.0/4"),
+	netip.MustParsePrefix("64:ff9b::/96"), netip.MustParsePrefix("64:ff9b:1::/48"), netip.MustParsePrefix("fc00::/7"),
+}
+
+// Internal reports whether a delivery to a is refused by default: a
+// private, loopback, link-local, multicast, unspecified or otherwise
+// internal address (internalNets), in any of its forms (IPv4-mapped
+// IPv6, and the IPv4 inside a 6to4 address).
+func Internal(a netip.Addr) bool {
+	a = a.Unmap()
+	if a.Is6() && netip.MustParsePrefix("2002::/16").Contains(a) { // 6to4 carries an IPv4 address
+		b := a.As16()
+		a = netip.AddrFrom4([4]byte{b[2], b[3], b[4], b[5]})
+	}
+	if a.IsPrivate() || a.IsLoopback() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() || a.IsInterfaceLocalMulticast() ||
+		a.IsMulticast() || a.IsUnspecified() {
+		return true
+	}
+	for _, n := range internalNets {
+		if n.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
 // Sender makes delivery attempts.
 type Sender struct {
 	// Timeout bounds an attempt (WEBHOOK_TIMEOUT_SECONDS; 30 s when 0).
@@ -82,7 +116,7 @@ func NewSender(timeout time.Duration, allowPrivate bool) *Sender {
 		if err != nil {
 			return err
 		}
-		if a := ap.Addr().Unmap(); a.IsPrivate() || a.IsLoopback() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() || a.IsUnspecified() {
+		if Internal(ap.Addr()) {
 			return ErrPrivateAddress
 		}
 		return nil

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"sync"
 	"testing"
@@ -101,6 +102,24 @@ func TestSendFailures(t *testing.T) {
 	for _, u := range []string{"http://10.1.2.3:9/x", "http://169.254.169.254/latest/meta-data", "http://[::1]:9/"} {
 		if a := NewSender(time.Second, false).Send(context.Background(), u, "w", "d", "e", "", nil); !errors.Is(a.Err, ErrPrivateAddress) {
 			t.Errorf("%s: %+v", u, a)
+		}
+	}
+}
+
+// TestInternalAddresses: every form of an address inside the site is
+// refused, and public addresses are not.
+func TestInternalAddresses(t *testing.T) {
+	for _, s := range []string{"127.0.0.1", "127.8.9.10", "::1", "::ffff:127.0.0.1", "10.0.0.1", "172.16.0.1", "192.168.1.1",
+		"169.254.169.254", "fe80::1", "fd00::1", "0.0.0.0", "::", "100.64.0.1", "100.127.255.254", "64:ff9b::a00:1",
+		"64:ff9b::808:808", "64:ff9b:1::1", "2002:7f00:1::", "2002:a00:1::1", "224.0.0.1", "ff02::1", "192.0.0.8",
+		"198.18.0.1", "255.255.255.255", "::ffff:10.0.0.1"} {
+		if !Internal(netip.MustParseAddr(s)) {
+			t.Errorf("%s is not refused", s)
+		}
+	}
+	for _, s := range []string{"8.8.8.8", "1.1.1.1", "2606:4700:4700::1111", "100.128.0.1", "2002:808:808::1", "::ffff:8.8.8.8"} {
+		if Internal(netip.MustParseAddr(s)) {
+			t.Errorf("%s is refused", s)
 		}
 	}
 }
