@@ -4,8 +4,11 @@
 // An edge reads the records of the repositories assigned to it and the
 // global records it needs to authorise requests while every origin is
 // away (users with their password hashes, API token hashes, groups, and
-// the grants on its repositories); never login sessions (an edge checks a
-// session with an origin) and never edge node records (they hold other
+// the grants on its repositories), and login sessions (an id, a user and
+// times: nothing that proves anything; an edge has an origin vouch for a
+// session's tokens, and the replicated session says when one has ended,
+// at logout or a password change, so the edge stops honouring its tokens
+// as soon as an origin does); never edge node records (they hold other
 // nodes' credential hashes). A read from index 0 lists every live record
 // it may see, so a new edge, or an edge given a new repository, catches
 // up with the same call it then keeps following with.
@@ -31,7 +34,7 @@ const (
 )
 
 // kinds are the record kinds an edge may read.
-var kinds = []meta.Kind{meta.KindUser, meta.KindToken, meta.KindGroup, meta.KindPermission,
+var kinds = []meta.Kind{meta.KindUser, meta.KindToken, meta.KindSession, meta.KindGroup, meta.KindPermission,
 	meta.KindRepo, meta.KindArtifact, meta.KindKV}
 
 // ErrNotAssigned refuses a read of a repository not assigned to the node.

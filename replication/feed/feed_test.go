@@ -83,15 +83,15 @@ func fixture(t *testing.T) *meta.Store {
 }
 
 // TestWhatAnEdgeReads: from 0, the node's repositories and the records it
-// needs to authorise; never sessions, edge records, webhooks (their
-// secrets) or other repositories.
+// needs to authorise, sessions (whether one has ended) included; never
+// edge records, webhooks (their secrets) or other repositories.
 func TestWhatAnEdgeReads(t *testing.T) {
 	s := fixture(t)
 	p, err := feed.Read(t.Context(), s, "e1", feed.Request{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"artifacts/a1", "format keys/r1\x00tag/x", "groups/g1", "permissions/p1", "repositories/r1", "tokens/t1", "users/u1"}
+	want := []string{"artifacts/a1", "format keys/r1\x00tag/x", "groups/g1", "permissions/p1", "repositories/r1", "sessions/s1", "tokens/t1", "users/u1"}
 	if got := keys(p); !slices.Equal(got, want) {
 		t.Fatalf("from 0 = %q\nwant %q", got, want)
 	}

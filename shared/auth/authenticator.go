@@ -261,16 +261,24 @@ func passwordVersion(hash string) string {
 }
 
 // session checks that the session a JWT belongs to is still active and
-// returns its user. vouched: an origin checked the session (an edge
-// holds none) when it vouched for the token.
+// returns its user. vouched: an origin checked the session when it
+// vouched for the token (at an edge).
+//
+// A vouched session (an origin said it was active when the edge asked)
+// is checked against the replica too when the replica has it: a session
+// ended since (logout, a password change, a revoked refresh token)
+// reaches the edge with the change feed, and its tokens stop there as
+// they stop at the origins. One the replica has not heard of yet is the
+// origin's word.
 func (a *Authenticator) session(c *Claims, via Credential, vouched bool) (*Principal, error) {
 	var p *Principal
 	err := a.Meta.View(func(tx *meta.Tx) error {
-		if !vouched {
-			s, err := tx.Session(c.Session)
-			if err != nil || s.UserID != c.Subject || !s.Active(a.now()) {
-				return ErrBadCredentials
-			}
+		s, err := tx.Session(c.Session)
+		switch {
+		case err == nil && (s.UserID != c.Subject || !s.Active(a.now())):
+			return ErrBadCredentials
+		case err != nil && !(vouched && errors.Is(err, meta.ErrNotFound)):
+			return ErrBadCredentials
 		}
 		u, err := tx.User(c.Subject)
 		if err != nil {
