@@ -275,7 +275,7 @@ func (o *Origin) serve(context.Context) error {
 		OnFailure: func(ctx context.Context, f auth.Failure) {
 			m.AuthFailures.WithLabelValues(f.Reason).Inc()
 			o.audit.Record(audit.Event{Time: now().UTC(), Actor: cmp.Or(f.Username, "anonymous"), Action: "auth." + f.Scheme,
-				Remote: f.Remote, Outcome: "failure", Reason: f.Reason, RequestID: httpx.RequestID(ctx)})
+				Remote: f.Remote, Via: auth.NodeOf(ctx), Outcome: "failure", Reason: f.Reason, RequestID: httpx.RequestID(ctx)})
 		}}
 	// Downloads are events too, recorded in batches off the hot path.
 	o.events = events.New(o.commit, cfg.Webhooks.QueueSize, log.With("component", "events"), m.Events.Dropped.WithLabelValues("queue_full"))
@@ -348,11 +348,21 @@ func (o *Origin) serve(context.Context) error {
 	// the client address and base URL it decided.
 	// An edge node forwards with its credential: it says who the client
 	// is and which base URL it used.
-	proxies.Forwarder = func(credential string) bool {
-		p, err := authn.EdgeToken(credential)
-		return err == nil && p.Edge() != ""
+	proxies.Forwarder = func(credential string) string {
+		if p, err := authn.EdgeToken(credential); err == nil {
+			return p.Edge()
+		}
+		return ""
 	}
-	var h http.Handler = o.freshness(mux)
+	// What a client does through an edge node counts against the node too
+	// (auth.Guard).
+	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if node := httpx.ForwardedBy(r); node != "" {
+			r = r.WithContext(auth.ThroughNode(r.Context(), node))
+		}
+		mux.ServeHTTP(w, r)
+	})
+	h = o.freshness(h)
 	if cfg.RequireHTTPS {
 		h = requireHTTPS(h)
 	}

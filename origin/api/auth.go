@@ -40,10 +40,16 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request, _ *auth.Principal
 		return apierr.Invalid("password", "password is required (at most %d bytes)", auth.MaxSecretBytes)
 	}
 	ip := httpx.ClientIP(r)
-	if d := s.loginLimit.Allow(ip + "\x00" + strings.ToLower(req.Username)); !d.Allowed {
-		s.auditLogin(r, req.Username, "", "denied", http.StatusTooManyRequests)
-		tooMany(w, d.Reset.Sub(s.d.Now()))
-		return nil
+	keys := []string{ip}
+	if node := httpx.ForwardedBy(r); node != "" {
+		keys = append(keys, "edge:"+node) // the address is the node's word: count the node too
+	}
+	for _, k := range keys {
+		if d := s.loginLimit.Allow(k + "\x00" + strings.ToLower(req.Username)); !d.Allowed {
+			s.auditLogin(r, req.Username, "", "denied", http.StatusTooManyRequests)
+			tooMany(w, d.Reset.Sub(s.d.Now()))
+			return nil
+		}
 	}
 	// Failures are audited by the authenticator, like those of every path.
 	p, err := s.d.Authn.Login(r.Context(), req.Username, req.Password, ip)
@@ -83,7 +89,7 @@ func (s *Server) issue(userID, sessionID string, withRefresh bool) (*tokenPair, 
 
 func (s *Server) auditLogin(r *http.Request, username, userID, outcome string, status int) {
 	s.d.Audit.Record(audit.Event{Time: s.d.Now().UTC(), Actor: username, ActorID: userID, Action: "auth.login",
-		Target: Prefix + "/auth/login", Remote: httpx.ClientIP(r), Outcome: outcome, Status: status,
+		Target: Prefix + "/auth/login", Remote: httpx.ClientIP(r), Via: httpx.ForwardedBy(r), Outcome: outcome, Status: status,
 		RequestID: httpx.RequestID(r.Context())})
 }
 

@@ -225,3 +225,41 @@ func TestSlowBodiesAreCut(t *testing.T) {
 	}
 	e.Do("GET", "/generic/files/p/1/slow.bin", e.Admin, nil).Want(404) // nothing half-written
 }
+
+// TestEdgeCredentialBuysNoGuesses: whoever holds an edge node's
+// credential is believed about its client's address, but the failures of
+// the sign-ins it forwards count against the node too: twenty wrong
+// passwords for one user "from" twenty made-up addresses were all tried
+// (the limit is 5); now the sixth is refused, at the login and on Basic,
+// and the audit log says which node the address came from. Its word that
+// the client used HTTPS is not taken over plain HTTP.
+func TestEdgeCredentialBuysNoGuesses(t *testing.T) {
+	t.Parallel()
+	e := origintest.Start(t, origintest.Options{Config: func(c *origin.Config) {
+		c.RateLimitLogin = 5
+		c.AuthFailures = 1000
+	}})
+	newUser(e, "target", "user")
+	var node struct{ ID, Token string }
+	e.Do("POST", "/api/v1/edge-nodes", e.Admin, map[string]string{"name": "near", "url": "http://127.0.0.1:1"}).Want(201).JSON(&node)
+	from := func(i int) map[string]string {
+		return map[string]string{"X-Depot-Edge": node.Token, "X-Forwarded-For": fmt.Sprintf("198.51.100.%d", i)}
+	}
+	tried := 0
+	for i := range 20 {
+		r := e.DoHeader("POST", "/api/v1/auth/login", "", map[string]string{"username": "target", "password": "Wrong-Password-1"}, from(i))
+		if r.Status == 401 {
+			tried++
+		} else if r.Status != 429 {
+			t.Fatalf("attempt %d: %d %s", i, r.Status, r.Body)
+		}
+	}
+	if tried > 5 {
+		t.Fatalf("%d of 20 wrong passwords from made-up addresses through an edge credential were tried (limit 5)", tried)
+	}
+	if r := e.DoHeader("GET", "/api/v1/users/me", basic("target", "Wrong-Password-2"), nil, from(99)); r.Status != 429 {
+		t.Fatalf("Basic through the node after its failures: %d", r.Status)
+	}
+	// Another address that is not the node's word is not affected.
+	e.Do("GET", "/api/v1/users/me", basic("target", userPW), nil).Want(200)
+}

@@ -108,7 +108,7 @@ func (a *Authenticator) fail(ctx context.Context, f Failure, err error) error {
 		f.Reason = "throttled"
 	default:
 		f.Reason = "bad_credentials"
-		a.Guard.Fail(f.Remote, f.Username)
+		a.Guard.Fail(ctx, f.Remote, f.Username)
 	}
 	if a.OnFailure != nil {
 		a.OnFailure(ctx, f)
@@ -403,7 +403,7 @@ func (a *Authenticator) password(ctx context.Context, user, pass, remote, scheme
 	}
 	// The limits come first, even before the cache: a throttled address
 	// must not keep guessing against the cache of recent sign-ins.
-	if err := a.Guard.Check(remote, user); err != nil {
+	if err := a.Guard.Check(ctx, remote, user); err != nil {
 		return nil, a.fail(ctx, f, err)
 	}
 	hash := dummyHash
@@ -417,7 +417,7 @@ func (a *Authenticator) password(ctx context.Context, user, pass, remote, scheme
 	if err != nil {
 		return nil, a.fail(ctx, f, err)
 	}
-	if err := a.Guard.Check(remote, user); err != nil {
+	if err := a.Guard.Check(ctx, remote, user); err != nil {
 		release()
 		return nil, a.fail(ctx, f, err)
 	}

@@ -114,11 +114,23 @@ func (h *Hasher) Hash(ctx context.Context, pw string) (string, error) {
 // a burst of bad passwords costs a map lookup instead of an argon2 run.
 // Keying the username limit by address too means nobody can lock a user
 // out from elsewhere.
+//
+// A request an edge node forwarded (ThroughNode) names its client's
+// address on the node's word: its failures count against the node as
+// well, per node (NodeFactor times an address's limit: a node serves
+// many clients) and per node and username (an address's limit), so
+// whoever holds a node's credential and makes up addresses still gets no
+// more guesses at a password than one address does.
 type Guard struct {
 	perUser *ratelimit.Limiter
 	perAddr *ratelimit.Limiter
+	perNode *ratelimit.Limiter
 	now     func() time.Time
 }
+
+// NodeFactor is how many times an address's failure limit the clients
+// behind one edge node may spend together.
+const NodeFactor = 20
 
 // NewGuard allows perUser failures per address and username and perAddr
 // failures per address in each window; 0 disables a limit.
@@ -126,17 +138,38 @@ func NewGuard(perUser, perAddr int, window time.Duration, now func() time.Time) 
 	if now == nil {
 		now = time.Now
 	}
-	return &Guard{perUser: ratelimit.New(perUser, window, now), perAddr: ratelimit.New(perAddr, window, now), now: now}
+	return &Guard{perUser: ratelimit.New(perUser, window, now), perAddr: ratelimit.New(perAddr, window, now),
+		perNode: ratelimit.New(perAddr*NodeFactor, window, now), now: now}
+}
+
+type nodeKey struct{}
+
+// ThroughNode marks ctx as a request edge node forwarded (see Guard).
+func ThroughNode(ctx context.Context, node string) context.Context {
+	if node == "" {
+		return ctx
+	}
+	return context.WithValue(ctx, nodeKey{}, node)
+}
+
+// NodeOf is the edge node ctx's request came through, or "".
+func NodeOf(ctx context.Context) string {
+	n, _ := ctx.Value(nodeKey{}).(string)
+	return n
 }
 
 func userKey(remote, user string) string { return remote + "\x00" + strings.ToLower(user) }
 
-// Check refuses when either limit is spent.
-func (g *Guard) Check(remote, user string) error {
+// Check refuses when a limit is spent.
+func (g *Guard) Check(ctx context.Context, remote, user string) error {
 	if g == nil {
 		return nil
 	}
-	for _, d := range []ratelimit.Decision{g.perAddr.Peek(remote), g.perUser.Peek(userKey(remote, user))} {
+	ds := []ratelimit.Decision{g.perAddr.Peek(remote), g.perUser.Peek(userKey(remote, user))}
+	if node := NodeOf(ctx); node != "" {
+		ds = append(ds, g.perNode.Peek(node), g.perUser.Peek(userKey("edge:"+node, user)))
+	}
+	for _, d := range ds {
 		if !d.Allowed {
 			return &ThrottledError{RetryAfter: d.RetryAfter(g.now())}
 		}
@@ -154,13 +187,19 @@ func (g *Guard) Suspect(remote string) bool {
 }
 
 // Fail counts one failed check.
-func (g *Guard) Fail(remote, user string) {
+func (g *Guard) Fail(ctx context.Context, remote, user string) {
 	if g == nil {
 		return
 	}
 	g.perAddr.Allow(remote)
 	if user != "" {
 		g.perUser.Allow(userKey(remote, user))
+	}
+	if node := NodeOf(ctx); node != "" {
+		g.perNode.Allow(node)
+		if user != "" {
+			g.perUser.Allow(userKey("edge:"+node, user))
+		}
 	}
 }
 

@@ -123,7 +123,7 @@ func TestSuspectAddressesQueueApart(t *testing.T) {
 	if g.Suspect("192.0.2.1") {
 		t.Fatal("suspect before any failure")
 	}
-	g.Fail("192.0.2.1", "x")
+	g.Fail(context.Background(), "192.0.2.1", "x")
 	if !g.Suspect("192.0.2.1") || g.Suspect("192.0.2.2") {
 		t.Fatal("suspect is per address, from the first failure")
 	}

@@ -16,22 +16,31 @@ import (
 // token realm).
 type Proxies struct {
 	prefixes []netip.Prefix
-	// Forwarder, when set, says whether a request proves it comes from a
-	// forwarder of ours whatever its address (an edge node, by its
-	// credential in ForwarderHeader): its X-Forwarded-* are believed too.
-	Forwarder func(credential string) bool
+	// Forwarder, when set, names the forwarder of ours a request proves
+	// it comes from whatever its address (an edge node, by its credential
+	// in ForwarderHeader; "" when it proves nothing). Its X-Forwarded-For
+	// and -Host are believed, and the request is known to have come
+	// through that node (ForwardedBy), so what a client does through it
+	// counts against the node too: a stolen node credential buys no more
+	// than the node itself may do. Its X-Forwarded-Proto: https is
+	// believed only over a TLS connection from the node (a node's word
+	// that its client used HTTPS means nothing if the hop from it did
+	// not).
+	Forwarder func(credential string) (node string)
 }
 
 // ForwarderHeader carries the credential of an edge node on the requests
 // it forwards to an origin.
 const ForwarderHeader = "X-Depot-Edge"
 
-func (p Proxies) forwarder(r *http.Request) bool {
+func (p Proxies) forwarder(r *http.Request) string {
 	if p.Forwarder == nil {
-		return false
+		return ""
 	}
-	c := r.Header.Get(ForwarderHeader)
-	return c != "" && p.Forwarder(c)
+	if c := r.Header.Get(ForwarderHeader); c != "" {
+		return p.Forwarder(c)
+	}
+	return ""
 }
 
 // ParseProxies reads a comma-separated list of addresses and CIDR ranges.
@@ -73,6 +82,7 @@ type origin struct {
 	client string // the client's address
 	base   string // scheme://host the client used
 	secure bool   // the client's request came over HTTPS (here, or to a trusted proxy)
+	node   string // the forwarder it came through, if it proved one
 }
 
 type originKey struct{}
@@ -96,12 +106,13 @@ func Forwarded(h http.Handler, proxies Proxies, external string) http.Handler {
 // X-Forwarded-For/-Proto/-Host say;
 // external, when set, is the base URL whatever the request says.
 func originOf(r *http.Request, proxies Proxies, external string) origin {
-	o := origin{client: peer(r), base: external, secure: r.TLS != nil}
-	trusted := proxies.trusts(o.client) || proxies.forwarder(r)
+	o := origin{client: peer(r), base: external, secure: r.TLS != nil, node: proxies.forwarder(r)}
+	proxy := proxies.trusts(o.client)
+	trusted := proxy || o.node != ""
 	if trusted {
 		o.client = forwardedFor(r, proxies, o.client)
 		if p := r.Header.Get("X-Forwarded-Proto"); p == "https" || p == "http" {
-			o.secure = p == "https"
+			o.secure = p == "https" && (proxy || r.TLS != nil)
 		}
 	}
 	if o.base != "" {
@@ -159,6 +170,10 @@ func requestOrigin(r *http.Request) origin {
 	}
 	return originOf(r, Proxies{}, "") // not behind Forwarded: believe no header
 }
+
+// ForwardedBy is the forwarder (edge node) a request proved it came
+// through, or "" (see Proxies.Forwarder).
+func ForwardedBy(r *http.Request) string { return requestOrigin(r).node }
 
 // ClientIP is the client's address (see Forwarded).
 func ClientIP(r *http.Request) string { return requestOrigin(r).client }

@@ -1,6 +1,7 @@
 package httpx
 
 import (
+	"crypto/tls"
 	"net/http/httptest"
 	"testing"
 )
@@ -45,7 +46,12 @@ func TestOriginOf(t *testing.T) {
 // that checks out is believed whatever its address; a wrong credential,
 // or none, is not.
 func TestForwarderProvesItself(t *testing.T) {
-	proxies := Proxies{Forwarder: func(c string) bool { return c == "dpe_good" }}
+	proxies := Proxies{Forwarder: func(c string) string {
+		if c == "dpe_good" {
+			return "node-1"
+		}
+		return ""
+	}}
 	for _, c := range []struct{ credential, client, base string }{
 		{"dpe_good", "198.51.100.1", "http://edge.example:8081"},
 		{"dpe_bad", "203.0.113.9", "http://registry.example"},
@@ -60,6 +66,44 @@ func TestForwarderProvesItself(t *testing.T) {
 		}
 		if o := originOf(r, proxies, ""); o.client != c.client || o.base != c.base {
 			t.Errorf("credential %q: client %s base %s, want %s %s", c.credential, o.client, o.base, c.client, c.base)
+		}
+	}
+}
+
+// TestForwarderHTTPSNeedsTLS: a node's word that its client used HTTPS is
+// taken only when the hop from the node is TLS itself; a configured
+// proxy's word is taken as it is (TLS ends there). ForwardedBy names the
+// node.
+func TestForwarderHTTPSNeedsTLS(t *testing.T) {
+	proxies, _ := ParseProxies("192.0.2.7")
+	proxies.Forwarder = func(c string) string {
+		if c == "dpe_good" {
+			return "node-1"
+		}
+		return ""
+	}
+	for _, c := range []struct {
+		remote, credential string
+		tls                bool
+		secure             bool
+		node               string
+	}{
+		{"203.0.113.9:1", "dpe_good", false, false, "node-1"},
+		{"203.0.113.9:1", "dpe_good", true, true, "node-1"},
+		{"192.0.2.7:1", "", false, true, ""},
+		{"203.0.113.9:1", "", false, false, ""},
+	} {
+		r := httptest.NewRequest("GET", "http://registry.example/x", nil)
+		r.RemoteAddr = c.remote
+		r.Header.Set("X-Forwarded-Proto", "https")
+		if c.credential != "" {
+			r.Header.Set(ForwarderHeader, c.credential)
+		}
+		if c.tls {
+			r.TLS = &tls.ConnectionState{}
+		}
+		if o := originOf(r, proxies, ""); o.secure != c.secure || o.node != c.node {
+			t.Errorf("%+v: secure %v node %q", c, o.secure, o.node)
 		}
 	}
 }

@@ -13,16 +13,19 @@ import (
 
 // Event is one audit record.
 type Event struct {
-	Time      time.Time `json:"time"`
-	Actor     string    `json:"actor"`              // username, or "anonymous"
-	ActorID   string    `json:"actor_id,omitempty"` // user id
-	Action    string    `json:"action"`             // e.g. auth.login, "PUT /api/v1/repositories/{id}"
-	Target    string    `json:"target,omitempty"`   // the path or resource acted on
-	Remote    string    `json:"remote"`             // client address
-	Outcome   string    `json:"outcome"`            // success | failure | denied
-	Status    int       `json:"status,omitempty"`
-	Reason    string    `json:"reason,omitempty"` // why a credential check failed
-	RequestID string    `json:"request_id,omitempty"`
+	Time    time.Time `json:"time"`
+	Actor   string    `json:"actor"`              // username, or "anonymous"
+	ActorID string    `json:"actor_id,omitempty"` // user id
+	Action  string    `json:"action"`             // e.g. auth.login, "PUT /api/v1/repositories/{id}"
+	Target  string    `json:"target,omitempty"`   // the path or resource acted on
+	Remote  string    `json:"remote"`             // client address
+	// Via is the edge node the request came through: its Remote is the
+	// node's word.
+	Via       string `json:"via_edge,omitempty"`
+	Outcome   string `json:"outcome"` // success | failure | denied
+	Status    int    `json:"status,omitempty"`
+	Reason    string `json:"reason,omitempty"` // why a credential check failed
+	RequestID string `json:"request_id,omitempty"`
 	// Node is the origin that wrote the line (its node id): in a cluster
 	// every origin keeps its own audit log.
 	Node string `json:"node"`
