@@ -145,7 +145,7 @@ func TestClusterFormsAndFailsOver(t *testing.T) {
 	edge := edgeProc(t, bin, procs[0].url, node.ID, node.Token, edgeListen, t.TempDir())
 	edgeOrigins := func() (int, []string) {
 		req, _ := http.NewRequest("GET", edge.url+"/api/v1/health", nil)
-		req.Header.Set("Authorization", "Bearer "+tok) // the node's details are for signed-in callers
+		req.Header.Set("Authorization", tok) // the node's details are for signed-in callers
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			return 0, nil
