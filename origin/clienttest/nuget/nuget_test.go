@@ -65,6 +65,19 @@ func TestNuGet(t *testing.T) {
 			}
 		}
 
+		// Without -Version nuget asks the v2 feed for the latest version
+		// ($filter=IsLatestVersion&$orderby=Version desc&$top=1) and
+		// installs the first entry answered: 1.1.0.
+		installed := func(dir, version string, args ...string) {
+			t.Helper()
+			nuget(append([]string{"install", "Demo.Pkg", "-Source", e.URL + "/nuget/feed/", "-OutputDirectory", filepath.Join(work, dir)}, args...)...)
+			got, err := os.ReadFile(filepath.Join(work, dir, "Demo.Pkg."+version, "content", "Demo.Pkg.txt"))
+			if entries, _ := os.ReadDir(filepath.Join(work, dir)); err != nil || strings.TrimSpace(string(got)) != "hello "+version {
+				t.Fatalf("install %v: %q %v; installed %v, want Demo.Pkg %s", args, got, err, entries, version)
+			}
+		}
+		installed("latest", "1.1.0")
+
 		// v3, as the dotnet client walks it.
 		var index struct {
 			Resources []struct {
@@ -131,5 +144,12 @@ func TestNuGet(t *testing.T) {
 		if strings.Join(versions.Versions, ",") != "1.1.0" {
 			t.Fatalf("after the delete: %v", versions.Versions)
 		}
+
+		// A prerelease is the latest version only for -Prerelease
+		// (IsAbsoluteLatestVersion); without it, the latest release.
+		beta := pack("Demo.Pkg", "1.2.0-beta", "hello 1.2.0-beta", needsOther)
+		nuget("push", filepath.Base(beta), "-Source", e.URL+"/nuget/feed", "-ApiKey", alice.Token)
+		installed("stable", "1.1.0")
+		installed("prerelease", "1.2.0-beta", "-Prerelease")
 	})
 }

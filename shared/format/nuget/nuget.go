@@ -100,7 +100,13 @@ type version struct {
 
 // versions of id (any case), in version order.
 func (f *Format) versions(repo *meta.Repository, id string) ([]version, error) {
-	arts, err := f.Env.List(repo, strings.ToLower(id)+"/")
+	return f.stored(repo, strings.ToLower(id)+"/")
+}
+
+// stored are the versions under prefix ("": every package's), by id (any
+// case), then in version order.
+func (f *Format) stored(repo *meta.Repository, prefix string) ([]version, error) {
+	arts, err := f.Env.List(repo, prefix)
 	if err != nil {
 		return nil, err
 	}
@@ -112,7 +118,12 @@ func (f *Format) versions(repo *meta.Repository, id string) ([]version, error) {
 		}
 		out = append(out, version{p, a.Version, a})
 	}
-	slices.SortFunc(out, func(a, b version) int { return compareVersions(a.norm, b.norm) })
+	slices.SortFunc(out, func(a, b version) int {
+		if c := strings.Compare(strings.ToLower(a.ID), strings.ToLower(b.ID)); c != 0 {
+			return c
+		}
+		return compareVersions(a.norm, b.norm)
+	})
 	return out, nil
 }
 

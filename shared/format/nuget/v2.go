@@ -2,13 +2,16 @@ package nuget
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/xml"
 	"fmt"
 	"net/http"
+	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -16,13 +19,11 @@ import (
 )
 
 // The v2 feed: an OData/Atom service over the same versions, enough for
-// nuget 2.x to install (service document, $metadata, Packages(Id,Version),
-// FindPackagesById).
+// nuget 2.x to install and list (service document, $metadata,
+// Packages(Id,Version), Packages(), FindPackagesById(), Search(), with
+// the query options of odata.go).
 
-var (
-	packagesRE = regexp.MustCompile(`^Packages\(Id='([^']+)',Version='([^']+)'\)$`)
-	quotedRE   = regexp.MustCompile(`^'([^']*)'$`)
-)
+var packagesRE = regexp.MustCompile(`^Packages\(Id='([^']+)',Version='([^']+)'\)$`)
 
 func atom(body string) *format.Response {
 	resp := format.NewResponse(http.StatusOK)
@@ -59,40 +60,85 @@ func (f *Format) v2(ctx context.Context, r *format.Request) (*format.Response, e
 		if err != nil {
 			return nil, err
 		}
-		for _, v := range vs {
-			if v.norm == normalize(m[2]) {
-				return atom(f.entry(r, v, true)), nil
+		for _, e := range flag(vs) {
+			if e.norm == normalize(m[2]) {
+				return atom(f.entry(r, e, true)), nil
 			}
 		}
 		return nil, format.NotFound("%s %s is not in repository %s", m[1], m[2], r.Repo.Name)
-	case q == "FindPackagesById()" || q == "Packages()" || q == "Packages":
-		id := r.Query.Get("id")
-		if m := quotedRE.FindStringSubmatch(id); m != nil {
-			id = m[1]
-		}
-		if id == "" {
-			return nil, format.NotFound("give the package id: FindPackagesById()?id='<id>'")
-		}
-		vs, err := f.versions(r.Repo, id)
-		if err != nil {
-			return nil, err
-		}
-		b := base(r, r.Repo.Name) + "/"
-		var body strings.Builder
-		body.WriteString(`<feed xml:base="` + esc(b) + `" xmlns="http://www.w3.org/2005/Atom" xmlns:d="http://schemas.microsoft.com/ado/2007/08/dataservices" ` +
-			`xmlns:m="http://schemas.microsoft.com/ado/2007/08/dataservices/metadata"><id>` + esc(b+q) + `</id><title type="text">Packages</title>`)
-		for _, v := range vs {
-			body.WriteString(f.entry(r, v, false))
-		}
-		body.WriteString(`</feed>`)
-		return atom(body.String()), nil
+	case q == "FindPackagesById()" || q == "Packages()" || q == "Packages" || q == "Search()":
+		return f.feed(r, q)
 	}
 	return nil, format.NotFound("not found: %s", q)
 }
 
+// unquote is an OData string parameter's value: 'x' is x, and a doubled
+// quote in it is one quote.
+func unquote(s string) string {
+	if len(s) >= 2 && s[0] == '\'' && s[len(s)-1] == '\'' {
+		return strings.ReplaceAll(s[1:len(s)-1], "''", "'")
+	}
+	return s
+}
+
+// feed answers a collection: FindPackagesById()'s versions of a package,
+// Packages()'s of every package (or of one, given id as well), Search()'s
+// of the packages whose id or description holds searchTerm; then the
+// query options (see parseQuery).
+func (f *Format) feed(r *format.Request, q string) (*format.Response, error) {
+	fq, err := parseQuery(r.Query.Get)
+	if err != nil {
+		return nil, err
+	}
+	id := unquote(r.Query.Get("id"))
+	var vs []version
+	switch {
+	case id != "":
+		vs, err = f.versions(r.Repo, id)
+	case q == "FindPackagesById()":
+		return nil, format.NotFound("give the package id: FindPackagesById()?id='<id>'")
+	default:
+		vs, err = f.stored(r.Repo, "")
+	}
+	if err != nil {
+		return nil, err
+	}
+	es := flag(vs)
+	if q == "Search()" {
+		term := strings.ToLower(unquote(r.Query.Get("searchTerm")))
+		pre := r.Query.Get("includePrerelease") == "true"
+		es = slices.DeleteFunc(es, func(e feedEntry) bool {
+			return !pre && prerelease(e.norm) ||
+				!strings.Contains(strings.ToLower(e.ID), term) && !strings.Contains(strings.ToLower(e.Description), term)
+		})
+	}
+	page, more := fq.apply(es)
+	b := base(r, r.Repo.Name) + "/"
+	var body strings.Builder
+	body.WriteString(`<feed xml:base="` + esc(b) + `" xmlns="http://www.w3.org/2005/Atom" xmlns:d="http://schemas.microsoft.com/ado/2007/08/dataservices" ` +
+		`xmlns:m="http://schemas.microsoft.com/ado/2007/08/dataservices/metadata"><id>` + esc(b+q) + `</id><title type="text">Packages</title>`)
+	for _, e := range page {
+		body.WriteString(f.entry(r, e, false))
+	}
+	if more {
+		// The next page: the same query, past this one.
+		next := url.Values{}
+		for k, v := range r.Query {
+			next[k] = v
+		}
+		next.Set("$skip", strconv.Itoa(fq.skip+len(page)))
+		if fq.top >= 0 {
+			next.Set("$top", strconv.Itoa(fq.top-len(page)))
+		}
+		body.WriteString(`<link rel="next" href="` + esc(b+q+"?"+next.Encode()) + `"/>`)
+	}
+	body.WriteString(`</feed>`)
+	return atom(body.String()), nil
+}
+
 // entry is a version's Atom entry; content's src is the flat container's
 // .nupkg (a self-closing element, as NuGet's reader wants).
-func (f *Format) entry(r *format.Request, v version, root bool) string {
+func (f *Format) entry(r *format.Request, v feedEntry, root bool) string {
 	b := base(r, r.Repo.Name)
 	id := strings.ToLower(v.ID)
 	self := b + "/Packages(Id='" + v.ID + "',Version='" + v.norm + "')"
@@ -119,17 +165,20 @@ func (f *Format) entry(r *format.Request, v version, root bool) string {
 		`<d:Id>%s</d:Id><d:Version>%s</d:Version><d:NormalizedVersion>%s</d:NormalizedVersion><d:Description>%s</d:Description>`+
 		`<d:Authors>%s</d:Authors><d:Dependencies>%s</d:Dependencies><d:PackageHash>%s</d:PackageHash><d:PackageHashAlgorithm>SHA512</d:PackageHashAlgorithm>`+
 		`<d:PackageSize m:type="Edm.Int64">%d</d:PackageSize><d:Published m:type="Edm.DateTime">%s</d:Published>`+
-		`<d:IsLatestVersion m:type="Edm.Boolean">false</d:IsLatestVersion><d:IsAbsoluteLatestVersion m:type="Edm.Boolean">false</d:IsAbsoluteLatestVersion>`+
+		`<d:IsLatestVersion m:type="Edm.Boolean">%t</d:IsLatestVersion><d:IsAbsoluteLatestVersion m:type="Edm.Boolean">%t</d:IsAbsoluteLatestVersion>`+
 		`<d:IsPrerelease m:type="Edm.Boolean">%t</d:IsPrerelease><d:Listed m:type="Edm.Boolean">true</d:Listed>`+
 		`<d:DownloadCount m:type="Edm.Int32">0</d:DownloadCount></m:properties></entry>`,
 		ns, esc(self), esc(self), esc(self), esc(v.ID), published, esc(v.Authors),
 		esc(b+"/v3/package/"+id+"/"+v.norm+"/"+id+"."+v.norm+".nupkg"),
 		esc(v.ID), esc(v.norm), esc(v.norm), esc(v.Description), esc(v.Authors), esc(strings.Join(deps, "|")), hash,
-		v.art.SizeBytes, published, strings.Contains(v.norm, "-"))
+		v.art.SizeBytes, published, v.latest, v.absLatest, prerelease(v.norm))
 }
 
-// compareVersions orders normalized versions: numbers part by part, a
-// prerelease before its release.
+// compareVersions orders normalized versions as NuGet does (SemVer 2):
+// numbers part by part, a prerelease before its release, prerelease
+// labels dot by dot, numeric ones as numbers and before the others,
+// which compare without regard to case, and more labels after fewer
+// (1.0.0-beta.2 < 1.0.0-beta.10 < 1.0.0-rc.1 < 1.0.0).
 func compareVersions(a, b string) int {
 	ca, pa, _ := strings.Cut(a, "-")
 	cb, pb, _ := strings.Cut(b, "-")
@@ -142,11 +191,8 @@ func compareVersions(a, b string) int {
 		if i < len(xb) {
 			nb, _ = strconv.Atoi(xb[i])
 		}
-		if na != nb {
-			if na < nb {
-				return -1
-			}
-			return 1
+		if c := cmp.Compare(na, nb); c != 0 {
+			return c
 		}
 	}
 	switch {
@@ -157,8 +203,27 @@ func compareVersions(a, b string) int {
 	case pb == "":
 		return -1
 	}
-	return strings.Compare(pa, pb)
+	la, lb := strings.Split(pa, "."), strings.Split(pb, ".")
+	for i := range min(len(la), len(lb)) {
+		na, ea := strconv.ParseUint(la[i], 10, 64)
+		nb, eb := strconv.ParseUint(lb[i], 10, 64)
+		var c int
+		switch {
+		case ea == nil && eb == nil:
+			c = cmp.Compare(na, nb)
+		case ea == nil:
+			c = -1
+		case eb == nil:
+			c = 1
+		default:
+			c = strings.Compare(strings.ToLower(la[i]), strings.ToLower(lb[i]))
+		}
+		if c != 0 {
+			return c
+		}
+	}
+	return cmp.Compare(len(la), len(lb))
 }
 
 const metadataEDMX = `<?xml version="1.0" encoding="utf-8"?>
-<edmx:Edmx Version="1.0" xmlns:edmx="http://schemas.microsoft.com/ado/2007/06/edmx"><edmx:DataServices m:DataServiceVersion="2.0" xmlns:m="http://schemas.microsoft.com/ado/2007/08/dataservices/metadata"><Schema Namespace="NuGetGallery.OData" xmlns="http://schemas.microsoft.com/ado/2006/04/edm"><EntityType Name="V2FeedPackage" m:HasStream="true"><Key><PropertyRef Name="Id"/><PropertyRef Name="Version"/></Key><Property Name="Id" Type="Edm.String" Nullable="false"/><Property Name="Version" Type="Edm.String" Nullable="false"/><Property Name="NormalizedVersion" Type="Edm.String"/><Property Name="Authors" Type="Edm.String"/><Property Name="Dependencies" Type="Edm.String"/><Property Name="Description" Type="Edm.String"/><Property Name="DownloadCount" Type="Edm.Int32" Nullable="false"/><Property Name="IsLatestVersion" Type="Edm.Boolean" Nullable="false"/><Property Name="IsAbsoluteLatestVersion" Type="Edm.Boolean" Nullable="false"/><Property Name="IsPrerelease" Type="Edm.Boolean" Nullable="false"/><Property Name="Listed" Type="Edm.Boolean" Nullable="false"/><Property Name="PackageHash" Type="Edm.String"/><Property Name="PackageHashAlgorithm" Type="Edm.String"/><Property Name="PackageSize" Type="Edm.Int64" Nullable="false"/><Property Name="Published" Type="Edm.DateTime" Nullable="false"/></EntityType></Schema><Schema Namespace="NuGetGallery" xmlns="http://schemas.microsoft.com/ado/2006/04/edm"><EntityContainer Name="V2FeedContext" m:IsDefaultEntityContainer="true"><EntitySet Name="Packages" EntityType="NuGetGallery.OData.V2FeedPackage"/><FunctionImport Name="FindPackagesById" ReturnType="Collection(NuGetGallery.OData.V2FeedPackage)" EntitySet="Packages"><Parameter Name="id" Type="Edm.String" FromQuery="true"/></FunctionImport></EntityContainer></Schema></edmx:DataServices></edmx:Edmx>`
+<edmx:Edmx Version="1.0" xmlns:edmx="http://schemas.microsoft.com/ado/2007/06/edmx"><edmx:DataServices m:DataServiceVersion="2.0" xmlns:m="http://schemas.microsoft.com/ado/2007/08/dataservices/metadata"><Schema Namespace="NuGetGallery.OData" xmlns="http://schemas.microsoft.com/ado/2006/04/edm"><EntityType Name="V2FeedPackage" m:HasStream="true"><Key><PropertyRef Name="Id"/><PropertyRef Name="Version"/></Key><Property Name="Id" Type="Edm.String" Nullable="false"/><Property Name="Version" Type="Edm.String" Nullable="false"/><Property Name="NormalizedVersion" Type="Edm.String"/><Property Name="Authors" Type="Edm.String"/><Property Name="Dependencies" Type="Edm.String"/><Property Name="Description" Type="Edm.String"/><Property Name="DownloadCount" Type="Edm.Int32" Nullable="false"/><Property Name="IsLatestVersion" Type="Edm.Boolean" Nullable="false"/><Property Name="IsAbsoluteLatestVersion" Type="Edm.Boolean" Nullable="false"/><Property Name="IsPrerelease" Type="Edm.Boolean" Nullable="false"/><Property Name="Listed" Type="Edm.Boolean" Nullable="false"/><Property Name="PackageHash" Type="Edm.String"/><Property Name="PackageHashAlgorithm" Type="Edm.String"/><Property Name="PackageSize" Type="Edm.Int64" Nullable="false"/><Property Name="Published" Type="Edm.DateTime" Nullable="false"/></EntityType></Schema><Schema Namespace="NuGetGallery" xmlns="http://schemas.microsoft.com/ado/2006/04/edm"><EntityContainer Name="V2FeedContext" m:IsDefaultEntityContainer="true"><EntitySet Name="Packages" EntityType="NuGetGallery.OData.V2FeedPackage"/><FunctionImport Name="FindPackagesById" ReturnType="Collection(NuGetGallery.OData.V2FeedPackage)" EntitySet="Packages"><Parameter Name="id" Type="Edm.String" FromQuery="true"/></FunctionImport><FunctionImport Name="Search" ReturnType="Collection(NuGetGallery.OData.V2FeedPackage)" EntitySet="Packages"><Parameter Name="searchTerm" Type="Edm.String" FromQuery="true"/><Parameter Name="targetFramework" Type="Edm.String" FromQuery="true"/><Parameter Name="includePrerelease" Type="Edm.Boolean" FromQuery="true"/></FunctionImport></EntityContainer></Schema></edmx:DataServices></edmx:Edmx>`
