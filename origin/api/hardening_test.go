@@ -4,15 +4,18 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/depot-registry/depot/origin"
 	"github.com/depot-registry/depot/origin/origintest"
+	"github.com/depot-registry/depot/shared/format/formattest"
 )
 
 // TestFailedCredentialsAreLimitedEverywhere: wrong passwords through Basic
@@ -262,4 +265,53 @@ func TestEdgeCredentialBuysNoGuesses(t *testing.T) {
 	}
 	// Another address that is not the node's word is not affected.
 	e.Do("GET", "/api/v1/users/me", basic("target", userPW), nil).Want(200)
+}
+
+// TestArchiveBombs: uploads made to unpack far more than their size (the
+// review's: a 10 KiB gem whose metadata.gz is 4 MiB of YAML, charts with
+// many or huge Chart.yaml, a 1 KiB conda package of 1 GiB of zeros, zip
+// and gzip members of 256 MiB of zeros) are refused with 400, allocating
+// less than 32 MiB each (a gem took the origin from 77 to 612 MiB; four
+// at once 2.77 GiB), and nothing is stored. The time each took is logged
+// (bench/bombs.sh measures it on the binary).
+func TestArchiveBombs(t *testing.T) {
+	e := origintest.Start(t, origintest.Options{})
+	made := map[string]bool{}
+	for _, b := range formattest.Bombs(t) {
+		if !made[b.Repo[0]] {
+			e.CreateRepo(b.Repo[0], b.Repo[1], false)
+			made[b.Repo[0]] = true
+		}
+		hdr := map[string]string{"Content-Type": "application/octet-stream"}
+		maps.Copy(hdr, b.Header)
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		start := time.Now()
+		r := e.DoHeader(b.Method, b.Path, e.Admin, b.Body, hdr)
+		took := time.Since(start)
+		runtime.ReadMemStats(&after)
+		grew := after.TotalAlloc - before.TotalAlloc
+		t.Logf("%s (%d bytes): %d in %v, %d KiB allocated", b.Name, len(b.Body), r.Status, took, grew>>10)
+		if r.Status != 400 {
+			t.Errorf("%s: %d %s", b.Name, r.Status, r.Body)
+		}
+		if grew > 32<<20 {
+			t.Errorf("%s: the origin allocated %d MiB answering it", b.Name, grew>>20)
+		}
+	}
+	for name := range made {
+		var list struct {
+			Repositories []struct {
+				Name          string `json:"name"`
+				ArtifactCount int    `json:"artifact_count"`
+			} `json:"repositories"`
+		}
+		e.Do("GET", "/api/v1/repositories?limit=100", e.Admin, nil).Want(200).JSON(&list)
+		for _, r := range list.Repositories {
+			if r.Name == name && r.ArtifactCount != 0 {
+				t.Errorf("repository %s holds %d artifacts after the refused uploads", name, r.ArtifactCount)
+			}
+		}
+	}
 }

@@ -1,7 +1,6 @@
 package composer
 
 import (
-	"archive/zip"
 	"context"
 	"encoding/json"
 	"io"
@@ -12,7 +11,7 @@ import (
 	"github.com/depot-registry/depot/shared/format"
 )
 
-const maxComposerJSON = 1 << 20
+const maxComposerJSON = 256 << 10
 
 // A version: numbers (a leading v allowed) with an optional stability
 // suffix, or a branch: dev-<name> or <numbers>.x-dev.
@@ -65,29 +64,12 @@ func (f *Format) upload(ctx context.Context, r *format.Request, w *format.Writer
 		return nil, err
 	}
 	defer remove()
-	zr, err := zip.NewReader(tmp, size)
+	ms, err := format.ReadZip(ctx, tmp, size, format.ArchiveRules{What: "a package zip", Limits: format.ArchiveLimits{Member: maxComposerJSON},
+		Want: func(name string) bool { return name == "composer.json" }})
 	if err != nil {
-		return nil, format.BadRequest("the body is not a zip archive: %v", err)
+		return nil, err
 	}
-	var raw []byte
-	for _, e := range zr.File {
-		n := e.Name
-		if strings.HasPrefix(n, "/") || strings.Contains(n, "\\") || strings.Contains("/"+n+"/", "/../") {
-			return nil, format.BadRequest("the zip holds %q, outside the package", n)
-		}
-		if n != "composer.json" {
-			continue
-		}
-		rc, err := e.Open()
-		if err != nil {
-			return nil, format.BadRequest("composer.json: %v", err)
-		}
-		raw, err = io.ReadAll(io.LimitReader(rc, maxComposerJSON+1))
-		rc.Close()
-		if err != nil || len(raw) > maxComposerJSON {
-			return nil, format.BadRequest("composer.json is unreadable or larger than %d bytes", maxComposerJSON)
-		}
-	}
+	raw := format.First(ms)
 	if raw == nil {
 		return nil, format.BadRequest("the zip has no composer.json at its root")
 	}
@@ -96,7 +78,10 @@ func (f *Format) upload(ctx context.Context, r *format.Request, w *format.Writer
 		Version string `json:"version"`
 	}
 	var doc map[string]any
-	if json.Unmarshal(raw, &c) != nil || json.Unmarshal(raw, &doc) != nil {
+	if err := format.DecodeJSON(raw, &doc, "composer.json"); err != nil {
+		return nil, err
+	}
+	if json.Unmarshal(raw, &c) != nil {
 		return nil, format.BadRequest("composer.json is not a JSON object")
 	}
 	name := strings.ToLower(c.Name)

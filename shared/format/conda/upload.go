@@ -1,25 +1,19 @@
 package conda
 
 import (
-	"archive/tar"
-	"archive/zip"
-	"compress/bzip2"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"regexp"
 	"strings"
 
-	"github.com/klauspost/compress/zstd"
-
 	"github.com/depot-registry/depot/shared/format"
 )
 
 const (
-	maxIndexJSON = 1 << 20
-	maxUnpacked  = 1 << 30 // what reading up to info/index.json may unpack
+	maxIndexJSON = 256 << 10
+	maxRecord    = 64 << 10 // what a package's record (and its repodata entry) keeps
 )
 
 var nameRE = regexp.MustCompile(`^[a-z0-9_][a-z0-9_.-]*$`)
@@ -36,7 +30,7 @@ func (f *Format) upload(ctx context.Context, r *format.Request, w *format.Writer
 		return nil, err
 	}
 	defer remove()
-	rec, err := readIndex(io.NewSectionReader(tmp, 0, size), size, isConda)
+	rec, err := readIndex(ctx, io.NewSectionReader(tmp, 0, size), size, isConda)
 	if err != nil {
 		return nil, err
 	}
@@ -81,57 +75,47 @@ func (f *Format) upload(ctx context.Context, r *format.Request, w *format.Writer
 }
 
 // readIndex finds info/index.json: in the bzip2'd tar of a .tar.bz2, or
-// in the info-*.tar.zst member of a .conda zip.
-func readIndex(pkg io.ReaderAt, size int64, isConda bool) (map[string]any, error) {
-	bad := func(why string, args ...any) error { return format.BadRequest("not a conda package: "+why, args...) }
-	var tr *tar.Reader
+// in the info-*.tar.zst member of a .conda zip. It returns the fields
+// repodata.json repeats (indexFields), within maxRecord bytes.
+func readIndex(ctx context.Context, pkg io.ReaderAt, size int64, isConda bool) (map[string]any, error) {
+	index := format.ArchiveRules{What: "a conda package", Limits: format.ArchiveLimits{Member: maxIndexJSON},
+		Want: func(name string) bool { return name == "info/index.json" }}
+	var ms []format.Member
+	var err error
 	if isConda {
-		zr, err := zip.NewReader(pkg, size)
-		if err != nil {
-			return nil, bad("%v", err)
-		}
-		var info *zip.File
-		for _, e := range zr.File {
-			if strings.HasPrefix(e.Name, "info-") && strings.HasSuffix(e.Name, ".tar.zst") && !strings.Contains(e.Name, "/") {
-				info = e
-			}
-		}
-		if info == nil {
-			return nil, bad("no info-*.tar.zst member")
-		}
-		rc, err := info.Open()
-		if err != nil {
-			return nil, bad("%v", err)
-		}
-		defer rc.Close()
-		dec, err := zstd.NewReader(rc, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(256<<20))
-		if err != nil {
-			return nil, bad("%v", err)
-		}
-		defer dec.Close()
-		tr = tar.NewReader(io.LimitReader(dec, maxUnpacked))
+		ms, err = format.ReadZip(ctx, pkg, size, format.ArchiveRules{What: "a conda package",
+			Want: func(name string) bool {
+				return strings.HasPrefix(name, "info-") && strings.HasSuffix(name, ".tar.zst") && !strings.Contains(name, "/")
+			},
+			Stream: func(ctx context.Context, _ string, r io.Reader, packed int64) ([]format.Member, error) {
+				return format.ReadTarNested(ctx, r, packed, format.Zstd, index)
+			}})
 	} else {
-		tr = tar.NewReader(io.LimitReader(bzip2.NewReader(io.NewSectionReader(pkg, 0, size)), maxUnpacked))
+		ms, err = format.ReadTar(ctx, io.NewSectionReader(pkg, 0, size), size, format.Bzip2, index)
 	}
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return nil, bad("no info/index.json")
-		}
-		if err != nil {
-			return nil, bad("%v", err)
-		}
-		if strings.TrimPrefix(h.Name, "./") != "info/index.json" {
-			continue
-		}
-		raw, err := io.ReadAll(io.LimitReader(tr, maxIndexJSON+1))
-		if err != nil || len(raw) > maxIndexJSON {
-			return nil, bad("info/index.json is unreadable or larger than %d bytes", maxIndexJSON)
-		}
-		rec := map[string]any{}
-		if err := json.Unmarshal(raw, &rec); err != nil {
-			return nil, bad("info/index.json: %v", err)
-		}
-		return rec, nil
+	if err != nil {
+		return nil, err
 	}
+	if len(ms) == 0 {
+		return nil, format.BadRequest("not a conda package: no info/index.json")
+	}
+	all := map[string]any{}
+	if err := format.DecodeJSON(ms[0].Data, &all, "info/index.json"); err != nil {
+		return nil, err
+	}
+	rec := map[string]any{}
+	for _, k := range indexFields {
+		if v, ok := all[k]; ok {
+			rec[k] = v
+		}
+	}
+	if raw, err := json.Marshal(rec); err != nil || len(raw) > maxRecord {
+		return nil, format.BadRequest("the fields of info/index.json that repodata.json repeats take more than %d bytes", maxRecord)
+	}
+	return rec, nil
 }
+
+// indexFields are the fields of info/index.json a package's record in
+// repodata.json carries (md5, sha256 and size are the file's own).
+var indexFields = []string{"name", "version", "build", "build_number", "depends", "constrains", "license", "license_family",
+	"subdir", "timestamp", "noarch", "platform", "arch", "features", "track_features"}

@@ -1,12 +1,9 @@
 package crates
 
 import (
-	"archive/tar"
-	"compress/gzip"
 	"context"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"path"
@@ -22,7 +19,6 @@ import (
 
 const (
 	maxMeta     = 1 << 20   // the publish JSON
-	maxUnpacked = 512 << 20 // what a .crate may unpack to
 	crateIOURL  = "https://github.com/rust-lang/crates.io-index"
 )
 
@@ -121,7 +117,7 @@ func (f *Format) publish(ctx context.Context, r *format.Request, w *format.Write
 	if info.Size != size {
 		return nil, format.BadRequest("the .crate is %d bytes, the body said %d", info.Size, size)
 	}
-	if err := checkCrate(ctx, w.Blobs, info.Digest, m.Name+"-"+m.Vers); err != nil {
+	if err := checkCrate(ctx, w.Blobs, info.Digest, m.Name+"-"+m.Vers, info.Size); err != nil {
 		return nil, err
 	}
 	line := indexLine(m, info.Checksums.SHA256, base(r))
@@ -166,39 +162,26 @@ type sized struct {
 func (s *sized) Size() int64 { return s.n }
 
 // checkCrate reads the stored .crate: a gzip'd tar whose every entry is
-// under dir/ (no way out of it), with dir/Cargo.toml, unpacking to at
-// most maxUnpacked bytes.
-func checkCrate(ctx context.Context, store blob.Store, digest, dir string) error {
-	bad := func(why string) error { return format.BadRequest("the .crate %s", why) }
+// under dir/ (no way out of it), with dir/Cargo.toml.
+func checkCrate(ctx context.Context, store blob.Store, digest, dir string, size int64) error {
 	file, err := store.Open(ctx, digest)
 	if err != nil {
 		return err
 	}
 	defer file.Close()
-	zr, err := gzip.NewReader(file)
+	ms, err := format.ReadTar(ctx, file, size, format.Gzip, format.ArchiveRules{What: "a .crate", All: true,
+		Check: func(e format.Entry) error {
+			if clean := path.Clean(e.Name); clean != e.Name || !strings.HasPrefix(e.Name, dir+"/") && !(e.Dir && e.Name == dir) {
+				return format.BadRequest("the .crate holds %s, outside %s/", e.Name, dir)
+			}
+			return nil
+		},
+		Want: func(name string) bool { return name == dir+"/Cargo.toml" }})
 	if err != nil {
-		return bad("is not gzip'd: " + err.Error())
+		return err
 	}
-	tr := tar.NewReader(io.LimitReader(zr, maxUnpacked))
-	manifest := false
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return bad("is not a readable tar archive (or unpacks to more than 512 MiB): " + err.Error())
-		}
-		name := h.Name
-		if clean := path.Clean(name); clean != name && clean+"/" != name || !strings.HasPrefix(name, dir+"/") || strings.Contains(name, "..") {
-			return bad("holds " + name + ", outside " + dir + "/")
-		}
-		if name == dir+"/Cargo.toml" {
-			manifest = true
-		}
-	}
-	if !manifest {
-		return bad("lacks " + dir + "/Cargo.toml")
+	if len(ms) == 0 {
+		return format.BadRequest("the .crate lacks %s/Cargo.toml", dir)
 	}
 	return nil
 }

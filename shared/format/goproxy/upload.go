@@ -1,7 +1,6 @@
 package goproxy
 
 import (
-	"archive/zip"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -24,7 +23,7 @@ import (
 // The go command's own limits on what it downloads.
 const (
 	maxZip = modzip.MaxZipFile
-	maxMod = modzip.MaxGoMod
+	maxMod = 512 << 10 // the go command takes 16 MiB (modzip.MaxGoMod); real ones are a few KiB
 )
 
 // upload stores a module version from its zip: every entry under
@@ -38,7 +37,7 @@ func (f *Format) upload(ctx context.Context, r *format.Request, w *format.Writer
 		return nil, err
 	}
 	defer remove()
-	mv, mod, err := check(tmp, n)
+	mv, mod, err := check(ctx, tmp, n)
 	if err != nil {
 		return nil, err
 	}
@@ -78,28 +77,35 @@ func (f *Format) upload(ctx context.Context, r *format.Request, w *format.Writer
 // check reads the module and version from a zip's first entry and checks
 // the whole zip as the go command does (paths, case collisions, sizes,
 // go.mod where it must be); it returns the go.mod to serve.
-func check(f *os.File, size int64) (module.Version, []byte, error) {
+func check(ctx context.Context, f *os.File, size int64) (module.Version, []byte, error) {
 	var mv module.Version
-	zr, err := zip.NewReader(f, size)
+	// A module path holds slashes but no "@": in the first entry, the
+	// first "@" ends it, the next slash the version.
+	var first, prefix string
+	ms, err := format.ReadZip(ctx, f, size, format.ArchiveRules{What: "a module zip", Limits: format.ArchiveLimits{Member: maxMod},
+		Check: func(e format.Entry) error {
+			if first == "" {
+				first = e.Name
+				if at := strings.IndexByte(first, '@'); at > 0 {
+					if end := strings.IndexByte(first[at:], '/'); end > 0 {
+						prefix = first[:at+end]
+					}
+				}
+			}
+			return nil
+		},
+		Want: func(name string) bool { return prefix != "" && name == prefix+"/go.mod" }})
 	if err != nil {
-		return mv, nil, format.BadRequest("the body is not a zip archive: %v", err)
+		return mv, nil, err
 	}
-	if len(zr.File) == 0 {
+	if first == "" {
 		return mv, nil, format.BadRequest("the zip is empty: a module zip holds <module>@<version>/...")
 	}
-	// A module path holds slashes but no "@": the first "@" ends it, the
-	// next slash the version.
-	first := zr.File[0].Name
-	at := strings.IndexByte(first, '@')
-	end := -1
-	if at > 0 {
-		end = strings.IndexByte(first[at:], '/')
-	}
-	if end < 0 {
+	if prefix == "" {
 		return mv, nil, format.BadRequest("the zip's entries must start with <module>@<version>/ (as the go command makes them); the first is %q", first)
 	}
-	prefix := first[:at+end]
-	mv = module.Version{Path: first[:at], Version: first[at+1 : at+end]}
+	at := strings.IndexByte(prefix, '@')
+	mv = module.Version{Path: prefix[:at], Version: prefix[at+1:]}
 	if err := module.Check(mv.Path, mv.Version); err != nil {
 		return mv, nil, format.BadRequest("%v", err)
 	}
@@ -113,19 +119,8 @@ func check(f *os.File, size int64) (module.Version, []byte, error) {
 	if strings.HasSuffix(mv.Version, "+incompatible") {
 		mod = []byte(fmt.Sprintf("module %s\n", modfile.AutoQuote(mv.Path)))
 	}
-	for _, e := range zr.File {
-		if e.Name != prefix+"/go.mod" {
-			continue
-		}
-		rc, err := e.Open()
-		if err != nil {
-			return mv, nil, format.BadRequest("go.mod: %v", err)
-		}
-		mod, err = io.ReadAll(io.LimitReader(rc, maxMod+1))
-		rc.Close()
-		if err != nil || len(mod) > maxMod {
-			return mv, nil, format.BadRequest("go.mod is unreadable or larger than %d bytes", maxMod)
-		}
+	if len(ms) > 0 {
+		mod = ms[0].Data
 		mf, err := modfile.ParseLax("go.mod", mod, nil)
 		if err != nil {
 			return mv, nil, format.BadRequest("go.mod: %v", err)

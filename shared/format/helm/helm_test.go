@@ -9,7 +9,7 @@ import (
 
 func TestReadChart(t *testing.T) {
 	good := formattest.Tgz(t, map[string]string{"demo/Chart.yaml": "apiVersion: v2\nname: demo\nversion: 1.2.3\nkeywords: [a, b]\n", "demo/values.yaml": ""})
-	c, err := readChart(bytes.NewReader(good))
+	c, err := readChart(t.Context(), bytes.NewReader(good), int64(len(good)))
 	if err != nil || c["name"] != "demo" || c["version"] != "1.2.3" {
 		t.Fatalf("readChart = %v, %v", c, err)
 	}
@@ -21,7 +21,7 @@ func TestReadChart(t *testing.T) {
 		"not YAML":        formattest.Tgz(t, map[string]string{"demo/Chart.yaml": "{{{"}),
 		"empty":           {},
 	} {
-		if _, err := readChart(bytes.NewReader(archive)); err == nil {
+		if _, err := readChart(t.Context(), bytes.NewReader(archive), int64(len(archive))); err == nil {
 			t.Errorf("a chart with %s was read", what)
 		}
 	}
@@ -31,7 +31,7 @@ func FuzzReadChart(f *testing.F) {
 	f.Add(formattest.Tgz(f, map[string]string{"demo/Chart.yaml": "apiVersion: v2\nname: demo\nversion: 1.2.3\n"}))
 	f.Add([]byte{0x1f, 0x8b})
 	f.Fuzz(func(t *testing.T, archive []byte) {
-		c, err := readChart(bytes.NewReader(archive))
+		c, err := readChart(t.Context(), bytes.NewReader(archive), int64(len(archive)))
 		if err == nil && (c["name"] == "" || c["version"] == "") {
 			t.Fatalf("read %v", c)
 		}

@@ -1,8 +1,6 @@
 package helm
 
 import (
-	"archive/tar"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,18 +8,16 @@ import (
 	"mime"
 	"mime/multipart"
 	"net/http"
-	"path"
 	"strings"
 
-	"go.yaml.in/yaml/v3"
 	"golang.org/x/mod/semver"
 
 	"github.com/depot-registry/depot/shared/format"
 )
 
 const (
-	maxChartYAML = 1 << 20
-	maxUnpacked  = 512 << 20
+	maxChartYAML = 256 << 10
+	maxRecord    = 64 << 10 // what a chart version's record (and its index.yaml entry) keeps
 	maxParts     = 8
 	maxOtherPart = 1 << 20 // a provenance file, say: read and dropped
 )
@@ -84,7 +80,7 @@ func (f *Format) store(ctx context.Context, r *format.Request, w *format.Writer,
 		return nil, err
 	}
 	defer remove()
-	chart, err := readChart(io.NewSectionReader(tmp, 0, size))
+	chart, err := readChart(ctx, io.NewSectionReader(tmp, 0, size), size)
 	if err != nil {
 		return nil, err
 	}
@@ -113,50 +109,49 @@ func (f *Format) store(ctx context.Context, r *format.Request, w *format.Writer,
 	return resp, nil
 }
 
+// chartFields are the Chart.yaml fields a chart version's entry in
+// index.yaml carries (helm's ChartVersion); the rest stays in the
+// archive.
+var chartFields = []string{"apiVersion", "name", "version", "kubeVersion", "description", "type", "keywords", "home", "sources",
+	"dependencies", "maintainers", "icon", "appVersion", "deprecated", "annotations"}
+
 // readChart reads a chart archive: a gzip'd tar of one top directory,
 // every entry inside it, whose Chart.yaml says apiVersion, a name (a
 // single path segment) and a semver version. It returns the Chart.yaml
-// fields.
-func readChart(archive io.Reader) (map[string]any, error) {
-	bad := func(format_ string, args ...any) error {
-		return format.BadRequest("not a chart archive: "+format_, args...)
-	}
-	zr, err := gzip.NewReader(archive)
-	if err != nil {
-		return nil, bad("%v", err)
-	}
-	tr := tar.NewReader(io.LimitReader(zr, maxUnpacked))
+// fields index.yaml repeats (chartFields), within maxRecord bytes.
+func readChart(ctx context.Context, archive io.Reader, size int64) (map[string]any, error) {
 	var top string
-	var chart map[string]any
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, bad("%v", err)
-		}
-		name := strings.TrimPrefix(h.Name, "./")
-		dir, rest, _ := strings.Cut(name, "/")
-		if top == "" {
-			top = dir
-		}
-		if dir != top || dir == "" || dir == ".." || strings.Contains(name, "..") || path.IsAbs(h.Name) {
-			return nil, bad("%s is outside the chart's directory %s/", h.Name, top)
-		}
-		if rest != "Chart.yaml" {
-			continue
-		}
-		raw, err := io.ReadAll(io.LimitReader(tr, maxChartYAML+1))
-		if err != nil || len(raw) > maxChartYAML {
-			return nil, bad("Chart.yaml is unreadable or larger than %d bytes", maxChartYAML)
-		}
-		if err := yaml.Unmarshal(raw, &chart); err != nil {
-			return nil, format.BadRequest("Chart.yaml: %v", err)
+	rules := format.ArchiveRules{What: "a chart archive", All: true, Limits: format.ArchiveLimits{Member: maxChartYAML},
+		Check: func(e format.Entry) error {
+			dir, _, _ := strings.Cut(e.Name, "/")
+			if top == "" {
+				top = dir
+			}
+			if dir != top {
+				return format.BadRequest("not a chart archive: %s is outside the chart's directory %s/", e.Name, top)
+			}
+			return nil
+		},
+		Want: func(name string) bool { return name == top+"/Chart.yaml" }}
+	ms, err := format.ReadTar(ctx, archive, size, format.Gzip, rules)
+	if err != nil {
+		return nil, err
+	}
+	if len(ms) == 0 {
+		return nil, format.BadRequest("not a chart archive: no %s/Chart.yaml", top)
+	}
+	var all map[string]any
+	if err := format.DecodeYAML(ms[0].Data, &all, "Chart.yaml"); err != nil {
+		return nil, err
+	}
+	chart := map[string]any{}
+	for _, k := range chartFields {
+		if v, ok := all[k]; ok {
+			chart[k] = v
 		}
 	}
-	if chart == nil {
-		return nil, bad("no %s/Chart.yaml", top)
+	if raw, err := json.Marshal(chart); err != nil || len(raw) > maxRecord {
+		return nil, format.BadRequest("Chart.yaml's fields that index.yaml repeats take more than %d bytes", maxRecord)
 	}
 	name, _ := chart["name"].(string)
 	version, _ := chart["version"].(string)

@@ -187,7 +187,7 @@ func (d *Document) Publish(name Name, lim Limits) (*Publish, error) {
 	if err := p.verify(m); err != nil {
 		return nil, err
 	}
-	if err := CheckTarball(p.Tarball.Reader(), lim); err != nil {
+	if err := CheckTarball(p.Tarball.Reader(), p.Tarball.Size(), lim); err != nil {
 		return nil, err
 	}
 	p.Readme = d.Readme

@@ -154,7 +154,7 @@ func TestPublishRejects(t *testing.T) {
 }
 
 func TestCheckTarball(t *testing.T) {
-	if err := CheckTarball(bytes.NewReader(pkgTgz(t)), testLimits); err != nil {
+	if err := CheckTarball(bytes.NewReader(pkgTgz(t)), int64(len(pkgTgz(t))), testLimits); err != nil {
 		t.Fatalf("good tarball: %v", err)
 	}
 	manifest := entry{"package/package.json", tar.TypeReg, "{}"}
@@ -177,7 +177,7 @@ func TestCheckTarball(t *testing.T) {
 	}
 	bad["too many entries"] = makeTgz(t, many...)
 	for what, data := range bad {
-		if err := CheckTarball(bytes.NewReader(data), testLimits); err == nil {
+		if err := CheckTarball(bytes.NewReader(data), int64(len(data)), testLimits); err == nil {
 			t.Errorf("%s: accepted", what)
 		}
 	}
@@ -252,7 +252,7 @@ func FuzzPublish(f *testing.F) {
 		if p.SHA1 != hex.EncodeToString(s1[:]) {
 			t.Fatalf("unverified tarball accepted")
 		}
-		if _, ok := ParseVersion(p.Version); !ok || CheckTarball(bytes.NewReader(data), testLimits) != nil {
+		if _, ok := ParseVersion(p.Version); !ok || CheckTarball(bytes.NewReader(data), int64(len(data)), testLimits) != nil {
 			t.Fatalf("invalid publish accepted: %+v", p)
 		}
 		if !json.Valid(p.Manifest) {
@@ -268,7 +268,7 @@ func FuzzCheckTarball(f *testing.F) {
 	f.Add([]byte{0x1f, 0x8b, 8, 0})
 	lim := Limits{MaxTarball: 1 << 16, MaxUnpacked: 1 << 16, MaxEntries: 50}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if CheckTarball(bytes.NewReader(data), lim) != nil {
+		if CheckTarball(bytes.NewReader(data), int64(len(data)), lim) != nil {
 			return
 		}
 		// Accepted: walk it again independently; it must be within every

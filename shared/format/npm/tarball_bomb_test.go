@@ -19,7 +19,7 @@ func TestCheckTarballRefusesTrailingData(t *testing.T) {
 	_, _ = tw.Write(body)
 	_ = tw.Close()
 	_ = zw.Close()
-	if err := CheckTarball(bytes.NewReader(buf.Bytes()), DefaultLimits); err != nil {
+	if err := CheckTarball(bytes.NewReader(buf.Bytes()), int64(buf.Len()), DefaultLimits); err != nil {
 		t.Fatalf("valid tarball refused: %v", err)
 	}
 	// Append a second gzip member of 64 MiB of zeros.
@@ -29,7 +29,7 @@ func TestCheckTarballRefusesTrailingData(t *testing.T) {
 		_, _ = zw2.Write(zeros)
 	}
 	_ = zw2.Close()
-	if err := CheckTarball(bytes.NewReader(buf.Bytes()), DefaultLimits); err == nil {
+	if err := CheckTarball(bytes.NewReader(buf.Bytes()), int64(buf.Len()), DefaultLimits); err == nil {
 		t.Fatal("tarball with a trailing gzip member accepted")
 	}
 }

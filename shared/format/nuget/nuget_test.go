@@ -45,7 +45,7 @@ func FuzzOnlyPart(f *testing.F) {
 func FuzzReadNupkg(f *testing.F) {
 	f.Add([]byte("PK\x05\x06\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"))
 	f.Fuzz(func(t *testing.T, pkg []byte) {
-		if p, _, err := readNupkg(bytes.NewReader(pkg), int64(len(pkg))); err == nil && (p.ID == "" || p.Version == "") {
+		if p, _, err := readNupkg(t.Context(), bytes.NewReader(pkg), int64(len(pkg))); err == nil && (p.ID == "" || p.Version == "") {
 			t.Fatalf("read %+v", p)
 		}
 	})

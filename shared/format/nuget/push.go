@@ -1,7 +1,6 @@
 package nuget
 
 import (
-	"archive/zip"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -18,7 +17,10 @@ import (
 	"github.com/depot-registry/depot/shared/meta"
 )
 
-const maxNuspec = 1 << 20
+const (
+	maxNuspec = 256 << 10
+	maxDeps   = 1000
+)
 
 var (
 	idRE      = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}$`)
@@ -94,24 +96,16 @@ type group struct {
 
 // readNupkg reads the .nuspec at the root of a .nupkg (a zip), returning
 // the package's record and the manifest's bytes.
-func readNupkg(r io.ReaderAt, size int64) (pkg, []byte, error) {
-	zr, err := zip.NewReader(r, size)
+func readNupkg(ctx context.Context, r io.ReaderAt, size int64) (pkg, []byte, error) {
+	ms, err := format.ReadZip(ctx, r, size, format.ArchiveRules{What: "a .nupkg", Limits: format.ArchiveLimits{Member: maxNuspec},
+		Want: func(name string) bool {
+			return !strings.Contains(name, "/") && strings.HasSuffix(strings.ToLower(name), ".nuspec")
+		}})
 	if err != nil {
-		return pkg{}, nil, format.BadRequest("not a .nupkg (a zip): %v", err)
+		return pkg{}, nil, err
 	}
-	for _, e := range zr.File {
-		if strings.Contains(e.Name, "/") || !strings.HasSuffix(strings.ToLower(e.Name), ".nuspec") {
-			continue
-		}
-		rc, err := e.Open()
-		if err != nil {
-			return pkg{}, nil, format.BadRequest("the .nuspec: %v", err)
-		}
-		raw, err := io.ReadAll(io.LimitReader(rc, maxNuspec+1))
-		rc.Close()
-		if err != nil || len(raw) > maxNuspec {
-			return pkg{}, nil, format.BadRequest("the .nuspec is unreadable or larger than %d bytes", maxNuspec)
-		}
+	for _, e := range ms {
+		raw := e.Data
 		var n nuspec
 		if err := xml.Unmarshal(raw, &n); err != nil {
 			return pkg{}, nil, format.BadRequest("the .nuspec is not XML: %v", err)
@@ -125,7 +119,15 @@ func readNupkg(r io.ReaderAt, size int64) (pkg, []byte, error) {
 		if !idRE.MatchString(m.ID) || !versionRE.MatchString(m.Version) {
 			return pkg{}, nil, format.BadRequest("the .nuspec's id %q or version %q is not valid", m.ID, m.Version)
 		}
-		p := pkg{ID: m.ID, Version: m.Version, Description: m.Description, Authors: m.Authors, Groups: []group{}}
+		// The record keeps what the feeds serve, bounded.
+		p := pkg{ID: m.ID, Version: m.Version, Description: format.Clip(m.Description, 4096), Authors: format.Clip(m.Authors, 512), Groups: []group{}}
+		deps := len(m.Dependencies.Deps)
+		for _, g := range m.Dependencies.Groups {
+			deps += len(g.Deps)
+		}
+		if deps > maxDeps || len(m.Dependencies.Groups) > maxDeps {
+			return pkg{}, nil, format.BadRequest("the .nuspec has more than %d dependencies", maxDeps)
+		}
 		for _, g := range m.Dependencies.Groups {
 			p.Groups = append(p.Groups, group{TargetFramework: g.TargetFramework, Deps: g.Deps})
 		}
@@ -152,7 +154,7 @@ func (f *Format) push(ctx context.Context, r *format.Request, w *format.Writer) 
 		}
 		file, size = io.NewSectionReader(tmp, start, end-start), end-start
 	}
-	p, manifest, err := readNupkg(file, size)
+	p, manifest, err := readNupkg(ctx, file, size)
 	if err != nil {
 		return nil, err
 	}

@@ -32,7 +32,7 @@ func zipBytes(t testing.TB, files ...[2]string) []byte {
 func TestWheelMetadata(t *testing.T) {
 	z := zipBytes(t, [2]string{"demo_pkg/__init__.py", ""}, [2]string{"demo_pkg-1.0.dist-info/METADATA", goodMetadata},
 		[2]string{"demo_pkg-1.0.dist-info/RECORD", ""}, [2]string{"other-2.0.dist-info/METADATA", "not ours"})
-	data, cm, err := WheelMetadata(bytes.NewReader(z), int64(len(z)), demoWheel, DefaultWheelLimits)
+	data, cm, err := WheelMetadata(t.Context(), bytes.NewReader(z), int64(len(z)), demoWheel, DefaultWheelLimits)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func TestWheelMetadataRejects(t *testing.T) {
 		many = append(many, [2]string{strings.Repeat("f", i+1), ""})
 	}
 	good := zipBytes(t, meta)
-	if _, _, err := WheelMetadata(bytes.NewReader(good), int64(len(good)), demoWheel, small); err != nil {
+	if _, _, err := WheelMetadata(t.Context(), bytes.NewReader(good), int64(len(good)), demoWheel, small); err != nil {
 		t.Fatalf("the unbroken wheel is refused: %v", err)
 	}
 	cases := map[string][]byte{
@@ -84,7 +84,7 @@ func TestWheelMetadataRejects(t *testing.T) {
 	binary.LittleEndian.PutUint16(z64[len(z64)-22+10:], 0xFFFF)
 	cases["zip64"] = z64
 	for name, z := range cases {
-		if data, cm, err := WheelMetadata(bytes.NewReader(z), int64(len(z)), demoWheel, small); err == nil {
+		if data, cm, err := WheelMetadata(t.Context(), bytes.NewReader(z), int64(len(z)), demoWheel, small); err == nil {
 			t.Errorf("%s: accepted %q %+v", name, data, cm)
 		}
 	}
@@ -96,7 +96,7 @@ func FuzzWheelMetadata(f *testing.F) {
 	f.Add([]byte("PK\x05\x06" + strings.Repeat("\x00", 18)))
 	lim := WheelLimits{MaxEntries: 16, MaxDirectory: 4096, MaxMetadata: 1024}
 	f.Fuzz(func(t *testing.T, z []byte) {
-		data, cm, err := WheelMetadata(bytes.NewReader(z), int64(len(z)), demoWheel, lim)
+		data, cm, err := WheelMetadata(t.Context(), bytes.NewReader(z), int64(len(z)), demoWheel, lim)
 		if err != nil {
 			return
 		}

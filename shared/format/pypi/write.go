@@ -168,7 +168,7 @@ func wheelMetadata(ctx context.Context, w *format.Writer, m *UploadMeta, info bl
 		return err
 	}
 	defer wf.Close()
-	data, cm, err := WheelMetadata(wf, wf.Size(), m.Dist, DefaultWheelLimits)
+	data, cm, err := WheelMetadata(ctx, wf, wf.Size(), m.Dist, DefaultWheelLimits)
 	if err != nil {
 		return err
 	}

@@ -1,8 +1,6 @@
 package rubygems
 
 import (
-	"archive/tar"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,7 +15,10 @@ import (
 	"github.com/depot-registry/depot/shared/format"
 )
 
-const maxMetadata = 4 << 20 // metadata.gz unpacked
+const (
+	maxMetadata = 512 << 10 // metadata.gz unpacked
+	maxDeps     = 1000
+)
 
 var (
 	nameRE    = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
@@ -32,7 +33,7 @@ func (f *Format) push(ctx context.Context, r *format.Request, w *format.Writer) 
 		return nil, err
 	}
 	defer remove()
-	s, err := readGem(io.NewSectionReader(tmp, 0, size))
+	s, err := readGem(ctx, io.NewSectionReader(tmp, 0, size), size)
 	if err != nil {
 		return nil, err
 	}
@@ -47,31 +48,22 @@ func (f *Format) push(ctx context.Context, r *format.Request, w *format.Writer) 
 	return resp, nil
 }
 
-// readGem reads the gemspec out of a .gem.
-func readGem(gem io.Reader) (spec, error) {
-	bad := func(why string, args ...any) error { return format.BadRequest("not a gem: "+why, args...) }
-	tr := tar.NewReader(gem)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return spec{}, bad("no metadata.gz")
-		}
-		if err != nil {
-			return spec{}, bad("%v", err)
-		}
-		if h.Name != "metadata.gz" {
-			continue
-		}
-		zr, err := gzip.NewReader(tr)
-		if err != nil {
-			return spec{}, bad("metadata.gz: %v", err)
-		}
-		raw, err := io.ReadAll(io.LimitReader(zr, maxMetadata+1))
-		if err != nil || len(raw) > maxMetadata {
-			return spec{}, bad("metadata.gz is unreadable or unpacks to more than %d bytes", maxMetadata)
-		}
-		return parseSpec(raw)
+// readGem reads the gemspec out of a .gem: a tar whose metadata.gz is
+// the gemspec, gzip'd YAML.
+func readGem(ctx context.Context, gem io.Reader, size int64) (spec, error) {
+	ms, err := format.ReadTar(ctx, gem, size, format.Uncompressed, format.ArchiveRules{What: "a gem",
+		Want: func(name string) bool { return name == "metadata.gz" }})
+	if err != nil {
+		return spec{}, err
 	}
+	if len(ms) == 0 {
+		return spec{}, format.BadRequest("not a gem: no metadata.gz")
+	}
+	raw, err := format.Gunzip(ms[0].Data, maxMetadata, "the gem's metadata.gz")
+	if err != nil {
+		return spec{}, err
+	}
+	return parseSpec(raw)
 }
 
 // parseSpec reads the YAML gemspec (Ruby's tags are read as plain maps).
@@ -93,10 +85,15 @@ func parseSpec(raw []byte) (spec, error) {
 		RequiredRuby     yaml.Node `yaml:"required_ruby_version"`
 		RequiredRubyGems yaml.Node `yaml:"required_rubygems_version"`
 	}
-	if err := yaml.Unmarshal(raw, &g); err != nil {
-		return spec{}, format.BadRequest("the gemspec is not YAML: %v", err)
+	if err := format.DecodeYAML(raw, &g, "the gemspec"); err != nil {
+		return spec{}, err
 	}
-	s := spec{Name: g.Name, Version: g.Version.Version, Platform: g.Platform, Summary: g.Summary, Authors: g.Authors, Licenses: g.Licenses}
+	// The record keeps what the indexes serve, bounded.
+	s := spec{Name: g.Name, Version: g.Version.Version, Platform: g.Platform, Summary: format.Clip(g.Summary, 1024),
+		Authors: format.ClipList(g.Authors, 32, 256), Licenses: format.ClipList(g.Licenses, 16, 64)}
+	if len(g.Dependencies) > maxDeps {
+		return spec{}, format.BadRequest("the gemspec has more than %d dependencies", maxDeps)
+	}
 	if s.Platform == "" {
 		s.Platform = "ruby"
 	}

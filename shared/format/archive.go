@@ -1,0 +1,488 @@
+package format
+
+import (
+	"archive/tar"
+	"archive/zip"
+	"bufio"
+	"bytes"
+	"compress/bzip2"
+	"compress/gzip"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"strings"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// Reading archives. Every format reads what it needs of an uploaded
+// archive (a gem's metadata.gz, a chart's Chart.yaml, a wheel's METADATA,
+// a conda package's info/index.json...) through ReadTar or ReadZip, which
+// hold the rules no format may forget: member names that cannot escape
+// a directory, a wanted member read once (a second copy is refused, not
+// parsed again), the read stopped at the first wanted member unless the
+// format must see every one, and bounds on everything an upload could
+// make the process do: a wanted member's size, what a compressed stream
+// may unpack (absolutely and relative to its packed size: a bomb is cut
+// early), a zip's directory and entries (checked from its end record
+// before anything is allocated for them), and how many inspections run
+// at once. A format says what it wants (ArchiveRules); the bounds are
+// written once, here.
+
+// ArchiveLimits bound one read of an archive. Zero fields take
+// DefaultArchiveLimits's.
+type ArchiveLimits struct {
+	Member    int64 // bytes of a wanted member, unpacked
+	Unpacked  int64 // bytes a compressed tar stream may unpack in all
+	Ratio     int64 // unpacked bytes per packed byte a compressed stream may reach (beyond its first MiB)
+	Entries   int   // members of an archive
+	Directory int64 // bytes of a zip's central directory
+}
+
+// DefaultArchiveLimits are far above real packages' metadata and far below
+// what would hurt: a few hundred KiB of metadata, an unpacking ratio that
+// real archives (text compresses ten to one) never reach.
+var DefaultArchiveLimits = ArchiveLimits{Member: 512 << 10, Unpacked: 512 << 20, Ratio: 100, Entries: 100000, Directory: 32 << 20}
+
+func (l ArchiveLimits) orDefault() ArchiveLimits {
+	d := DefaultArchiveLimits
+	if l.Member > 0 {
+		d.Member = l.Member
+	}
+	if l.Unpacked > 0 {
+		d.Unpacked = l.Unpacked
+	}
+	if l.Ratio > 0 {
+		d.Ratio = l.Ratio
+	}
+	if l.Entries > 0 {
+		d.Entries = l.Entries
+	}
+	if l.Directory > 0 {
+		d.Directory = l.Directory
+	}
+	return d
+}
+
+// Compression is how a tar stream is compressed.
+type Compression int
+
+const (
+	Uncompressed Compression = iota
+	Gzip
+	Bzip2
+	Zstd
+)
+
+// Entry is a member of an archive as a format's rules see it.
+type Entry struct {
+	Name    string // cleaned: no leading "./"
+	Dir     bool
+	Regular bool // a regular file (tar: not a link, device or fifo)
+	Size    int64
+}
+
+// ArchiveRules are what a format wants of one archive.
+type ArchiveRules struct {
+	// What names the archive in errors: "a gem", "a chart archive".
+	What string
+	// Want reports whether the format reads the member of this name.
+	Want func(name string) bool
+	// Check, when set, is told of every member before it is read; an
+	// error refuses the archive (a member outside a chart's directory).
+	Check func(e Entry) error
+	// All reads every member Want names; otherwise the read stops at the
+	// first.
+	All bool
+	// Stream, when set, takes each wanted member as a stream instead of
+	// its bytes (an archive inside the archive: a .conda's
+	// info-*.tar.zst); what it returns is the read's result.
+	Stream func(ctx context.Context, name string, r io.Reader, packed int64) ([]Member, error)
+	// Exact: a tar stream is read to its end, and nothing may follow it
+	// but tar's padding (no second gzip member, no bytes after the
+	// compressed stream): what is stored is exactly what was checked.
+	Exact  bool
+	Limits ArchiveLimits
+}
+
+// Member is a member read: its name and its bytes.
+type Member struct {
+	Name string
+	Data []byte
+}
+
+// First is the data of the first member, nil when there is none.
+func First(ms []Member) []byte {
+	if len(ms) == 0 {
+		return nil
+	}
+	return ms[0].Data
+}
+
+// inspections bounds the archives read at once: unpacking is CPU, and a
+// flood of uploads must not take every core.
+var inspections = make(chan struct{}, max(2, runtime.NumCPU()))
+
+func inspect(ctx context.Context) (release func(), err error) {
+	select {
+	case inspections <- struct{}{}:
+		return func() { <-inspections }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (rules ArchiveRules) bad(why string, args ...any) error {
+	return BadRequest("not "+rules.What+": "+why, args...)
+}
+
+// ReadTar reads a tar stream of packed bytes (compressed with c) by the
+// rules and returns the members it wants.
+func ReadTar(ctx context.Context, r io.Reader, packed int64, c Compression, rules ArchiveRules) ([]Member, error) {
+	release, err := inspect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	return rules.readTar(ctx, r, packed, c)
+}
+
+// ReadTarNested is ReadTar for an archive inside an archive, from the
+// outer read's Stream (which holds the inspection slot already).
+func ReadTarNested(ctx context.Context, r io.Reader, packed int64, c Compression, rules ArchiveRules) ([]Member, error) {
+	return rules.readTar(ctx, r, packed, c)
+}
+
+func (rules ArchiveRules) readTar(ctx context.Context, r io.Reader, packed int64, c Compression) ([]Member, error) {
+	lim := rules.Limits.orDefault()
+	var src io.Reader
+	var raw *bufio.Reader // Exact: the compressed stream, to see that it ends with its archive
+	switch c {
+	case Uncompressed:
+		src = r
+	case Gzip:
+		if rules.Exact {
+			raw = bufio.NewReader(r) // a ByteReader: gzip reads no further than its member
+			r = raw
+		}
+		zr, err := gzip.NewReader(r)
+		if err != nil {
+			return nil, rules.bad("not gzip'd (%v)", err)
+		}
+		zr.Multistream(!rules.Exact)
+		src = zr
+	case Bzip2:
+		src = bzip2.NewReader(r)
+	case Zstd:
+		dec, err := zstd.NewReader(r, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(64<<20), zstd.WithDecoderMaxWindow(32<<20))
+		if err != nil {
+			return nil, rules.bad("not zstd (%v)", err)
+		}
+		defer dec.Close()
+		src = dec
+	}
+	bound := lim.Unpacked
+	if c != Uncompressed {
+		bound = min(lim.Unpacked, 1<<20+lim.Ratio*max(packed, 0))
+	}
+	counted := &boundedReader{r: src, left: bound}
+	tr := tar.NewReader(counted)
+	var out []Member
+	seen := map[string]bool{}
+	for entries := 0; ; entries++ {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			if rules.Exact {
+				return out, rules.exactEnd(counted, raw)
+			}
+			return out, nil
+		}
+		if err != nil {
+			if counted.over {
+				return nil, rules.bad("unpacks to more than %d bytes (%d times its size)", bound, lim.Ratio)
+			}
+			return nil, rules.bad("not a readable tar archive (%v)", err)
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if entries >= lim.Entries {
+			return nil, rules.bad("more than %d members", lim.Entries)
+		}
+		e := Entry{Name: strings.TrimSuffix(strings.TrimPrefix(h.Name, "./"), "/"), Dir: h.Typeflag == tar.TypeDir,
+			Regular: h.Typeflag == tar.TypeReg, Size: h.Size}
+		if e.Name == "" && e.Dir {
+			continue // "./", the archive's own directory
+		}
+		if ms, done, err := rules.member(ctx, e, seen, tr, h.Size, counted); err != nil || done {
+			return append(out, ms...), err
+		} else {
+			out = append(out, ms...)
+		}
+	}
+}
+
+// maxTrailer bounds what may follow a tar archive's end marker (tar pads
+// archives to a 10 KiB record).
+const maxTrailer = 64 << 10
+
+// exactEnd checks that nothing follows the archive (see Exact); reading
+// to the end checks gzip's CRC and length too.
+func (rules ArchiveRules) exactEnd(unpacked io.Reader, raw *bufio.Reader) error {
+	n, err := io.Copy(io.Discard, io.LimitReader(unpacked, maxTrailer+1))
+	switch {
+	case err != nil:
+		return rules.bad("malformed (%v)", err)
+	case n > maxTrailer:
+		return rules.bad("data after the end of the archive")
+	}
+	if raw != nil {
+		if _, err := raw.ReadByte(); !errors.Is(err, io.EOF) {
+			return rules.bad("data after the end of the gzip stream")
+		}
+	}
+	return nil
+}
+
+// member applies the rules to one member and reads it when wanted; done
+// says the read is over (the first wanted member, unless All).
+func (rules ArchiveRules) member(ctx context.Context, e Entry, seen map[string]bool, r io.Reader, packed int64, counted *boundedReader) ([]Member, bool, error) {
+	lim := rules.Limits.orDefault()
+	if err := CheckMemberName(e.Name); err != nil {
+		return nil, true, rules.bad("%v", err)
+	}
+	if rules.Check != nil {
+		if err := rules.Check(e); err != nil {
+			return nil, true, err
+		}
+	}
+	if e.Dir || !rules.Want(e.Name) {
+		return nil, false, nil
+	}
+	if !e.Regular {
+		return nil, true, rules.bad("%s is not a regular file", e.Name)
+	}
+	if seen[e.Name] {
+		return nil, true, rules.bad("%s is in it twice", e.Name)
+	}
+	seen[e.Name] = true
+	if rules.Stream != nil {
+		ms, err := rules.Stream(ctx, e.Name, r, packed)
+		return ms, !rules.All, err
+	}
+	if e.Size > lim.Member {
+		return nil, true, rules.bad("%s is larger than %d bytes", e.Name, lim.Member)
+	}
+	data, err := io.ReadAll(io.LimitReader(r, lim.Member+1))
+	switch {
+	case counted != nil && counted.over:
+		return nil, true, rules.bad("unpacks to more than %d bytes", counted.limit())
+	case err != nil:
+		return nil, true, rules.bad("%s cannot be read (%v)", e.Name, err)
+	case int64(len(data)) > lim.Member:
+		return nil, true, rules.bad("%s is larger than %d bytes", e.Name, lim.Member)
+	}
+	return []Member{{Name: e.Name, Data: data}}, !rules.All, nil
+}
+
+// ReadZip reads a zip archive of size bytes by the rules and returns the
+// members it wants. Its end record is read first: an archive that claims
+// more entries or a larger directory than the limits (or that needs
+// zip64, only for more than 65535 entries or 4 GiB) is refused before
+// anything is allocated for them, and the directory is read within a
+// budget of what the record says.
+func ReadZip(ctx context.Context, ra io.ReaderAt, size int64, rules ArchiveRules) ([]Member, error) {
+	release, err := inspect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	lim := rules.Limits.orDefault()
+	if err := rules.checkDirectoryEnd(ra, size, lim); err != nil {
+		return nil, err
+	}
+	budget := &budgetReaderAt{ra: ra, left: lim.Directory + 2*(eocdLen+65535)}
+	zr, err := zip.NewReader(budget, size)
+	if err != nil {
+		return nil, rules.bad("not a zip archive (%v)", err)
+	}
+	var out []Member
+	seen := map[string]bool{}
+	var wanted []*zip.File
+	for _, f := range zr.File {
+		e := Entry{Name: f.Name, Dir: strings.HasSuffix(f.Name, "/"), Regular: f.Mode().IsRegular() || strings.HasSuffix(f.Name, "/"), Size: int64(f.UncompressedSize64)}
+		e.Name = strings.TrimSuffix(e.Name, "/")
+		if err := CheckMemberName(e.Name); err != nil {
+			return nil, rules.bad("%v", err)
+		}
+		if rules.Check != nil {
+			if err := rules.Check(e); err != nil {
+				return nil, err
+			}
+		}
+		if e.Dir || !rules.Want(e.Name) {
+			continue
+		}
+		if seen[e.Name] {
+			return nil, rules.bad("%s is in it twice", e.Name)
+		}
+		seen[e.Name] = true
+		wanted = append(wanted, f)
+	}
+	for _, f := range wanted {
+		if f.UncompressedSize64 > uint64(lim.Member) && rules.Stream == nil {
+			return nil, rules.bad("%s is larger than %d bytes", f.Name, lim.Member)
+		}
+		// The member's data: its local header and compressed bytes.
+		budget.left = int64(min(f.CompressedSize64, uint64(size))) + 1<<16
+		rc, err := f.Open()
+		if err != nil {
+			return nil, rules.bad("%s cannot be read (%v)", f.Name, err)
+		}
+		var ms []Member
+		if rules.Stream != nil {
+			ms, err = rules.Stream(ctx, f.Name, rc, int64(f.CompressedSize64))
+		} else {
+			// The header's size is the client's word: read at most the
+			// limit; the zip reader's CRC and size checks catch a lie.
+			var data []byte
+			data, err = io.ReadAll(io.LimitReader(rc, lim.Member+1))
+			switch {
+			case err != nil:
+				err = rules.bad("%s cannot be read (%v)", f.Name, err)
+			case int64(len(data)) > lim.Member:
+				err = rules.bad("%s is larger than %d bytes", f.Name, lim.Member)
+			}
+			ms = []Member{{Name: f.Name, Data: data}}
+		}
+		rc.Close()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ms...)
+		if !rules.All {
+			break
+		}
+	}
+	return out, nil
+}
+
+// CheckMemberName refuses names that would escape the directory an
+// archive is unpacked into (whoever unpacks it: the client does), and
+// names no file system takes.
+func CheckMemberName(name string) error {
+	if name == "" || strings.HasPrefix(name, "/") || strings.ContainsAny(name, "\\\x00") || len(name) > 4096 {
+		return fmt.Errorf("member %q has an unsafe name", trunc(name))
+	}
+	for _, seg := range strings.Split(name, "/") {
+		if seg == ".." || (len(seg) == 2 && seg[1] == ':') {
+			return fmt.Errorf("member %q climbs out of its directory", trunc(name))
+		}
+	}
+	return nil
+}
+
+func trunc(s string) string {
+	if len(s) > 100 {
+		return s[:100] + "..."
+	}
+	return s
+}
+
+// Gunzip unpacks a gzip'd member (a gem's metadata.gz) of at most max
+// bytes unpacked.
+func Gunzip(data []byte, max int64, what string) ([]byte, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		return nil, BadRequest("%s is not gzip'd: %v", what, err)
+	}
+	raw, err := io.ReadAll(io.LimitReader(zr, max+1))
+	if err != nil || int64(len(raw)) > max {
+		return nil, BadRequest("%s is unreadable or unpacks to more than %d bytes", what, max)
+	}
+	return raw, nil
+}
+
+// boundedReader fails once more than left bytes have come through.
+type boundedReader struct {
+	r    io.Reader
+	left int64
+	read int64
+	over bool
+}
+
+var errUnpackedTooMuch = errors.New("the archive unpacks to more than its bound")
+
+func (b *boundedReader) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		b.over = true
+		return 0, errUnpackedTooMuch
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.r.Read(p)
+	b.left -= int64(n)
+	b.read += int64(n)
+	return n, err
+}
+
+func (b *boundedReader) limit() int64 { return b.read + b.left }
+
+// eocdLen is the size of the zip end-of-central-directory record.
+const eocdLen = 22
+
+// budgetReaderAt refuses reads once left bytes have been read.
+type budgetReaderAt struct {
+	ra   io.ReaderAt
+	left int64
+}
+
+var errBudget = errors.New("archive reads past its declared central directory")
+
+func (b *budgetReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	if int64(len(p)) > b.left {
+		return 0, errBudget
+	}
+	b.left -= int64(len(p))
+	return b.ra.ReadAt(p, off)
+}
+
+// checkDirectoryEnd reads the end-of-central-directory record before
+// archive/zip does (see ReadZip).
+func (rules ArchiveRules) checkDirectoryEnd(ra io.ReaderAt, size int64, lim ArchiveLimits) error {
+	if size < eocdLen {
+		return rules.bad("not a zip archive (too short)")
+	}
+	tail := min(size, eocdLen+65535) // the record plus the longest comment
+	buf := make([]byte, tail)
+	if _, err := ra.ReadAt(buf, size-tail); err != nil && !errors.Is(err, io.EOF) {
+		return rules.bad("cannot read (%v)", err)
+	}
+	i := bytes.LastIndex(buf, []byte("PK\x05\x06"))
+	if i < 0 || len(buf)-i < eocdLen {
+		return rules.bad("not a zip archive (no end of central directory)")
+	}
+	rec := buf[i:]
+	entries := binary.LittleEndian.Uint16(rec[10:12])
+	dirSize := binary.LittleEndian.Uint32(rec[12:16])
+	dirOffset := binary.LittleEndian.Uint32(rec[16:20])
+	// archive/zip looks for zip64 records when any of these is all ones.
+	if entries == 0xFFFF || dirSize == 0xFFFF || dirSize == 0xFFFFFFFF || dirOffset == 0xFFFFFFFF {
+		return rules.bad("zip64 archives are not accepted")
+	}
+	// A well-formed archive's directory ends where the end record starts.
+	if int64(dirOffset)+int64(dirSize) != size-tail+int64(i) {
+		return rules.bad("its central directory does not end at the end record")
+	}
+	if int(entries) > lim.Entries {
+		return rules.bad("more than %d members", lim.Entries)
+	}
+	if int64(dirSize) > lim.Directory {
+		return rules.bad("central directory larger than %d bytes", lim.Directory)
+	}
+	return nil
+}
