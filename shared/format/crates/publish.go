@@ -18,8 +18,8 @@ import (
 )
 
 const (
-	maxMeta     = 1 << 20   // the publish JSON
-	crateIOURL  = "https://github.com/rust-lang/crates.io-index"
+	maxMeta    = 1 << 20 // the publish JSON
+	crateIOURL = "https://github.com/rust-lang/crates.io-index"
 )
 
 // publishMeta is the JSON cargo sends with a publish.
