@@ -278,6 +278,15 @@ func (s *Server) write(ctx *fasthttp.RequestCtx, resp *format.Response) (fromFil
 			}
 		}
 	}
+	// Absolute URLs are built from the request's Host here (see Request):
+	// the answer varies on it, as the origin's do when no external URL is
+	// set, besides what the format varies on (Accept). One value, so a
+	// remembered answer (hot.go) keeps it whole.
+	if vs := resp.Header.Values("Vary"); len(vs) > 0 {
+		ctx.Response.Header.Set("Vary", httpx.MergeVary(append([]string{httpx.VaryBaseURL}, vs...)...))
+	} else {
+		ctx.Response.Header.Set("Vary", httpx.VaryBaseURL)
+	}
 	if resp.Blob == nil {
 		ctx.SetStatusCode(cmpStatus(resp.Status))
 		ctx.SetBody(resp.Body)
@@ -411,6 +420,7 @@ func NotServed(ctx *fasthttp.RequestCtx, what string) {
 // 401 challenges, an error that says when to retry says Retry-After.
 func APIError(ctx *fasthttp.RequestCtx, e *apierr.Error) {
 	ctx.Response.Reset()
+	ctx.Response.Header.Set("Vary", httpx.VaryBaseURL) // as the origin says of every answer (see write)
 	if e.Status() == http.StatusUnauthorized {
 		ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="Depot"`)
 	}

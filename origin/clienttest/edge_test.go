@@ -80,6 +80,21 @@ func TestEdgeAnswersAsTheOrigin(t *testing.T) {
 		formattest.CompareReads(t, reads, origin, edge, auth)
 		formattest.CompareReads(t, reads, origin, edge, "")
 	}
+
+	// A document built from the request's host says it varies on it,
+	// and on Accept where negotiated, answered anew or from memory (the
+	// second ask, right after the first).
+	for _, c := range []formattest.Call{{Method: "GET", Path: "/npm/js/demo-pkg"}, {Method: "GET", Path: "/pypi/py/simple/demo/"}} {
+		want := "Host, X-Forwarded-Proto, X-Forwarded-Host, Accept"
+		if got := formattest.Fetch(t, origin, c, auth).Header.Values("Vary"); len(got) != 1 || got[0] != want {
+			t.Errorf("%s at the origin: Vary %q, want %q", c.Path, got, want)
+		}
+		for i := range 2 {
+			if got := formattest.Fetch(t, edge, c, auth).Header.Values("Vary"); len(got) != 1 || got[0] != want {
+				t.Errorf("%s at the edge (ask %d): Vary %q, want %q", c.Path, i+1, got, want)
+			}
+		}
+	}
 }
 
 // TestEdgeAccessMatrix: every read route of every format, asked by every

@@ -3,6 +3,7 @@ package httpx
 import (
 	"errors"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -100,8 +101,16 @@ func WriteResponse(w http.ResponseWriter, r *http.Request, resp *format.Response
 	return nil
 }
 
+// copyHeader sets the response's headers over those already set, but
+// merges Vary: what the middleware says the answer varies on (the host
+// its absolute URLs are built from, see Forwarded) holds as much as what
+// the format says (Accept).
 func copyHeader(dst, src http.Header) {
 	for k, vs := range src {
+		if k == "Vary" && len(dst[k]) > 0 {
+			dst[k] = []string{MergeVary(append(slices.Clone(dst[k]), vs...)...)}
+			continue
+		}
 		dst[k] = vs
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
 )
 
@@ -78,6 +79,31 @@ func (p Proxies) trusts(addr string) bool {
 	return false
 }
 
+// VaryBaseURL names the request headers a base URL is built from when no
+// external URL is set: every answer of a node that builds absolute URLs
+// from the request says it varies on them (an edge's too: see
+// edge/server), so a shared cache keeps one copy per host.
+const VaryBaseURL = "Host, X-Forwarded-Proto, X-Forwarded-Host"
+
+// MergeVary joins Vary values into one, naming each header once (the
+// first spelling of it, whatever the case of the others) in the order
+// first named; "*" (varies on anything) stands alone.
+func MergeVary(values ...string) string {
+	var names []string
+	for _, v := range values {
+		for _, n := range strings.Split(v, ",") {
+			n = strings.TrimSpace(n)
+			if n == "*" {
+				return "*"
+			}
+			if n != "" && !slices.ContainsFunc(names, func(m string) bool { return strings.EqualFold(m, n) }) {
+				names = append(names, n)
+			}
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
 type origin struct {
 	client string // the client's address
 	base   string // scheme://host the client used
@@ -95,7 +121,7 @@ func Forwarded(h http.Handler, proxies Proxies, external string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if external == "" {
 			// Index documents carry absolute URLs built from these.
-			w.Header().Add("Vary", "Host, X-Forwarded-Proto, X-Forwarded-Host")
+			w.Header().Add("Vary", VaryBaseURL)
 		}
 		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), originKey{}, originOf(r, proxies, external))))
 	})

@@ -1,9 +1,13 @@
 package httpx
 
 import (
+	"context"
 	"crypto/tls"
+	"net/http"
 	"net/http/httptest"
 	"testing"
+
+	"github.com/depot-registry/depot/shared/format"
 )
 
 func TestOriginOf(t *testing.T) {
@@ -104,6 +108,48 @@ func TestForwarderHTTPSNeedsTLS(t *testing.T) {
 		}
 		if o := originOf(r, proxies, ""); o.secure != c.secure || o.node != c.node {
 			t.Errorf("%+v: secure %v node %q", c, o.secure, o.node)
+		}
+	}
+}
+
+func TestMergeVary(t *testing.T) {
+	for _, c := range []struct {
+		in   []string
+		want string
+	}{
+		{[]string{VaryBaseURL, "Accept"}, "Host, X-Forwarded-Proto, X-Forwarded-Host, Accept"},
+		{[]string{"Host, Accept", "accept, HOST,, Origin", " x-forwarded-host "}, "Host, Accept, Origin, x-forwarded-host"},
+		{[]string{VaryBaseURL, "*"}, "*"},
+		{[]string{""}, ""},
+	} {
+		if got := MergeVary(c.in...); got != c.want {
+			t.Errorf("MergeVary(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+// varying is a format whose one document varies on Accept.
+type varying struct{ failing }
+
+func (varying) Routes() []format.Route {
+	return []format.Route{{Method: http.MethodGet, Path: "/doc",
+		Read: func(context.Context, *format.Request) (*format.Response, error) {
+			resp := format.Text(http.StatusOK, "a document")
+			resp.Header.Set("Vary", "Accept")
+			return resp, nil
+		}}}
+}
+
+// TestVaryMerges: a format's Vary (Accept) joins the one Forwarded says
+// when absolute URLs are built from the request (Host...), in one
+// header; it replaced it. With an external URL, only the format's.
+func TestVaryMerges(t *testing.T) {
+	for external, want := range map[string]string{"": VaryBaseURL + ", Accept", "https://depot.example": "Accept"} {
+		h := Forwarded(NewFormatHandler(testServer(varying{}, nil), "/f", nil), Proxies{}, external)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, newReq("http://registry.example/f/doc"))
+		if got := w.Header().Values("Vary"); w.Code != http.StatusOK || len(got) != 1 || got[0] != want {
+			t.Errorf("external %q: %d, Vary %q, want %q", external, w.Code, got, want)
 		}
 	}
 }

@@ -231,9 +231,11 @@ var compared = []string{"Content-Type", "Content-Length", "Content-Range", "Cont
 // CompareReads sends each read to want (a node that writes) and to got
 // (a node that only reads) and reports every difference in status, body
 // or the headers clients act on, with each node's own base URL taken
-// out of its answer.
+// out of its answer. It also holds both nodes to what a shared cache in
+// front of them needs (see checkVary).
 func CompareReads(t testing.TB, reads []Call, want, got, auth string) {
 	t.Helper()
+	var both []answered
 	for _, rd := range reads {
 		w, g := Fetch(t, want, rd, auth), Fetch(t, got, rd, auth)
 		if w.Status >= 500 {
@@ -253,7 +255,66 @@ func CompareReads(t testing.TB, reads []Call, want, got, auth string) {
 				t.Errorf("%s %s: header %s %q on the read-only node, %q on the writing node", rd.Method, rd.Path, h, gv, wv)
 			}
 		}
+		if wv, gv := Varies(w.Header), Varies(g.Header); !slices.Equal(wv, gv) {
+			t.Errorf("%s %s: Vary %v on the read-only node, %v on the writing node", rd.Method, rd.Path, gv, wv)
+		}
+		both = append(both, answered{rd, [2]string{want, got}, [2]Answer{w, g}})
 	}
+	checkVary(t, both)
+}
+
+// answered is a read and each node's answer to it.
+type answered struct {
+	Call
+	bases   [2]string
+	answers [2]Answer
+}
+
+// checkVary: an answer that names its node's base URL says it varies on
+// Host (a shared cache must not give it to a client that used another
+// name), and answers negotiated on Accept (a path answered differently
+// to different Accept headers) say they vary on Accept.
+func checkVary(t testing.TB, reads []answered) {
+	t.Helper()
+	for _, rd := range reads {
+		for i, a := range rd.answers {
+			if strings.Contains(a.Body, rd.bases[i]) && !slices.Contains(Varies(a.Header), "Host") {
+				t.Errorf("%s %s: the answer of %s names its base URL, but its Vary %v does not name Host", rd.Method, rd.Path, rd.bases[i], Varies(a.Header))
+			}
+		}
+	}
+	for i, x := range reads {
+		for _, y := range reads[i+1:] {
+			if x.Method != "GET" || y.Method != "GET" || x.Path != y.Path || x.Header["Accept"] == y.Header["Accept"] ||
+				x.answers[0].Status != 200 || y.answers[0].Status != 200 ||
+				x.answers[0].Body == y.answers[0].Body && x.answers[0].Header.Get("Content-Type") == y.answers[0].Header.Get("Content-Type") {
+				continue
+			}
+			for _, rd := range []answered{x, y} {
+				for j, a := range rd.answers {
+					if !slices.Contains(Varies(a.Header), "Accept") {
+						t.Errorf("GET %s (Accept %q): the answer of %s is negotiated, but its Vary %v does not name Accept",
+							rd.Path, rd.Header["Accept"], rd.bases[j], Varies(a.Header))
+					}
+				}
+			}
+		}
+	}
+}
+
+// Varies are the header names an answer's Vary headers name, canonical,
+// each once, sorted.
+func Varies(h http.Header) []string {
+	var out []string
+	for _, v := range h.Values("Vary") {
+		for _, n := range strings.Split(v, ",") {
+			if n = http.CanonicalHeaderKey(strings.TrimSpace(n)); n != "" && !slices.Contains(out, n) {
+				out = append(out, n)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // Normalize is a body as two nodes' answers are compared: without the

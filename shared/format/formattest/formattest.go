@@ -234,7 +234,9 @@ func (e *Env) serve(build func(*format.Env) []format.Format, writes bool) *httpt
 			mux.ServeHTTP(w, r)
 		})
 	}
-	srv := httptest.NewServer(h)
+	// As an origin serves with no external URL: base URLs from the
+	// request, and a Vary that says so.
+	srv := httptest.NewServer(httpx.Forwarded(h, httpx.Proxies{}, ""))
 	e.t.Cleanup(srv.Close)
 	return srv
 }
