@@ -63,7 +63,7 @@ func TestUploadErrors(t *testing.T) {
 			{"wheel not a zip", nil, "not a zip"},
 			{"wheel without METADATA", [][2]string{{"demo_pkg/__init__.py", ""}}, "no demo_pkg-1.0.dist-info/METADATA"},
 			{"wheel of another project", [][2]string{{"demo_pkg-1.0.dist-info/METADATA", fmt.Sprintf(metadataOf, "other", "1.0")}}, "METADATA says other"},
-			{"wheel with zip-slip entry", [][2]string{okMeta, {"../../etc/evil", "x"}}, "unsafe entry"},
+			{"wheel with zip-slip entry", [][2]string{okMeta, {"../../etc/evil", "x"}}, "climbs out of its directory"},
 			{"wheel with bad METADATA", [][2]string{{"demo_pkg-1.0.dist-info/METADATA", "garbage without headers\n"}}, "METADATA"},
 		} {
 			f, z := wheel(w.files...)
