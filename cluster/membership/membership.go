@@ -14,6 +14,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"log"
 	"log/slog"
 	"net"
 	"slices"
@@ -130,7 +131,9 @@ func Start(cfg Config) (*Pool, error) {
 		return nil, err
 	}
 	mc.GossipVerifyIncoming, mc.GossipVerifyOutgoing = true, true
-	mc.Logger = logx.HCLog(cfg.Logger, "memberlist").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true})
+	// A stranger's packets each make memberlist log a line: see throttle.
+	mc.Logger = log.New(newThrottle(logx.HCLog(cfg.Logger, "memberlist").StandardWriter(&hclog.StandardLoggerOptions{InferLevels: true}),
+		logEvery, time.Now), "", 0)
 	p := &Pool{id: cfg.NodeID, meta: cfg.Meta, members: map[string]Member{}, log: cfg.Logger, changed: make(chan struct{}, 1), done: make(chan struct{})}
 	mc.Delegate = delegate{p}
 	mc.Events = events{p}
