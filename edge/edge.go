@@ -177,6 +177,18 @@ func New(cfg Config, log *slog.Logger, out io.Writer) (*Edge, error) {
 	if e.replica, err = meta.Open(filepath.Join(cfg.CacheDir, "replica.db")); err != nil {
 		return nil, err
 	}
+	// A replica from before origins stopped sending password hashes and
+	// emails loses them here (auth.EdgeUser).
+	if n, err := e.replica.RewriteUsers(func(u *meta.User) bool {
+		before := *u
+		auth.EdgeUser(u)
+		return *u != before
+	}); err != nil {
+		e.replica.Close()
+		return nil, fmt.Errorf("replica: %w", err)
+	} else if n > 0 {
+		log.Info("took password hashes and emails out of the replica", "users", n)
+	}
 	e.fetchSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "depot_edge_fetch_seconds",
 		Help: "Time from asking an origin for a blob to its first byte.", Buckets: prometheus.ExponentialBuckets(0.001, 4, 8)})
 	fetch := func(ctx context.Context, digest string, offset int64) (io.ReadCloser, error) {
@@ -412,7 +424,7 @@ func (e *Edge) routes() *server.Server {
 	now := time.Now
 	authn := &auth.Authenticator{Meta: e.replica, JWT: auth.NewJWT(auth.RandomSecret(), now), Now: now,
 		Cache: auth.NewCredCache(time.Minute, 10000, now), Hasher: auth.NewHasher(0), Guard: auth.NewGuard(10, 100, time.Minute, now),
-		Remote: newVouches(e.client.Vouch, now).Remote}
+		Remote: newVouches(e.client.Vouch, now).Remote, RemotePassword: e.checkPassword}
 	env := &format.Env{Meta: e.replica, Now: now, Tokens: tokens{authn},
 		OnDownload: func(r *format.Request, a *meta.Artifact) {
 			e.recordDownload(&server.Download{Artifact: a, Repo: r.Repo, Who: r.Principal.Actor()}, net.ParseIP(r.RemoteAddr))
@@ -428,6 +440,14 @@ func (e *Edge) routes() *server.Server {
 		}
 	}
 	return s
+}
+
+// checkPassword has an origin check a password (the edge holds no
+// password hashes); a yes is remembered for the credential cache's minute.
+func (e *Edge) checkPassword(ctx context.Context, user, pass, remote string) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, vouchTimeout)
+	defer cancel()
+	return e.client.CheckPassword(ctx, user, pass, remote)
 }
 
 // tokens issues this edge's registry tokens, for reads. A token that

@@ -237,6 +237,52 @@ func TestEdgeProcess(t *testing.T) {
 	}
 	call(t, "GET", e.url+"/api/v1/repositories", tok, nil, 200)
 
+	// Passwords: the edge holds no password hashes (nor emails): it has
+	// the origin check one, and remembers a yes briefly.
+	var carol struct{ ID string }
+	_ = json.Unmarshal(call(t, "POST", o.url+"/api/v1/users", tok, strings.NewReader(`{"username":"carol","email":"carol@corp.example","password":"carol-pw-1234","role":"user"}`), 201), &carol)
+	call(t, "POST", o.url+"/api/v1/permissions", tok, strings.NewReader(`{"repository_id":"`+es.repoID+`","user_id":"`+carol.ID+`","permissions":["read"]}`), 201)
+	var carolTok struct{ Token string }
+	_ = json.Unmarshal(call(t, "POST", o.url+"/api/v1/users/me/tokens", login(t, o.url, "carol", "carol-pw-1234"), strings.NewReader(`{"name":"ci","scopes":["repository:read"]}`), 201), &carolTok)
+	waitFor(t, 10*time.Second, "the edge to know carol", func() bool {
+		req, _ := http.NewRequest("GET", e.url+file, nil)
+		req.Header.Set("Authorization", "Basic "+basicAuth("carol", carolTok.Token))
+		r, err := http.DefaultClient.Do(req)
+		return err == nil && body(r) == "bytes"
+	})
+	req, _ = http.NewRequest("GET", e.url+file, nil)
+	req.Header.Set("Authorization", "Basic "+basicAuth("carol", "not-her-password"))
+	if r, err := http.DefaultClient.Do(req); err != nil || r.StatusCode != 401 {
+		t.Fatalf("a wrong password at the edge: %v %v", r, err)
+	}
+	// Checked once, remembered; forgotten when the password changes.
+	carolPw := func(pw string) int {
+		req, _ := http.NewRequest("GET", e.url+file, nil)
+		req.Header.Set("Authorization", "Basic "+basicAuth("carol", pw))
+		r, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Body.Close()
+		return r.StatusCode
+	}
+	if got := carolPw("carol-pw-1234"); got != 200 {
+		t.Fatalf("carol's password at the edge: %d", got)
+	}
+	call(t, "PUT", o.url+"/api/v1/users/me", login(t, o.url, "carol", "carol-pw-1234"), strings.NewReader(`{"current_password":"carol-pw-1234","password":"carol-new-5678"}`), 200)
+	waitFor(t, 2*time.Second, "the edge to forget carol's old password", func() bool { return carolPw("carol-pw-1234") == 401 })
+	for _, f := range []string{"replica.db"} {
+		raw, err := os.ReadFile(filepath.Join(cacheDir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, secret := range []string{"$argon2id$", "carol@corp.example", "@example.com"} {
+			if strings.Contains(string(raw), secret) {
+				t.Errorf("the edge's %s holds %q", f, secret)
+			}
+		}
+	}
+
 	// Origin down: the edge says it is degraded, and keeps serving.
 	o.stop(t)
 	waitFor(t, 10*time.Second, "the edge to report the origin unreachable", func() bool {
@@ -252,7 +298,15 @@ func TestEdgeProcess(t *testing.T) {
 	if r := get(e.url, nil); r.StatusCode != 200 || body(r) != "bytes" {
 		t.Fatalf("with the origin down the edge answered %d", r.StatusCode)
 	}
-	call(t, "GET", e.url+"/api/v1/artifacts/"+art.ID+"/download", basic, nil, 200) // offline too
+	call(t, "GET", e.url+"/api/v1/artifacts/"+art.ID+"/download", basic, nil, 200) // offline too (a password it checked a moment ago)
+	// A password it has not checked cannot be checked now: 503 saying to
+	// use an API token; the API token works offline.
+	req, _ = http.NewRequest("GET", e.url+file, nil)
+	req.Header.Set("Authorization", "Basic "+basicAuth("carol", "carol-new-5678"))
+	if r, err := http.DefaultClient.Do(req); err != nil || r.StatusCode != 503 || !strings.Contains(body(r), "API token") {
+		t.Fatalf("a password at the edge with the origin down: %v %v", r, err)
+	}
+	call(t, "GET", e.url+file, "Basic "+basicAuth("carol", carolTok.Token), nil, 200)
 	// Writes need an origin: a clear 503 in the format's shape.
 	req, _ = http.NewRequest("PUT", e.url+"/generic/files/pkg/3.0/c.bin", strings.NewReader("nowhere to go"))
 	req.Header.Set("Authorization", basic)

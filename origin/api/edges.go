@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"math"
@@ -15,6 +16,7 @@ import (
 	"github.com/depot-registry/depot/shared/apierr"
 	"github.com/depot-registry/depot/shared/auth"
 	"github.com/depot-registry/depot/shared/blob"
+	"github.com/depot-registry/depot/shared/httpx"
 	"github.com/depot-registry/depot/shared/meta"
 )
 
@@ -299,6 +301,29 @@ func (s *Server) edgeVouch(w http.ResponseWriter, r *http.Request, p *auth.Princ
 		return writeJSON(w, http.StatusOK, feed.Vouch{})
 	}
 	return writeJSON(w, http.StatusOK, feed.Vouch{Valid: true, Claims: c})
+}
+
+// edgePassword checks a password for an edge node, which holds no
+// password hashes: the origin's own check, its failures counted against
+// the client's address the node names and against the node (the
+// request carries it: auth.ThroughNode). A throttled check answers no.
+func (s *Server) edgePassword(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	if p.Edge() != r.PathValue("id") {
+		return apierr.New(apierr.Forbidden, "an edge node asks only for itself")
+	}
+	var req feed.PasswordCheck
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	if req.Username == "" || len(req.Username) > auth.MaxUsernameBytes || len(req.Password) > auth.MaxSecretBytes || len(req.Remote) > 64 {
+		return writeJSON(w, http.StatusOK, feed.PasswordVerdict{})
+	}
+	ctx := auth.ThroughNode(r.Context(), p.Edge())
+	_, err := s.d.Authn.Login(ctx, req.Username, req.Password, cmp.Or(req.Remote, httpx.ClientIP(r)))
+	if err != nil && !errors.Is(err, auth.ErrBadCredentials) && !errors.As(err, new(*auth.ThrottledError)) {
+		return err // busy, or the store failed: the edge says 503
+	}
+	return writeJSON(w, http.StatusOK, feed.PasswordVerdict{Valid: err == nil})
 }
 
 // edgeFeed serves the change feed to an edge node (replication/feed):

@@ -248,6 +248,7 @@ func (s *Server) routes() {
 	s.handle("POST /edge-nodes/{id}/events", edgeNode, s.edgeEvents)
 	s.handle("GET /edge-nodes/{id}/feed", edgeNode, s.edgeFeed)
 	s.handle("POST /edge-nodes/{id}/vouch", edgeNode, s.edgeVouch)
+	s.handle("POST /edge-nodes/{id}/password", edgeNode, s.edgePassword)
 	s.handle("GET /edge-nodes/{id}/blobs/{digest}", edgeNode, s.edgeBlob)
 
 }

@@ -376,6 +376,28 @@ func (c *Client) Vouch(ctx context.Context, tok string) (Vouch, error) {
 	return v, err
 }
 
+// PasswordCheck asks an origin whether a password is a user's (an edge
+// holds no password hashes): the client's address goes with it, so the
+// origin counts a failure against it as well as against the node.
+type PasswordCheck struct {
+	Username string `json:"username"`
+	Password string `json:"password"`
+	Remote   string `json:"remote"`
+}
+
+// PasswordVerdict is an origin's answer to a PasswordCheck.
+type PasswordVerdict struct {
+	Valid bool `json:"valid"`
+}
+
+// CheckPassword has an origin check a password. A throttled check (the
+// user or address failed too often) is a refusal.
+func (c *Client) CheckPassword(ctx context.Context, user, pass, remote string) (bool, error) {
+	var v PasswordVerdict
+	err := c.post(ctx, "password", PasswordCheck{Username: user, Password: pass, Remote: remote}, &v)
+	return v.Valid, err
+}
+
 // post sends in as JSON to the node's endpoint op at an origin and decodes
 // the answer into out.
 func (c *Client) post(ctx context.Context, op string, in, out any) error {

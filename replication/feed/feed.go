@@ -3,8 +3,10 @@
 //
 // An edge reads the records of the repositories assigned to it and the
 // global records it needs to authorise requests while every origin is
-// away (users with their password hashes, API token hashes, groups, and
-// the grants on its repositories), and login sessions (an id, a user and
+// away (users without their emails and password hashes, which never
+// leave the origins: an edge has an origin check a password; API token
+// hashes, random secrets no one can crack; groups; the grants on its
+// repositories), and login sessions (an id, a user and
 // times: nothing that proves anything; an edge has an origin vouch for a
 // session's tokens, and the replicated session says when one has ended,
 // at logout or a password change, so the edge stops honouring its tokens
@@ -16,10 +18,13 @@ package feed
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
+	"github.com/depot-registry/depot/shared/auth"
 	"github.com/depot-registry/depot/shared/meta"
 )
 
@@ -72,6 +77,28 @@ func Filter(e *meta.EdgeNode, only string) meta.ChangeFilter {
 	return f
 }
 
+// forEdges takes out of the changes what never leaves the origins: the
+// users' emails and password hashes (auth.EdgeUser).
+func forEdges(changes []meta.Change) error {
+	for i := range changes {
+		c := &changes[i]
+		if c.Kind != meta.KindUser || c.Deleted {
+			continue
+		}
+		var u meta.User
+		if err := json.Unmarshal(c.Value, &u); err != nil {
+			return fmt.Errorf("feed: user record %s: %w", c.Key, err)
+		}
+		auth.EdgeUser(&u)
+		v, err := json.Marshal(u)
+		if err != nil {
+			return err
+		}
+		c.Value = v
+	}
+	return nil
+}
+
 // Read answers one read of the feed for node id. When nothing has changed
 // that the node may see, it waits up to r.Wait (at most MaxWait) for the
 // store to apply more, and answers an empty page when none of it is for
@@ -106,6 +133,9 @@ func Read(ctx context.Context, s *meta.Store, id string, r Request) (Page, error
 				}
 			}
 			p.Changes, p.Next, err = tx.Changes(since, Filter(e, r.Repo), limit)
+			if err == nil {
+				err = forEdges(p.Changes)
+			}
 			return err
 		})
 		if err != nil || len(p.Changes) > 0 || since == 0 {

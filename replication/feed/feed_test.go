@@ -5,6 +5,7 @@ import (
 	"errors"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -97,6 +98,12 @@ func TestWhatAnEdgeReads(t *testing.T) {
 	}
 	if p.Next != s.LastApplied() {
 		t.Fatalf("next = %d, want the last applied index %d", p.Next, s.LastApplied())
+	}
+	// Users come without their emails and password hashes.
+	for _, c := range p.Changes {
+		if c.Kind == meta.KindUser && (strings.Contains(string(c.Value), `"h"`) || strings.Contains(string(c.Value), "ann@")) {
+			t.Errorf("a user record for an edge holds its hash or email: %s", c.Value)
+		}
 	}
 	// One repository on its own: no global records.
 	p, err = feed.Read(t.Context(), s, "e1", feed.Request{Repo: "r1"})

@@ -25,7 +25,12 @@ var ErrPasswordChange = errors.New("the password must be changed before a regist
 // ErrUnverifiable means a token only an origin can verify was presented
 // to an edge that cannot reach one: not a wrong credential, and not
 // counted as a failure.
-var ErrUnverifiable = errors.New("auth: no origin can be reached to verify this token; API tokens and passwords keep working")
+var ErrUnverifiable = errors.New("auth: no origin can be reached to verify this token; API tokens keep working")
+
+// ErrPasswordUnverifiable means a password was presented to an edge that
+// cannot reach an origin to check it (edges hold no password hashes):
+// not a wrong password, and not counted as a failure.
+var ErrPasswordUnverifiable = errors.New("auth: no origin can be reached to check this password; API tokens keep working")
 
 // Viewer is the read side of the metadata store.
 type Viewer interface {
@@ -52,7 +57,28 @@ type Authenticator struct {
 	// and the API token or password a registry token derives from,
 	// against its replica. Nil: such tokens are refused.
 	Remote func(ctx context.Context, tok string) (*Claims, error)
+	// RemotePassword checks a password with an origin: an edge holds no
+	// password hashes (EdgeUser), so it asks, and remembers a yes in
+	// Cache under a keyed digest for as long as the user's password stays
+	// the same (the replicated marker). An error (no origin reachable) is
+	// ErrPasswordUnverifiable. Nil: passwords are checked here.
+	RemotePassword func(ctx context.Context, user, pass, remote string) (bool, error)
 }
+
+// EdgeUser is a user record as an edge node receives it: without the
+// email and the password hash, which never leave the origins (a stolen
+// edge disk or credential must not allow cracking passwords offline).
+// The hash becomes a marker that changes with it (a digest of the whole
+// argon2 string, salt included, so nothing to test guesses against), so
+// what an edge remembers of a password is forgotten when it changes.
+func EdgeUser(u *meta.User) {
+	u.Email = ""
+	if u.PasswordHash != "" && !strings.HasPrefix(u.PasswordHash, edgeMarker) {
+		u.PasswordHash = edgeMarker + passwordVersion(u.PasswordHash)
+	}
+}
+
+const edgeMarker = "edge:"
 
 func (a *Authenticator) now() time.Time {
 	if a.Now != nil {
@@ -102,7 +128,7 @@ func (a *Authenticator) fail(ctx context.Context, f Failure, err error) error {
 	switch {
 	case errors.Is(err, ErrBusy):
 		f.Reason = "busy"
-	case errors.Is(err, ErrUnverifiable):
+	case errors.Is(err, ErrUnverifiable), errors.Is(err, ErrPasswordUnverifiable):
 		f.Reason = "unverifiable"
 	case errors.As(err, new(*ThrottledError)):
 		f.Reason = "throttled"
@@ -413,6 +439,9 @@ func (a *Authenticator) password(ctx context.Context, user, pass, remote, scheme
 			return a.passwordPrincipal(u), nil
 		}
 	}
+	if a.RemotePassword != nil {
+		return a.remotePassword(ctx, u, user, pass, remote, f)
+	}
 	release, err := a.Hasher.acquire(ctx, func() bool { return a.Guard.Suspect(remote) })
 	if err != nil {
 		return nil, a.fail(ctx, f, err)
@@ -429,6 +458,22 @@ func (a *Authenticator) password(ctx context.Context, user, pass, remote, scheme
 		return nil, a.fail(ctx, f, ErrBadCredentials)
 	}
 	a.Cache.Put(u.ID+"\x00"+pass, hash)
+	return a.passwordPrincipal(u), nil
+}
+
+// remotePassword has an origin check a password (see RemotePassword).
+func (a *Authenticator) remotePassword(ctx context.Context, u *meta.User, user, pass, remote string, f Failure) (*Principal, error) {
+	if u == nil || u.PasswordHash == "" {
+		return nil, a.fail(ctx, f, ErrBadCredentials)
+	}
+	ok, err := a.RemotePassword(ctx, user, pass, remote)
+	switch {
+	case err != nil:
+		return nil, a.fail(ctx, f, ErrPasswordUnverifiable)
+	case !ok:
+		return nil, a.fail(ctx, f, ErrBadCredentials)
+	}
+	a.Cache.Put(u.ID+"\x00"+pass, u.PasswordHash)
 	return a.passwordPrincipal(u), nil
 }
 

@@ -146,6 +146,48 @@ func (tx *Tx) followed() []string {
 // (on), or drops every record of the repository (its artifacts, format
 // keys, grants and itself) and forgets it (off): a repository no longer
 // assigned to the node.
+// RewriteUsers applies fix to every user record of a follower store in
+// place, keeping each record's index: what an edge received before the
+// origins stopped sending something (password hashes) is taken out of
+// its replica too. fix reports whether it changed the user.
+func (s *Store) RewriteUsers(fix func(*User) bool) (int, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	n := 0
+	err := s.db.Update(func(btx *bolt.Tx) error {
+		tx := &Tx{tx: btx}
+		type rec struct {
+			id  string
+			idx uint64
+			u   User
+		}
+		var fixed []rec
+		cur := tx.space(Space(KindUser)).Cursor()
+		for k, raw := cur.First(); k != nil; k, raw = cur.Next() {
+			var u User
+			if err := json.Unmarshal(raw[8:], &u); err != nil {
+				return err
+			}
+			if fix(&u) {
+				fixed = append(fixed, rec{string(k), getU64(raw), u})
+			}
+		}
+		for _, r := range fixed {
+			body, err := json.Marshal(r.u)
+			if err != nil {
+				return err
+			}
+			tx.idx = r.idx
+			if err := tx.putRaw(KindUser, r.id, r.idx, body); err != nil {
+				return err
+			}
+		}
+		n = len(fixed)
+		return nil
+	})
+	return n, err
+}
+
 func (s *Store) SetFollowed(repoID string, on bool) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
