@@ -149,7 +149,7 @@ type Edge struct {
 	events        pendingEvents                  // downloads no origin has taken yet
 	recording     atomic.Pointer[recordingSince] // whether the origins want downloads as events (their last heartbeat)
 	originDropped atomic.Int64                   // download events an origin said it dropped
-	unsent        []meta.Event                   // a batch of them no origin took (the shipper's own)
+	unsent        []feed.Download                // a batch of them no origin took (the shipper's own)
 	beatFailures  atomic.Int64
 	scrape        fasthttp.RequestHandler // /metrics
 	prefetch      chan []string           // the assigned repositories, for the prefetcher

@@ -10,7 +10,6 @@ import (
 
 	"github.com/depot-registry/depot/edge/server"
 	"github.com/depot-registry/depot/replication/feed"
-	"github.com/depot-registry/depot/shared/meta"
 )
 
 // maxPendingEvents bounds the download events an edge holds for the
@@ -48,31 +47,25 @@ func (p *pendingEvents) add(d *server.Download, ip net.IP, at time.Time) bool {
 	return !full
 }
 
-// take removes up to n of the oldest downloads, as events; those made
+// take removes up to n of the oldest downloads, as reports; those made
 // before since are dropped.
-func (p *pendingEvents) take(n int, since time.Time, repo func(id string) *meta.Repository) []meta.Event {
+func (p *pendingEvents) take(n int, since time.Time) []feed.Download {
 	p.mu.Lock()
 	p.dropBefore(since)
 	n = min(n, len(p.buf))
 	taken := append(p.spare[:0], p.buf[:n]...)
 	p.buf = append(p.buf[:0], p.buf[n:]...)
 	p.mu.Unlock()
-	out := make([]meta.Event, 0, len(taken))
+	out := make([]feed.Download, 0, len(taken))
 	for _, x := range taken {
 		if x.at.Before(since) {
 			continue
 		}
-		r := x.d.Repo
-		if r == nil || r.ID != x.d.Artifact.RepositoryID {
-			if r = repo(x.d.Artifact.RepositoryID); r == nil {
-				continue // the repository went meanwhile
-			}
-		}
-		who := x.d.Who
+		d := feed.Download{ArtifactID: x.d.Artifact.ID, UserID: x.d.Who.UserID, At: x.at}
 		if x.ip.IsValid() {
-			who.IPAddress = x.ip.String()
+			d.Remote = x.ip.String()
 		}
-		out = append(out, meta.DownloadEvent(x.d.Artifact, r, who, x.at))
+		out = append(out, d)
 	}
 	p.mu.Lock()
 	p.spare = taken[:0]
@@ -150,7 +143,7 @@ func (e *Edge) flushEvents(ctx context.Context, within time.Duration) {
 	}
 	for {
 		if len(e.unsent) == 0 {
-			e.unsent = e.events.take(feed.MaxEvents, rec.since, e.repoOf)
+			e.unsent = e.events.take(feed.MaxEvents, rec.since)
 		}
 		if len(e.unsent) == 0 {
 			return
@@ -168,11 +161,4 @@ func (e *Edge) flushEvents(ctx context.Context, within time.Duration) {
 		}
 		e.unsent = nil
 	}
-}
-
-// repoOf reads a repository from the replica (nil when it is gone).
-func (e *Edge) repoOf(id string) *meta.Repository {
-	var r *meta.Repository
-	_ = e.replica.View(func(tx *meta.Tx) error { r, _ = tx.Repo(id); return nil })
-	return r
 }

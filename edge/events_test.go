@@ -36,12 +36,12 @@ func TestPendingDownloads(t *testing.T) {
 			t.Fatal("refused with room")
 		}
 	}
-	got := p.take(2, t0.Add(2*time.Second), func(string) *meta.Repository { return nil })
-	if len(got) != 2 || !got[0].Timestamp.Equal(t0.Add(2*time.Second)) || got[0].RepositoryID != "r1" {
+	got := p.take(2, t0.Add(2*time.Second))
+	if len(got) != 2 || !got[0].At.Equal(t0.Add(2*time.Second)) || got[0].ArtifactID != "a" || got[0].Remote != "192.0.2.1" {
 		t.Fatalf("from t0+2s, two: %+v", got)
 	}
 	p.forgetBefore(t0.Add(10 * time.Second))
-	if rest := p.take(10, time.Time{}, nil); len(rest) != 0 {
+	if rest := p.take(10, time.Time{}); len(rest) != 0 {
 		t.Fatalf("after forgetting: %d left", len(rest))
 	}
 	for range maxPendingEvents {

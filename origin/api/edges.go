@@ -6,10 +6,12 @@ import (
 	"errors"
 	"math"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/depot-registry/depot/replication/feed"
@@ -218,10 +220,10 @@ func (s *Server) edgeHeartbeat(w http.ResponseWriter, r *http.Request, p *auth.P
 	if req.CachedBytes < 0 || req.MissingBlobs < 0 || req.Downloads < 0 || req.Downloads > 1<<40 || len(req.Version) > 64 {
 		return apierr.Invalid("report", "cached_bytes, missing_blobs and downloads must not be negative, version at most 64 characters")
 	}
-	if s.d.Downloads != nil {
-		s.d.Downloads.AddN(req.Downloads)
-	}
 	now := s.d.Now().UTC()
+	if s.d.Downloads != nil {
+		s.d.Downloads.AddN(s.nodeCounts.allow(id, req.Downloads, now))
+	}
 	var e *meta.EdgeNode
 	if err := s.view(func(tx *meta.Tx) error { var err error; e, err = tx.Edge(id); return err }); err != nil {
 		return err
@@ -255,32 +257,98 @@ func (s *Server) edgeEvents(w http.ResponseWriter, r *http.Request, p *auth.Prin
 	if err := decode(r, &req); err != nil {
 		return err
 	}
-	if len(req.Events) > feed.MaxEvents {
-		return apierr.Invalid("events", "at most %d events in one batch", feed.MaxEvents)
-	}
-	var e *meta.EdgeNode
-	if err := s.view(func(tx *meta.Tx) error { var err error; e, err = tx.Edge(id); return err }); err != nil {
-		return err
+	if len(req.Downloads) > feed.MaxEvents {
+		return apierr.Invalid("downloads", "at most %d downloads in one batch", feed.MaxEvents)
 	}
 	now := s.d.Now()
-	for i, ev := range req.Events {
-		if err := ev.Recordable(); err != nil {
-			return apierr.Invalid("events", "event %d: only artifact.downloaded events of at most 4 KiB are taken", i)
-		}
+	for i, d := range req.Downloads {
 		switch {
-		case !slices.Contains(e.Repositories, ev.RepositoryID):
-			return apierr.Invalid("events", "event %d: repository %s is not assigned to this node", i, ev.RepositoryID)
-		case ev.Timestamp.Before(now.Add(-24*time.Hour)) || ev.Timestamp.After(now.Add(5*time.Minute)):
-			return apierr.Invalid("events", "event %d: timestamp %s is not within the last day", i, ev.Timestamp)
+		case d.ArtifactID == "" || len(d.ArtifactID) > 64 || len(d.UserID) > 64:
+			return apierr.Invalid("downloads", "download %d: artifact_id and user_id are ids", i)
+		case d.Remote != "" && !validAddr(d.Remote):
+			return apierr.Invalid("downloads", "download %d: remote %q is not an IP address", i, d.Remote)
+		case d.At.Before(now.Add(-24*time.Hour)) || d.At.After(now.Add(5*time.Minute)):
+			return apierr.Invalid("downloads", "download %d: at %s is not within the last day", i, d.At)
 		}
 	}
+	// The events are built from this origin's store: an artifact of a
+	// repository assigned to the node, a user that exists, the names as
+	// the store has them. What does not check out (gone meanwhile, or
+	// made up) is not taken; nor is what is beyond the node's rate.
+	var evs []meta.Event
+	err := s.view(func(tx *meta.Tx) error {
+		e, err := tx.Edge(id)
+		if err != nil {
+			return err
+		}
+		for _, d := range req.Downloads {
+			a, err := tx.Artifact(d.ArtifactID)
+			if err != nil || !slices.Contains(e.Repositories, a.RepositoryID) {
+				continue
+			}
+			repo, err := tx.Repo(a.RepositoryID)
+			if err != nil {
+				continue
+			}
+			who := meta.Actor{Username: "anonymous", IPAddress: d.Remote}
+			if d.UserID != "" {
+				u, err := tx.User(d.UserID)
+				if err != nil {
+					continue
+				}
+				who.UserID, who.Username = u.ID, u.Username
+			}
+			evs = append(evs, meta.DownloadEvent(a, repo, who, d.At))
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
 	accepted := 0
-	for _, ev := range req.Events {
+	for _, ev := range evs {
+		if !s.nodeEvents.Allow(id).Allowed {
+			break
+		}
 		if s.d.RecordEvent != nil && s.d.RecordEvent(ev) {
 			accepted++
 		}
 	}
 	return writeJSON(w, http.StatusOK, feed.EventsAnswer{Accepted: accepted})
+}
+
+// What a real edge could serve bounds what a node reports: its batches
+// of download events, and the downloads its heartbeats count.
+const (
+	NodeEventsPerMinute    = 120 * feed.MaxEvents // a full batch a second, twice over
+	NodeDownloadsPerSecond = 200_000
+)
+
+// nodeDownloads bounds the downloads each node counts in its heartbeats
+// by the time since its last one.
+type nodeDownloads struct {
+	mu   sync.Mutex
+	last map[string]time.Time
+}
+
+// allow is how many of count downloads reported now by node are taken.
+func (n *nodeDownloads) allow(node string, count int64, now time.Time) int64 {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.last == nil {
+		n.last = map[string]time.Time{}
+	}
+	since := time.Minute
+	if t, ok := n.last[node]; ok {
+		since = min(max(now.Sub(t), 0), time.Minute)
+	}
+	n.last[node] = now
+	return min(count, int64(since.Seconds()*NodeDownloadsPerSecond))
+}
+
+func validAddr(s string) bool {
+	_, err := netip.ParseAddr(s)
+	return err == nil
 }
 
 // edgeVouch verifies, for an edge node, a JWT presented to it: the node

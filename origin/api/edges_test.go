@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/depot-registry/depot/origin"
+	"github.com/depot-registry/depot/origin/api"
 	"github.com/depot-registry/depot/origin/origintest"
 )
 
@@ -90,26 +91,69 @@ func TestEdgeNodes(t *testing.T) {
 	if !reflect.DeepEqual(hb.RepositoryIDs, want) || hb.OriginIndex < 3 || r.Header.Get("X-Depot-Index") == "" {
 		t.Fatalf("heartbeat answer = %+v (index header %q)", hb, r.Header.Get("X-Depot-Index"))
 	}
-	// The node's download events: only downloads of its repositories,
-	// of the last day; another node's credential may not send them.
+	// The node's downloads: reported by ids (artifact, principal, client
+	// address, time); the origin builds the events from its own store, for
+	// artifacts of the node's repositories and users that exist. A forged
+	// "admin downloaded payroll/salaries.xlsx" of a repository not assigned
+	// to the node is not taken.
+	artifact := func(repo, path, pkg string) string {
+		e.Do("PUT", path, e.Admin, []byte("bytes")).Want(201)
+		var vs struct {
+			Versions []struct {
+				ArtifactID string `json:"artifact_id"`
+			} `json:"versions"`
+		}
+		e.Do("GET", "/api/v1/packages/"+pkg+"/versions?repository_id="+repo, e.Admin, nil).Want(200).JSON(&vs)
+		if len(vs.Versions) == 0 {
+			t.Fatalf("no version of %s", pkg)
+		}
+		return vs.Versions[0].ArtifactID
+	}
+	payroll := e.CreateRepo("payroll", "generic", false)
+	libsArt := artifact(libs, "/generic/libs/p/1.0/f.bin", "p")
+	salaries := artifact(payroll, "/generic/payroll/salaries/2026/salaries.xlsx", "salaries")
+	var me struct{ ID string }
+	e.Do("GET", "/api/v1/users/me", e.Admin, nil).Want(200).JSON(&me)
 	now := time.Now().UTC()
-	ev := func(name, repo string, at time.Time) map[string]any {
-		return map[string]any{"event": name, "timestamp": at, "data": map[string]string{"package_name": "p"}, "repository_id": repo}
+	dl := func(art, user, remote string, at time.Time) map[string]any {
+		return map[string]any{"artifact_id": art, "user_id": user, "remote": remote, "at": at}
 	}
-	send := func(evs ...map[string]any) *origintest.Response {
-		return e.Do("POST", "/api/v1/edge-nodes/"+n.ID+"/events", token, map[string]any{"events": evs})
+	send := func(ds ...map[string]any) *origintest.Response {
+		return e.Do("POST", "/api/v1/edge-nodes/"+n.ID+"/events", token, map[string]any{"downloads": ds})
 	}
-	var took struct {
-		Accepted int `json:"accepted"`
+	took := func(ds ...map[string]any) int {
+		var a struct {
+			Accepted int `json:"accepted"`
+		}
+		send(ds...).Want(200).JSON(&a)
+		return a.Accepted
 	}
-	send(ev("artifact.downloaded", libs, now), ev("artifact.downloaded", js, now)).Want(200).JSON(&took)
-	if took.Accepted != 2 {
-		t.Errorf("accepted %d of 2 download events", took.Accepted)
+	if got := took(dl(libsArt, me.ID, "192.0.2.7", now), dl(libsArt, "", "", now)); got != 2 {
+		t.Errorf("accepted %d of 2 downloads", got)
 	}
-	send(ev("artifact.uploaded", libs, now)).WantError(400, "VALIDATION_FAILED")
-	send(ev("artifact.downloaded", "elsewhere", now)).WantError(400, "VALIDATION_FAILED")
-	send(ev("artifact.downloaded", libs, now.Add(-48*time.Hour))).WantError(400, "VALIDATION_FAILED")
-	e.Do("POST", "/api/v1/edge-nodes/"+n.ID+"/events", e.Admin, map[string]any{"events": []any{}}).Want(401)
+	for what, d := range map[string]map[string]any{
+		"an artifact of a repository not assigned": dl(salaries, me.ID, "192.0.2.7", now),
+		"a user that does not exist":               dl(libsArt, "made-up", "192.0.2.7", now),
+		"an artifact that does not exist":          dl("nope", "", "", now),
+	} {
+		if got := took(d); got != 0 {
+			t.Errorf("a download of %s was taken", what)
+		}
+	}
+	// A heartbeat's download count is bounded by what a node could serve
+	// since its last one (it was taken as sent, up to 2^40).
+	e.Do("POST", "/api/v1/edge-nodes/"+n.ID+"/heartbeat", token, map[string]any{"applied_index": 3, "cached_bytes": 4096, "missing_blobs": 2, "version": "test", "downloads": int64(1) << 40}).Want(200)
+	var stats struct {
+		Downloads int64 `json:"downloads_24h"`
+	}
+	e.Do("GET", "/api/v1/admin/stats", e.Admin, nil).Want(200).JSON(&stats)
+	if stats.Downloads > 60*api.NodeDownloadsPerSecond {
+		t.Errorf("a heartbeat claiming 2^40 downloads counted %d", stats.Downloads)
+	}
+	send(dl(libsArt, "", "", now.Add(-48*time.Hour))).WantError(400, "VALIDATION_FAILED")
+	send(dl(libsArt, "", "not an address", now)).WantError(400, "VALIDATION_FAILED")
+	send(map[string]any{"user_id": me.ID, "at": now}).WantError(400, "VALIDATION_FAILED")
+	e.Do("POST", "/api/v1/edge-nodes/"+n.ID+"/events", e.Admin, map[string]any{"downloads": []any{}}).Want(401)
 
 	// A heartbeat soon after the last one is answered but not committed.
 	if r := e.Do("POST", "/api/v1/edge-nodes/"+n.ID+"/heartbeat", token, report).Want(200); r.Header.Get("X-Depot-Index") != "" {

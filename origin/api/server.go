@@ -115,6 +115,8 @@ type Server struct {
 	mux        *http.ServeMux
 	apiLimit   *ratelimit.Limiter
 	nodeLimit  *ratelimit.Limiter // edge nodes' own requests (see NodeRateFactor)
+	nodeEvents *ratelimit.Limiter // download events an edge node reports (NodeEventsPerMinute)
+	nodeCounts nodeDownloads      // downloads an edge node counts in its heartbeats
 	loginLimit *ratelimit.Limiter
 	// draining ends when the server shuts down, so long polls answer at
 	// once instead of holding the shutdown up.
@@ -140,6 +142,7 @@ func New(cfg Config, d Deps) *Server {
 		mux:        http.NewServeMux(),
 		apiLimit:   ratelimit.New(cfg.RateLimit, cfg.RateWindow, d.Now),
 		nodeLimit:  ratelimit.New(cfg.RateLimit*NodeRateFactor, cfg.RateWindow, d.Now),
+		nodeEvents: ratelimit.New(NodeEventsPerMinute, time.Minute, d.Now),
 		loginLimit: ratelimit.New(cfg.RateLimitLogin, cfg.RateWindow, d.Now),
 	}
 	s.draining, s.drain = context.WithCancel(context.Background())

@@ -309,25 +309,37 @@ type Report struct {
 	Downloads int64 `json:"downloads"`
 }
 
-// MaxEvents bounds one batch of events a node sends.
+// MaxEvents bounds one batch of downloads a node sends.
 const MaxEvents = 1000
 
-// Events is a batch of download events a node served (the body of POST
-// /api/v1/edge-nodes/:id/events).
-type Events struct {
-	Events []meta.Event `json:"events"`
+// Download is a download a node served, as it reports it: only what it
+// witnessed, by ids (the artifact, the principal, the client's address,
+// when). The origin builds the event from its own store, for an artifact
+// of a repository assigned to the node.
+type Download struct {
+	ArtifactID string    `json:"artifact_id"`
+	UserID     string    `json:"user_id,omitempty"` // "" for anonymous
+	Remote     string    `json:"remote,omitempty"`  // the client's address
+	At         time.Time `json:"at"`
 }
 
-// EventsAnswer says how many of a batch the origin queued; the others
-// were dropped there (its queue was full) and counted.
+// Events is a batch of downloads a node served (the body of POST
+// /api/v1/edge-nodes/:id/events).
+type Events struct {
+	Downloads []Download `json:"downloads"`
+}
+
+// EventsAnswer says how many of a batch the origin took; the others were
+// dropped there (its queue was full, the artifact gone, the node past
+// its rate) and counted.
 type EventsAnswer struct {
 	Accepted int `json:"accepted"`
 }
 
-// SendEvents gives an origin a batch of events (at most MaxEvents).
-func (c *Client) SendEvents(ctx context.Context, evs []meta.Event) (EventsAnswer, error) {
+// SendEvents gives an origin a batch of downloads (at most MaxEvents).
+func (c *Client) SendEvents(ctx context.Context, ds []Download) (EventsAnswer, error) {
 	var a EventsAnswer
-	err := c.post(ctx, "events", Events{Events: evs}, &a)
+	err := c.post(ctx, "events", Events{Downloads: ds}, &a)
 	return a, err
 }
 
