@@ -56,11 +56,12 @@ func (s *Server) deleteArtifact(w http.ResponseWriter, r *http.Request, p *auth.
 	if err != nil {
 		return err
 	}
-	del, ok := s.d.Formats[repo.Format].(format.ArtifactDeleter)
-	if !ok {
-		return s.applyNoContent(r.Context(), w, &meta.ArtifactDelete{ID: a.ID})
+	var idx uint64
+	if del, ok := s.d.Formats[repo.Format].(format.ArtifactDeleter); ok {
+		idx, err = del.DeleteArtifact(r.Context(), s.formatRequest(r, p, repo), s.d.Writer, a)
+	} else {
+		idx, err = s.d.Writer.DeleteArtifact(r.Context(), s.formatRequest(r, p, repo), repo, a.ID)
 	}
-	idx, err := del.DeleteArtifact(r.Context(), s.formatRequest(r, p, repo), s.d.Writer, a)
 	if idx > 0 {
 		format.SetIndex(w.Header(), idx)
 	}

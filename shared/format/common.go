@@ -314,12 +314,49 @@ func (d *Writer) ChangeCmd(r *Request, repo *meta.Repository, drop []*meta.Artif
 		}
 		p.Repo = repo
 		a := d.NewArtifact(r, p.Upload, p.Info)
-		c.Put = append(c.Put, a)
 		if p.Quiet {
+			a.Companion = true
 			c.Quiet = append(c.Quiet, a.ID)
 		}
+		c.Put = append(c.Put, a)
 	}
 	return c, nil
+}
+
+// DeleteArtifact deletes an artifact the REST API names, keeping its
+// format consistent: a file of a version made of a main file and its
+// companions (a module zip and its go.mod, a .nupkg and its .nuspec) goes
+// with the whole version, since neither is installable alone; any other
+// file goes alone. Formats with state beside their artifacts delete
+// through their own ArtifactDeleter instead.
+func (d *Writer) DeleteArtifact(ctx context.Context, r *Request, repo *meta.Repository, id string) (uint64, error) {
+	return d.Decide(ctx, func(tx *meta.Tx) (meta.Command, error) {
+		a, err := tx.Artifact(id)
+		if err != nil {
+			return nil, err
+		}
+		files, err := tx.VersionFiles(a.RepositoryID, a.PackageName, a.Version)
+		if err != nil {
+			return nil, err
+		}
+		drop := []*meta.Artifact{a}
+		var quiet []string
+		if slices.ContainsFunc(files, func(f meta.Artifact) bool { return f.Companion }) {
+			drop = drop[:0]
+			for i := range files {
+				drop = append(drop, &files[i])
+				if files[i].Companion {
+					quiet = append(quiet, files[i].ID) // one client action, one event
+				}
+			}
+		}
+		c, err := d.ChangeCmd(r, repo, drop, nil, nil)
+		if err != nil {
+			return nil, err
+		}
+		c.Quiet = quiet
+		return c, nil
+	})
 }
 
 // Decide reads, decides and commits one command that carries what it read

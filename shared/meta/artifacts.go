@@ -32,6 +32,11 @@ type Artifact struct {
 	// Refs are other blobs this artifact needs (a wheel's extracted
 	// METADATA): garbage collection keeps them as long as the artifact.
 	Refs []string `json:"refs,omitempty"`
+	// Companion: a file that goes with its version's main file (a go.mod
+	// beside its module zip, a .nuspec beside its .nupkg): never named as
+	// the version's file, and deleted with it (neither is installable
+	// alone).
+	Companion bool `json:"companion,omitempty"`
 }
 
 // ArtifactPut records an artifact whose blob is already durable. An
@@ -281,6 +286,22 @@ func (tx *Tx) ArtifactByPath(repoID, path string) (*Artifact, error) {
 
 // ArtifactsUnder lists the artifacts of a repository whose path starts
 // with prefix, in path order.
+// VersionFiles are the artifacts of one version of a package in a
+// repository.
+func (tx *Tx) VersionFiles(repoID, name, version string) ([]Artifact, error) {
+	var out []Artifact
+	p := key(repoID, name, version+"\x00")
+	err := tx.scan(SpaceArtifactPkgs, p, func(k string, _ []byte) error {
+		a, err := tx.Artifact(k[len(p):])
+		if err != nil {
+			return err
+		}
+		out = append(out, *a)
+		return nil
+	})
+	return out, err
+}
+
 func (tx *Tx) ArtifactsUnder(repoID, prefix string) ([]Artifact, error) {
 	var out []Artifact
 	err := tx.scan(SpaceArtifactPaths, key(repoID, prefix), func(_ string, id []byte) error {

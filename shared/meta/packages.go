@@ -26,7 +26,8 @@ type PackageSummary struct {
 	LastUpdated    time.Time `json:"last_updated"`
 }
 
-// VersionSummary is one version of a package. ArtifactID is its first file.
+// VersionSummary is one version of a package. ArtifactID is its main file
+// (the first that is not a companion, see Artifact.Companion).
 type VersionSummary struct {
 	Version      string    `json:"version"`
 	ArtifactID   string    `json:"artifact_id"`
@@ -300,6 +301,8 @@ func (tx *Tx) Versions(repoID, name string) ([]VersionSummary, error) {
 			vs = &VersionSummary{Version: version, ArtifactID: artID, RepositoryID: repoID, UploadedAt: t}
 			byVersion[version] = vs
 			order = append(order, version)
+		} else if a, err := tx.Artifact(vs.ArtifactID); err == nil && a.Companion {
+			vs.ArtifactID = artID // a companion is never the version's file while another is there
 		}
 		vs.SizeBytes += size
 		vs.FileCount++

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -121,5 +122,39 @@ func TestGoModules(t *testing.T) {
 		}
 		e.Do("GET", "/go/gomods/example.com/@v/list", basic, nil).Want(http.StatusNotFound)
 		e.Do("GET", "/go/gomods/sumdb/sum.golang.org/supported", basic, nil).Want(http.StatusNotFound)
+
+		// Deleting a version through the REST API: its artifact is the
+		// module zip, and the go.mod goes with it (a version is the two
+		// together): the go command is offered only what it can install.
+		for _, v := range []string{"v1.2.0", "v1.3.0"} {
+			e.Do("PUT", "/go/gomods/upload", basic, moduleZip(t, mod, v, "hallo")).Want(201)
+		}
+		var versions struct {
+			Versions []struct {
+				Version    string `json:"version"`
+				ArtifactID string `json:"artifact_id"`
+			} `json:"versions"`
+		}
+		e.Do("GET", "/api/v1/packages/"+url.PathEscape(mod)+"/versions?repository_id="+repoID, e.Admin, nil).Want(200).JSON(&versions)
+		for _, v := range versions.Versions {
+			var a struct{ Path string }
+			e.Do("GET", "/api/v1/artifacts/"+v.ArtifactID, e.Admin, nil).Want(200).JSON(&a)
+			if !strings.HasSuffix(a.Path, ".zip") {
+				t.Errorf("version %s names %s, not its module zip", v.Version, a.Path)
+			}
+			if v.Version == "v1.3.0" || v.Version == "v1.2.0" {
+				e.Do("DELETE", "/api/v1/artifacts/"+v.ArtifactID, e.Admin, nil).Want(204)
+			}
+		}
+		e.Do("GET", "/go/gomods/example.com/!greet/@v/v1.3.0.mod", basic, nil).Want(http.StatusNotFound)
+		out, err = gocmd(work, proxy, "list", "-m", "-versions", mod)
+		if err != nil || strings.TrimSpace(out) != mod+" v1.0.0 v1.1.0" {
+			t.Fatalf("go list -m -versions after deleting two versions: %v\n%s", err, out)
+		}
+		latest := filepath.Join(work, "latest")
+		clienttest.WriteFile(t, filepath.Join(latest, "go.mod"), "module example.com/latest\n\ngo 1.21\n")
+		if out, err := gocmd(latest, proxy, "get", mod+"@latest"); err != nil || !strings.Contains(out, mod+" v1.1.0") {
+			t.Fatalf("go get @latest after the deletes: %v\n%s", err, out)
+		}
 	})
 }
