@@ -392,8 +392,7 @@ func notModified(ctx *fasthttp.RequestCtx, resp *format.Response) bool {
 		return false
 	}
 	if inm := ctx.Request.Header.Peek("If-None-Match"); len(inm) > 0 {
-		etag := resp.Header.Get("ETag")
-		return etag != "" && etag == string(inm)
+		return format.ETagMatches(string(inm), resp.Header.Get("ETag")) // as http.ServeContent matches at the origin
 	}
 	ims := ctx.Request.Header.Peek("If-Modified-Since")
 	if len(ims) == 0 || resp.ModTime.IsZero() {

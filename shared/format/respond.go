@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
+	"strings"
 )
 
 // Small rendered answers, the same for every format.
@@ -26,19 +27,56 @@ func Text(status int, body string) *Response {
 	return resp
 }
 
-// Revalidate gives a rendered index an ETag (a digest of its body) and
-// answers 304 to a request that has it already, so clients revalidate
-// indexes (npm packuments, cargo index files) rather than fetch them
-// again. Such indexes change with every write: no-cache.
-func Revalidate(r *Request, resp *Response) *Response {
-	sum := sha256.Sum256(resp.Body)
-	etag := `"` + hex.EncodeToString(sum[:16]) + `"`
-	resp.Header.Set("ETag", etag)
-	resp.Header.Set("Cache-Control", "no-cache")
-	if r.Header != nil && r.Header.Get("If-None-Match") == etag {
-		resp.Status, resp.Body = http.StatusNotModified, nil
+// revalidate gives a read's rendered document (a 200 with a Body: an
+// index, a packument, repodata, a metadata file...) a strong ETag of its
+// bytes, unless its format tagged it already (with the digest its clients
+// check it against), and answers a GET or HEAD that has the tag already
+// 304 with no body, so clients revalidate indexes rather than fetch them
+// again; Server.Serve does it for every format, on every node. Such
+// documents change with every write: no-cache, unless the format says
+// otherwise. The tag is of the bytes sent: a document naming absolute
+// URLs has one per host. Blobs are tagged by their formats and
+// revalidated by the transports.
+func revalidate(r *Request, resp *Response) {
+	if resp.Status != http.StatusOK || resp.Blob != nil || resp.Abort || resp.Upstream {
+		return
 	}
-	return resp
+	etag := resp.Header.Get("ETag")
+	if etag == "" {
+		sum := sha256.Sum256(resp.Body)
+		etag = `"` + hex.EncodeToString(sum[:16]) + `"`
+		resp.Header.Set("ETag", etag)
+	}
+	if resp.Header.Get("Cache-Control") == "" {
+		resp.Header.Set("Cache-Control", "no-cache")
+	}
+	if (r.Method != http.MethodGet && r.Method != http.MethodHead) || r.Header == nil || !ETagMatches(r.Header.Get("If-None-Match"), etag) {
+		return
+	}
+	// As net/http answers a blob's: no body, and none of its headers.
+	resp.Status, resp.Body = http.StatusNotModified, nil
+	for _, h := range []string{"Content-Type", "Content-Length", "Content-Encoding"} {
+		resp.Header.Del(h)
+	}
+}
+
+// ETagMatches reports whether an If-None-Match value names etag: "*", or
+// a list of tags one of which is etag, compared weakly, as GET and HEAD
+// compare them (RFC 9110 13.1.2: W/"x" matches "x").
+func ETagMatches(ifNoneMatch, etag string) bool {
+	if ifNoneMatch == "" || etag == "" {
+		return false
+	}
+	if strings.TrimSpace(ifNoneMatch) == "*" {
+		return true
+	}
+	etag = strings.TrimPrefix(etag, "W/")
+	for _, t := range strings.Split(ifNoneMatch, ",") {
+		if strings.TrimPrefix(strings.TrimSpace(t), "W/") == etag {
+			return true
+		}
+	}
+	return false
 }
 
 // JSONError renders an error as {"error": message}, the shape of the

@@ -19,10 +19,12 @@ type Authenticator interface {
 
 // Server serves one format whatever the transport: it matches the route,
 // authenticates, finds and authorises the repository the route names,
-// runs the handler, hides the cause of a 500 behind the request id, and
-// tells the audit log of every write. A transport (net/http on the
-// origin, fasthttp on edges) only turns its request into a Request and
-// writes the Response, opening a Blob from wherever it keeps blobs.
+// runs the handler, hides the cause of a 500 behind the request id, tags
+// a read's rendered document and answers 304 to a request that has it
+// (see revalidate), and tells the audit log of every write. A transport
+// (net/http on the origin, fasthttp on edges) only turns its request
+// into a Request and writes the Response, opening a Blob from wherever
+// it keeps blobs.
 type Server struct {
 	format Format
 	env    *Env
@@ -62,6 +64,9 @@ func (s *Server) Serve(ctx context.Context, r *Request) *Response {
 	resp := s.serve(ctx, r, route)
 	if resp.Status == 0 {
 		resp.Status = http.StatusOK
+	}
+	if route.Write == nil {
+		revalidate(r, resp)
 	}
 	if route.Write != nil && s.OnWrite != nil {
 		s.OnWrite(r, resp.Status)

@@ -147,7 +147,7 @@ func (f *Format) index(ctx context.Context, r *format.Request) (*format.Response
 	if len(body) == 0 {
 		return nil, format.NotFound("crate %s is not in repository %s", name, r.Repo.Name)
 	}
-	return format.Revalidate(r, format.Text(http.StatusOK, string(body))), nil
+	return format.Text(http.StatusOK, string(body)), nil // tagged and revalidated as every document is (format.Server)
 }
 
 func (f *Format) download(ctx context.Context, r *format.Request) (*format.Response, error) {

@@ -135,13 +135,14 @@ func jsonResponse(status int, contentType string, v any) *format.Response {
 	return resp
 }
 
-// documentResponse answers a rendered document with an ETag, so npm's
-// cache revalidates instead of downloading again; no-cache because
-// packuments change with every publish.
+// documentResponse answers a rendered document, negotiated on Accept.
+// format.Server tags it (npm's cache revalidates it instead of
+// downloading it again) and says no-cache: packuments change with every
+// publish.
 func documentResponse(r *format.Request, contentType string, v any) *format.Response {
 	resp := jsonResponse(http.StatusOK, contentType, v)
 	resp.Header.Set("Vary", "Accept")
-	return format.Revalidate(r, resp)
+	return resp
 }
 
 // okResponse answers a write with the log index of its command.

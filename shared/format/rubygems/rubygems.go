@@ -116,6 +116,18 @@ func (f *Format) gems(repo *meta.Repository) (map[string][]version, []string, er
 
 func text(body string) *format.Response { return format.Text(http.StatusOK, body) }
 
+// compact answers a compact index file (versions, names, info/<name>),
+// tagged with the MD5 of its bytes, as rubygems.org tags them: bundler
+// sends the MD5 of its copy as If-None-Match, and checks a file it
+// fetched against the ETag as an MD5 (another tag fails the install:
+// MisMatchedChecksumError). format.Server answers the 304.
+func compact(body string) *format.Response {
+	resp := text(body)
+	sum := md5.Sum(resp.Body)
+	resp.Header.Set("ETag", `"`+hex.EncodeToString(sum[:])+`"`)
+	return resp
+}
+
 // probe answers gem's HEAD of the source: 2xx says the compact index is
 // here.
 func (f *Format) probe(ctx context.Context, r *format.Request) (*format.Response, error) {
@@ -153,7 +165,7 @@ func (f *Format) info(ctx context.Context, r *format.Request) (*format.Response,
 	if len(vs) == 0 {
 		return nil, format.NotFound("gem %s is not in repository %s", r.Param("name"), r.Repo.Name)
 	}
-	return text(infoBody(vs)), nil
+	return compact(infoBody(vs)), nil
 }
 
 // versions is the compact index's list: every gem, its versions and the
@@ -179,7 +191,7 @@ func (f *Format) versions(ctx context.Context, r *format.Request) (*format.Respo
 		sum := md5.Sum([]byte(infoBody(byName[n])))
 		fmt.Fprintf(&b, "%s %s %s\n", n, strings.Join(fulls, ","), hex.EncodeToString(sum[:]))
 	}
-	return text(b.String()), nil
+	return compact(b.String()), nil
 }
 
 func (f *Format) names(ctx context.Context, r *format.Request) (*format.Response, error) {
@@ -187,7 +199,7 @@ func (f *Format) names(ctx context.Context, r *format.Request) (*format.Response
 	if err != nil {
 		return nil, err
 	}
-	return text("---\n" + strings.Join(append(names, ""), "\n")), nil
+	return compact("---\n" + strings.Join(append(names, ""), "\n")), nil
 }
 
 func (f *Format) gem(ctx context.Context, r *format.Request) (*format.Response, error) {
