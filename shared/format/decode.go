@@ -106,3 +106,19 @@ func ClipList(l []string, n, each int) []string {
 	}
 	return out
 }
+
+// Record keeps of decoded metadata only the fields a format serves, and
+// refuses what would make its record larger than max bytes; what names
+// the metadata in the error.
+func Record(all map[string]any, fields []string, max int, what string) (map[string]any, error) {
+	rec := map[string]any{}
+	for _, k := range fields {
+		if v, ok := all[k]; ok {
+			rec[k] = v
+		}
+	}
+	if raw, err := json.Marshal(rec); err != nil || len(raw) > max {
+		return nil, BadRequest("the fields of %s this registry keeps take more than %d bytes", what, max)
+	}
+	return rec, nil
+}

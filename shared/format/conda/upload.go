@@ -103,16 +103,7 @@ func readIndex(ctx context.Context, pkg io.ReaderAt, size int64, isConda bool) (
 	if err := format.DecodeJSON(ms[0].Data, &all, "info/index.json"); err != nil {
 		return nil, err
 	}
-	rec := map[string]any{}
-	for _, k := range indexFields {
-		if v, ok := all[k]; ok {
-			rec[k] = v
-		}
-	}
-	if raw, err := json.Marshal(rec); err != nil || len(raw) > maxRecord {
-		return nil, format.BadRequest("the fields of info/index.json that repodata.json repeats take more than %d bytes", maxRecord)
-	}
-	return rec, nil
+	return format.Record(all, indexFields, maxRecord, "info/index.json")
 }
 
 // indexFields are the fields of info/index.json a package's record in

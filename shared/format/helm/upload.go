@@ -144,14 +144,9 @@ func readChart(ctx context.Context, archive io.Reader, size int64) (map[string]a
 	if err := format.DecodeYAML(ms[0].Data, &all, "Chart.yaml"); err != nil {
 		return nil, err
 	}
-	chart := map[string]any{}
-	for _, k := range chartFields {
-		if v, ok := all[k]; ok {
-			chart[k] = v
-		}
-	}
-	if raw, err := json.Marshal(chart); err != nil || len(raw) > maxRecord {
-		return nil, format.BadRequest("Chart.yaml's fields that index.yaml repeats take more than %d bytes", maxRecord)
+	chart, err := format.Record(all, chartFields, maxRecord, "Chart.yaml")
+	if err != nil {
+		return nil, err
 	}
 	name, _ := chart["name"].(string)
 	version, _ := chart["version"].(string)
