@@ -100,7 +100,7 @@ func TestEdgeAnswersAsTheOrigin(t *testing.T) {
 // TestEdgeAccessMatrix: every read route of every format, asked by every
 // kind of caller (anonymous, a reader with an API token in Basic, in
 // NuGet's X-NuGet-ApiKey and with a login session, a user without a
-// grant, a revoked API token), answers the same at the origin and at an
+// grant, a revoked API token, a login session ended by logout), answers the same at the origin and at an
 // edge, cold and from the answers the edge remembers: each read is asked
 // by all of them in turn, so a remembered answer earned by one caller is
 // there when the next one asks. (An anonymous request right after a
@@ -133,6 +133,12 @@ func TestEdgeAccessMatrix(t *testing.T) {
 	var revoked struct{ ID, Token string }
 	e.Do("POST", "/api/v1/users/me/tokens", session, map[string]any{"name": "gone", "scopes": []string{"repository:read"}}).Want(201).JSON(&revoked)
 	e.Do("DELETE", "/api/v1/users/me/tokens/"+revoked.ID, session, nil).Want(204)
+	// A session the edge has vouched for, then ended.
+	ended := e.Login(reader.Name, reader.Password)
+	if r := formattest.Fetch(t, edge, formattest.Call{Method: "GET", Path: f.Tool}, "Bearer "+ended); r.Status != 200 {
+		t.Fatalf("the reader's session at the edge: %d", r.Status)
+	}
+	e.Do("POST", "/api/v1/auth/logout", ended, nil).Want(204)
 	basic := func(user, secret string) map[string]string {
 		return map[string]string{"Authorization": "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+secret))}
 	}
@@ -147,6 +153,7 @@ func TestEdgeAccessMatrix(t *testing.T) {
 		{"reader (session)", map[string]string{"Authorization": "Bearer " + session}},
 		{"stranger", basic(stranger.Name, stranger.Token)},
 		{"revoked token", basic(reader.Name, revoked.Token)},
+		{"ended session", map[string]string{"Authorization": "Bearer " + ended}},
 		{"anonymous", nil},
 	}
 	// The edge has applied everything above before the matrix starts.
