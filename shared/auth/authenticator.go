@@ -282,6 +282,9 @@ func (a *Authenticator) IssueRegistryToken(p *Principal, g RegistryGrant, ttl ti
 // passwordVersion fingerprints a password hash; a new password (new salt)
 // gives a new version.
 func passwordVersion(hash string) string {
+	if v, ok := strings.CutPrefix(hash, edgeMarker); ok {
+		return v // an edge's record of the hash is its version (EdgeUser)
+	}
 	sum := sha256.Sum256([]byte(hash))
 	return hex.EncodeToString(sum[:12])
 }
