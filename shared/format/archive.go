@@ -123,15 +123,21 @@ func First(ms []Member) []byte {
 }
 
 // inspections bounds the archives read at once: unpacking is CPU, and a
-// flood of uploads must not take every core.
+// flood of uploads must not take every core. An archive read inside
+// another (from a Stream) uses the outer read's slot.
 var inspections = make(chan struct{}, max(2, runtime.NumCPU()))
 
-func inspect(ctx context.Context) (release func(), err error) {
+type inspectingKey struct{}
+
+func inspect(ctx context.Context) (context.Context, func(), error) {
+	if ctx.Value(inspectingKey{}) != nil {
+		return ctx, func() {}, nil
+	}
 	select {
 	case inspections <- struct{}{}:
-		return func() { <-inspections }, nil
+		return context.WithValue(ctx, inspectingKey{}, true), func() { <-inspections }, nil
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return nil, nil, ctx.Err()
 	}
 }
 
@@ -142,21 +148,11 @@ func (rules ArchiveRules) bad(why string, args ...any) error {
 // ReadTar reads a tar stream of packed bytes (compressed with c) by the
 // rules and returns the members it wants.
 func ReadTar(ctx context.Context, r io.Reader, packed int64, c Compression, rules ArchiveRules) ([]Member, error) {
-	release, err := inspect(ctx)
+	ctx, release, err := inspect(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	return rules.readTar(ctx, r, packed, c)
-}
-
-// ReadTarNested is ReadTar for an archive inside an archive, from the
-// outer read's Stream (which holds the inspection slot already).
-func ReadTarNested(ctx context.Context, r io.Reader, packed int64, c Compression, rules ArchiveRules) ([]Member, error) {
-	return rules.readTar(ctx, r, packed, c)
-}
-
-func (rules ArchiveRules) readTar(ctx context.Context, r io.Reader, packed int64, c Compression) ([]Member, error) {
 	lim := rules.Limits.orDefault()
 	var src io.Reader
 	var raw *bufio.Reader // Exact: the compressed stream, to see that it ends with its archive
@@ -217,10 +213,22 @@ func (rules ArchiveRules) readTar(ctx context.Context, r io.Reader, packed int64
 		if e.Name == "" && e.Dir {
 			continue // "./", the archive's own directory
 		}
-		if ms, done, err := rules.member(ctx, e, seen, tr, h.Size, counted); err != nil || done {
-			return append(out, ms...), err
-		} else {
-			out = append(out, ms...)
+		wanted, err := rules.admit(e, seen)
+		if err != nil {
+			return nil, err
+		}
+		if !wanted {
+			continue
+		}
+		ms, err := rules.take(ctx, e, tr, h.Size)
+		if err != nil {
+			if counted.over {
+				return nil, rules.bad("unpacks to more than %d bytes (%d times its size)", bound, lim.Ratio)
+			}
+			return nil, err
+		}
+		if out = append(out, ms...); !rules.All {
+			return out, nil
 		}
 	}
 }
@@ -247,45 +255,48 @@ func (rules ArchiveRules) exactEnd(unpacked io.Reader, raw *bufio.Reader) error 
 	return nil
 }
 
-// member applies the rules to one member and reads it when wanted; done
-// says the read is over (the first wanted member, unless All).
-func (rules ArchiveRules) member(ctx context.Context, e Entry, seen map[string]bool, r io.Reader, packed int64, counted *boundedReader) ([]Member, bool, error) {
-	lim := rules.Limits.orDefault()
+// admit applies the rules to a member: an error refuses the archive;
+// false skips the member.
+func (rules ArchiveRules) admit(e Entry, seen map[string]bool) (bool, error) {
 	if err := CheckMemberName(e.Name); err != nil {
-		return nil, true, rules.bad("%v", err)
+		return false, rules.bad("%v", err)
 	}
 	if rules.Check != nil {
 		if err := rules.Check(e); err != nil {
-			return nil, true, err
+			return false, err
 		}
 	}
-	if e.Dir || !rules.Want(e.Name) {
-		return nil, false, nil
-	}
-	if !e.Regular {
-		return nil, true, rules.bad("%s is not a regular file", e.Name)
-	}
-	if seen[e.Name] {
-		return nil, true, rules.bad("%s is in it twice", e.Name)
+	switch {
+	case e.Dir || !rules.Want(e.Name):
+		return false, nil
+	case !e.Regular:
+		return false, rules.bad("%s is not a regular file", e.Name)
+	case seen[e.Name]:
+		return false, rules.bad("%s is in it twice", e.Name)
 	}
 	seen[e.Name] = true
+	return true, nil
+}
+
+// take reads a wanted member from r (packed bytes of it): handed to
+// Stream, or its bytes, within the member bound whatever its header
+// says.
+func (rules ArchiveRules) take(ctx context.Context, e Entry, r io.Reader, packed int64) ([]Member, error) {
 	if rules.Stream != nil {
-		ms, err := rules.Stream(ctx, e.Name, r, packed)
-		return ms, !rules.All, err
+		return rules.Stream(ctx, e.Name, r, packed)
 	}
+	lim := rules.Limits.orDefault()
 	if e.Size > lim.Member {
-		return nil, true, rules.bad("%s is larger than %d bytes", e.Name, lim.Member)
+		return nil, rules.bad("%s is larger than %d bytes", e.Name, lim.Member)
 	}
 	data, err := io.ReadAll(io.LimitReader(r, lim.Member+1))
 	switch {
-	case counted != nil && counted.over:
-		return nil, true, rules.bad("unpacks to more than %d bytes", counted.limit())
 	case err != nil:
-		return nil, true, rules.bad("%s cannot be read (%v)", e.Name, err)
+		return nil, rules.bad("%s cannot be read (%v)", e.Name, err)
 	case int64(len(data)) > lim.Member:
-		return nil, true, rules.bad("%s is larger than %d bytes", e.Name, lim.Member)
+		return nil, rules.bad("%s is larger than %d bytes", e.Name, lim.Member)
 	}
-	return []Member{{Name: e.Name, Data: data}}, !rules.All, nil
+	return []Member{{Name: e.Name, Data: data}}, nil
 }
 
 // ReadZip reads a zip archive of size bytes by the rules and returns the
@@ -295,7 +306,7 @@ func (rules ArchiveRules) member(ctx context.Context, e Entry, seen map[string]b
 // anything is allocated for them, and the directory is read within a
 // budget of what the record says.
 func ReadZip(ctx context.Context, ra io.ReaderAt, size int64, rules ArchiveRules) ([]Member, error) {
-	release, err := inspect(ctx)
+	ctx, release, err := inspect(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -309,61 +320,40 @@ func ReadZip(ctx context.Context, ra io.ReaderAt, size int64, rules ArchiveRules
 	if err != nil {
 		return nil, rules.bad("not a zip archive (%v)", err)
 	}
-	var out []Member
-	seen := map[string]bool{}
-	var wanted []*zip.File
-	for _, f := range zr.File {
-		e := Entry{Name: f.Name, Dir: strings.HasSuffix(f.Name, "/"), Regular: f.Mode().IsRegular() || strings.HasSuffix(f.Name, "/"), Size: int64(f.UncompressedSize64)}
-		e.Name = strings.TrimSuffix(e.Name, "/")
-		if err := CheckMemberName(e.Name); err != nil {
-			return nil, rules.bad("%v", err)
-		}
-		if rules.Check != nil {
-			if err := rules.Check(e); err != nil {
-				return nil, err
-			}
-		}
-		if e.Dir || !rules.Want(e.Name) {
-			continue
-		}
-		if seen[e.Name] {
-			return nil, rules.bad("%s is in it twice", e.Name)
-		}
-		seen[e.Name] = true
-		wanted = append(wanted, f)
+	// The whole directory passes the rules before any member is read.
+	type member struct {
+		e Entry
+		f *zip.File
 	}
-	for _, f := range wanted {
-		if f.UncompressedSize64 > uint64(lim.Member) && rules.Stream == nil {
-			return nil, rules.bad("%s is larger than %d bytes", f.Name, lim.Member)
-		}
-		// The member's data: its local header and compressed bytes.
-		budget.left = int64(min(f.CompressedSize64, uint64(size))) + 1<<16
-		rc, err := f.Open()
+	var wanted []member
+	seen := map[string]bool{}
+	for _, f := range zr.File {
+		dir := strings.HasSuffix(f.Name, "/")
+		e := Entry{Name: strings.TrimSuffix(f.Name, "/"), Dir: dir, Regular: dir || f.Mode().IsRegular(), Size: int64(f.UncompressedSize64)}
+		ok, err := rules.admit(e, seen)
 		if err != nil {
-			return nil, rules.bad("%s cannot be read (%v)", f.Name, err)
+			return nil, err
 		}
-		var ms []Member
-		if rules.Stream != nil {
-			ms, err = rules.Stream(ctx, f.Name, rc, int64(f.CompressedSize64))
-		} else {
-			// The header's size is the client's word: read at most the
-			// limit; the zip reader's CRC and size checks catch a lie.
-			var data []byte
-			data, err = io.ReadAll(io.LimitReader(rc, lim.Member+1))
-			switch {
-			case err != nil:
-				err = rules.bad("%s cannot be read (%v)", f.Name, err)
-			case int64(len(data)) > lim.Member:
-				err = rules.bad("%s is larger than %d bytes", f.Name, lim.Member)
-			}
-			ms = []Member{{Name: f.Name, Data: data}}
+		if ok {
+			wanted = append(wanted, member{e, f})
 		}
+	}
+	var out []Member
+	for _, m := range wanted {
+		// The member's data: its local header and compressed bytes. Its
+		// size in the directory is the client's word: take reads at most
+		// the bound, and the zip reader's CRC and size checks catch a lie.
+		budget.left = int64(min(m.f.CompressedSize64, uint64(size))) + 1<<16
+		rc, err := m.f.Open()
+		if err != nil {
+			return nil, rules.bad("%s cannot be read (%v)", m.e.Name, err)
+		}
+		ms, err := rules.take(ctx, m.e, rc, int64(m.f.CompressedSize64))
 		rc.Close()
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, ms...)
-		if !rules.All {
+		if out = append(out, ms...); !rules.All {
 			break
 		}
 	}
@@ -410,7 +400,6 @@ func Gunzip(data []byte, max int64, what string) ([]byte, error) {
 type boundedReader struct {
 	r    io.Reader
 	left int64
-	read int64
 	over bool
 }
 
@@ -426,11 +415,8 @@ func (b *boundedReader) Read(p []byte) (int, error) {
 	}
 	n, err := b.r.Read(p)
 	b.left -= int64(n)
-	b.read += int64(n)
 	return n, err
 }
-
-func (b *boundedReader) limit() int64 { return b.read + b.left }
 
 // eocdLen is the size of the zip end-of-central-directory record.
 const eocdLen = 22

@@ -88,7 +88,7 @@ func readIndex(ctx context.Context, pkg io.ReaderAt, size int64, isConda bool) (
 				return strings.HasPrefix(name, "info-") && strings.HasSuffix(name, ".tar.zst") && !strings.Contains(name, "/")
 			},
 			Stream: func(ctx context.Context, _ string, r io.Reader, packed int64) ([]format.Member, error) {
-				return format.ReadTarNested(ctx, r, packed, format.Zstd, index)
+				return format.ReadTar(ctx, r, packed, format.Zstd, index)
 			}})
 	} else {
 		ms, err = format.ReadTar(ctx, io.NewSectionReader(pkg, 0, size), size, format.Bzip2, index)
