@@ -63,13 +63,11 @@ func (u *Upstream) Forward(ctx *fasthttp.RequestCtx) (uint64, error) {
 		b.ended = true
 	}
 	var idx uint64
-	var resp *http.Response
 	err := feed.Each(u.Origins(), &u.next, func(base string) error {
 		n := b.count()
-		r, err := u.send(ctx, base, b)
+		resp, err := u.send(ctx, base, b)
 		switch {
 		case err == nil:
-			resp = r
 			idx = u.answer(ctx, base, resp)
 		case b.count() > n:
 			err = feed.Final(err) // part of the body is gone: the client must retry
@@ -83,7 +81,7 @@ func (u *Upstream) Forward(ctx *fasthttp.RequestCtx) (uint64, error) {
 	return idx, nil
 }
 
-// body is a request's body as the HTTP client reads it, until stop.
+// body is a request's body as the HTTP client reads it, until finish.
 type body struct {
 	mu      sync.Mutex
 	r       io.Reader
@@ -125,8 +123,7 @@ var (
 
 // finish stops the body: once it returns no read of the client's stream
 // is running and none will start. A body not read to its end is read now
-// and discarded, within bounds; one that does not end (or a chunked body
-// whose read was cut in the middle of a chunk's header) closes the
+// and discarded, within bounds; one that does not end closes the
 // connection once the answer is sent.
 func (b *body) finish(ctx *fasthttp.RequestCtx) {
 	conn := ctx.Conn()
@@ -149,10 +146,12 @@ func (b *body) finish(ctx *fasthttp.RequestCtx) {
 	if ctx.RequestBodyStream() == nil {
 		return // it was read whole before the handler
 	}
-	if interrupted && ctx.Request.Header.ContentLength() < 0 {
-		ctx.SetConnectionClose()
-		return
-	}
+	// A chunked body whose read was cut may have been cut in a chunk's
+	// header: it is still read to its end (the client sends its whole
+	// body before it reads the answer, and a connection closed under it
+	// loses the answer), but the connection is not trusted for another
+	// request.
+	trusted := !interrupted || ctx.Request.Header.ContentLength() >= 0
 	start := time.Now()
 	buf := make([]byte, 32<<10)
 	for time.Since(start) < discardTotal {
@@ -160,6 +159,9 @@ func (b *body) finish(ctx *fasthttp.RequestCtx) {
 		_, err := b.r.Read(buf)
 		if err == io.EOF {
 			_ = conn.SetReadDeadline(time.Time{})
+			if !trusted {
+				ctx.SetConnectionClose()
+			}
 			return
 		}
 		if err != nil {
