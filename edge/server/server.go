@@ -102,12 +102,9 @@ func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
 			}
 		}
 	}
-	path := string(ctx.Path())
-	for _, m := range s.Mounts {
-		if path == m.Prefix || strings.HasPrefix(path, m.Prefix+"/") {
-			s.serve(ctx, m)
-			return
-		}
+	if m, ok := s.mount(ctx); ok {
+		s.serve(ctx, m)
+		return
 	}
 	s.Other(ctx)
 }
@@ -142,17 +139,28 @@ func (s *Server) fresh(ctx *fasthttp.RequestCtx, raw []byte) bool {
 // fail answers e in the shape of the format the path belongs to, or the
 // REST API's.
 func (s *Server) fail(ctx *fasthttp.RequestCtx, e *apierr.Error) {
+	if m, ok := s.mount(ctx); ok && s.Write(ctx, m.Server.Format().Error(mountRequest(ctx, m), e)) == nil {
+		return
+	}
+	APIError(ctx, e)
+}
+
+// mount is the format serving ctx's path, if any.
+func (s *Server) mount(ctx *fasthttp.RequestCtx) (Mount, bool) {
 	path := string(ctx.Path())
 	for _, m := range s.Mounts {
 		if path == m.Prefix || strings.HasPrefix(path, m.Prefix+"/") {
-			req := Request(ctx)
-			req.Prefix, req.Path = m.Prefix, strings.TrimPrefix(req.Path, m.Prefix)
-			if s.Write(ctx, m.Server.Format().Error(req, e)) == nil {
-				return
-			}
+			return m, true
 		}
 	}
-	APIError(ctx, e)
+	return Mount{}, false
+}
+
+// mountRequest is ctx as m's format sees it, below m's prefix.
+func mountRequest(ctx *fasthttp.RequestCtx, m Mount) *format.Request {
+	req := Request(ctx)
+	req.Prefix, req.Path, req.RawPath = m.Prefix, strings.TrimPrefix(req.Path, m.Prefix), strings.TrimPrefix(req.RawPath, m.Prefix)
+	return req
 }
 
 // header reads a fasthttp request's headers for format.Request, and
@@ -174,11 +182,11 @@ func (h *header) Get(key string) string {
 	return string(h.h.Peek(key))
 }
 
-// names are the headers the request's handling read.
+// names are the headers the request's handling read (it is over).
 func (h *header) names() []string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return slices.Clone(h.read)
+	return h.read
 }
 
 // Request is ctx as a format sees it, below no prefix yet.
@@ -215,8 +223,7 @@ func body(ctx *fasthttp.RequestCtx) io.Reader {
 // serve answers a request under m's prefix: a write route goes to an
 // origin (Forward), anything else to the format's Server.
 func (s *Server) serve(ctx *fasthttp.RequestCtx, m Mount) {
-	req := Request(ctx)
-	req.Prefix, req.Path, req.RawPath = m.Prefix, strings.TrimPrefix(req.Path, m.Prefix), strings.TrimPrefix(req.RawPath, m.Prefix)
+	req := mountRequest(ctx, m)
 	if route, _, _ := m.Server.Route(req.Method, req.Path); route != nil && route.Write != nil && s.Forward != nil {
 		if err := s.Forward(ctx); err != nil {
 			_ = s.Write(ctx, m.Server.Format().Error(req, format.Errorf(apierr.Unavailable,
