@@ -179,11 +179,7 @@ func New(cfg Config, log *slog.Logger, out io.Writer) (*Edge, error) {
 	}
 	// A replica from before origins stopped sending password hashes and
 	// emails loses them here (auth.EdgeUser).
-	if n, err := e.replica.RewriteUsers(func(u *meta.User) bool {
-		before := *u
-		auth.EdgeUser(u)
-		return *u != before
-	}); err != nil {
+	if n, err := e.replica.RewriteUsers(auth.EdgeUser); err != nil {
 		e.replica.Close()
 		return nil, fmt.Errorf("replica: %w", err)
 	} else if n > 0 {

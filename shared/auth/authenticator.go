@@ -71,11 +71,14 @@ type Authenticator struct {
 // The hash becomes a marker that changes with it (a digest of the whole
 // argon2 string, salt included, so nothing to test guesses against), so
 // what an edge remembers of a password is forgotten when it changes.
-func EdgeUser(u *meta.User) {
+// It reports whether it changed u.
+func EdgeUser(u *meta.User) bool {
+	changed := u.Email != ""
 	u.Email = ""
 	if u.PasswordHash != "" && !strings.HasPrefix(u.PasswordHash, edgeMarker) {
-		u.PasswordHash = edgeMarker + passwordVersion(u.PasswordHash)
+		u.PasswordHash, changed = edgeMarker+passwordVersion(u.PasswordHash), true
 	}
+	return changed
 }
 
 const edgeMarker = "edge:"

@@ -16,13 +16,14 @@ func TestEdgeUserKeepsThePasswordVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 	u := meta.User{ID: "u1", Username: "ann", Email: "ann@example.com", PasswordHash: hash}
-	EdgeUser(&u)
+	if !EdgeUser(&u) {
+		t.Fatal("EdgeUser says it changed nothing")
+	}
 	if u.Email != "" || u.PasswordHash == hash || passwordVersion(u.PasswordHash) != passwordVersion(hash) {
 		t.Fatalf("edge record %+v: version %s, want %s", u, passwordVersion(u.PasswordHash), passwordVersion(hash))
 	}
 	again := u
-	EdgeUser(&again)
-	if again != u {
+	if EdgeUser(&again) || again != u {
 		t.Fatal("EdgeUser is not idempotent")
 	}
 }

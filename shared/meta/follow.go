@@ -142,27 +142,22 @@ func (tx *Tx) followed() []string {
 	return ids
 }
 
-// SetFollowed records that the follower has caught up on a repository
-// (on), or drops every record of the repository (its artifacts, format
-// keys, grants and itself) and forgets it (off): a repository no longer
-// assigned to the node.
 // RewriteUsers applies fix to every user record of a follower store in
 // place, keeping each record's index: what an edge received before the
 // origins stopped sending something (password hashes) is taken out of
-// its replica too. fix reports whether it changed the user.
+// its replica too. fix reports whether it changed the user. A store with
+// nothing to fix is only read.
 func (s *Store) RewriteUsers(fix func(*User) bool) (int, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	n := 0
-	err := s.db.Update(func(btx *bolt.Tx) error {
-		tx := &Tx{tx: btx}
-		type rec struct {
-			id  string
-			idx uint64
-			u   User
-		}
-		var fixed []rec
-		cur := tx.space(Space(KindUser)).Cursor()
+	type rec struct {
+		id  string
+		idx uint64
+		u   User
+	}
+	var fixed []rec
+	err := s.db.View(func(btx *bolt.Tx) error {
+		cur := (&Tx{tx: btx}).space(Space(KindUser)).Cursor()
 		for k, raw := cur.First(); k != nil; k, raw = cur.Next() {
 			var u User
 			if err := json.Unmarshal(raw[8:], &u); err != nil {
@@ -172,6 +167,14 @@ func (s *Store) RewriteUsers(fix func(*User) bool) (int, error) {
 				fixed = append(fixed, rec{string(k), getU64(raw), u})
 			}
 		}
+		return nil
+	})
+	if err != nil || len(fixed) == 0 {
+		return 0, err
+	}
+	// The follower applies nothing meanwhile: it is not running yet.
+	err = s.db.Update(func(btx *bolt.Tx) error {
+		tx := &Tx{tx: btx}
 		for _, r := range fixed {
 			body, err := json.Marshal(r.u)
 			if err != nil {
@@ -182,12 +185,15 @@ func (s *Store) RewriteUsers(fix func(*User) bool) (int, error) {
 				return err
 			}
 		}
-		n = len(fixed)
 		return nil
 	})
-	return n, err
+	return len(fixed), err
 }
 
+// SetFollowed records that the follower has caught up on a repository
+// (on), or drops every record of the repository (its artifacts, format
+// keys, grants and itself) and forgets it (off): a repository no longer
+// assigned to the node.
 func (s *Store) SetFollowed(repoID string, on bool) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()

@@ -107,3 +107,47 @@ func TestFollower(t *testing.T) {
 		t.Fatalf("applied index %d, want %d", live.LastApplied(), origin.LastApplied())
 	}
 }
+
+// TestRewriteUsers: a follower's users are rewritten in place, found by
+// their username as before, the applied index unmoved; a second pass has
+// nothing to rewrite; the feed goes on after it.
+func TestRewriteUsers(t *testing.T) {
+	origin, edge := open(t), open(t)
+	apply := func(c Command) {
+		data, err := Encode(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := origin.ApplyBatch([]Entry{{Index: origin.LastApplied() + 1, Data: data}})[0].Err; err != nil {
+			t.Fatal(err)
+		}
+	}
+	apply(&UserCreate{User: User{ID: "u1", Username: "ann", Email: "ann@example.com", PasswordHash: "secret-hash", Role: RoleUser}})
+	follow(t, origin, edge, 0)
+	applied := edge.LastApplied()
+	redact := func(u *User) bool {
+		if u.PasswordHash == "marker" {
+			return false
+		}
+		u.PasswordHash, u.Email = "marker", ""
+		return true
+	}
+	if n, err := edge.RewriteUsers(redact); err != nil || n != 1 {
+		t.Fatalf("rewrote %d users: %v", n, err)
+	}
+	if n, err := edge.RewriteUsers(redact); err != nil || n != 0 {
+		t.Fatalf("again: rewrote %d users: %v", n, err)
+	}
+	var u *User
+	if err := edge.View(func(tx *Tx) error { var err error; u, err = tx.UserByName("ann"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if u.PasswordHash != "marker" || u.Email != "" || edge.LastApplied() != applied {
+		t.Fatalf("after the rewrite: %+v, applied %d (was %d)", u, edge.LastApplied(), applied)
+	}
+	apply(&UserCreate{User: User{ID: "u2", Username: "bob", PasswordHash: "h2", Role: RoleUser}})
+	follow(t, origin, edge, 0)
+	if err := edge.View(func(tx *Tx) error { _, err := tx.UserByName("bob"); return err }); err != nil {
+		t.Fatalf("a later user did not arrive: %v", err)
+	}
+}
