@@ -11,6 +11,43 @@ import (
 	"github.com/depot-registry/depot/shared/format/formattest"
 )
 
+// fixture is an origin with an edge process in front (e.URL is the
+// edge's), the fixture's repositories, private, and its writes made
+// through the edge or at the origin.
+type fixture struct {
+	e            *origintest.Env
+	origin, edge string
+	auth         string // the admin's API token, as Basic
+	repoIDs      []string
+	f            formattest.Fixture
+}
+
+func startFixture(t *testing.T, writeThroughEdge bool) fixture {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("runs a depot edge process")
+	}
+	fx := fixture{e: origintest.Start(t, origintest.Options{})}
+	fx.origin = fx.e.URL
+	clienttest.ThroughEdge(t, fx.e)
+	fx.edge = fx.e.URL
+	for _, r := range formattest.FixtureRepos {
+		fx.repoIDs = append(fx.repoIDs, fx.e.CreateRepo(r[0], r[1], false))
+	}
+	fx.auth = "Basic " + base64.StdEncoding.EncodeToString([]byte("admin:"+fx.e.Token(fx.e.Admin, []string{"repository:read", "repository:write"}, nil)))
+	fx.f = formattest.NewFixture(t)
+	to := fx.origin
+	if writeThroughEdge {
+		to = fx.edge
+	}
+	for _, w := range fx.f.Writes {
+		if got := formattest.Fetch(t, to, w, fx.auth); got.Status != w.Want {
+			t.Fatalf("%s %s at %s: %d %s", w.Method, w.Path, to, got.Status, got.Body)
+		}
+	}
+	return fx
+}
+
 // TestEdgeAnswersAsTheOrigin: a real edge process and the origin behind
 // it answer every read route of every format the same, byte for byte
 // (statuses, bodies, the headers clients act on; each node's own base
@@ -18,24 +55,8 @@ import (
 // written through the edge. The REST download too. And again, answered
 // from the answers the edge remembers.
 func TestEdgeAnswersAsTheOrigin(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs a depot edge process")
-	}
-	e := origintest.Start(t, origintest.Options{})
-	origin := e.URL
-	clienttest.ThroughEdge(t, e)
-	edge := e.URL
-	for _, r := range formattest.FixtureRepos {
-		e.CreateRepo(r[0], r[1], false)
-	}
-	token := e.Token(e.Admin, []string{"repository:read", "repository:write"}, nil)
-	auth := "Basic " + base64.StdEncoding.EncodeToString([]byte("admin:"+token))
-	f := formattest.NewFixture(t)
-	for _, w := range f.Writes {
-		if got := formattest.Fetch(t, edge, w, auth); got.Status != w.Want {
-			t.Fatalf("%s %s through the edge: %d %s", w.Method, w.Path, got.Status, got.Body)
-		}
-	}
+	fx := startFixture(t, true)
+	e, origin, edge, auth, f := fx.e, fx.origin, fx.edge, fx.auth, fx.f
 	var versions struct {
 		Versions []struct {
 			ArtifactID string `json:"artifact_id"`
@@ -100,30 +121,15 @@ func TestEdgeAnswersAsTheOrigin(t *testing.T) {
 // TestEdgeAccessMatrix: every read route of every format, asked by every
 // kind of caller (anonymous, a reader with an API token in Basic, in
 // NuGet's X-NuGet-ApiKey and with a login session, a user without a
-// grant, a revoked API token, a login session ended by logout), answers the same at the origin and at an
-// edge, cold and from the answers the edge remembers: each read is asked
+// grant, a revoked API token, a login session ended by logout), answers
+// the same at the origin and at an edge, cold and from the answers the
+// edge remembers: each read is asked
 // by all of them in turn, so a remembered answer earned by one caller is
 // there when the next one asks. (An anonymous request right after a
 // reader's X-NuGet-ApiKey read used to get the reader's answer.)
 func TestEdgeAccessMatrix(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs a depot edge process")
-	}
-	e := origintest.Start(t, origintest.Options{})
-	origin := e.URL
-	clienttest.ThroughEdge(t, e)
-	edge := e.URL
-	var ids []string
-	for _, r := range formattest.FixtureRepos {
-		ids = append(ids, e.CreateRepo(r[0], r[1], false))
-	}
-	admin := "Basic " + base64.StdEncoding.EncodeToString([]byte("admin:"+e.Token(e.Admin, []string{"repository:read", "repository:write"}, nil)))
-	f := formattest.NewFixture(t)
-	for _, w := range f.Writes {
-		if got := formattest.Fetch(t, origin, w, admin); got.Status != w.Want {
-			t.Fatalf("%s %s: %d %s", w.Method, w.Path, got.Status, got.Body)
-		}
-	}
+	fx := startFixture(t, false)
+	e, origin, edge, ids, f := fx.e, fx.origin, fx.edge, fx.repoIDs, fx.f
 	reader := clienttest.NewUser(e, "reader", "repository:read")
 	stranger := clienttest.NewUser(e, "stranger", "repository:read")
 	for _, id := range ids {
