@@ -420,7 +420,7 @@ func (e *Edge) routes() *server.Server {
 	now := time.Now
 	authn := &auth.Authenticator{Meta: e.replica, JWT: auth.NewJWT(auth.RandomSecret(), now), Now: now,
 		Cache: auth.NewCredCache(time.Minute, 10000, now), Hasher: auth.NewHasher(0), Guard: auth.NewGuard(10, 100, time.Minute, now),
-		Remote: newVouches(e.client.Vouch, now).Remote, RemotePassword: e.checkPassword}
+		Remote: newVouches(e.client.Vouch, now).Remote, RemotePassword: e.checkPassword, Partial: true}
 	env := &format.Env{Meta: e.replica, Now: now, Tokens: tokens{authn},
 		OnDownload: func(r *format.Request, a *meta.Artifact) {
 			e.recordDownload(&server.Download{Artifact: a, Repo: r.Repo, Who: r.Principal.Actor()}, net.ParseIP(r.RemoteAddr))
@@ -590,7 +590,9 @@ func (e *Edge) download(ctx *fasthttp.RequestCtx, id string) {
 			return format.AccessByID(tx, p, repo, repo.ID, meta.ActionRead)
 		})
 	}
-	if errors.Is(err, meta.ErrNotFound) && a == nil {
+	// An artifact of a repository this node does not hold, or a credential
+	// whose user it does not hold: an origin answers.
+	if errors.Is(err, meta.ErrNotFound) && a == nil || errors.Is(err, auth.ErrNotHere) {
 		if err := e.forward(ctx); err == nil {
 			return
 		}

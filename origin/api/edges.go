@@ -396,7 +396,9 @@ func (s *Server) edgePassword(w http.ResponseWriter, r *http.Request, p *auth.Pr
 
 // edgeFeed serves the change feed to an edge node (replication/feed):
 // ?since=<index> (0: everything it may see), ?repository_id= (one of its
-// repositories alone), ?limit=, ?wait=<seconds> (long poll).
+// repositories alone), ?principals=<id,id,...> (users and groups just
+// brought into its audience), ?global=1 (its audience's users and groups
+// alone), ?limit=, ?wait=<seconds> (long poll).
 func (s *Server) edgeFeed(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
 	id := r.PathValue("id")
 	if p.Edge() != id {
@@ -421,7 +423,13 @@ func (s *Server) edgeFeed(w http.ResponseWriter, r *http.Request, p *auth.Princi
 			f.set(v)
 		}
 	}
-	req.Repo = q.Get("repository_id")
+	req.Repo, req.Global = q.Get("repository_id"), q.Get("global") == "1"
+	if raw := q.Get("principals"); raw != "" {
+		req.Principals = strings.Split(raw, ",")
+		if len(req.Principals) > feed.MaxPrincipals || len(raw) > feed.MaxPrincipals*80 {
+			return apierr.Invalid("principals", "at most %d user and group ids in one read", feed.MaxPrincipals)
+		}
+	}
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	defer context.AfterFunc(s.draining, cancel)()

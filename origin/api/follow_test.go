@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -138,4 +139,145 @@ func TestEdgeFollower(t *testing.T) {
 	if has(mine, "ghost/1/g") || !has(mine, "tool/2.0/tool.bin") {
 		t.Fatal("after a resync the replica kept a record the origin does not have, or lost one it has")
 	}
+}
+
+// TestEdgeAudience: a follower holds the users who can act on its
+// repositories and no others (an edge credential yields no one else's
+// records): the admin and users granted something, directly or through
+// a group, with their tokens; a user a grant brings in later arrives
+// with the token made before it; one whose grant ends is forgotten;
+// a public repository brings every user, and taking it away forgets
+// them again.
+func TestEdgeAudience(t *testing.T) {
+	e := origintest.Start(t, origintest.Options{})
+	var n edgeNode
+	e.Do("POST", "/api/v1/edge-nodes", e.Admin, map[string]string{"name": "near", "url": "http://127.0.0.1:8081"}).Want(201).JSON(&n)
+	mine := e.CreateRepo("mine", "generic", false)
+	pub := e.CreateRepo("pub", "generic", true)
+	e.Do("POST", "/api/v1/edge-nodes/"+n.ID+"/repositories", e.Admin, map[string][]string{"repository_ids": {mine}}).Want(200)
+
+	ids, tokens := map[string]string{}, map[string]string{}
+	for _, name := range []string{"bob", "carol", "dave"} {
+		ids[name] = e.CreateUser(name, "user", "pass-"+name+"-123456")
+		tokens[name] = e.Token(e.Login(name, "pass-"+name+"-123456"), []string{"repository:read"}, nil)
+	}
+	var devs struct {
+		ID string `json:"id"`
+	}
+	e.Do("POST", "/api/v1/groups", e.Admin, map[string]string{"name": "devs"}).Want(201).JSON(&devs)
+	e.Do("POST", "/api/v1/groups/"+devs.ID+"/members", e.Admin, map[string][]string{"user_ids": {ids["carol"]}}).Want(200)
+	var others struct {
+		ID string `json:"id"`
+	}
+	e.Do("POST", "/api/v1/groups", e.Admin, map[string]string{"name": "others"}).Want(201).JSON(&others)
+	e.Grant(mine, devs.ID, true, "read")
+	e.Grant(mine, ids["dave"], false, "read")
+
+	s, err := meta.Open(filepath.Join(t.TempDir(), "replica.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	c := &feed.Client{Origins: []string{e.URL}, NodeID: n.ID, Token: n.Token}
+	holds := func() (users []string, groups []string) {
+		t.Helper()
+		_ = s.View(func(tx *meta.Tx) error {
+			us, _ := tx.Users()
+			for _, u := range us {
+				// A user is held with a token, or not at all.
+				_, terr := tx.TokenByHash(auth.HashAPIToken(tokens[u.Username]))
+				if tokens[u.Username] != "" && terr != nil {
+					t.Errorf("the replica holds %s without their token", u.Username)
+				}
+				users = append(users, u.Username)
+			}
+			gs, _ := tx.Groups()
+			for _, g := range gs {
+				groups = append(groups, g.Name)
+			}
+			return nil
+		})
+		for name, tok := range tokens {
+			_ = s.View(func(tx *meta.Tx) error {
+				if _, err := tx.TokenByHash(auth.HashAPIToken(tok)); err == nil && !slices.Contains(users, name) {
+					t.Errorf("the replica holds %s's token without the user", name)
+				}
+				return nil
+			})
+		}
+		return users, groups
+	}
+	want := func(step string, users, groups []string) {
+		t.Helper()
+		gotU, gotG := holds()
+		if !slices.Equal(gotU, users) || !slices.Equal(gotG, groups) {
+			t.Fatalf("%s: the replica holds users %q and groups %q; want %q and %q", step, gotU, gotG, users, groups)
+		}
+	}
+	sync := func() {
+		t.Helper()
+		if err := feed.Sync(t.Context(), c, s, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sync()
+	want("from 0", []string{"admin", "carol", "dave"}, []string{"devs"})
+
+	// A grant brings bob in, with the token he made before it.
+	grant := e.Grant(mine, ids["bob"], false, "read")
+	sync()
+	want("bob granted", []string{"admin", "bob", "carol", "dave"}, []string{"devs"})
+	e.Do("DELETE", "/api/v1/permissions/"+grant, e.Admin, nil).Want(204)
+	sync()
+	want("bob's grant gone", []string{"admin", "carol", "dave"}, []string{"devs"})
+
+	// A group granted later brings itself and its members.
+	e.Do("POST", "/api/v1/groups/"+others.ID+"/members", e.Admin, map[string][]string{"user_ids": {ids["bob"]}}).Want(200)
+	sync()
+	want("bob in an ungranted group", []string{"admin", "carol", "dave"}, []string{"devs"})
+	e.Grant(mine, others.ID, true, "read")
+	sync()
+	want("bob's group granted", []string{"admin", "bob", "carol", "dave"}, []string{"devs", "others"})
+
+	// A public repository: every user; taken away, the others go.
+	e.Do("DELETE", "/api/v1/users/"+ids["bob"], e.Admin, nil).Want(204)
+	delete(tokens, "bob")
+	erin := e.CreateUser("erin", "user", "pass-erin-123456")
+	tokens["erin"] = e.Token(e.Login("erin", "pass-erin-123456"), []string{"repository:read"}, nil)
+	sync()
+	want("bob deleted, erin new", []string{"admin", "carol", "dave"}, []string{"devs", "others"})
+	e.Do("POST", "/api/v1/edge-nodes/"+n.ID+"/repositories", e.Admin, map[string][]string{"repository_ids": {pub}}).Want(200)
+	if err := feed.Reconcile(t.Context(), c, s, []string{mine, pub}); err != nil {
+		t.Fatal(err)
+	}
+	want("a public repository assigned", []string{"admin", "carol", "dave", "erin"}, []string{"devs", "others"})
+	e.Do("PUT", "/api/v1/repositories/"+pub, e.Admin, map[string]any{"public": false}).Want(200)
+	sync()
+	want("the repository made private", []string{"admin", "carol", "dave"}, []string{"devs", "others"})
+	e.Do("PUT", "/api/v1/repositories/"+pub, e.Admin, map[string]any{"public": true}).Want(200)
+	sync()
+	want("public again", []string{"admin", "carol", "dave", "erin"}, []string{"devs", "others"})
+	e.Do("DELETE", "/api/v1/edge-nodes/"+n.ID+"/repositories/"+pub, e.Admin, nil).Want(200)
+	if err := feed.Reconcile(t.Context(), c, s, []string{mine}); err != nil {
+		t.Fatal(err)
+	}
+	want("the public repository unassigned", []string{"admin", "carol", "dave"}, []string{"devs", "others"})
+	_ = erin
+
+	// What a follower of an older version holds (every user) is settled
+	// when a client first syncs it.
+	all := []meta.Change{}
+	_ = s.View(func(tx *meta.Tx) error { return nil })
+	for name, id := range map[string]string{"erin": erin} {
+		u, _ := json.Marshal(meta.User{ID: id, Username: name, Role: meta.RoleUser})
+		all = append(all, meta.Change{Index: 1, Kind: meta.KindUser, Key: id, Value: u})
+	}
+	if err := s.ApplyChanges(all, 0); err != nil {
+		t.Fatal(err)
+	}
+	c2 := &feed.Client{Origins: []string{e.URL}, NodeID: n.ID, Token: n.Token}
+	if err := feed.Sync(t.Context(), c2, s, 0); err != nil {
+		t.Fatal(err)
+	}
+	want("an older replica settled", []string{"admin", "carol", "dave"}, []string{"devs", "others"})
 }

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -42,6 +43,15 @@ type Client struct {
 	fails   atomic.Int64
 	changes atomic.Int64
 	learned atomic.Pointer[[]string]
+	// settling serialises the changes of the replica that can move the
+	// node's audience with the Settle after each, so that every move is
+	// seen between one Settle's before and after; unsettled keeps the
+	// before of one that failed, for the next to start from; settled says
+	// whether the replica has been settled once since the client started
+	// (a replica from an older version holds every user).
+	settling  sync.Mutex
+	unsettled *View
+	settled   atomic.Bool
 }
 
 // Failures counts the feed reads that failed (for metrics).
@@ -56,6 +66,12 @@ func (c *Client) Read(ctx context.Context, r Request) (Page, error) {
 	q := url.Values{"since": {strconv.FormatUint(r.Since, 10)}}
 	if r.Repo != "" {
 		q.Set("repository_id", r.Repo)
+	}
+	if len(r.Principals) > 0 {
+		q.Set("principals", strings.Join(r.Principals, ","))
+	}
+	if r.Global {
+		q.Set("global", "1")
 	}
 	if r.Limit > 0 {
 		q.Set("limit", strconv.Itoa(r.Limit))
@@ -178,6 +194,12 @@ func (c *Client) do(req *http.Request) (*http.Response, error) {
 // until one is empty, waiting up to wait for the first change. On
 // ErrResync it reads everything again from 0 (Resync).
 func Sync(ctx context.Context, c *Client, s *meta.Store, wait time.Duration) error {
+	if !c.settled.Load() {
+		if err := c.settle(ctx, s, func() error { return nil }); err != nil {
+			return err
+		}
+		c.settled.Store(true)
+	}
 	for {
 		p, err := c.Read(ctx, Request{Since: s.LastApplied(), Wait: wait})
 		if errors.Is(err, ErrResync) {
@@ -186,7 +208,13 @@ func Sync(ctx context.Context, c *Client, s *meta.Store, wait time.Duration) err
 		if err != nil {
 			return err
 		}
-		if err := s.ApplyChanges(p.Changes, p.Next); err != nil {
+		apply := func() error { return s.ApplyChanges(p.Changes, p.Next) }
+		if relevant(p.Changes) {
+			err = c.settle(ctx, s, apply)
+		} else {
+			err = apply()
+		}
+		if err != nil {
 			return err
 		}
 		if len(p.Changes) == 0 {
@@ -272,6 +300,39 @@ func Follow(ctx context.Context, c *Client, s *meta.Store, wait time.Duration, r
 // records of each it followed that is no longer assigned. A catch-up cut
 // short is done again next time (pages apply idempotently).
 func Reconcile(ctx context.Context, c *Client, s *meta.Store, assigned []string) error {
+	followed, err := s.Followed()
+	if err != nil || slices.Equal(followed, slices.Sorted(slices.Values(assigned))) {
+		return err
+	}
+	return c.settle(ctx, s, func() error { return reconcile(ctx, c, s, assigned) })
+}
+
+// settle makes change to s, then Settles s's audience. When either
+// fails, the next settle starts from this one's before: what moved since
+// is caught up then.
+func (c *Client) settle(ctx context.Context, s *meta.Store, change func() error) error {
+	c.settling.Lock()
+	defer c.settling.Unlock()
+	before := c.unsettled
+	if before == nil {
+		v, err := ViewOf(s)
+		if err != nil {
+			return err
+		}
+		before = &v
+	}
+	err := change()
+	if err == nil {
+		err = Settle(ctx, c, s, *before)
+	}
+	c.unsettled = nil
+	if err != nil {
+		c.unsettled = before
+	}
+	return err
+}
+
+func reconcile(ctx context.Context, c *Client, s *meta.Store, assigned []string) error {
 	followed, err := s.Followed()
 	if err != nil {
 		return err

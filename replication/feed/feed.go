@@ -1,19 +1,21 @@
 // Package feed is the change feed between origins and edge nodes: what an
 // edge may read of the origin's store, and the long-poll read of it.
 //
-// An edge reads the records of the repositories assigned to it and the
-// global records it needs to authorise requests while every origin is
-// away (users without their emails and password hashes, which never
-// leave the origins: an edge has an origin check a password; API token
-// hashes, random secrets no one can crack; groups; the grants on its
-// repositories), and login sessions (an id, a user and
+// An edge reads the records of the repositories assigned to it (their
+// grants included) and, of the global records, those of its audience
+// (audience.go): the users who can act on its repositories, without
+// their emails and password hashes, which never leave the origins (an
+// edge has an origin check a password); their API token hashes, random
+// secrets no one can crack; their login sessions (an id, a user and
 // times: nothing that proves anything; an edge has an origin vouch for a
 // session's tokens, and the replicated session says when one has ended,
 // at logout or a password change, so the edge stops honouring its tokens
-// as soon as an origin does); never edge node records (they hold other
-// nodes' credential hashes). A read from index 0 lists every live record
-// it may see, so a new edge, or an edge given a new repository, catches
-// up with the same call it then keeps following with.
+// as soon as an origin does); the groups granted on its repositories.
+// Never edge node records (they hold other nodes' credential hashes). A
+// read from index 0 lists every live record it may see, so a new edge,
+// or an edge given a new repository, catches up with the same call it
+// then keeps following with; one naming users and groups brings those a
+// change has just put in its audience.
 package feed
 
 import (
@@ -52,6 +54,15 @@ type Request struct {
 	// Repo, when set, reads only that repository's records (an edge
 	// catching up on a repository it was just given); it must be assigned.
 	Repo string
+	// Principals, when set, reads the current records of these users
+	// (with their API tokens and sessions) and groups, those of them in
+	// the node's audience: an edge catching up on whom a change brought
+	// in (at most MaxPrincipals). Since, Limit and Wait do not apply.
+	Principals []string
+	// Global, when set, reads only the global records (the audience's
+	// users with their tokens and sessions, its groups): an edge whose
+	// audience has just become every user.
+	Global bool
 	// Limit bounds the changes answered (0: DefaultLimit).
 	Limit int
 	// Wait is how long to wait for a change when there is none yet.
@@ -66,13 +77,23 @@ type Page struct {
 	Next uint64 `json:"next"`
 }
 
-// Filter is what node e may read; only, when set, narrows it to one of
-// its repositories and drops the global records.
-func Filter(e *meta.EdgeNode, only string) meta.ChangeFilter {
+// Filter is what node e may read in tx; only, when set, narrows it to one
+// of its repositories and drops the global records.
+func Filter(tx *meta.Tx, e *meta.EdgeNode, only string) meta.ChangeFilter {
 	assigned := slices.Clone(e.Repositories)
 	f := meta.ChangeFilter{Kinds: kinds, Repos: func(id string) bool { _, ok := slices.BinarySearch(assigned, id); return ok }}
 	if only != "" {
 		f.Repos, f.NoGlobal = func(id string) bool { return id == only }, true
+	}
+	var a *audience // worked out when a page first has a global record
+	f.Global = func(c *meta.Change) (bool, error) {
+		if a == nil {
+			var err error
+			if a, err = audienceOf(tx, assigned); err != nil {
+				return false, err
+			}
+		}
+		return a.record(c)
 	}
 	return f
 }
@@ -127,18 +148,35 @@ func Read(ctx context.Context, s *meta.Store, id string, r Request) (Page, error
 			if err != nil {
 				return err
 			}
-			if r.Repo != "" {
+			switch {
+			case len(r.Principals) > MaxPrincipals:
+				return fmt.Errorf("feed: at most %d users and groups in one read", MaxPrincipals)
+			case len(r.Principals) > 0:
+				a, err := audienceOf(tx, e.Repositories)
+				if err == nil {
+					p.Changes, err = principals(a, r.Principals)
+				}
+				p.Next = tx.Applied()
+				if err == nil {
+					err = forEdges(p.Changes)
+				}
+				return err
+			case r.Repo != "":
 				if _, ok := slices.BinarySearch(e.Repositories, r.Repo); !ok {
 					return ErrNotAssigned
 				}
 			}
-			p.Changes, p.Next, err = tx.Changes(since, Filter(e, r.Repo), limit)
+			f := Filter(tx, e, r.Repo)
+			if r.Global {
+				f.Repos = func(string) bool { return false }
+			}
+			p.Changes, p.Next, err = tx.Changes(since, f, limit)
 			if err == nil {
 				err = forEdges(p.Changes)
 			}
 			return err
 		})
-		if err != nil || len(p.Changes) > 0 || since == 0 {
+		if err != nil || len(p.Changes) > 0 || since == 0 || len(r.Principals) > 0 {
 			return p, err
 		}
 		// Nothing for this node up to p.Next: wait for the next entry.

@@ -92,7 +92,8 @@ func TestWhatAnEdgeReads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"artifacts/a1", "format keys/r1\x00tag/x", "groups/g1", "permissions/p1", "repositories/r1", "sessions/s1", "tokens/t1", "users/u1"}
+	// (g1 is granted nothing: not the node's; TestAudience.)
+	want := []string{"artifacts/a1", "format keys/r1\x00tag/x", "permissions/p1", "repositories/r1", "sessions/s1", "tokens/t1", "users/u1"}
 	if got := keys(p); !slices.Equal(got, want) {
 		t.Fatalf("from 0 = %q\nwant %q", got, want)
 	}
@@ -246,3 +247,81 @@ func TestSkippedEntriesReported(t *testing.T) {
 		t.Fatalf("answered after %v", d)
 	}
 }
+
+// TestAudience: of the global records, a node reads those of the users
+// who can act on its repositories (admins, users granted something there,
+// directly or through a group, with their tokens and sessions) and of the
+// groups granted there; a grant made later lets a read naming the user
+// bring their records; every user when a repository is public.
+func TestAudience(t *testing.T) {
+	s := fixture(t)
+	user := func(id, name string, role meta.Role) meta.Command {
+		return &meta.UserCreate{User: meta.User{ID: id, Username: name, Role: role, PasswordHash: "h", CreatedAt: t0}}
+	}
+	apply(t, s,
+		user("u2", "bob", meta.RoleUser),
+		&meta.TokenCreate{Token: meta.Token{ID: "t2", UserID: "u2", Name: "ci", Hash: "th2", CreatedAt: t0}},
+		&meta.SessionCreate{Session: meta.Session{ID: "s2", UserID: "u2", CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)}},
+		user("u3", "root", meta.RoleAdmin),
+		user("u4", "carol", meta.RoleUser),
+		user("u5", "dan", meta.RoleUser),
+		&meta.GroupCreate{Group: meta.Group{ID: "g2", Name: "builders", CreatedAt: t0}},
+		&meta.GroupAddMembers{GroupID: "g2", UserIDs: []string{"u4"}},
+		&meta.GroupAddMembers{GroupID: "g1", UserIDs: []string{"u5"}},
+		&meta.PermissionCreate{Permission: meta.Permission{ID: "p3", RepositoryID: "r1", GroupID: "g2", Permissions: []string{"read"}, CreatedAt: t0}},
+	)
+	read := func(r feed.Request) []string {
+		t.Helper()
+		p, err := feed.Read(t.Context(), s, "e1", r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var global []string
+		for _, k := range keys(p) {
+			if strings.HasPrefix(k, "users/") || strings.HasPrefix(k, "tokens/") || strings.HasPrefix(k, "sessions/") ||
+				strings.HasPrefix(k, "groups/") || strings.HasPrefix(k, "-") {
+				global = append(global, k)
+			}
+		}
+		return global
+	}
+	want := []string{"groups/g2", "sessions/s1", "tokens/t1", "users/u1", "users/u3", "users/u4"}
+	if got := read(feed.Request{}); !slices.Equal(got, want) {
+		t.Fatalf("from 0: %q\nwant %q", got, want)
+	}
+	// Asked for by name before a grant: nothing; after it, bob with his
+	// token and session (made before the grant, so never in a page since).
+	if got := read(feed.Request{Principals: []string{"u2", "g1", "nobody"}}); len(got) != 0 {
+		t.Fatalf("records of users and groups outside the audience: %q", got)
+	}
+	since := s.LastApplied()
+	apply(t, s, &meta.PermissionCreate{Permission: meta.Permission{ID: "p4", RepositoryID: "r1", UserID: "u2", Permissions: []string{"read"}, CreatedAt: t0}})
+	if got, want := read(feed.Request{Principals: []string{"u2"}}), []string{"sessions/s2", "tokens/t2", "users/u2"}; !slices.Equal(got, want) {
+		t.Fatalf("bob after his grant: %q, want %q", got, want)
+	}
+	// Changes of users outside the audience are not sent; deletions carry
+	// nothing and are.
+	since = s.LastApplied()
+	apply(t, s,
+		&meta.TokenCreate{Token: meta.Token{ID: "t5", UserID: "u5", Name: "ci", Hash: "th5", CreatedAt: t0}},
+		&meta.TokenCreate{Token: meta.Token{ID: "t4", UserID: "u4", Name: "ci", Hash: "th4", CreatedAt: t0}},
+		&meta.TokenRevoke{ID: "t5", UserID: "u5"},
+	)
+	if got, want := read(feed.Request{Since: since}), []string{"-tokens/t5", "tokens/t4"}; !slices.Equal(got, want) {
+		t.Fatalf("since %d: %q, want %q", since, got, want)
+	}
+	// A public repository: every user is the node's.
+	apply(t, s, &meta.EdgeAssign{ID: "e1", RepoIDs: []string{"r1", "r2"}, At: t0})
+	apply(t, s, &meta.RepoUpdate{ID: "r2", Public: ptr(true)})
+	got := read(feed.Request{Global: true})
+	for _, k := range []string{"users/u2", "users/u5", "tokens/t2", "groups/g2"} {
+		if !slices.Contains(got, k) {
+			t.Fatalf("with a public repository the global read lacks %s: %q", k, got)
+		}
+	}
+	if slices.Contains(got, "groups/g1") {
+		t.Fatal("a group granted nothing was read")
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

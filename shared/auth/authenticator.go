@@ -32,6 +32,12 @@ var ErrUnverifiable = errors.New("auth: no origin can be reached to verify this 
 // not a wrong password, and not counted as a failure.
 var ErrPasswordUnverifiable = errors.New("auth: no origin can be reached to check this password; API tokens keep working")
 
+// ErrNotHere means an edge does not hold the user or the token a
+// credential names: edges hold only the users who can act on their
+// repositories (replication/feed), so an origin decides (the request goes
+// there). Not counted as a failure here; the origin counts it.
+var ErrNotHere = errors.New("auth: this node does not hold the user of this credential; an origin decides")
+
 // Viewer is the read side of the metadata store.
 type Viewer interface {
 	View(func(*meta.Tx) error) error
@@ -63,6 +69,19 @@ type Authenticator struct {
 	// the same (the replicated marker). An error (no origin reachable) is
 	// ErrPasswordUnverifiable. Nil: passwords are checked here.
 	RemotePassword func(ctx context.Context, user, pass, remote string) (bool, error)
+	// Partial marks a replica that holds only some users (an edge): a
+	// credential whose user or token it does not hold is ErrNotHere
+	// rather than a wrong one.
+	Partial bool
+}
+
+// absent is the error for a credential whose record lookup failed with
+// err: ErrNotHere when the record may live only at the origins.
+func (a *Authenticator) absent(err error) error {
+	if a.Partial && errors.Is(err, meta.ErrNotFound) {
+		return ErrNotHere
+	}
+	return ErrBadCredentials
 }
 
 // EdgeUser is a user record as an edge node receives it: without the
@@ -129,6 +148,8 @@ func (a *Authenticator) Authenticate(ctx context.Context, header, remote string)
 // fail counts and reports a failed check and returns err.
 func (a *Authenticator) fail(ctx context.Context, f Failure, err error) error {
 	switch {
+	case errors.Is(err, ErrNotHere):
+		return err // the origin it goes to counts it
 	case errors.Is(err, ErrBusy):
 		f.Reason = "busy"
 	case errors.Is(err, ErrUnverifiable), errors.Is(err, ErrPasswordUnverifiable):
@@ -216,7 +237,10 @@ func (a *Authenticator) registry(c *Claims, vouched bool) (*Principal, error) {
 	case c.TokenID != "":
 		err = a.Meta.View(func(tx *meta.Tx) error {
 			t, err := tx.TokenByID(c.TokenID)
-			if err != nil || t.UserID != c.Subject {
+			if err != nil {
+				return a.absent(err)
+			}
+			if t.UserID != c.Subject {
 				return ErrBadCredentials
 			}
 			p, err = a.tokenPrincipal(tx, t)
@@ -225,7 +249,10 @@ func (a *Authenticator) registry(c *Claims, vouched bool) (*Principal, error) {
 	case c.PwVersion != "":
 		err = a.Meta.View(func(tx *meta.Tx) error {
 			u, err := tx.User(c.Subject)
-			if err != nil || subtle.ConstantTimeCompare([]byte(passwordVersion(u.PasswordHash)), []byte(c.PwVersion)) != 1 {
+			if err != nil {
+				return a.absent(err)
+			}
+			if subtle.ConstantTimeCompare([]byte(passwordVersion(u.PasswordHash)), []byte(c.PwVersion)) != 1 {
 				return ErrBadCredentials
 			}
 			p = principalOf(u)
@@ -235,6 +262,9 @@ func (a *Authenticator) registry(c *Claims, vouched bool) (*Principal, error) {
 		return nil, ErrBadCredentials
 	}
 	if err != nil {
+		if errors.Is(err, ErrNotHere) {
+			return nil, err
+		}
 		return nil, ErrBadCredentials
 	}
 	if p.MustChangePassword {
@@ -314,7 +344,7 @@ func (a *Authenticator) session(c *Claims, via Credential, vouched bool) (*Princ
 		}
 		u, err := tx.User(c.Subject)
 		if err != nil {
-			return ErrBadCredentials
+			return a.absent(err)
 		}
 		p = principalOf(u)
 		p.SessionID, p.Via, p.vouched = c.Session, via, vouched
@@ -346,7 +376,7 @@ func (a *Authenticator) APIToken(secret string) (*Principal, error) {
 	err := a.Meta.View(func(tx *meta.Tx) error {
 		t, err := tx.TokenByHash(hash)
 		if err != nil {
-			return ErrBadCredentials
+			return a.absent(err)
 		}
 		p, err = a.tokenPrincipal(tx, t)
 		return err
@@ -380,7 +410,7 @@ func (a *Authenticator) tokenPrincipal(tx *meta.Tx, t *meta.Token) (*Principal, 
 	}
 	u, err := tx.User(t.UserID)
 	if err != nil {
-		return nil, ErrBadCredentials
+		return nil, a.absent(err)
 	}
 	scopes, err := ParseScopes(t.Scopes)
 	if err != nil {
@@ -469,6 +499,9 @@ func (a *Authenticator) password(ctx context.Context, user, pass, remote, scheme
 
 // remotePassword has an origin check a password (see RemotePassword).
 func (a *Authenticator) remotePassword(ctx context.Context, u *meta.User, user, pass, remote string, f Failure) (*Principal, error) {
+	if u == nil && a.Partial {
+		return nil, a.fail(ctx, f, ErrNotHere)
+	}
 	if u == nil || u.PasswordHash == "" {
 		return nil, a.fail(ctx, f, ErrBadCredentials)
 	}

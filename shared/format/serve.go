@@ -140,12 +140,21 @@ func (s *Server) Fail(r *Request, err error) *Response {
 }
 
 // authError answers a failed credential check in the format's own shape:
-// 401 with its challenge, 429/503 with Retry-After when the check was
+// 401 with its challenge (forwarded to an origin from an edge that does
+// not hold the credential's user), 429/503 with Retry-After when the check was
 // throttled or the server is busy hashing, and a logged 500 when the
 // check itself failed (a store error is not a wrong password).
 func (s *Server) authError(r *Request, err error) *Response {
-	if errors.Is(err, auth.ErrBadCredentials) {
+	switch {
+	case errors.Is(err, auth.ErrBadCredentials):
 		return s.format.Error(r, Unauthorized())
+	case errors.Is(err, auth.ErrNotHere):
+		// An edge that does not hold the credential's user has an origin
+		// answer; with none reachable it cannot tell the credential from
+		// a wrong one.
+		resp := s.format.Error(r, Unauthorized())
+		resp.Upstream = true
+		return resp
 	}
 	return s.Fail(r, err)
 }

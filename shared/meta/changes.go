@@ -34,6 +34,10 @@ type ChangeFilter struct {
 	NoGlobal bool
 	// Kinds passes only these kinds; nil passes all.
 	Kinds []Kind
+	// Global, when set, is asked about each live record that belongs to
+	// no repository, value included: false leaves it out. A deletion
+	// carries no value and is not asked about.
+	Global func(c *Change) (bool, error)
 }
 
 func (f *ChangeFilter) pass(k Kind, repo string) bool {
@@ -135,6 +139,23 @@ func (tx *Tx) compact(upTo uint64) error {
 	return tx.bucket(bSys).Put(keyHorizon, drop[len(drop)-1][:8])
 }
 
+// Current is the record k/key as a change: its value and the index it
+// last changed at.
+func (tx *Tx) Current(k Kind, key string) (Change, bool) {
+	info, ok := kinds[k]
+	if !ok || unfed[k] {
+		return Change{}, false
+	}
+	raw := tx.space(Space(k)).Get([]byte(key))
+	if raw == nil {
+		return Change{}, false
+	}
+	return Change{Index: getU64(raw), Kind: k, Key: key, Repo: info.repo(key, raw[8:]), Value: bytes.Clone(raw[8:])}, true
+}
+
+// Applied is the last index the store has applied.
+func (tx *Tx) Applied() uint64 { return tx.lastApplied() }
+
 // Changes lists the records that changed after index since and pass f, in
 // index order, with their current values (tombstones for deletions). It
 // stops after about limit changes (0 = no limit), never inside one index,
@@ -165,6 +186,14 @@ func (tx *Tx) Changes(since uint64, f ChangeFilter, limit int) ([]Change, uint64
 				continue // cannot happen: the entry moves with the record
 			}
 			c.Value = bytes.Clone(raw[8:])
+			if repo == "" && f.Global != nil {
+				if ok, err := f.Global(&c); err != nil || !ok {
+					if err != nil {
+						return nil, 0, err
+					}
+					continue
+				}
+			}
 		}
 		if since == 0 && c.Deleted {
 			continue // a reader starting from nothing has nothing to delete

@@ -190,6 +190,44 @@ func (s *Store) RewriteUsers(fix func(*User) bool) (int, error) {
 	return len(fixed), err
 }
 
+// Forget drops from a follower the given users, with their API tokens and
+// sessions, and groups: records the origin still has but no longer sends
+// this follower (they no longer decide access to its repositories).
+// Unlike a deletion it leaves no tombstone, so the origin can send them
+// again, at the index they have, when they matter once more.
+func (s *Store) Forget(users, groups []string) error {
+	if len(users) == 0 && len(groups) == 0 {
+		return nil
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.db.Update(func(btx *bolt.Tx) error {
+		tx := &Tx{tx: btx, local: true}
+		for _, id := range users {
+			tokens, sessions := tx.Credentials(id)
+			if err := tx.delAll(KindSession, sessions); err != nil {
+				return err
+			}
+			if err := tx.delAll(KindToken, tokens); err != nil {
+				return err
+			}
+			if tx.space(Space(KindUser)).Get([]byte(id)) != nil {
+				if err := tx.delRec(KindUser, id); err != nil {
+					return err
+				}
+			}
+		}
+		for _, id := range groups {
+			if tx.space(Space(KindGroup)).Get([]byte(id)) != nil {
+				if err := tx.delRec(KindGroup, id); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+}
+
 // SetFollowed records that the follower has caught up on a repository
 // (on), or drops every record of the repository (its artifacts, format
 // keys, grants and itself) and forgets it (off): a repository no longer

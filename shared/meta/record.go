@@ -202,6 +202,10 @@ type Tx struct {
 	// evIdx and evN number the events recorded at one index.
 	evIdx uint64
 	evN   int
+	// local marks a follower forgetting records on its own (Forget): no
+	// tombstones, for the origin has not deleted them and may send them
+	// again at the index they have.
+	local bool
 }
 
 func u64(v uint64) []byte {
@@ -456,7 +460,7 @@ func (tx *Tx) delRec(k Kind, id string) error {
 	if err := info.index(tx, id, old[8:], nil); err != nil {
 		return err
 	}
-	if err := b.Delete([]byte(id)); err != nil || unfed[k] {
+	if err := b.Delete([]byte(id)); err != nil || unfed[k] || tx.local {
 		return err
 	}
 	return tx.addTomb(tx.idx, k, id, info.repo(id, old[8:]))

@@ -206,6 +206,11 @@ func (tx *Tx) TokensOf(userID string) ([]Token, error) {
 	return out, nil
 }
 
+// Credentials lists the ids of a user's API tokens and login sessions.
+func (tx *Tx) Credentials(userID string) (tokens, sessions []string) {
+	return tx.prefixKeys(bUserTokens, key(userID, "")), tx.prefixKeys(bUserSessions, key(userID, ""))
+}
+
 // Session returns a session by id.
 func (tx *Tx) Session(id string) (*Session, error) {
 	return getRec[Session](tx, KindSession, id, "session")
