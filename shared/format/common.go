@@ -138,6 +138,10 @@ type Upload struct {
 	Overwrite   Overwrite
 	Attrs       json.RawMessage // the format's record of the file
 	Refs        []string        // other blobs the file needs, kept with it
+	// Companion marks a file that goes with its version's main file (a
+	// POM beside its jar, a sources jar): the REST API names the main file
+	// as the version's, and its format decides what deleting it removes.
+	Companion bool
 	// Decide, when set, runs on the view the artifact is recorded from
 	// (see Writer.Decide): it may refuse the upload, and returns the format
 	// state that changes with the file, atomically.
@@ -278,6 +282,7 @@ func (d *Writer) NewArtifact(r *Request, u Upload, info blob.Info) meta.Artifact
 		UploadedBy:   r.Principal.Name(),
 		Attrs:        u.Attrs,
 		Refs:         u.Refs,
+		Companion:    u.Companion,
 	}
 	if !r.Principal.Anonymous() {
 		a.UploaderID = r.Principal.UserID

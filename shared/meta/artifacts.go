@@ -33,9 +33,9 @@ type Artifact struct {
 	// METADATA): garbage collection keeps them as long as the artifact.
 	Refs []string `json:"refs,omitempty"`
 	// Companion: a file that goes with its version's main file (a go.mod
-	// beside its module zip, a .nuspec beside its .nupkg): never named as
-	// the version's file, and deleted with it (neither is installable
-	// alone).
+	// beside its module zip, a .nuspec beside its .nupkg, a POM or a
+	// sources jar beside a jar): never named as the version's file while
+	// another is there. What deleting one removes is its format's rule.
 	Companion bool `json:"companion,omitempty"`
 }
 

@@ -286,6 +286,19 @@ func (m *pkgMerge) Pop() any {
 	return x
 }
 
+// better reports whether artifact id names its version better than
+// artifact cur: a companion never does while another file is there, and
+// of companions alone (a Maven POM project: its POM and signatures) the
+// shorter path does.
+func better(tx *Tx, id, cur string) bool {
+	c, err := tx.Artifact(cur)
+	if err != nil || !c.Companion {
+		return false
+	}
+	a, err := tx.Artifact(id)
+	return err == nil && (!a.Companion || len(a.Path) < len(c.Path))
+}
+
 // Versions lists the versions of a package in one repository, newest
 // upload first.
 func (tx *Tx) Versions(repoID, name string) ([]VersionSummary, error) {
@@ -301,8 +314,8 @@ func (tx *Tx) Versions(repoID, name string) ([]VersionSummary, error) {
 			vs = &VersionSummary{Version: version, ArtifactID: artID, RepositoryID: repoID, UploadedAt: t}
 			byVersion[version] = vs
 			order = append(order, version)
-		} else if a, err := tx.Artifact(vs.ArtifactID); err == nil && a.Companion {
-			vs.ArtifactID = artID // a companion is never the version's file while another is there
+		} else if better(tx, artID, vs.ArtifactID) {
+			vs.ArtifactID = artID
 		}
 		vs.SizeBytes += size
 		vs.FileCount++

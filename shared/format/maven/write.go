@@ -61,7 +61,7 @@ func (f *Format) putFile(ctx context.Context, r *format.Request, w *format.Write
 	raw, _ := json.Marshal(at)
 	_, idx, err := w.Store(ctx, r, format.Upload{
 		Repo: repo, Path: c.Path(), Package: c.Package(), Version: c.Version, ContentType: contentType(c),
-		Body: r.Body, Overwrite: ow, Attrs: raw,
+		Body: r.Body, Overwrite: ow, Attrs: raw, Companion: !c.main(),
 		// Checksums some clients announce (Maven 3.9's resolver, Nexus
 		// style): verified, so a corrupted transfer is never stored.
 		Expect: format.ExpectedChecksums(r.Header),
@@ -158,4 +158,63 @@ func contentType(c Coords) string {
 		return ct
 	}
 	return "application/octet-stream"
+}
+
+// main reports whether a file is the main artifact of its build: the file
+// its packaging makes (a jar, a war...), with no classifier, neither the
+// POM, Gradle's module metadata nor a signature. The others are its
+// companions; the REST API names the main file as the version's.
+func (c Coords) main() bool {
+	return c.Classifier == "" && c.Extension != "pom" && c.Extension != "module" && !strings.HasSuffix(c.Extension, ".asc")
+}
+
+// core reports whether a build cannot be installed without the file: its
+// main file, its POM, its module metadata (every classifier-less file but
+// a signature).
+func (c Coords) core() bool {
+	return c.Classifier == "" && !strings.HasSuffix(c.Extension, ".asc")
+}
+
+// DeleteArtifact is a REST delete that leaves the repository installable:
+// a build is its POM, its main file and its module metadata together, so
+// deleting any of them deletes the build whole (every file of a release
+// version, or of one SNAPSHOT build); a classified file (sources,
+// javadoc) or a signature goes alone, with its own signature. The
+// generated maven-metadata.xml follows by itself. The files deleted with
+// the one asked for raise no events of their own.
+func (f *Format) DeleteArtifact(ctx context.Context, r *format.Request, w *format.Writer, a *meta.Artifact) (uint64, error) {
+	repo := r.Repo
+	return w.Decide(ctx, func(tx *meta.Tx) (meta.Command, error) {
+		a, err := tx.Artifact(a.ID)
+		if err != nil {
+			return nil, err
+		}
+		files, err := tx.VersionFiles(a.RepositoryID, a.PackageName, a.Version)
+		if err != nil {
+			return nil, err
+		}
+		drop := []*meta.Artifact{a}
+		c, err := ParsePath(repo.Name + "/" + a.Path)
+		for i := range files {
+			o := &files[i]
+			if err != nil || o.ID == a.ID {
+				continue // (a file stored before a stricter parser goes alone)
+			}
+			oc, perr := ParsePath(repo.Name + "/" + o.Path)
+			switch {
+			case perr != nil:
+			case c.core() && oc.FileVersion() == c.FileVersion(),
+				o.Path == a.Path+".asc":
+				drop = append(drop, o)
+			}
+		}
+		cmd, err := w.ChangeCmd(r, repo, drop, nil, nil)
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range drop[1:] {
+			cmd.Quiet = append(cmd.Quiet, o.ID)
+		}
+		return cmd, nil
+	})
 }
