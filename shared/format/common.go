@@ -330,11 +330,23 @@ func (d *Writer) ChangeCmd(r *Request, repo *meta.Repository, drop []*meta.Artif
 
 // DeleteArtifact deletes an artifact the REST API names, keeping its
 // format consistent: a file of a version made of a main file and its
-// companions (a module zip and its go.mod, a .nupkg and its .nuspec) goes
-// with the whole version, since neither is installable alone; any other
-// file goes alone. Formats with state beside their artifacts delete
-// through their own ArtifactDeleter instead.
+// companions goes with the whole version (DeleteVersion); any other file
+// goes alone. Formats with other rules, or state beside their artifacts,
+// delete through their own ArtifactDeleter instead.
 func (d *Writer) DeleteArtifact(ctx context.Context, r *Request, repo *meta.Repository, id string) (uint64, error) {
+	return d.deleteFiles(ctx, r, repo, id, false)
+}
+
+// DeleteVersion deletes the version of an artifact the REST API names,
+// every file of it, for formats whose versions are installable only
+// whole (a module zip and its go.mod, a .nupkg and its .nuspec), however
+// old the files: the files named other than the one asked for raise no
+// events of their own (one client action, one event).
+func (d *Writer) DeleteVersion(ctx context.Context, r *Request, a *meta.Artifact) (uint64, error) {
+	return d.deleteFiles(ctx, r, r.Repo, a.ID, true)
+}
+
+func (d *Writer) deleteFiles(ctx context.Context, r *Request, repo *meta.Repository, id string, whole bool) (uint64, error) {
 	return d.Decide(ctx, func(tx *meta.Tx) (meta.Command, error) {
 		a, err := tx.Artifact(id)
 		if err != nil {
@@ -346,11 +358,10 @@ func (d *Writer) DeleteArtifact(ctx context.Context, r *Request, repo *meta.Repo
 		}
 		drop := []*meta.Artifact{a}
 		var quiet []string
-		if slices.ContainsFunc(files, func(f meta.Artifact) bool { return f.Companion }) {
-			drop = drop[:0]
+		if whole || slices.ContainsFunc(files, func(f meta.Artifact) bool { return f.Companion }) {
 			for i := range files {
-				drop = append(drop, &files[i])
-				if files[i].Companion {
+				if files[i].ID != a.ID {
+					drop = append(drop, &files[i])
 					quiet = append(quiet, files[i].ID) // one client action, one event
 				}
 			}

@@ -183,3 +183,9 @@ func latest(versions []string) string {
 	}
 	return best
 }
+
+// DeleteArtifact is a REST delete: a module version is its zip and its go.mod together, so it goes whole, however old its files
+// (format.Writer.DeleteVersion).
+func (f *Format) DeleteArtifact(ctx context.Context, r *format.Request, w *format.Writer, a *meta.Artifact) (uint64, error) {
+	return w.DeleteVersion(ctx, r, a)
+}

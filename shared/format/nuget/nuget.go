@@ -253,3 +253,9 @@ func (f *Format) Credential(r *format.Request) string {
 	}
 	return ""
 }
+
+// DeleteArtifact is a REST delete: a package version is its .nupkg and its .nuspec together, so it goes whole, however old its files
+// (format.Writer.DeleteVersion).
+func (f *Format) DeleteArtifact(ctx context.Context, r *format.Request, w *format.Writer, a *meta.Artifact) (uint64, error) {
+	return w.DeleteVersion(ctx, r, a)
+}
