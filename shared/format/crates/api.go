@@ -52,6 +52,22 @@ func (f *Format) yank(yanked bool) format.WriteHandler {
 	}
 }
 
+// DeleteArtifact is a REST delete of a version: its yank flag goes in the
+// same command, so the version published again later is not yanked.
+func (f *Format) DeleteArtifact(ctx context.Context, r *format.Request, w *format.Writer, a *meta.Artifact) (uint64, error) {
+	return w.Decide(ctx, func(tx *meta.Tx) (meta.Command, error) {
+		cur, err := tx.Artifact(a.ID)
+		if err != nil {
+			return nil, err
+		}
+		c, err := w.ChangeCmd(r, r.Repo, []*meta.Artifact{cur}, nil, []meta.KVOp{format.KVDelete(yankKey(cur.PackageName, cur.Version))})
+		if err != nil {
+			return nil, err
+		}
+		return c, nil
+	})
+}
+
 type user struct {
 	ID    int    `json:"id"`
 	Login string `json:"login"`

@@ -30,7 +30,10 @@ type Format struct {
 	format.Base
 }
 
-var _ format.Format = (*Format)(nil)
+var (
+	_ format.Format          = (*Format)(nil)
+	_ format.ArtifactDeleter = (*Format)(nil)
+)
 
 // New returns the format over env.
 func New(env *format.Env) *Format { return &Format{Base: format.NewBase(env, Name, "/crates")} }

@@ -4,7 +4,8 @@
 // latest_specs.4.8.gz and prerelease_specs.4.8.gz (Ruby Marshal), and the
 // gem files. A version is the artifact "gems/<file>.gem", its Attrs what
 // the index says of it (from the gem's metadata.gz); a yank is a KV flag:
-// the version leaves the indexes and cannot be pushed again.
+// the version leaves the indexes and cannot be pushed again until a REST
+// delete drops the file and the flag.
 package rubygems
 
 import (
@@ -30,7 +31,10 @@ type Format struct {
 	format.Base
 }
 
-var _ format.Format = (*Format)(nil)
+var (
+	_ format.Format          = (*Format)(nil)
+	_ format.ArtifactDeleter = (*Format)(nil)
+)
 
 // New returns the format over env.
 func New(env *format.Env) *Format { return &Format{Base: format.NewBase(env, Name, "/rubygems")} }
@@ -279,6 +283,22 @@ func (f *Format) yank(ctx context.Context, r *format.Request, w *format.Writer) 
 	resp := text("Successfully deleted gem: " + s.Name + " (" + s.full() + ")")
 	format.SetIndex(resp.Header, idx)
 	return resp, nil
+}
+
+// DeleteArtifact is a REST delete of a version: its yank flag goes in the
+// same command, so the version pushed again later is offered.
+func (f *Format) DeleteArtifact(ctx context.Context, r *format.Request, w *format.Writer, a *meta.Artifact) (uint64, error) {
+	return w.Decide(ctx, func(tx *meta.Tx) (meta.Command, error) {
+		cur, err := tx.Artifact(a.ID)
+		if err != nil {
+			return nil, err
+		}
+		c, err := w.ChangeCmd(r, r.Repo, []*meta.Artifact{cur}, nil, []meta.KVOp{format.KVDelete(yankKey(strings.TrimPrefix(cur.Path, "gems/")))})
+		if err != nil {
+			return nil, err
+		}
+		return c, nil
+	})
 }
 
 // quickSpec is quick/Marshal.4.8/<file>.gemspec.rz: the version's
