@@ -124,6 +124,28 @@ func TestEdgeFollower(t *testing.T) {
 	if followed, _ := s.Followed(); len(followed) != 1 || followed[0] != mine {
 		t.Fatalf("followed after unassigning = %v", followed)
 	}
+	// A page read before the unassignment, arriving after it, brings
+	// nothing of the repository back.
+	late, _ := json.Marshal(meta.Artifact{ID: "late", RepositoryID: other, Path: "tool/3.0/tool.bin", PackageName: "tool", Version: "3.0", Digest: "sha256:00"})
+	if err := s.ApplyFeed([]meta.Change{{Index: s.LastApplied(), Kind: meta.KindArtifact, Key: "late", Repo: other, Value: late}}, 0); err != nil {
+		t.Fatal(err)
+	}
+	if has(other, "tool/3.0/tool.bin") {
+		t.Fatal("a late page brought back a record of the repository taken away")
+	}
+	// Given back, it is caught up whole again: the records it dropped
+	// come back at the index they have.
+	e.Do("POST", "/api/v1/edge-nodes/"+n.ID+"/repositories", e.Admin, map[string][]string{"repository_ids": {other}}).Want(200)
+	if err := feed.Reconcile(t.Context(), c, s, []string{mine, other}); err != nil {
+		t.Fatal(err)
+	}
+	if !has(other, "tool/1.0/tool.bin") {
+		t.Fatal("a repository given back lacks the records it had")
+	}
+	e.Do("DELETE", "/api/v1/edge-nodes/"+n.ID+"/repositories/"+other, e.Admin, nil).Want(200)
+	if err := feed.Reconcile(t.Context(), c, s, []string{mine}); err != nil {
+		t.Fatal(err)
+	}
 
 	// A resync from 0 removes what the origin no longer has.
 	stray, _ := json.Marshal(meta.Artifact{ID: "stray", RepositoryID: mine, Path: "ghost/1/g", PackageName: "ghost", Version: "1", Digest: "sha256:00"})

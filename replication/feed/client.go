@@ -203,16 +203,16 @@ func Sync(ctx context.Context, c *Client, s *meta.Store, wait time.Duration) err
 	for {
 		p, err := c.Read(ctx, Request{Since: s.LastApplied(), Wait: wait})
 		if errors.Is(err, ErrResync) {
-			return Resync(ctx, c, s)
+			return c.serially(func() error { return Resync(ctx, c, s) })
 		}
 		if err != nil {
 			return err
 		}
-		apply := func() error { return s.ApplyChanges(p.Changes, p.Next) }
+		apply := func() error { return s.ApplyFeed(p.Changes, p.Next) }
 		if relevant(p.Changes) {
 			err = c.settle(ctx, s, apply)
 		} else {
-			err = apply()
+			err = c.serially(apply)
 		}
 		if err != nil {
 			return err
@@ -305,6 +305,15 @@ func Reconcile(ctx context.Context, c *Client, s *meta.Store, assigned []string)
 		return err
 	}
 	return c.settle(ctx, s, func() error { return reconcile(ctx, c, s, assigned) })
+}
+
+// serially makes change to s while no other change is being made (a
+// catch-up on a repository given back, which must not interleave with
+// feed pages that leave it out).
+func (c *Client) serially(change func() error) error {
+	c.settling.Lock()
+	defer c.settling.Unlock()
+	return change()
 }
 
 // settle makes change to s, then Settles s's audience. When either

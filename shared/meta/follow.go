@@ -22,15 +22,36 @@ import (
 // without bringing back what was deleted, and the applied index never
 // moves back. Waiters on WaitIndex are woken.
 func (s *Store) ApplyChanges(changes []Change, next uint64) error {
+	return s.apply(changes, next, false)
+}
+
+// ApplyFeed is ApplyChanges for a page of the follower's own feed: it
+// leaves out the records of repositories the follower has dropped
+// (SetFollowed off), since a page read before the origin took one away
+// may arrive after the follower dropped it, and would bring back what was
+// dropped. (A catch-up on a repository given back, with ApplyChanges,
+// reads it whole again.)
+func (s *Store) ApplyFeed(changes []Change, next uint64) error {
+	return s.apply(changes, next, true)
+}
+
+func (s *Store) apply(changes []Change, next uint64, feed bool) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	var last uint64
 	err := s.db.Update(func(btx *bolt.Tx) error {
 		tx := &Tx{tx: btx}
 		last = tx.lastApplied()
+		var dropped []string
+		if feed {
+			dropped = tx.repoList(keyDropped)
+		}
 		for _, c := range inApplyOrder(changes) {
 			if _, ok := kinds[c.Kind]; !ok {
 				return fmt.Errorf("meta: change of unknown kind %d", c.Kind)
+			}
+			if _, gone := slices.BinarySearch(dropped, c.Repo); gone && c.Repo != "" {
+				continue
 			}
 			tx.idx = c.Index
 			held := tx.space(Space(c.Kind)).Get([]byte(c.Key))
@@ -121,8 +142,12 @@ func (s *Store) RetainOnly(kinds []Kind, keep func(Kind, string) bool, at uint64
 	return nil
 }
 
-// keyFollowed keeps, in a follower, the repositories it has caught up on.
-var keyFollowed = []byte("followed_repos")
+// keyFollowed keeps, in a follower, the repositories it has caught up on;
+// keyDropped those it dropped since (ApplyFeed).
+var (
+	keyFollowed = []byte("followed_repos")
+	keyDropped  = []byte("dropped_repos")
+)
 
 // Followed lists, sorted, the repositories the follower has caught up on.
 func (s *Store) Followed() ([]string, error) {
@@ -134,12 +159,23 @@ func (s *Store) Followed() ([]string, error) {
 	return ids, err
 }
 
-func (tx *Tx) followed() []string {
+func (tx *Tx) followed() []string { return tx.repoList(keyFollowed) }
+
+// repoList reads a sorted list of repository ids a follower keeps.
+func (tx *Tx) repoList(k []byte) []string {
 	var ids []string
-	if raw := tx.bucket(bSys).Get(keyFollowed); raw != nil {
+	if raw := tx.bucket(bSys).Get(k); raw != nil {
 		_ = json.Unmarshal(raw, &ids)
 	}
 	return ids
+}
+
+func (tx *Tx) setRepoList(k []byte, ids []string) error {
+	raw, err := json.Marshal(ids)
+	if err != nil {
+		return err
+	}
+	return tx.bucket(bSys).Put(k, raw)
 }
 
 // RewriteUsers applies fix to every user record of a follower store in
@@ -231,27 +267,30 @@ func (s *Store) Forget(users, groups []string) error {
 // SetFollowed records that the follower has caught up on a repository
 // (on), or drops every record of the repository (its artifacts, format
 // keys, grants and itself) and forgets it (off): a repository no longer
-// assigned to the node.
+// assigned to the node. The drop leaves no tombstones (the origin did
+// not delete the records, and a catch-up on the repository given back
+// must bring them at the index they have), and feed pages leave the
+// repository out until it is followed again (ApplyFeed).
 func (s *Store) SetFollowed(repoID string, on bool) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.db.Update(func(btx *bolt.Tx) error {
-		tx := &Tx{tx: btx}
+		tx := &Tx{tx: btx, local: true}
 		tx.idx = tx.lastApplied()
-		ids := tx.followed()
+		ids, dropped := tx.followed(), tx.repoList(keyDropped)
+		other := func(id string) bool { return id == repoID }
 		if on {
-			ids = sortedSet(append(ids, repoID))
+			ids, dropped = sortedSet(append(ids, repoID)), slices.DeleteFunc(dropped, other)
 		} else {
-			ids = slices.DeleteFunc(ids, func(id string) bool { return id == repoID })
+			ids, dropped = slices.DeleteFunc(ids, other), sortedSet(append(dropped, repoID))
 			if err := tx.dropRepo(repoID); err != nil {
 				return err
 			}
 		}
-		raw, err := json.Marshal(ids)
-		if err != nil {
+		if err := tx.setRepoList(keyDropped, dropped); err != nil {
 			return err
 		}
-		return btx.Bucket(bSys).Put(keyFollowed, raw)
+		return tx.setRepoList(keyFollowed, ids)
 	})
 }
 
