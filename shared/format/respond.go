@@ -32,10 +32,13 @@ func Text(status int, body string) *Response {
 // bytes, unless its format tagged it already (with the digest its clients
 // check it against), and answers a GET or HEAD that has the tag already
 // 304 with no body, so clients revalidate indexes rather than fetch them
-// again; Server.Serve does it for every format, on every node. Such
-// documents change with every write: no-cache, unless the format says
-// otherwise. The tag is of the bytes sent: a document naming absolute
-// URLs has one per host. Blobs are tagged by their formats and
+// again; Server.Serve does it for every format, on every node. A format
+// that dates a document (Last-Modified) has it answered 304 as well to a
+// client that revalidates by date (If-Modified-Since) and sends no tag
+// (see unmodified); the date must move forward with every change of the
+// document. Such documents change with every write: no-cache, unless the
+// format says otherwise. The tag is of the bytes sent: a document naming
+// absolute URLs has one per host. Blobs are tagged by their formats and
 // revalidated by the transports.
 func revalidate(r *Request, resp *Response) {
 	if resp.Status != http.StatusOK || resp.Blob != nil || resp.Abort || resp.Upstream {
@@ -50,14 +53,47 @@ func revalidate(r *Request, resp *Response) {
 	if resp.Header.Get("Cache-Control") == "" {
 		resp.Header.Set("Cache-Control", "no-cache")
 	}
-	if (r.Method != http.MethodGet && r.Method != http.MethodHead) || r.Header == nil || !ETagMatches(r.Header.Get("If-None-Match"), etag) {
+	if (r.Method != http.MethodGet && r.Method != http.MethodHead) || r.Header == nil {
 		return
 	}
-	// As net/http answers a blob's: no body, and none of its headers.
+	inm, ims := r.Header.Get("If-None-Match"), ""
+	lastModified := resp.Header.Get("Last-Modified")
+	if inm == "" && lastModified != "" {
+		// Read only when it can decide: a transport that keys answers on
+		// the headers read (an edge's remembered answers) then varies on
+		// it only for dated documents.
+		ims = r.Header.Get("If-Modified-Since")
+	}
+	if !unmodified(inm, ims, etag, lastModified) {
+		return
+	}
+	// As net/http answers a blob's: no body, none of its headers, and,
+	// as it has a tag, no date.
 	resp.Status, resp.Body = http.StatusNotModified, nil
-	for _, h := range []string{"Content-Type", "Content-Length", "Content-Encoding"} {
+	for _, h := range []string{"Content-Type", "Content-Length", "Content-Encoding", "Last-Modified"} {
 		resp.Header.Del(h)
 	}
+}
+
+// unmodified evaluates a GET's or HEAD's preconditions against a
+// document's validators in the order RFC 9110 13.2.2 sets: If-None-Match,
+// when sent, decides alone (ETagMatches), whatever date comes with it;
+// otherwise If-Modified-Since, when it is a valid HTTP date and the
+// document has a valid Last-Modified, holds when the document is not
+// newer than it. True: the client's copy is current (a 304).
+func unmodified(ifNoneMatch, ifModifiedSince, etag, lastModified string) bool {
+	if ifNoneMatch != "" {
+		return ETagMatches(ifNoneMatch, etag)
+	}
+	if ifModifiedSince == "" || lastModified == "" {
+		return false
+	}
+	since, err := http.ParseTime(ifModifiedSince)
+	if err != nil {
+		return false
+	}
+	modified, err := http.ParseTime(lastModified)
+	return err == nil && !modified.After(since)
 }
 
 // ETagMatches reports whether an If-None-Match value names etag: "*", or

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"slices"
 	"testing"
 
 	"github.com/depot-registry/depot/shared/auth"
@@ -40,6 +41,11 @@ func (docs) Routes() []Route {
 			resp.Header.Set("Cache-Control", "max-age=60")
 			return resp
 		}, nil)},
+		{Method: http.MethodGet, Path: "/dated", Read: answer(func() *Response {
+			resp := Text(http.StatusOK, "dated")
+			resp.Header.Set("Last-Modified", dated)
+			return resp
+		}, nil)},
 		{Method: http.MethodGet, Path: "/blob", Read: answer(func() *Response {
 			resp := NewResponse(http.StatusOK)
 			resp.Blob = &BlobRef{Digest: "sha256:x", Size: 1}
@@ -51,6 +57,9 @@ func (docs) Routes() []Route {
 		}},
 	}
 }
+
+// dated is the Last-Modified of docs' /dated.
+const dated = "Tue, 02 Jan 2024 15:04:05 GMT"
 
 type anyone struct{}
 
@@ -103,6 +112,100 @@ func TestDocumentsRevalidate(t *testing.T) {
 	}
 	if r := serve("PUT", "/index", "*"); r.Status != 200 || r.Header.Get("ETag") != "" {
 		t.Errorf("a write: %d %v", r.Status, r.Header)
+	}
+}
+
+// readHeader is a request's headers that remembers which were read.
+type readHeader struct {
+	http.Header
+	read []string
+}
+
+func (h *readHeader) Get(k string) string {
+	h.read = append(h.read, http.CanonicalHeaderKey(k))
+	return h.Header.Get(k)
+}
+
+// TestDocumentsRevalidateByDate: a document its format dates (Last-Modified)
+// is answered 304, with no body, no entity headers and no date, to a GET or
+// HEAD whose If-Modified-Since is not before its date, and 200 to one
+// whose date is older or not a date; If-None-Match, when sent, decides
+// alone (RFC 9110 13.2.2). An undated document ignores If-Modified-Since
+// and does not even read it (an edge's remembered answers vary on the
+// headers read).
+func TestDocumentsRevalidateByDate(t *testing.T) {
+	s := NewServer(docs{}, &Env{}, &Writer{}, anyone{}, slog.New(slog.DiscardHandler))
+	serve := func(method, path string, hdr map[string]string) (*Response, []string) {
+		h := &readHeader{Header: http.Header{}}
+		for k, v := range hdr {
+			h.Header.Set(k, v)
+		}
+		return s.Serve(context.Background(), &Request{Method: method, Path: path, Header: h}), h.read
+	}
+	r, _ := serve("GET", "/dated", nil)
+	if r.Status != 200 || r.Header.Get("Last-Modified") != dated || r.Header.Get("ETag") == "" {
+		t.Fatalf("a dated document: %d %v", r.Status, r.Header)
+	}
+	tag := r.Header.Get("ETag")
+	const before, after = "Tue, 02 Jan 2024 15:04:04 GMT", "Wed, 03 Jan 2024 00:00:00 GMT"
+	for _, c := range []struct {
+		hdr  map[string]string
+		want int
+	}{
+		{map[string]string{"If-Modified-Since": dated}, 304},
+		{map[string]string{"If-Modified-Since": after}, 304},
+		{map[string]string{"If-Modified-Since": "Tuesday, 02-Jan-24 15:04:05 GMT"}, 304}, // RFC 850, still a date
+		{map[string]string{"If-Modified-Since": before}, 200},
+		{map[string]string{"If-Modified-Since": "yesterday"}, 200},
+		{map[string]string{"If-None-Match": `"other"`, "If-Modified-Since": after}, 200},
+		{map[string]string{"If-None-Match": tag, "If-Modified-Since": before}, 304},
+	} {
+		for _, method := range []string{"GET", "HEAD"} {
+			r, _ := serve(method, "/dated", c.hdr)
+			if r.Status != c.want {
+				t.Errorf("%s with %v: %d, want %d", method, c.hdr, r.Status, c.want)
+			}
+			if c.want == 304 && (r.Body != nil || r.Header.Get("Content-Type") != "" || r.Header.Get("Last-Modified") != "" || r.Header.Get("ETag") != tag) {
+				t.Errorf("%s with %v: 304 with %q %v", method, c.hdr, r.Body, r.Header)
+			}
+			if c.want == 200 && (string(r.Body) != "dated" || r.Header.Get("Last-Modified") != dated) {
+				t.Errorf("%s with %v: 200 with %q %v", method, c.hdr, r.Body, r.Header)
+			}
+		}
+	}
+	r, read := serve("GET", "/index", map[string]string{"If-Modified-Since": after})
+	if r.Status != 200 || string(r.Body) != "an index" || r.Header.Get("Last-Modified") != "" {
+		t.Errorf("an undated document with If-Modified-Since: %d %q %v", r.Status, r.Body, r.Header)
+	}
+	if slices.Contains(read, "If-Modified-Since") {
+		t.Errorf("an undated document read If-Modified-Since (read %v)", read)
+	}
+	if r, _ := serve("PUT", "/index", map[string]string{"If-Modified-Since": after}); r.Status != 200 || string(r.Body) != "written" {
+		t.Errorf("a write with If-Modified-Since: %d %q", r.Status, r.Body)
+	}
+}
+
+func TestUnmodified(t *testing.T) {
+	const lm, tag = "Tue, 02 Jan 2024 15:04:05 GMT", `"a"`
+	for _, c := range []struct {
+		inm, ims, lm string
+		want         bool
+	}{
+		{"", lm, lm, true},
+		{"", "Tue, 02 Jan 2024 15:04:06 GMT", lm, true},
+		{"", "Tue, 02 Jan 2024 15:04:04 GMT", lm, false},
+		{"", "Tue Jan  2 15:04:05 2024", lm, true}, // asctime
+		{"", "", lm, false},
+		{"", lm, "", false},
+		{"", "not a date", lm, false},
+		{"", lm, "not a date", false},
+		{tag, "Tue, 02 Jan 2024 15:04:04 GMT", lm, true},
+		{`"b"`, lm, lm, false},
+		{"*", "", "", true},
+	} {
+		if got := unmodified(c.inm, c.ims, tag, c.lm); got != c.want {
+			t.Errorf("unmodified(%q, %q, %q, %q) = %v", c.inm, c.ims, tag, c.lm, got)
+		}
 	}
 }
 

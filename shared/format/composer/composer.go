@@ -31,7 +31,10 @@ type Format struct {
 	format.Base
 }
 
-var _ format.Format = (*Format)(nil)
+var (
+	_ format.Format          = (*Format)(nil)
+	_ format.ArtifactDeleter = (*Format)(nil)
+)
 
 // New returns the format over env.
 func New(env *format.Env) *Format { return &Format{Base: format.NewBase(env, Name, "/composer")} }
@@ -58,15 +61,28 @@ func (f *Format) Error(r *format.Request, err error) *format.Response {
 
 var packageName = regexp.MustCompile(`^[a-z0-9]([_.-]?[a-z0-9]+)*/[a-z0-9](([_.]|-{1,2})?[a-z0-9]+)*$`)
 
-// packages are the repository's versions by package name.
-func (f *Format) packages(repo *meta.Repository, name string) (map[string][]meta.Artifact, error) {
+// packages are the repository's versions by package name (name's alone
+// when set), and the date recorded under key (see modified.go; "": none),
+// read in one view: a document is never dated before what it shows.
+func (f *Format) packages(repo *meta.Repository, name, key string) (map[string][]meta.Artifact, time.Time, error) {
 	prefix := ""
 	if name != "" {
 		prefix = name + "/"
 	}
-	arts, err := f.Env.List(repo, prefix)
+	var arts []meta.Artifact
+	var modified time.Time
+	err := f.Env.View(func(tx *meta.Tx) error {
+		var err error
+		if arts, err = tx.ArtifactsUnder(repo.ID, prefix); err != nil {
+			return err
+		}
+		if key != "" {
+			modified = readModified(tx, repo.ID, key)
+		}
+		return nil
+	})
 	if err != nil {
-		return nil, err
+		return nil, time.Time{}, err
 	}
 	out := map[string][]meta.Artifact{}
 	for _, a := range arts {
@@ -74,11 +90,11 @@ func (f *Format) packages(repo *meta.Repository, name string) (map[string][]meta
 			out[a.PackageName] = append(out[a.PackageName], a)
 		}
 	}
-	return out, nil
+	return out, modified, nil
 }
 
 func (f *Format) root(ctx context.Context, r *format.Request) (*format.Response, error) {
-	byName, err := f.packages(r.Repo, "")
+	byName, modified, err := f.packages(r.Repo, "", namesKey)
 	if err != nil {
 		return nil, err
 	}
@@ -89,8 +105,8 @@ func (f *Format) root(ctx context.Context, r *format.Request) (*format.Response,
 	slices.Sort(names)
 	base := r.Prefix + "/" + r.Repo.Name
 	abs := strings.TrimRight(r.BaseURL, "/") + base
-	return format.JSON(http.StatusOK, map[string]any{"packages": map[string]any{}, "metadata-url": base + "/p2/%package%.json",
-		"available-packages": names, "search": abs + "/search.json?q=%query%&type=%type%", "list": abs + "/list.json"}), nil
+	return setModified(format.JSON(http.StatusOK, map[string]any{"packages": map[string]any{}, "metadata-url": base + "/p2/%package%.json",
+		"available-packages": names, "search": abs + "/search.json?q=%query%&type=%type%", "list": abs + "/list.json"}), modified), nil
 }
 
 // dev reports whether a version is a branch (~dev.json) rather than a tag.
@@ -105,7 +121,7 @@ func (f *Format) metadata(ctx context.Context, r *format.Request) (*format.Respo
 		file, wantDev = n, true
 	}
 	name := strings.ToLower(r.Param("vendor") + "/" + file)
-	byName, err := f.packages(r.Repo, name)
+	byName, modified, err := f.packages(r.Repo, name, modifiedKey(name))
 	if err != nil {
 		return nil, err
 	}
@@ -122,7 +138,7 @@ func (f *Format) metadata(ctx context.Context, r *format.Request) (*format.Respo
 	slices.SortFunc(entries, func(a, b map[string]any) int {
 		return strings.Compare(b["version_normalized"].(string), a["version_normalized"].(string))
 	})
-	return format.JSON(http.StatusOK, map[string]any{"packages": map[string]any{name: entries}}), nil
+	return setModified(format.JSON(http.StatusOK, map[string]any{"packages": map[string]any{name: entries}}), modified), nil
 }
 
 // entry is a version as composer reads it: composer.json, plus where and
@@ -147,10 +163,15 @@ func (f *Format) dist(ctx context.Context, r *format.Request) (*format.Response,
 	return f.Env.Serve(r, a, false), nil
 }
 
-// list is list.json ({"packageNames"}) and search.json (names containing
-// q).
+// list is list.json ({"packageNames"}, dated as packages.json is) and
+// search.json (names containing q, not dated).
 func (f *Format) list(ctx context.Context, r *format.Request) (*format.Response, error) {
-	byName, err := f.packages(r.Repo, "")
+	listing := strings.HasSuffix(r.Path, "/list.json")
+	key := ""
+	if listing {
+		key = namesKey
+	}
+	byName, modified, err := f.packages(r.Repo, "", key)
 	if err != nil {
 		return nil, err
 	}
@@ -173,8 +194,8 @@ func (f *Format) list(ctx context.Context, r *format.Request) (*format.Response,
 	}
 	slices.Sort(names)
 	slices.SortFunc(results, func(a, b map[string]any) int { return strings.Compare(a["name"].(string), b["name"].(string)) })
-	if strings.HasSuffix(r.Path, "/list.json") {
-		return format.JSON(http.StatusOK, map[string]any{"packageNames": names}), nil
+	if listing {
+		return setModified(format.JSON(http.StatusOK, map[string]any{"packageNames": names}), modified), nil
 	}
 	return format.JSON(http.StatusOK, map[string]any{"results": results, "total": len(results)}), nil
 }

@@ -99,7 +99,7 @@ func (f *Format) upload(ctx context.Context, r *format.Request, w *format.Writer
 	vendor, pkg, _ := strings.Cut(name, "/")
 	a, idx, err := w.Store(ctx, r, format.Upload{Repo: r.Repo, Path: name + "/" + version + "/" + vendor + "-" + pkg + "-" + version + ".zip",
 		Package: name, Version: version, ContentType: "application/zip", Body: io.NewSectionReader(tmp, 0, size),
-		Overwrite: format.OverwriteNever, Attrs: attrs})
+		Overwrite: format.OverwriteNever, Attrs: attrs, Decide: f.uploadModified(r.Repo.ID, name)})
 	if err != nil {
 		return nil, err
 	}
