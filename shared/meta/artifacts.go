@@ -9,6 +9,32 @@ import (
 	"github.com/depot-registry/depot/shared/blob"
 )
 
+// The artifact kind and its commands.
+const (
+	KindArtifact       Kind    = 7
+	SpaceArtifactPaths Space   = 23 // repo \0 path -> artifact id
+	SpaceArtifactPkgs  Space   = 24 // repo \0 package \0 version \0 artifact id -> uploaded-at, size
+	CmdArtifactPut     CmdType = 15
+	CmdArtifactDelete  CmdType = 16
+	CmdArtifactsApply  CmdType = 19
+)
+
+var (
+	bPackages   = []byte("packages")    // repo \0 name -> PackageSummary JSON
+	bBlobRefs   = []byte("blob_refs")   // digest \0 kind \0 key -> ""
+	bPkgGrams   = []byte("pkg_grams")   // trigram \0 name \0 repo -> ""
+	bGramCounts = []byte("gram_counts") // trigram -> how many packages have it (uint64)
+)
+
+func init() {
+	declareKind(KindArtifact, kindDecl{Name: "artifacts", Bucket: "artifacts", Repo: artifactRepo, Index: indexArtifact,
+		Derived: [][]byte{bPackages, bBlobRefs, bPkgGrams, bGramCounts},
+		Lookups: []lookupDecl{{SpaceArtifactPaths, "artifact paths", "artifact_paths"}, {SpaceArtifactPkgs, "package versions", "artifact_pkgs"}}})
+	declareCommand(CmdArtifactPut, func() Command { return new(ArtifactPut) })
+	declareCommand(CmdArtifactDelete, func() Command { return new(ArtifactDelete) })
+	declareCommand(CmdArtifactsApply, func() Command { return new(ArtifactsApply) })
+}
+
 // Artifact is one stored file. Path is unique within its repository and is
 // chosen by the format (generic: package/version/filename). Artifacts are
 // never changed in place: replacing one records a new artifact.

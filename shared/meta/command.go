@@ -7,7 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"slices"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -15,93 +16,16 @@ import (
 // used, keeps its meaning forever, because old log entries are replayed.
 type CmdType uint16
 
-// Command types.
-const (
-	CmdUserCreate        CmdType = 1
-	CmdUserUpdate        CmdType = 2
-	CmdUserDelete        CmdType = 3
-	CmdTokenCreate       CmdType = 4
-	CmdTokenRevoke       CmdType = 5
-	CmdSessionCreate     CmdType = 6
-	CmdSessionRevoke     CmdType = 7
-	CmdGroupCreate       CmdType = 8
-	CmdGroupAddMembers   CmdType = 9
-	CmdPermissionCreate  CmdType = 10
-	CmdPermissionDelete  CmdType = 11
-	CmdRepoCreate        CmdType = 12
-	CmdRepoUpdate        CmdType = 13
-	CmdRepoDelete        CmdType = 14
-	CmdArtifactPut       CmdType = 15
-	CmdArtifactDelete    CmdType = 16
-	CmdSessionPurge      CmdType = 17
-	CmdKVApply           CmdType = 18
-	CmdArtifactsApply    CmdType = 19
-	CmdChecked           CmdType = 20
-	CmdEdgeCreate        CmdType = 21
-	CmdEdgeDelete        CmdType = 22
-	CmdEdgeAssign        CmdType = 23
-	CmdEdgeUnassign      CmdType = 24
-	CmdEdgeHeartbeat     CmdType = 25
-	CmdWebhookCreate     CmdType = 26
-	CmdWebhookUpdate     CmdType = 27
-	CmdWebhookDelete     CmdType = 28
-	CmdEventsRecord      CmdType = 29
-	CmdDeliveriesEnqueue CmdType = 30
-	CmdDeliveryCreate    CmdType = 31
-	CmdDeliveryAttempt   CmdType = 32
-	CmdDeliveryRedeliver CmdType = 33
-	CmdEventsCompact     CmdType = 34
-)
+// IgnorableFlag, set in a command type, lets a build that does not know
+// the type skip it: for commands that only touch state such a build does
+// not have (a new kind's records). Any other unknown type stops the
+// build applying the log (see Decode).
+const IgnorableFlag CmdType = 0x8000
 
-// commands is the registration table: every command type and how to make
-// an empty one to decode into. Each command's apply lives beside its
-// domain's records (users.go, repos.go, artifacts.go...).
-var commands = map[CmdType]func() Command{
-	CmdUserCreate:        func() Command { return new(UserCreate) },
-	CmdUserUpdate:        func() Command { return new(UserUpdate) },
-	CmdUserDelete:        func() Command { return new(UserDelete) },
-	CmdTokenCreate:       func() Command { return new(TokenCreate) },
-	CmdTokenRevoke:       func() Command { return new(TokenRevoke) },
-	CmdSessionCreate:     func() Command { return new(SessionCreate) },
-	CmdSessionRevoke:     func() Command { return new(SessionRevoke) },
-	CmdSessionPurge:      func() Command { return new(SessionPurge) },
-	CmdGroupCreate:       func() Command { return new(GroupCreate) },
-	CmdGroupAddMembers:   func() Command { return new(GroupAddMembers) },
-	CmdPermissionCreate:  func() Command { return new(PermissionCreate) },
-	CmdPermissionDelete:  func() Command { return new(PermissionDelete) },
-	CmdRepoCreate:        func() Command { return new(RepoCreate) },
-	CmdRepoUpdate:        func() Command { return new(RepoUpdate) },
-	CmdRepoDelete:        func() Command { return new(RepoDelete) },
-	CmdArtifactPut:       func() Command { return new(ArtifactPut) },
-	CmdArtifactDelete:    func() Command { return new(ArtifactDelete) },
-	CmdKVApply:           func() Command { return new(KVApply) },
-	CmdArtifactsApply:    func() Command { return new(ArtifactsApply) },
-	CmdChecked:           func() Command { return new(Checked) },
-	CmdEdgeCreate:        func() Command { return new(EdgeCreate) },
-	CmdEdgeDelete:        func() Command { return new(EdgeDelete) },
-	CmdEdgeAssign:        func() Command { return new(EdgeAssign) },
-	CmdEdgeUnassign:      func() Command { return new(EdgeUnassign) },
-	CmdEdgeHeartbeat:     func() Command { return new(EdgeHeartbeat) },
-	CmdWebhookCreate:     func() Command { return new(WebhookCreate) },
-	CmdWebhookUpdate:     func() Command { return new(WebhookUpdate) },
-	CmdWebhookDelete:     func() Command { return new(WebhookDelete) },
-	CmdEventsRecord:      func() Command { return new(EventsRecord) },
-	CmdDeliveriesEnqueue: func() Command { return new(DeliveriesEnqueue) },
-	CmdDeliveryCreate:    func() Command { return new(DeliveryCreate) },
-	CmdDeliveryAttempt:   func() Command { return new(DeliveryAttempt) },
-	CmdDeliveryRedeliver: func() Command { return new(DeliveryRedeliver) },
-	CmdEventsCompact:     func() Command { return new(EventsCompact) },
-}
+// CmdChecked wraps a command with the preconditions of its decision.
+const CmdChecked CmdType = 20
 
-// CommandTypes lists every registered command type in order.
-func CommandTypes() []CmdType {
-	out := make([]CmdType, 0, len(commands))
-	for t := range commands {
-		out = append(out, t)
-	}
-	slices.Sort(out)
-	return out
-}
+func init() { declareCommand(CmdChecked, func() Command { return new(Checked) }) }
 
 // wireVersion is the first byte of every encoded command. A future change
 // of the envelope gets a new version; Decode keeps reading the old ones.
@@ -191,9 +115,12 @@ func (c *Checked) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
-	mk, ok := commands[w.Type]
-	if !ok || w.Type == CmdChecked {
-		return fmt.Errorf("meta: checked command of type %d", w.Type)
+	if w.Type == CmdChecked {
+		return fmt.Errorf("meta: a checked command wraps another")
+	}
+	mk, err := maker(w.Type)
+	if err != nil {
+		return err
 	}
 	inner := mk()
 	if err := json.Unmarshal(w.Cmd, inner); err != nil {
@@ -216,9 +143,17 @@ func Encode(c Command) ([]byte, error) {
 	return append(out, body...), nil
 }
 
+// ErrUnknownCommand is a log entry of a command type this build does not
+// know: one written by a newer Depot. Skipping it would fork this replica
+// from the others, so the replica stops applying the log (the leader
+// commits a type only once every voter knows it: Knows).
+var ErrUnknownCommand = errors.New("meta: a command of a type this build of Depot does not know")
+
+// errIgnorable is an unknown command whose type says it may be skipped.
+var errIgnorable = errors.New("meta: unknown command that may be skipped")
+
 // Decode parses an encoded command. An unknown version or type is an
-// error; the state machine treats it as fatal, because skipping a command
-// would fork this replica from the others.
+// error (ErrUnknownCommand for a type written by a newer build).
 func Decode(b []byte) (Command, error) {
 	if len(b) < 3 {
 		return nil, fmt.Errorf("meta: command too short (%d bytes)", len(b))
@@ -227,15 +162,94 @@ func Decode(b []byte) (Command, error) {
 		return nil, fmt.Errorf("meta: unknown command wire version %d", b[0])
 	}
 	t := CmdType(binary.BigEndian.Uint16(b[1:3]))
-	mk, ok := commands[t]
-	if !ok {
-		return nil, fmt.Errorf("meta: unknown command type %d", t)
+	mk, err := maker(t)
+	if err != nil {
+		return nil, err
 	}
 	c := mk()
 	if err := json.Unmarshal(b[3:], c); err != nil {
 		return nil, fmt.Errorf("meta: command %d: %w", t, err)
 	}
 	return c, nil
+}
+
+func maker(t CmdType) (func() Command, error) {
+	mk, ok := commands[t]
+	switch {
+	case ok:
+		return mk, nil
+	case t&IgnorableFlag != 0:
+		return nil, fmt.Errorf("%w: type %d", errIgnorable, t)
+	}
+	return nil, fmt.Errorf("%w: type %d", ErrUnknownCommand, t)
+}
+
+// CommandTypesOf reads the command types of an encoded command without
+// decoding it: its own and, for a checked command, the one it wraps.
+func CommandTypesOf(b []byte) ([]CmdType, error) {
+	if len(b) < 3 || b[0] != wireVersion {
+		return nil, fmt.Errorf("meta: not an encoded command")
+	}
+	t := CmdType(binary.BigEndian.Uint16(b[1:3]))
+	if t != CmdChecked {
+		return []CmdType{t}, nil
+	}
+	var w struct {
+		Type CmdType `json:"type"`
+	}
+	if err := json.Unmarshal(b[3:], &w); err != nil {
+		return nil, fmt.Errorf("meta: checked command: %w", err)
+	}
+	return []CmdType{t, w.Type}, nil
+}
+
+// legacyCommands is what a build from before origins advertised their
+// command types knows: types 1 to 34.
+const legacyCommands = "1-34"
+
+// KnownCommands is the set of command types this build knows, as origins
+// advertise it to each other: ranges, "1-34,36".
+func KnownCommands() string {
+	var parts []string
+	types := CommandTypes()
+	for i := 0; i < len(types); {
+		j := i
+		for j+1 < len(types) && types[j+1] == types[j]+1 {
+			j++
+		}
+		if i == j {
+			parts = append(parts, strconv.Itoa(int(types[i])))
+		} else {
+			parts = append(parts, fmt.Sprintf("%d-%d", types[i], types[j]))
+		}
+		i = j + 1
+	}
+	return strings.Join(parts, ",")
+}
+
+// Knows reports whether a node that advertises set (KnownCommands; ""
+// for a build from before they did) can apply a command of type t. An
+// ignorable type is always applicable: a build that does not know it
+// skips it.
+func Knows(set string, t CmdType) bool {
+	if t&IgnorableFlag != 0 {
+		return true
+	}
+	if set == "" {
+		set = legacyCommands
+	}
+	for _, part := range strings.Split(set, ",") {
+		lo, hi, isRange := strings.Cut(part, "-")
+		if !isRange {
+			hi = lo
+		}
+		a, err1 := strconv.ParseUint(lo, 10, 16)
+		b, err2 := strconv.ParseUint(hi, 10, 16)
+		if err1 == nil && err2 == nil && uint64(t) >= a && uint64(t) <= b {
+			return true
+		}
+	}
+	return false
 }
 
 // Committer commits a command through the log and returns its index once

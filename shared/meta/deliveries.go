@@ -7,6 +7,30 @@ import (
 	"time"
 )
 
+// The webhook delivery kind (the queue and its history) and its commands.
+// Not in the change feed.
+const (
+	KindDelivery         Kind    = 12
+	CmdDeliveriesEnqueue CmdType = 30
+	CmdDeliveryCreate    CmdType = 31
+	CmdDeliveryAttempt   CmdType = 32
+	CmdDeliveryRedeliver CmdType = 33
+)
+
+var (
+	bDeliveryDue    = []byte("delivery_due")    // next attempt (unix ns), delivery id -> "" (pending only)
+	bHookDeliveries = []byte("hook_deliveries") // webhook \0 created (unix ns) delivery id -> ""
+)
+
+func init() {
+	declareKind(KindDelivery, kindDecl{Name: "webhook deliveries", Bucket: "deliveries", Index: indexDelivery,
+		Derived: [][]byte{bDeliveryDue, bHookDeliveries}, Unfed: true})
+	declareCommand(CmdDeliveriesEnqueue, func() Command { return new(DeliveriesEnqueue) })
+	declareCommand(CmdDeliveryCreate, func() Command { return new(DeliveryCreate) })
+	declareCommand(CmdDeliveryAttempt, func() Command { return new(DeliveryAttempt) })
+	declareCommand(CmdDeliveryRedeliver, func() Command { return new(DeliveryRedeliver) })
+}
+
 // Deliveries: the webhook delivery queue, in replicated state. The leader
 // reads the event log after each webhook's cursor, enqueues a delivery
 // for each event the webhook wants and moves the cursor in one command

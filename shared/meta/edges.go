@@ -5,6 +5,31 @@ import (
 	"time"
 )
 
+// The edge node kind and its commands. Its records hold edge nodes'
+// credential hashes: a feed to an edge never carries them.
+const (
+	KindEdge         Kind    = 9
+	SpaceEdgeNames   Space   = 26 // lower(name) -> edge node id
+	SpaceEdgeTokens  Space   = 27 // credential hash -> edge node id
+	CmdEdgeCreate    CmdType = 21
+	CmdEdgeDelete    CmdType = 22
+	CmdEdgeAssign    CmdType = 23
+	CmdEdgeUnassign  CmdType = 24
+	CmdEdgeHeartbeat CmdType = 25
+)
+
+var bEdgeRepos = []byte("edge_repos") // repo \0 edge node id -> ""
+
+func init() {
+	declareKind(KindEdge, kindDecl{Name: "edge nodes", Bucket: "edges", Index: indexEdge, Derived: [][]byte{bEdgeRepos},
+		Lookups: []lookupDecl{{SpaceEdgeNames, "edge node names", "edge_names"}, {SpaceEdgeTokens, "edge node credentials", "edge_tokens"}}})
+	declareCommand(CmdEdgeCreate, func() Command { return new(EdgeCreate) })
+	declareCommand(CmdEdgeDelete, func() Command { return new(EdgeDelete) })
+	declareCommand(CmdEdgeAssign, func() Command { return new(EdgeAssign) })
+	declareCommand(CmdEdgeUnassign, func() Command { return new(EdgeUnassign) })
+	declareCommand(CmdEdgeHeartbeat, func() Command { return new(EdgeHeartbeat) })
+}
+
 // Edge nodes: caches near build farms that replicate the repositories
 // assigned to them. The record is global (every origin lists every edge);
 // only the hash of the node's credential is kept.

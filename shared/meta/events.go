@@ -9,6 +9,23 @@ import (
 	"time"
 )
 
+// The event log kind, the cluster's own bookkeeping (one record per key:
+// how far the event log has been trimmed), and their commands. Neither is
+// in the change feed.
+const (
+	KindEvent        Kind    = 11
+	KindState        Kind    = 13
+	CmdEventsRecord  CmdType = 29
+	CmdEventsCompact CmdType = 34
+)
+
+func init() {
+	declareKind(KindEvent, kindDecl{Name: "events", Bucket: "events", Repo: eventRepo, Unfed: true})
+	declareKind(KindState, kindDecl{Name: "cluster state", Bucket: "state", Unfed: true})
+	declareCommand(CmdEventsRecord, func() Command { return new(EventsRecord) })
+	declareCommand(CmdEventsCompact, func() Command { return new(EventsCompact) })
+}
+
 // Events: what happened, as the log decided it. The commands that upload,
 // delete and create things record their events while they apply, from
 // what they carry and what the store holds, so every replica records the

@@ -5,6 +5,23 @@ import (
 	"time"
 )
 
+// The group kind and its commands.
+const (
+	KindGroup          Kind    = 4
+	SpaceGroupNames    Space   = 21 // lower(name) -> group id
+	CmdGroupCreate     CmdType = 8
+	CmdGroupAddMembers CmdType = 9
+)
+
+var bMembers = []byte("members") // user \0 group id -> ""
+
+func init() {
+	declareKind(KindGroup, kindDecl{Name: "groups", Bucket: "groups", Index: indexGroup, Derived: [][]byte{bMembers},
+		Lookups: []lookupDecl{{SpaceGroupNames, "group names", "group_names"}}})
+	declareCommand(CmdGroupCreate, func() Command { return new(GroupCreate) })
+	declareCommand(CmdGroupAddMembers, func() Command { return new(GroupAddMembers) })
+}
+
 // Group is a named set of users that permissions can be granted to.
 type Group struct {
 	ID          string    `json:"id"`

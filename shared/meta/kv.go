@@ -6,6 +6,18 @@ import (
 	"strings"
 )
 
+// The format key kind (a format's own state in a repository) and its
+// command.
+const (
+	KindKV     Kind    = 8
+	CmdKVApply CmdType = 18
+)
+
+func init() {
+	declareKind(KindKV, kindDecl{Name: "format keys", Bucket: "format_kv", Repo: kvRepo, Index: indexKV})
+	declareCommand(CmdKVApply, func() Command { return new(KVApply) })
+}
+
 // The format keyspace: the state a format keeps beside its artifacts
 // (tags, dist-tags, blob links...), one record per key under
 // repository \0 key.

@@ -6,6 +6,25 @@ import (
 	"time"
 )
 
+// The permission kind (grants) and its commands.
+const (
+	KindPermission      Kind    = 5
+	CmdPermissionCreate CmdType = 10
+	CmdPermissionDelete CmdType = 11
+)
+
+var (
+	bPermSubject = []byte("perm_subj") // subject \0 repo \0 permission id -> ""
+	bPermRepo    = []byte("perm_repo") // repo \0 permission id -> ""
+)
+
+func init() {
+	declareKind(KindPermission, kindDecl{Name: "permissions", Bucket: "permissions", Repo: permissionRepo, Index: indexPermission,
+		Derived: [][]byte{bPermSubject, bPermRepo}})
+	declareCommand(CmdPermissionCreate, func() Command { return new(PermissionCreate) })
+	declareCommand(CmdPermissionDelete, func() Command { return new(PermissionDelete) })
+}
+
 // Repository actions, ordered by power; see Implies.
 const (
 	ActionRead   = "read"

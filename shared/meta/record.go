@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"slices"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -22,82 +21,11 @@ import (
 // Append only: numbers travel between nodes and into snapshots.
 type Kind uint8
 
-// Record kinds.
-const (
-	KindUser       Kind = 1
-	KindToken      Kind = 2
-	KindSession    Kind = 3
-	KindGroup      Kind = 4
-	KindPermission Kind = 5
-	KindRepo       Kind = 6
-	KindArtifact   Kind = 7
-	KindKV         Kind = 8
-	// KindEdge records hold edge nodes' credential hashes: a feed to an
-	// edge never carries them.
-	KindEdge Kind = 9
-	// KindWebhook records hold webhooks' signing secrets: never in an
-	// edge's feed either.
-	KindWebhook Kind = 10
-	// KindEvent records are the event log; KindDelivery records the
-	// webhook delivery queue and history. Neither is in the change feed.
-	KindEvent    Kind = 11
-	KindDelivery Kind = 12
-	// KindState records are the cluster's own bookkeeping, one per key
-	// (how far the event log has been trimmed).
-	KindState Kind = 13
-)
-
-// unfed kinds stay out of the change feed: only origins hold them, and
-// they come and go in numbers (events, deliveries) that would only fill
-// the feed with entries and tombstones no edge reads.
-var unfed = map[Kind]bool{KindEvent: true, KindDelivery: true, KindState: true}
-
 // Space is a keyspace whose values begin with a modify index: the records
 // of each kind (same number as the kind) and the unique indexes decisions
 // look records up by. Preconditions name a space; the numbers travel in
 // the log, so they never change.
 type Space uint8
-
-// Lookup spaces beside the record kinds.
-const (
-	SpaceUserNames     Space = 20 // lower(username) -> user id
-	SpaceGroupNames    Space = 21 // lower(name) -> group id
-	SpaceRepoNames     Space = 22 // lower(name) -> repository id
-	SpaceArtifactPaths Space = 23 // repo \0 path -> artifact id
-	SpaceArtifactPkgs  Space = 24 // repo \0 package \0 version \0 artifact id -> uploaded-at, size
-	SpaceTokenHashes   Space = 25 // hash -> token id
-	SpaceEdgeNames     Space = 26 // lower(name) -> edge node id
-	SpaceEdgeTokens    Space = 27 // credential hash -> edge node id
-)
-
-type spaceInfo struct {
-	name   string
-	bucket []byte
-}
-
-var spaces = map[Space]spaceInfo{
-	Space(KindUser):       {"users", []byte("users")},
-	Space(KindToken):      {"tokens", []byte("tokens")},
-	Space(KindSession):    {"sessions", []byte("sessions")},
-	Space(KindGroup):      {"groups", []byte("groups")},
-	Space(KindPermission): {"permissions", []byte("permissions")},
-	Space(KindRepo):       {"repositories", []byte("repos")},
-	Space(KindArtifact):   {"artifacts", []byte("artifacts")},
-	Space(KindKV):         {"format keys", []byte("format_kv")},
-	SpaceUserNames:        {"usernames", []byte("user_names")},
-	SpaceGroupNames:       {"group names", []byte("group_names")},
-	SpaceRepoNames:        {"repository names", []byte("repo_names")},
-	SpaceArtifactPaths:    {"artifact paths", []byte("artifact_paths")},
-	SpaceArtifactPkgs:     {"package versions", []byte("artifact_pkgs")},
-	SpaceTokenHashes:      {"token hashes", []byte("token_hashes")},
-	Space(KindEdge):       {"edge nodes", []byte("edges")},
-	Space(KindWebhook):    {"webhooks", []byte("webhooks")},
-	Space(KindEvent):      {"events", []byte("events")},
-	Space(KindDelivery):   {"webhook deliveries", []byte("deliveries")},
-	Space(KindState):      {"cluster state", []byte("state")},
-	SpaceEdgeNames:        {"edge node names", []byte("edge_names")},
-	SpaceEdgeTokens:       {"edge node credentials", []byte("edge_tokens")},
-}
 
 func (s Space) String() string {
 	if i, ok := spaces[s]; ok {
@@ -106,28 +34,13 @@ func (s Space) String() string {
 	return fmt.Sprintf("space %d", s)
 }
 
-// Derived buckets that no precondition names: plain indexes and
-// aggregates, rebuilt from records.
+// The store's own buckets; the derived buckets of each kind are declared
+// with it (declareKind).
 var (
-	bSys            = []byte("sys")
-	bChanges        = []byte("changes")         // index, kind, key -> deleted flag, repo id
-	bTombs          = []byte("tombs")           // kind, key -> index of the delete
-	bTombOrder      = []byte("tomb_order")      // index, kind, key -> "" (compaction order)
-	bAdmins         = []byte("admins")          // user id -> ""
-	bUserTokens     = []byte("user_tokens")     // user \0 token id -> ""
-	bUserSessions   = []byte("user_sess")       // user \0 session id -> ""
-	bMembers        = []byte("members")         // user \0 group id -> ""
-	bPermSubject    = []byte("perm_subj")       // subject \0 repo \0 permission id -> ""
-	bPermRepo       = []byte("perm_repo")       // repo \0 permission id -> ""
-	bRepoStats      = []byte("repo_stats")      // repo id -> repoStats JSON
-	bPackages       = []byte("packages")        // repo \0 name -> PackageSummary JSON
-	bBlobRefs       = []byte("blob_refs")       // digest \0 kind \0 key -> ""
-	bPublicRepos    = []byte("public_repos")    // repo id -> ""
-	bPkgGrams       = []byte("pkg_grams")       // trigram \0 name \0 repo -> ""
-	bGramCounts     = []byte("gram_counts")     // trigram -> how many packages have it (uint64)
-	bEdgeRepos      = []byte("edge_repos")      // repo \0 edge node id -> ""
-	bDeliveryDue    = []byte("delivery_due")    // next attempt (unix ns), delivery id -> "" (pending only)
-	bHookDeliveries = []byte("hook_deliveries") // webhook \0 created (unix ns) delivery id -> ""
+	bSys       = []byte("sys")
+	bChanges   = []byte("changes")    // index, kind, key -> deleted flag, repo id
+	bTombs     = []byte("tombs")      // kind, key -> index of the delete
+	bTombOrder = []byte("tomb_order") // index, kind, key -> "" (compaction order)
 )
 
 // lateIndexes are derived buckets added after stores were first written:
@@ -141,49 +54,10 @@ var lateIndexes = []struct {
 }
 
 func allBuckets() [][]byte {
-	out := [][]byte{bSys, bChanges, bTombs, bTombOrder, bAdmins, bUserTokens, bUserSessions, bMembers,
-		bPermSubject, bPermRepo, bRepoStats, bPackages, bBlobRefs, bPublicRepos, bPkgGrams, bGramCounts, bEdgeRepos,
-		bDeliveryDue, bHookDeliveries}
+	out := append([][]byte{bSys, bChanges, bTombs, bTombOrder}, derived...)
 	for _, s := range spaces {
 		out = append(out, s.bucket)
 	}
-	return out
-}
-
-// kindInfo is what the record layer needs to know of a kind.
-type kindInfo struct {
-	// repo names the repository a record belongs to; "" = global.
-	repo func(key string, body []byte) string
-	// index keeps derived buckets in step with a write: before is nil on
-	// create, after nil on delete.
-	index func(tx *Tx, key string, before, after []byte) error
-}
-
-var kinds = map[Kind]kindInfo{
-	KindUser:       {global, indexUser},
-	KindToken:      {global, indexToken},
-	KindSession:    {global, indexSession},
-	KindGroup:      {global, indexGroup},
-	KindPermission: {permissionRepo, indexPermission},
-	KindRepo:       {func(key string, _ []byte) string { return key }, indexRepo},
-	KindArtifact:   {artifactRepo, indexArtifact},
-	KindKV:         {kvRepo, indexKV},
-	KindEdge:       {global, indexEdge},
-	KindWebhook:    {global, indexWebhook},
-	KindEvent:      {eventRepo, noIndex},
-	KindDelivery:   {global, indexDelivery},
-	KindState:      {global, noIndex},
-}
-
-func global(string, []byte) string { return "" }
-
-// Kinds lists the record kinds in order.
-func Kinds() []Kind {
-	out := make([]Kind, 0, len(kinds))
-	for k := range kinds {
-		out = append(out, k)
-	}
-	slices.Sort(out)
 	return out
 }
 

@@ -5,6 +5,29 @@ import (
 	"time"
 )
 
+// The repository kind and its commands.
+const (
+	KindRepo       Kind    = 6
+	SpaceRepoNames Space   = 22 // lower(name) -> repository id
+	CmdRepoCreate  CmdType = 12
+	CmdRepoUpdate  CmdType = 13
+	CmdRepoDelete  CmdType = 14
+)
+
+var (
+	bRepoStats   = []byte("repo_stats")   // repo id -> repoStats JSON
+	bPublicRepos = []byte("public_repos") // repo id -> ""
+)
+
+func init() {
+	declareKind(KindRepo, kindDecl{Name: "repositories", Bucket: "repos", Repo: func(key string, _ []byte) string { return key },
+		Index: indexRepo, Derived: [][]byte{bRepoStats, bPublicRepos},
+		Lookups: []lookupDecl{{SpaceRepoNames, "repository names", "repo_names"}}})
+	declareCommand(CmdRepoCreate, func() Command { return new(RepoCreate) })
+	declareCommand(CmdRepoUpdate, func() Command { return new(RepoUpdate) })
+	declareCommand(CmdRepoDelete, func() Command { return new(RepoDelete) })
+}
+
 // Repository holds artifacts of one format. ArtifactCount and SizeBytes are
 // derived from its artifacts when it is read; the record does not keep
 // them, so that an upload does not change the repository's modify index.

@@ -184,13 +184,15 @@ var errRollback = errors.New("meta: roll back")
 // without an index (tests, tools) takes the next one. A command that fails
 // changes nothing, even halfway through: the transaction is rolled back and
 // the batch replayed without it (it fails the same way again, commands
-// being deterministic), so the batch goes on. An undecodable command
-// panics: skipping it would fork this replica.
+// being deterministic), so the batch goes on. A command of an unknown
+// type marked ignorable is skipped; any other undecodable command panics:
+// skipping it would fork this replica (the state machine checks entries
+// with Applicable first and stops without applying).
 func (s *Store) ApplyBatch(entries []Entry) []Result {
 	cmds := make([]Command, len(entries))
 	for i, e := range entries {
 		c, err := Decode(e.Data)
-		if err != nil {
+		if err != nil && !errors.Is(err, errIgnorable) {
 			panic(fmt.Sprintf("meta: log entry %d: %v", e.Index, err))
 		}
 		cmds[i] = c
@@ -218,6 +220,9 @@ func (s *Store) ApplyBatch(entries []Entry) []Result {
 					results[i].Err = err
 					continue
 				}
+				if cmds[i] == nil {
+					continue // an ignorable command of a newer build
+				}
 				tx.idx = idx
 				if err := applyCommand(tx, cmds[i]); err != nil {
 					failed[i], failedAt = err, i
@@ -236,6 +241,17 @@ func (s *Store) ApplyBatch(entries []Entry) []Result {
 		s.setApplied(last)
 		return results
 	}
+}
+
+// Applicable reports whether this build can apply an encoded command:
+// nil, or ErrUnknownCommand for a type only a newer build knows (and
+// that may not be skipped).
+func Applicable(data []byte) error {
+	_, err := Decode(data)
+	if err == nil || errors.Is(err, errIgnorable) {
+		return nil
+	}
+	return err
 }
 
 // Apply applies one command at index (0 = the next index, for tests and

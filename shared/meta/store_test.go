@@ -362,9 +362,16 @@ func TestReplayedEntriesAreSkipped(t *testing.T) {
 	}
 }
 
+// TestUnknownCommandPanics: an entry this build cannot apply (a type
+// only a newer build knows, another wire version, garbage) is never
+// skipped (Applicable says so first); one whose type is marked ignorable
+// is skipped, the applied index moving past it.
 func TestUnknownCommandPanics(t *testing.T) {
 	s := open(t)
-	for _, data := range [][]byte{{1, 0xff, 0xff, '{', '}'}, {9, 0, 1, '{', '}'}, {1}} {
+	for _, data := range [][]byte{{1, 0x7f, 0xff, '{', '}'}, {9, 0, 1, '{', '}'}, {1}} {
+		if err := Applicable(data); err == nil {
+			t.Errorf("%v is applicable", data)
+		}
 		func() {
 			defer func() {
 				if recover() == nil {
@@ -373,6 +380,35 @@ func TestUnknownCommandPanics(t *testing.T) {
 			}()
 			s.ApplyBatch([]Entry{{Index: 1, Data: data}})
 		}()
+	}
+	ignorable := []byte{1, 0xff, 0xff, '{', '}'}
+	if err := Applicable(ignorable); err != nil {
+		t.Fatalf("an ignorable command: %v", err)
+	}
+	if res := s.ApplyBatch([]Entry{{Index: 1, Data: ignorable}}); res[0].Err != nil || s.LastApplied() != 1 {
+		t.Fatalf("an ignorable command: %+v, applied %d", res, s.LastApplied())
+	}
+	if !errors.Is(Applicable([]byte{1, 0x7f, 0xff, '{', '}'}), ErrUnknownCommand) {
+		t.Fatal("a newer build's command is not ErrUnknownCommand")
+	}
+}
+
+// TestKnownCommands: the set this build advertises names every declared
+// type and nothing else; a build from before the sets were advertised
+// knows types 1 to 34; a checked command names the type it wraps.
+func TestKnownCommands(t *testing.T) {
+	set := KnownCommands()
+	for _, ty := range CommandTypes() {
+		if !Knows(set, ty) {
+			t.Errorf("%q does not name %d", set, ty)
+		}
+	}
+	if Knows(set, 0x7ffe) || Knows("", 35) || !Knows("", 34) || !Knows("1-3,7", 7) || Knows("1-3,7", 5) || !Knows("", 0x8123) {
+		t.Errorf("Knows is wrong (set %q)", set)
+	}
+	data := must(Encode(&Checked{Cmd: &UserDelete{ID: "u"}}))
+	if types, err := CommandTypesOf(data); err != nil || len(types) != 2 || types[0] != CmdChecked || types[1] != CmdUserDelete {
+		t.Fatalf("types of a checked command: %v %v", types, err)
 	}
 }
 

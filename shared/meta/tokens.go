@@ -6,6 +6,34 @@ import (
 	"time"
 )
 
+// The API token and login session kinds and their commands.
+const (
+	KindToken        Kind    = 2
+	KindSession      Kind    = 3
+	SpaceTokenHashes Space   = 25 // hash -> token id
+	CmdTokenCreate   CmdType = 4
+	CmdTokenRevoke   CmdType = 5
+	CmdSessionCreate CmdType = 6
+	CmdSessionRevoke CmdType = 7
+	CmdSessionPurge  CmdType = 17
+)
+
+var (
+	bUserTokens   = []byte("user_tokens") // user \0 token id -> ""
+	bUserSessions = []byte("user_sess")   // user \0 session id -> ""
+)
+
+func init() {
+	declareKind(KindToken, kindDecl{Name: "tokens", Bucket: "tokens", Index: indexToken, Derived: [][]byte{bUserTokens},
+		Lookups: []lookupDecl{{SpaceTokenHashes, "token hashes", "token_hashes"}}})
+	declareKind(KindSession, kindDecl{Name: "sessions", Bucket: "sessions", Index: indexSession, Derived: [][]byte{bUserSessions}})
+	declareCommand(CmdTokenCreate, func() Command { return new(TokenCreate) })
+	declareCommand(CmdTokenRevoke, func() Command { return new(TokenRevoke) })
+	declareCommand(CmdSessionCreate, func() Command { return new(SessionCreate) })
+	declareCommand(CmdSessionRevoke, func() Command { return new(SessionRevoke) })
+	declareCommand(CmdSessionPurge, func() Command { return new(SessionPurge) })
+}
+
 // Token is an API token. Only the hash of its secret is kept.
 type Token struct {
 	ID        string     `json:"id"`

@@ -5,6 +5,25 @@ import (
 	"time"
 )
 
+// The user kind and its commands.
+const (
+	KindUser       Kind    = 1
+	SpaceUserNames Space   = 20 // lower(username) -> user id
+	CmdUserCreate  CmdType = 1
+	CmdUserUpdate  CmdType = 2
+	CmdUserDelete  CmdType = 3
+)
+
+var bAdmins = []byte("admins") // user id -> ""
+
+func init() {
+	declareKind(KindUser, kindDecl{Name: "users", Bucket: "users", Index: indexUser, Derived: [][]byte{bAdmins},
+		Lookups: []lookupDecl{{SpaceUserNames, "usernames", "user_names"}}})
+	declareCommand(CmdUserCreate, func() Command { return new(UserCreate) })
+	declareCommand(CmdUserUpdate, func() Command { return new(UserUpdate) })
+	declareCommand(CmdUserDelete, func() Command { return new(UserDelete) })
+}
+
 // Role is a built-in user role.
 type Role string
 

@@ -7,6 +7,22 @@ import (
 	"time"
 )
 
+// The webhook kind and its commands. Its records hold webhooks' signing
+// secrets: never in an edge's feed.
+const (
+	KindWebhook      Kind    = 10
+	CmdWebhookCreate CmdType = 26
+	CmdWebhookUpdate CmdType = 27
+	CmdWebhookDelete CmdType = 28
+)
+
+func init() {
+	declareKind(KindWebhook, kindDecl{Name: "webhooks", Bucket: "webhooks"})
+	declareCommand(CmdWebhookCreate, func() Command { return new(WebhookCreate) })
+	declareCommand(CmdWebhookUpdate, func() Command { return new(WebhookUpdate) })
+	declareCommand(CmdWebhookDelete, func() Command { return new(WebhookDelete) })
+}
+
 // Webhooks: subscriptions that receive events by HTTP POST. Global
 // records; a feed to an edge never carries them (they hold the secrets
 // deliveries are signed with).
