@@ -21,6 +21,7 @@ import (
 	"github.com/depot-registry/depot/cluster/raftnode"
 	"github.com/depot-registry/depot/origin/api"
 	"github.com/depot-registry/depot/shared/apierr"
+	"github.com/depot-registry/depot/shared/meta"
 )
 
 // The origin's place in a cluster: the gossip pool it belongs to, how it
@@ -35,7 +36,8 @@ const peersFile = "gossip-peers.json"
 // addresses, and the members known before a restart.
 func (o *Origin) startMembership(ctx context.Context) error {
 	pool, err := membership.Start(membership.Config{NodeID: o.nodeID, BindAddr: o.cfg.GossipAddr, Key: o.key, Logger: o.log,
-		Meta:     membership.Meta{Role: membership.RoleOrigin, RaftAddr: o.node.Addr(), APIURL: o.cfg.ExternalURL, Expect: int(o.cfg.BootstrapExpect)},
+		Meta: membership.Meta{Role: membership.RoleOrigin, RaftAddr: o.node.Addr(), APIURL: o.cfg.ExternalURL, Expect: int(o.cfg.BootstrapExpect),
+			Commands: meta.KnownCommands()},
 		OnChange: o.membershipChanged, Fast: o.cfg.FastGossip})
 	if err != nil {
 		return err

@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/depot-registry/depot/cluster/leader"
@@ -209,12 +210,38 @@ func (o *Origin) openData(context.Context) error {
 func (o *Origin) startRaft(ctx context.Context) error {
 	single := o.cfg.Join == "" && o.cfg.BootstrapExpect <= 1
 	var err error
+	// The metrics begin with the log: how long each command takes to
+	// apply, snapshots, leader changes, and raft's own figures.
+	o.metrics = metrics.New()
+	o.store.Observe = func(c meta.Command, d time.Duration) {
+		o.metrics.Raft.Apply.WithLabelValues(meta.CommandName(c)).Observe(d.Seconds())
+	}
+	machine := fsm.New(o.store)
+	machine.Snapshotted = func(d time.Duration) { o.metrics.Raft.Snapshot.Observe(d.Seconds()) }
+	machine.Unapplicable = func(index uint64, err error) {
+		// Applying nothing more is the only way not to fork from the
+		// others; the process ends, saying what to do.
+		o.log.Error("this origin cannot apply the cluster's log: it runs an older Depot than the origin that wrote it; upgrade it and start it again",
+			"index", index, "err", err, "version", Version)
+		fmt.Fprintf(os.Stderr, "depot origin: log entry %d was written by a newer Depot (%v); upgrade this origin (version %s) and start it again\n",
+			index, err, Version)
+		os.Exit(3)
+	}
 	o.node, err = raftnode.New(raftnode.Config{
 		NodeID: o.nodeID, BindAddr: o.cfg.RaftAddr, Dir: filepath.Join(o.cfg.DataDir, "raft"), Bootstrap: single, Key: o.key, Logger: o.log,
 		HeartbeatTimeout: o.cfg.RaftTimeout, ElectionTimeout: o.cfg.RaftTimeout,
-	}, fsm.New(o.store))
+	}, machine)
 	if err != nil {
 		return err
+	}
+	o.node.OnLeaderChange(o.metrics.Raft.LeaderChanges.Inc)
+	for name, read := range map[string]func() float64{
+		"depot_raft_leader":        func() float64 { return map[bool]float64{true: 1}[o.node.IsLeader()] },
+		"depot_raft_term":          func() float64 { return o.node.Stat("term") },
+		"depot_raft_commit_index":  func() float64 { return o.node.Stat("commit_index") },
+		"depot_raft_applied_index": func() float64 { return float64(o.store.LastApplied()) },
+	} {
+		o.metrics.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: raftGauges[name]}, read))
 	}
 	// A write arriving here is decided here and committed through the
 	// leader, waiting out an election's worth of time without one.
@@ -225,6 +252,9 @@ func (o *Origin) startRaft(ctx context.Context) error {
 	if err := o.startMembership(ctx); err != nil {
 		return err
 	}
+	// A command some voter's build does not know is refused until every
+	// origin runs one that does (a rolling upgrade).
+	o.node.SetGate(leader.Gate(o.node, o.pool.Members))
 	loopCtx, stop := context.WithCancel(context.Background())
 	var loop sync.WaitGroup
 	loop.Go(func() { o.clusterLoop(loopCtx) })
@@ -253,8 +283,7 @@ func (o *Origin) startRaft(ctx context.Context) error {
 // collection, metrics and the middleware around them.
 func (o *Origin) serve(context.Context) error {
 	cfg, log, now := o.cfg, o.log, o.now
-	m := metrics.New()
-	o.metrics = m
+	m := o.metrics
 	// The whole data directory (raft log, metadata, blobs, upload
 	// sessions) is one filesystem's worth: uploads stop while it still has
 	// MinFreeBytes, so the raft log never runs out.
@@ -700,4 +729,12 @@ func requireHTTPS(h http.Handler) http.Handler {
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// raftGauges are the raft figures an origin exports, read when scraped.
+var raftGauges = map[string]string{
+	"depot_raft_leader":        "1 when this origin leads the cluster, else 0.",
+	"depot_raft_term":          "The raft term this origin is in.",
+	"depot_raft_commit_index":  "The last log index this origin knows to be committed.",
+	"depot_raft_applied_index": "The last log index applied to this origin's store.",
 }

@@ -76,10 +76,14 @@ func PeerClient(node *raftnode.Node) *http.Client {
 	}}
 }
 
-// Apply commits c through the leader.
+// Apply commits c through the leader. A command some voter cannot apply
+// yet is refused here already (Gate), whichever node leads.
 func (f *Forwarding) Apply(ctx context.Context, c meta.Command) (uint64, error) {
 	data, err := meta.Encode(c)
 	if err != nil {
+		return 0, err
+	}
+	if err := f.Node.Check(data); err != nil {
 		return 0, err
 	}
 	wait := f.Wait
@@ -257,7 +261,15 @@ func ApplyHandler(node *raftnode.Node) http.Handler {
 			http.Error(w, err.Error(), http.StatusRequestEntityTooLarge)
 			return
 		}
-		if _, err := meta.Decode(data); err != nil {
+		answer := func(a applyAnswer) {
+			w.Header().Set("Content-Type", "application/json")
+			_ = json.NewEncoder(w).Encode(a)
+		}
+		if _, err := meta.Decode(data); errors.Is(err, meta.ErrUnknownCommand) {
+			// A newer follower's command: this leader's build cannot apply it.
+			answer(applyAnswer{Err: meta.ToWire(fmt.Errorf("%w (the leader cannot apply it: %v)", meta.ErrUpgrading, err))})
+			return
+		} else if err != nil {
 			http.Error(w, "not a command: "+err.Error(), http.StatusBadRequest)
 			return
 		}
@@ -270,6 +282,10 @@ func ApplyHandler(node *raftnode.Node) http.Handler {
 			http.Error(w, "not the leader", http.StatusMisdirectedRequest)
 			return
 		}
+		if errors.Is(err, meta.ErrUpgrading) {
+			answer(applyAnswer{Err: meta.ToWire(err)})
+			return
+		}
 		if err != nil { // the leadership was lost with the entry in flight, say
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
@@ -278,8 +294,7 @@ func ApplyHandler(node *raftnode.Node) http.Handler {
 		if e, ok := resp.(error); ok {
 			a.Err = meta.ToWire(e)
 		}
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(a)
+		answer(a)
 	})
 }
 

@@ -10,7 +10,8 @@ import (
 
 // Reconcile, on the leader, makes raft's configuration follow the gossip
 // pool: an origin that is alive and not a voter (or a voter at another
-// address) is made one; an origin that left cleanly is removed. A dead
+// address) is made one, unless it runs an older build than the leader
+// (Upgraded); an origin that left cleanly is removed. A dead
 // one stays a voter (it may come back; `depot cluster remove-peer`
 // removes it for good) and is reported. Elsewhere it does nothing.
 func Reconcile(node *raftnode.Node, members []membership.Member, log *slog.Logger) error {
@@ -32,6 +33,8 @@ func Reconcile(node *raftnode.Node, members []membership.Member, log *slog.Logge
 		}
 		addr, known := voter[m.ID]
 		switch {
+		case m.Status == membership.Alive && !known && !Upgraded(m):
+			log.Warn("not adding an origin that runs an older Depot than the leader as a raft voter; upgrade it", "node_id", m.ID)
 		case m.Status == membership.Alive && (!known || addr != m.RaftAddr):
 			log.Info("adding an origin as a raft voter", "node_id", m.ID, "raft_addr", m.RaftAddr)
 			if err := node.AddVoter(m.ID, m.RaftAddr, 10*time.Second); err != nil {

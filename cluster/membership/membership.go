@@ -55,6 +55,9 @@ type Meta struct {
 	// Downloads is how many downloads the node counted over the last 24
 	// hours (its own and its edges'), refreshed like Applied.
 	Downloads int64 `json:"downloads,omitempty"`
+	// Commands is the set of command types the node's build can apply
+	// (meta.KnownCommands); "" from a build before it was said.
+	Commands string `json:"commands,omitempty"`
 	// Leaving is said just before a graceful leave, so the others record
 	// the node as left rather than dead (memberlist's own event does not
 	// tell them apart).

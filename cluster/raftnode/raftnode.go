@@ -12,7 +12,9 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -46,6 +48,9 @@ type Node struct {
 	transport *raft.NetworkTransport
 	stream    *streamLayer
 	logStore  *raftboltdb.BoltStore
+	gate      atomic.Pointer[func(data []byte) error]
+	done      chan struct{} // closed at Shutdown
+	closeOnce sync.Once
 }
 
 // ErrNotLeader is returned by Apply on a follower.
@@ -133,7 +138,7 @@ func New(cfg Config, fsm raft.FSM) (*Node, error) {
 		return nil, err
 	}
 	self.Store(r)
-	return &Node{Raft: r, transport: trans, stream: stream, logStore: logStore}, nil
+	return &Node{Raft: r, transport: trans, stream: stream, logStore: logStore, done: make(chan struct{})}, nil
 }
 
 // RPCListener yields the connections peers open for RPC on the raft
@@ -172,9 +177,24 @@ func voters(r *raft.Raft) int {
 	return n
 }
 
+// SetGate has Apply check every command with gate first (see
+// leader.Gate); a refusal is returned as is, nothing committed.
+func (n *Node) SetGate(gate func(data []byte) error) { n.gate.Store(&gate) }
+
+// Check runs the gate on an encoded command (nil when none is set).
+func (n *Node) Check(data []byte) error {
+	if g := n.gate.Load(); g != nil {
+		return (*g)(data)
+	}
+	return nil
+}
+
 // Apply commits data and waits until the local FSM applied it. It returns
 // the entry's index and the FSM's response.
 func (n *Node) Apply(ctx context.Context, data []byte) (uint64, any, error) {
+	if err := n.Check(data); err != nil {
+		return 0, nil, err
+	}
 	timeout := 30 * time.Second
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = time.Until(dl)
@@ -217,6 +237,7 @@ func (n *Node) Barrier(timeout time.Duration) error { return n.Raft.Barrier(time
 
 // Shutdown stops raft and closes its stores.
 func (n *Node) Shutdown() error {
+	n.closeOnce.Do(func() { close(n.done) })
 	err := n.Raft.Shutdown().Error()
 	n.transport.Close()
 	n.stream.served.drain(5 * time.Second) // no heartbeat handler is left writing to the store
@@ -300,4 +321,32 @@ func leaderErr(err error) error {
 		return ErrNotLeader
 	}
 	return err
+}
+
+// OnLeaderChange calls fn, on a goroutine of its own, each time this
+// node sees the cluster's leader change, until the node shuts down.
+func (n *Node) OnLeaderChange(fn func()) {
+	ch := make(chan raft.Observation, 16)
+	n.Raft.RegisterObserver(raft.NewObserver(ch, false, func(o *raft.Observation) bool {
+		_, ok := o.Data.(raft.LeaderObservation)
+		return ok
+	}))
+	go func() {
+		for {
+			select {
+			case <-ch:
+				fn()
+			case <-n.done:
+				return
+			}
+		}
+	}()
+}
+
+// Stat reads one of raft's own figures ("term", "commit_index",
+// "applied_index", "last_snapshot_index"...) as a number; 0 when raft has
+// none.
+func (n *Node) Stat(name string) float64 {
+	v, _ := strconv.ParseFloat(n.Raft.Stats()[name], 64)
+	return v
 }

@@ -398,7 +398,8 @@ func (s *Server) edgePassword(w http.ResponseWriter, r *http.Request, p *auth.Pr
 // ?since=<index> (0: everything it may see), ?repository_id= (one of its
 // repositories alone), ?principals=<id,id,...> (users and groups just
 // brought into its audience), ?global=1 (its audience's users and groups
-// alone), ?limit=, ?wait=<seconds> (long poll).
+// alone), ?kinds=<n,...> (the record kinds its replica can apply; none: a
+// node from before they were named), ?limit=, ?wait=<seconds> (long poll).
 func (s *Server) edgeFeed(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
 	id := r.PathValue("id")
 	if p.Edge() != id {
@@ -424,6 +425,15 @@ func (s *Server) edgeFeed(w http.ResponseWriter, r *http.Request, p *auth.Princi
 		}
 	}
 	req.Repo, req.Global = q.Get("repository_id"), q.Get("global") == "1"
+	if raw := q.Get("kinds"); raw != "" {
+		for _, k := range strings.SplitN(raw, ",", 257) {
+			v, err := strconv.ParseUint(k, 10, 8)
+			if err != nil || len(req.Kinds) == 256 {
+				return apierr.Invalid("kinds", "kinds must be up to 256 record kind numbers, comma-separated")
+			}
+			req.Kinds = append(req.Kinds, meta.Kind(v))
+		}
+	}
 	if raw := q.Get("principals"); raw != "" {
 		req.Principals = strings.Split(raw, ",")
 		if len(req.Principals) > feed.MaxPrincipals || len(raw) > feed.MaxPrincipals*80 {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -43,6 +44,19 @@ func TestMetrics(t *testing.T) {
 	body := string(r.Body)
 	if !strings.Contains(body, "# TYPE depot_http_requests_total counter") || !strings.Contains(body, `depot_http_requests_total{area="api"`) {
 		t.Fatalf("metrics lack depot_http_requests_total for the api:\n%s", body)
+	}
+	// The metadata log: a lone origin leads, has applied the commands
+	// that made its administrator, timed by type, and saw a leader come.
+	for _, want := range []string{"depot_raft_leader 1", `depot_raft_apply_duration_seconds_count{command="UserCreate"} 1`,
+		"depot_raft_leader_changes_total", "# TYPE depot_raft_snapshot_duration_seconds histogram"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+	for _, gauge := range []string{"depot_raft_applied_index", "depot_raft_commit_index", "depot_raft_term"} {
+		if !regexp.MustCompile(`(?m)^` + gauge + ` [1-9]`).MatchString(body) {
+			t.Errorf("metrics: %s is not above 0", gauge)
+		}
 	}
 	// Metrics live outside the API prefix.
 	e.Do("GET", "/api/v1/metrics", "", nil).WantError(404, "NOT_FOUND")

@@ -3,7 +3,9 @@
 package fsm
 
 import (
+	"fmt"
 	"io"
+	"time"
 
 	"github.com/hashicorp/raft"
 
@@ -13,6 +15,13 @@ import (
 // FSM applies Raft log entries to a meta.Store.
 type FSM struct {
 	store *meta.Store
+	// Unapplicable is told of a log entry this build cannot apply (a
+	// command only a newer Depot knows: meta.ErrUnknownCommand) and must
+	// not return: skipping the entry would fork this replica from the
+	// others. The origin reports it and exits. Nil: panic.
+	Unapplicable func(index uint64, err error)
+	// Snapshotted, when set, is told how long writing a snapshot took.
+	Snapshotted func(d time.Duration)
 }
 
 var _ raft.BatchingFSM = (*FSM)(nil)
@@ -32,6 +41,12 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 	for i, l := range logs {
 		if l.Type != raft.LogCommand {
 			continue
+		}
+		if err := meta.Applicable(l.Data); err != nil {
+			if f.Unapplicable != nil {
+				f.Unapplicable(l.Index, err)
+			}
+			panic(fmt.Sprintf("fsm: log entry %d: %v", l.Index, err))
 		}
 		entries = append(entries, meta.Entry{Index: l.Index, Data: l.Data})
 		pos = append(pos, i)
@@ -53,7 +68,7 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &snapshot{s: s}, nil
+	return &snapshot{s: s, done: f.Snapshotted}, nil
 }
 
 // Restore replaces the store with a snapshot.
@@ -62,12 +77,19 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	return f.store.Restore(rc)
 }
 
-type snapshot struct{ s *meta.Snapshot }
+type snapshot struct {
+	s    *meta.Snapshot
+	done func(time.Duration)
+}
 
 func (s *snapshot) Persist(sink raft.SnapshotSink) error {
+	start := time.Now()
 	if _, err := s.s.WriteTo(sink); err != nil {
 		_ = sink.Cancel()
 		return err
+	}
+	if s.done != nil {
+		s.done(time.Since(start))
 	}
 	return sink.Close()
 }

@@ -73,6 +73,11 @@ func (c *Client) Read(ctx context.Context, r Request) (Page, error) {
 	if r.Global {
 		q.Set("global", "1")
 	}
+	var known []string
+	for _, k := range Applicable() {
+		known = append(known, strconv.Itoa(int(k)))
+	}
+	q.Set("kinds", strings.Join(known, ","))
 	if r.Limit > 0 {
 		q.Set("limit", strconv.Itoa(r.Limit))
 	}

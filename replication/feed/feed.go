@@ -44,6 +44,15 @@ const (
 var kinds = []meta.Kind{meta.KindUser, meta.KindToken, meta.KindSession, meta.KindGroup, meta.KindPermission,
 	meta.KindRepo, meta.KindArtifact, meta.KindKV}
 
+// legacyKinds are the kinds an edge from before edges named theirs can
+// apply.
+var legacyKinds = []meta.Kind{1, 2, 3, 4, 5, 6, 7, 8}
+
+// Applicable lists the kinds this build's replica can apply, as an edge
+// names them in its reads (Request.Kinds): an origin of a newer build
+// sends it no record of a kind it would not know.
+func Applicable() []meta.Kind { return slices.Clone(kinds) }
+
 // ErrNotAssigned refuses a read of a repository not assigned to the node.
 var ErrNotAssigned = errors.New("feed: the repository is not assigned to this edge node")
 
@@ -63,6 +72,10 @@ type Request struct {
 	// users with their tokens and sessions, its groups): an edge whose
 	// audience has just become every user.
 	Global bool
+	// Kinds are the record kinds the reader can apply (Applicable); nil:
+	// those of an edge from before readers named them. No record of
+	// another kind is sent.
+	Kinds []meta.Kind
 	// Limit bounds the changes answered (0: DefaultLimit).
 	Limit int
 	// Wait is how long to wait for a change when there is none yet.
@@ -77,11 +90,16 @@ type Page struct {
 	Next uint64 `json:"next"`
 }
 
-// Filter is what node e may read in tx; only, when set, narrows it to one
-// of its repositories and drops the global records.
-func Filter(tx *meta.Tx, e *meta.EdgeNode, only string) meta.ChangeFilter {
+// Filter is what node e, whose replica applies the given kinds (nil:
+// legacyKinds), may read in tx; only, when set, narrows it to one of its
+// repositories and drops the global records.
+func Filter(tx *meta.Tx, e *meta.EdgeNode, known []meta.Kind, only string) meta.ChangeFilter {
+	if known == nil {
+		known = legacyKinds
+	}
 	assigned := slices.Clone(e.Repositories)
-	f := meta.ChangeFilter{Kinds: kinds, Repos: func(id string) bool { _, ok := slices.BinarySearch(assigned, id); return ok }}
+	sent := slices.DeleteFunc(slices.Clone(kinds), func(k meta.Kind) bool { return !slices.Contains(known, k) })
+	f := meta.ChangeFilter{Kinds: sent, Repos: func(id string) bool { _, ok := slices.BinarySearch(assigned, id); return ok }}
 	if only != "" {
 		f.Repos, f.NoGlobal = func(id string) bool { return id == only }, true
 	}
@@ -166,7 +184,7 @@ func Read(ctx context.Context, s *meta.Store, id string, r Request) (Page, error
 					return ErrNotAssigned
 				}
 			}
-			f := Filter(tx, e, r.Repo)
+			f := Filter(tx, e, r.Kinds, r.Repo)
 			if r.Global {
 				f.Repos = func(string) bool { return false }
 			}

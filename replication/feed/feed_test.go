@@ -325,3 +325,19 @@ func TestAudience(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestKindsTheReaderKnows: a reader that names the kinds its replica can
+// apply is sent no record of another kind (an older edge under a newer
+// origin); one that names none gets those of an edge from before.
+func TestKindsTheReaderKnows(t *testing.T) {
+	s := fixture(t)
+	p, err := feed.Read(t.Context(), s, "e1", feed.Request{Kinds: []meta.Kind{meta.KindRepo, meta.KindArtifact, 99}})
+	if want := []string{"artifacts/a1", "repositories/r1"}; err != nil || !slices.Equal(keys(p), want) {
+		t.Fatalf("kinds named: %q, %v; want %q", keys(p), err, want)
+	}
+	all, _ := feed.Read(t.Context(), s, "e1", feed.Request{})
+	named, _ := feed.Read(t.Context(), s, "e1", feed.Request{Kinds: feed.Applicable()})
+	if !slices.Equal(keys(all), keys(named)) || len(keys(all)) < 5 {
+		t.Fatalf("none named: %q; this build's kinds: %q", keys(all), keys(named))
+	}
+}

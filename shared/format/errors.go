@@ -102,6 +102,8 @@ func Domain(err error) *Error {
 		return Errorf(apierr.ValidationFailed, "%s", clientText(err, meta.ErrInvalid))
 	case errors.Is(err, meta.ErrNoLeader):
 		return Errorf(apierr.Unavailable, "the cluster has no leader right now (an election, or this node is cut off from the others); nothing was written; retry").With(apierr.RetryAfter, 2)
+	case errors.Is(err, meta.ErrUpgrading):
+		return Errorf(apierr.Unavailable, "%s", meta.ErrUpgrading.Error()).With(apierr.RetryAfter, 30)
 	case errors.Is(err, meta.ErrUnknownOutcome):
 		return Errorf(apierr.Unavailable, "the leader went away before it answered: the write may or may not have been committed; check, then retry").With(apierr.RetryAfter, 2)
 	case errors.Is(err, meta.ErrCompacted):

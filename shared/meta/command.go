@@ -45,6 +45,16 @@ type Command interface {
 
 func applyCommand(tx *Tx, c Command) error { return c.apply(tx) }
 
+// CommandName names a command's type for people and metrics: its Go
+// type's name ("UserCreate"); a checked command is named by the command
+// it wraps.
+func CommandName(c Command) string {
+	if ch, ok := c.(*Checked); ok && ch.Cmd != nil {
+		c = ch.Cmd
+	}
+	return strings.TrimPrefix(fmt.Sprintf("%T", c), "*meta.")
+}
+
 // Pre is one precondition of a checked command: a key of a space was at
 // modify index Index (0 = absent) or, with Prefix, the keys under Key
 // numbered Count with Index the highest modify index among them.

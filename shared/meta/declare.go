@@ -12,8 +12,11 @@ import (
 //
 // Adding a record kind and a command is one file:
 //
-//	const KindNote Kind = 14
-//	const CmdNotePut CmdType = 36
+//	const (
+//		KindNote       Kind    = 14
+//		SpaceNoteNames Space   = 28
+//		CmdNotePut     CmdType = 35
+//	)
 //
 //	func init() {
 //		declareKind(KindNote, kindDecl{Name: "notes", Bucket: "notes", Index: indexNote,
@@ -106,8 +109,17 @@ func declareCommand(t CmdType, mk func() Command) {
 	if _, dup := commands[t]; dup || t&^IgnorableFlag == 0 {
 		panic(fmt.Sprintf("meta: command type %d declared twice or out of range", t))
 	}
-	commands[t] = mk
+	if !forgotten[t] {
+		commands[t] = mk
+	}
 }
+
+// forgotten are command types a build for the mixed-version test leaves
+// out, as an older Depot would not know a command added after it
+// (legacy_build.go); empty in every other build.
+var forgotten = map[CmdType]bool{}
+
+func forget(t CmdType) bool { forgotten[t] = true; return true }
 
 func global(string, []byte) string { return "" }
 

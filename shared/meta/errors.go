@@ -32,6 +32,11 @@ var (
 	// or may not have been committed.
 	ErrUnknownOutcome = errors.New("the leader did not answer: the write may or may not have been committed")
 
+	// ErrUpgrading refuses a command of a type some voter of the cluster
+	// does not know yet (it runs an older Depot): nothing was written;
+	// it can be committed once every origin runs the newer build.
+	ErrUpgrading = errors.New("an origin of the cluster runs an older Depot that does not know this kind of change: nothing was written; upgrade every origin, then retry")
+
 	// ErrLastAdmin refuses a delete or demotion that would leave no
 	// administrator.
 	ErrLastAdmin = fmt.Errorf("%w: cannot remove the last administrator", ErrConflict)
@@ -72,7 +77,7 @@ func Invalidf(format string, args ...any) error {
 // message, and a StaleError's preconditions, so the deciding node sees
 // the error the leader's store returned.
 type WireError struct {
-	Kind  string `json:"kind"` // not_found, conflict, invalid, stale, compacted or error
+	Kind  string `json:"kind"` // not_found, conflict, invalid, stale, compacted, upgrading or error
 	Text  string `json:"text"`
 	Pre   *Pre   `json:"pre,omitempty"`
 	Found *Pre   `json:"found,omitempty"`
@@ -81,7 +86,7 @@ type WireError struct {
 var wireKinds = []struct {
 	kind     string
 	sentinel error
-}{{"not_found", ErrNotFound}, {"conflict", ErrConflict}, {"invalid", ErrInvalid}, {"compacted", ErrCompacted}}
+}{{"not_found", ErrNotFound}, {"conflict", ErrConflict}, {"invalid", ErrInvalid}, {"compacted", ErrCompacted}, {"upgrading", ErrUpgrading}}
 
 // ToWire encodes err; nil for nil.
 func ToWire(err error) *WireError {

@@ -39,6 +39,10 @@ type Store struct {
 	applied atomic.Uint64
 	waitMu  sync.Mutex
 	waitCh  chan struct{} // closed and replaced when applied moves
+
+	// Observe, when set before the store applies anything, is told how
+	// long each command took to apply (metrics).
+	Observe func(c Command, d time.Duration)
 }
 
 // Options tune a store; the zero value is the default.
@@ -224,9 +228,13 @@ func (s *Store) ApplyBatch(entries []Entry) []Result {
 					continue // an ignorable command of a newer build
 				}
 				tx.idx = idx
+				start := time.Now()
 				if err := applyCommand(tx, cmds[i]); err != nil {
 					failed[i], failedAt = err, i
 					return errRollback
+				}
+				if s.Observe != nil {
+					s.Observe(cmds[i], time.Since(start))
 				}
 			}
 			return tx.settle(last, s.retention)

@@ -24,6 +24,18 @@ type Metrics struct {
 	AuthFailures *prometheus.CounterVec
 	GC           GC
 	Events       Events
+	Raft         Raft
+}
+
+// Raft are the metadata log's metrics (an origin's); its leader, term
+// and indexes are gauges the origin registers over its raft node.
+type Raft struct {
+	// Apply is how long applying a command took, by command type.
+	Apply *prometheus.HistogramVec
+	// LeaderChanges counts the leaders this node has seen come and go.
+	LeaderChanges prometheus.Counter
+	// Snapshot is how long writing a snapshot of the store took.
+	Snapshot prometheus.Histogram
 }
 
 // Events are the event log's and webhook deliveries' metrics.
@@ -103,10 +115,23 @@ func New() *Metrics {
 				Name: "depot_webhook_deliveries_pending", Help: "Webhook deliveries waiting for an attempt (reported by the leader).",
 			}),
 		},
+		Raft: Raft{
+			Apply: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+				Name: "depot_raft_apply_duration_seconds", Help: "Time to apply a committed command to the store, by command type.",
+				Buckets: prometheus.ExponentialBuckets(0.00005, 3, 12),
+			}, []string{"command"}),
+			LeaderChanges: prometheus.NewCounter(prometheus.CounterOpts{
+				Name: "depot_raft_leader_changes_total", Help: "Leader changes this origin has seen.",
+			}),
+			Snapshot: prometheus.NewHistogram(prometheus.HistogramOpts{
+				Name: "depot_raft_snapshot_duration_seconds", Help: "Time to write a snapshot of the metadata store.",
+				Buckets: prometheus.ExponentialBuckets(0.01, 4, 10),
+			}),
+		},
 	}
 	reg.MustRegister(m.HTTP.Requests, m.HTTP.Duration, m.HTTP.Bytes, m.Uploads, m.AuthFailures,
 		m.GC.Runs, m.GC.Removed, m.GC.RemovedBytes, m.GC.Duration, m.GC.LastSuccess,
-		m.Events.Dropped, m.Events.Attempts, m.Events.Pending,
+		m.Events.Dropped, m.Events.Attempts, m.Events.Pending, m.Raft.Apply, m.Raft.LeaderChanges, m.Raft.Snapshot,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
