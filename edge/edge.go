@@ -21,10 +21,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -34,6 +32,7 @@ import (
 	"github.com/depot-registry/depot/edge/server"
 	"github.com/depot-registry/depot/edge/upstream"
 	"github.com/depot-registry/depot/replication/feed"
+	"github.com/depot-registry/depot/replication/protocol"
 	"github.com/depot-registry/depot/shared/apierr"
 	"github.com/depot-registry/depot/shared/auth"
 	"github.com/depot-registry/depot/shared/config"
@@ -127,39 +126,29 @@ func (c *Config) check() error {
 	return nil
 }
 
-// Edge is a running edge node.
+// Edge is a running edge node: the HTTP side (routes, forwarding) over
+// components that each own their state: the feed follower (the replica),
+// the heartbeat, the prefetcher, the download shipper, the blob cache.
 type Edge struct {
 	cfg      Config
 	log      *slog.Logger
 	out      io.Writer
 	replica  *meta.Store
 	cache    *cache.Cache
-	client   *feed.Client
+	client   *protocol.Client
 	upstream *upstream.Upstream
+	follower *feed.Follower
+	beats    *heartbeat
+	prefetch *prefetcher
+	ship     *shipper
 
-	lastContact   atomic.Int64  // unix nanos of the last heartbeat an origin answered
-	originIndex   atomic.Uint64 // the origin's applied index then
-	lag           lagMark
-	named         sync.Once    // the assigned repositories are logged once
-	missing       atomic.Int64 // blobs of the assigned repositories not cached yet
-	authn         *auth.Authenticator
-	env           *format.Env
-	srv           *server.Server
-	downloads     atomic.Int64                   // served since the last heartbeat an origin took
-	events        pendingEvents                  // downloads no origin has taken yet
-	recording     atomic.Pointer[recordingSince] // whether the origins want downloads as events (their last heartbeat)
-	originDropped atomic.Int64                   // download events an origin said it dropped
-	unsent        []feed.Download                // a batch of them no origin took (the shipper's own)
-	beatFailures  atomic.Int64
-	scrape        fasthttp.RequestHandler // /metrics
-	prefetch      chan []string           // the assigned repositories, for the prefetcher
-	fetchSeconds  prometheus.Histogram    // how long an origin takes to start sending a blob
-	reached       chan struct{}           // an origin answered a heartbeat after failures: the feed retries now
-	syncing       chan struct{}           // one catch-up read of the feed at a time (catchUp)
+	authn        *auth.Authenticator
+	env          *format.Env
+	srv          *server.Server
+	scrape       fasthttp.RequestHandler // /metrics
+	fetchSeconds prometheus.Histogram    // how long an origin takes to start sending a blob
+	syncing      chan struct{}           // one catch-up read of the feed at a time (catchUp)
 }
-
-// prefetchParallel bounds the blobs fetched at once ahead of demand.
-const prefetchParallel = 4
 
 // New opens the cache directory (replica and blobs).
 func New(cfg Config, log *slog.Logger, out io.Writer) (*Edge, error) {
@@ -169,8 +158,8 @@ func New(cfg Config, log *slog.Logger, out io.Writer) (*Edge, error) {
 	if err := os.MkdirAll(cfg.CacheDir, 0o750); err != nil {
 		return nil, fmt.Errorf("cache dir: %w", err)
 	}
-	e := &Edge{cfg: cfg, log: log, out: out, prefetch: make(chan []string, 1), reached: make(chan struct{}, 1), syncing: make(chan struct{}, 1),
-		client: &feed.Client{Origins: cfg.origins(), NodeID: cfg.NodeID, Token: cfg.NodeToken,
+	e := &Edge{cfg: cfg, log: log, out: out, syncing: make(chan struct{}, 1),
+		client: &protocol.Client{Origins: cfg.origins(), NodeID: cfg.NodeID, Token: cfg.NodeToken,
 			HTTP: &http.Client{Timeout: 0}}}
 	e.upstream = &upstream.Upstream{Origins: e.client.OriginList, HTTP: &http.Client{}, Credential: cfg.NodeToken}
 	var err error
@@ -199,6 +188,11 @@ func New(cfg Config, log *slog.Logger, out io.Writer) (*Edge, error) {
 		e.replica.Close()
 		return nil, err
 	}
+	e.follower = &feed.Follower{Client: e.client, Store: e.replica}
+	e.prefetch = newPrefetcher(e.replica, e.cache, log)
+	e.ship = &shipper{client: e.client, log: log, heartbeat: cfg.Heartbeat}
+	e.beats = &heartbeat{client: e.client, follower: e.follower, cache: e.cache, ship: e.ship, prefetch: e.prefetch,
+		every: cfg.Heartbeat, log: log, out: out, reached: make(chan struct{}, 1)}
 	return e, nil
 }
 
@@ -214,7 +208,7 @@ func (e *Edge) Run(ctx context.Context, ln net.Listener) error {
 	abs, _ := filepath.Abs(e.cfg.CacheDir)
 	held := "none yet (the first heartbeat brings the assignment)"
 	if ids, _ := e.replica.Followed(); len(ids) > 0 {
-		held = strings.Join(e.repoNames(ids), ", ")
+		held = strings.Join(repoNames(e.replica, ids), ", ")
 	}
 	scheme := "http"
 	if e.cfg.TLSCert != "" {
@@ -225,12 +219,10 @@ func (e *Edge) Run(ctx context.Context, ln net.Listener) error {
 	e.log.Info("depot edge started", "listen", ln.Addr().String(), "node_id", e.cfg.NodeID, "origins", e.cfg.origins(),
 		"cache_dir", abs, "cache_size", e.cfg.CacheSize, "applied_index", e.replica.LastApplied(), "version", Version)
 
-	bg.Go(func() { e.heartbeats(ctx) })
-	bg.Go(func() { e.prefetcher(ctx) })
-	bg.Go(func() { e.shipEvents(ctx) })
-	bg.Go(func() {
-		_ = feed.Follow(ctx, e.client, e.replica, 30*time.Second, e.reached, e.log.With("component", "feed"))
-	})
+	bg.Go(func() { e.beats.run(ctx) })
+	bg.Go(func() { e.prefetch.run(ctx) })
+	bg.Go(func() { e.ship.run(ctx) })
+	bg.Go(func() { _ = e.follower.Follow(ctx, 30*time.Second, e.beats.reached, e.log.With("component", "feed")) })
 
 	// Bodies stream (a write goes to the origin as it arrives, never
 	// whole in memory); the origin bounds their size.
@@ -270,131 +262,17 @@ func sizeText(n int64) string {
 	return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
 }
 
-// heartbeats reports the node every Heartbeat and brings the replica's
-// repositories in line with the assignment each answer carries.
-func (e *Edge) heartbeats(ctx context.Context) {
-	t := time.NewTicker(e.cfg.Heartbeat)
-	defer t.Stop()
-	failing := false
-	for {
-		switch err := e.beat(ctx); {
-		case err != nil && ctx.Err() == nil:
-			failing = true
-			e.beatFailures.Add(1)
-			e.log.Warn("heartbeat failed", "err", err)
-		case err == nil && failing:
-			failing = false
-			select { // the feed, waiting to retry, goes now
-			case e.reached <- struct{}{}:
-			default:
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
-}
-
-func (e *Edge) beat(ctx context.Context) error {
-	st := e.cache.Stats()
-	served := e.downloads.Swap(0)
-	a, err := e.client.Heartbeat(ctx, feed.Report{AppliedIndex: e.replica.LastApplied(), CachedBytes: st.Bytes,
-		MissingBlobs: e.missing.Load(), Version: Version, Downloads: served})
-	if err != nil {
-		e.downloads.Add(served) // reported with the next heartbeat that goes through
-		return err
-	}
-	e.lastContact.Store(time.Now().UnixNano())
-	e.originIndex.Store(a.OriginIndex)
-	e.recording.Store(&recordingSince{on: a.RecordDownloads, since: a.RecordDownloadsSince})
-	if len(a.Origins) > 0 {
-		e.client.SetOrigins(a.Origins) // the cluster's origins, for when the given ones are away
-	}
-	e.lag.observe(a.OriginIndex, e.replica.LastApplied(), time.Now())
-	if err := feed.Reconcile(ctx, e.client, e.replica, a.RepositoryIDs); err != nil {
-		return err
-	}
-	e.named.Do(func() {
-		names := e.repoNames(a.RepositoryIDs)
-		fmt.Fprintf(e.out, "  serving repositories: %s\n", strings.Join(names, ", "))
-		e.log.Info("serving repositories", "repositories", names)
-	})
-	select { // the prefetcher takes the latest assignment when it is free
-	case <-e.prefetch:
-	default:
-	}
-	e.prefetch <- a.RepositoryIDs
-	return nil
-}
-
-// prefetcher pins the blobs of the assigned repositories and fetches those
-// not cached yet, each time a heartbeat brings the assignment.
-func (e *Edge) prefetcher(ctx context.Context) {
-	var lastRepos []string
-	var lastIndex uint64
-	for {
-		var repos []string
-		select {
-		case <-ctx.Done():
-			return
-		case repos = <-e.prefetch:
-		}
-		// Nothing changed since a pass that left nothing missing.
-		index := e.replica.LastApplied()
-		if index == lastIndex && slices.Equal(repos, lastRepos) && e.missing.Load() == 0 {
-			continue
-		}
-		lastRepos, lastIndex = repos, index
-		var digests []string
-		err := e.replica.View(func(tx *meta.Tx) error {
-			for _, id := range repos {
-				ds, err := tx.RepoBlobs(id)
-				if err != nil {
-					return err
-				}
-				digests = append(digests, ds...)
-			}
-			return nil
-		})
-		if err != nil {
-			e.log.Warn("listing the blobs to prefetch", "err", err)
-			continue
-		}
-		e.cache.Pin(digests)
-		missing := e.cache.Prefetch(ctx, digests, prefetchParallel)
-		e.missing.Store(int64(missing))
-		if missing > 0 && ctx.Err() == nil {
-			e.log.Warn("blobs of assigned repositories not cached yet; trying again at the next heartbeat", "missing", missing)
-		}
-	}
-}
-
-func (e *Edge) repoNames(ids []string) []string {
-	var names []string
-	_ = e.replica.View(func(tx *meta.Tx) error {
-		for _, id := range ids {
-			if r, err := tx.Repo(id); err == nil {
-				names = append(names, r.Name)
-			}
-		}
-		return nil
-	})
-	return names
-}
-
 // health says why the node is degraded: no origin answered its last
 // three heartbeats, or the replica has not reached, within
 // replicaLagLimit, an index an origin had applied. It keeps serving what
 // it has meanwhile.
 func (e *Edge) health() (reasons []string, details map[string]any) {
-	last := time.Unix(0, e.lastContact.Load())
-	if e.lastContact.Load() == 0 || time.Since(last) > 3*e.cfg.Heartbeat {
+	now := time.Now()
+	if e.beats.unreachable(now) {
 		reasons = append(reasons, "origin_unreachable")
 	}
-	applied, origin := e.replica.LastApplied(), e.originIndex.Load()
-	if e.lag.lagging(applied, time.Now(), replicaLagLimit) {
+	applied, origin := e.replica.LastApplied(), e.beats.originIndex.Load()
+	if e.beats.lag.lagging(applied, now, replicaLagLimit) {
 		reasons = append(reasons, "replica_lagging")
 	}
 	followed, _ := e.replica.Followed()
@@ -403,8 +281,8 @@ func (e *Edge) health() (reasons []string, details map[string]any) {
 	}
 	details = map[string]any{"node_id": e.cfg.NodeID, "applied_index": applied, "origin_index": origin,
 		"repository_ids": followed, "origins": e.client.OriginList(), "cache": e.cache.Stats(), "version": Version}
-	if e.lastContact.Load() != 0 {
-		details["last_contact"] = last.UTC()
+	if last := e.beats.lastContact.Load(); last != 0 {
+		details["last_contact"] = time.Unix(0, last).UTC()
 	}
 	return reasons, details
 }
@@ -423,10 +301,10 @@ func (e *Edge) routes() *server.Server {
 		Remote: newVouches(e.client.Vouch, now).Remote, RemotePassword: e.checkPassword, Partial: true}
 	env := &format.Env{Meta: e.replica, Now: now, Tokens: tokens{authn},
 		OnDownload: func(r *format.Request, a *meta.Artifact) {
-			e.recordDownload(&server.Download{Artifact: a, Repo: r.Repo, Who: r.Principal.Actor()}, net.ParseIP(r.RemoteAddr))
+			e.ship.record(&server.Download{Artifact: a, Repo: r.Repo, Who: r.Principal.Actor()}, net.ParseIP(r.RemoteAddr))
 		}}
 	s := &server.Server{Cache: e.cache, Other: e.other, Forward: e.forward, Index: e.replica.LastApplied,
-		CatchUp: e.catchUp, Downloaded: e.recordDownload}
+		CatchUp: e.catchUp, Downloaded: e.ship.record}
 	e.authn, e.env, e.srv = authn, env, s
 	e.scrape = e.metrics() // reads e.srv
 	for _, f := range all.Build(env) {
@@ -517,7 +395,7 @@ func (e *Edge) syncFor(ctx context.Context, idx uint64) error {
 	if e.replica.LastApplied() >= idx {
 		return nil
 	}
-	return feed.Sync(ctx, e.client, e.replica, 0)
+	return e.follower.Sync(ctx, 0)
 }
 
 // replicaLagLimit is how long the replica may take to reach an index an

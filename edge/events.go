@@ -2,6 +2,7 @@ package edge
 
 import (
 	"context"
+	"log/slog"
 	"net"
 	"net/netip"
 	"sync"
@@ -9,7 +10,7 @@ import (
 	"time"
 
 	"github.com/depot-registry/depot/edge/server"
-	"github.com/depot-registry/depot/replication/feed"
+	"github.com/depot-registry/depot/replication/protocol"
 )
 
 // maxPendingEvents bounds the download events an edge holds for the
@@ -49,19 +50,19 @@ func (p *pendingEvents) add(d *server.Download, ip net.IP, at time.Time) bool {
 
 // take removes up to n of the oldest downloads, as reports; those made
 // before since are dropped.
-func (p *pendingEvents) take(n int, since time.Time) []feed.Download {
+func (p *pendingEvents) take(n int, since time.Time) []protocol.Download {
 	p.mu.Lock()
 	p.dropBefore(since)
 	n = min(n, len(p.buf))
 	taken := append(p.spare[:0], p.buf[:n]...)
 	p.buf = append(p.buf[:0], p.buf[n:]...)
 	p.mu.Unlock()
-	out := make([]feed.Download, 0, len(taken))
+	out := make([]protocol.Download, 0, len(taken))
 	for _, x := range taken {
 		if x.at.Before(since) {
 			continue
 		}
-		d := feed.Download{ArtifactID: x.d.Artifact.ID, UserID: x.d.Who.UserID, At: x.at}
+		d := protocol.Download{ArtifactID: x.d.Artifact.ID, UserID: x.d.Who.UserID, At: x.at}
 		if x.ip.IsValid() {
 			d.Remote = x.ip.String()
 		}
@@ -90,35 +91,58 @@ func (p *pendingEvents) dropBefore(t time.Time) {
 	p.buf = append(p.buf[:0], p.buf[i:]...)
 }
 
-// recordDownload counts a download and keeps it for the origins, who
-// take it as an event while a webhook wants downloads (the shipper asks).
-func (e *Edge) recordDownload(d *server.Download, remote net.IP) {
-	e.downloads.Add(1)
-	if !e.events.add(d, remote, time.Now()) {
-		if rec := e.recording.Load(); rec == nil || !rec.on {
+// shipper counts the downloads this edge serves and gives them to the
+// origins: the count with each heartbeat, the downloads themselves as
+// events while the origins want them (a webhook subscribes to them).
+type shipper struct {
+	client    *protocol.Client
+	log       *slog.Logger
+	heartbeat time.Duration // how soon the origins' wishes reach the node
+
+	downloads     atomic.Int64                   // served since the last heartbeat an origin took
+	events        pendingEvents                  // downloads no origin has taken yet
+	recording     atomic.Pointer[recordingSince] // whether the origins want downloads as events (their last heartbeat)
+	originDropped atomic.Int64                   // download events an origin said it dropped
+	unsent        []protocol.Download            // a batch no origin took (run's own)
+}
+
+// record counts a download and keeps it for the origins, who take it as
+// an event while a webhook wants downloads (the heartbeat says).
+func (s *shipper) record(d *server.Download, remote net.IP) {
+	s.downloads.Add(1)
+	if !s.events.add(d, remote, time.Now()) {
+		if rec := s.recording.Load(); rec == nil || !rec.on {
 			return // nobody wants them: the window kept just got shorter
 		}
-		e.events.dropped.Add(1)
-		if now := time.Now().Unix(); e.events.lastWarn.Load() < now-60 && e.events.lastWarn.Swap(now) < now-60 {
-			e.log.Warn("download events are being dropped: no origin has taken them for a while (see depot_edge_events_dropped_total)",
+		s.events.dropped.Add(1)
+		if now := time.Now().Unix(); s.events.lastWarn.Load() < now-60 && s.events.lastWarn.Swap(now) < now-60 {
+			s.log.Warn("download events are being dropped: no origin has taken them for a while (see depot_edge_events_dropped_total)",
 				"held", maxPendingEvents)
 		}
 	}
 }
 
-// shipEvents gives the origins the download events every second, in
-// batches; a batch no origin took goes again next round.
-func (e *Edge) shipEvents(ctx context.Context) {
+// counted takes the downloads counted since the last heartbeat; uncount
+// gives them back when no origin took the report.
+func (s *shipper) counted() int64  { return s.downloads.Swap(0) }
+func (s *shipper) uncount(n int64) { s.downloads.Add(n) }
+func (s *shipper) want(a protocol.Assignment) {
+	s.recording.Store(&recordingSince{on: a.RecordDownloads, since: a.RecordDownloadsSince})
+}
+
+// run gives the origins the download events every second, in batches; a
+// batch no origin took goes again next round.
+func (s *shipper) run(ctx context.Context) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			e.flushEvents(context.Background(), 5*time.Second) // what is left, briefly
+			s.flush(context.Background(), 5*time.Second) // what is left, briefly
 			return
 		case <-t.C:
 		}
-		e.flushEvents(ctx, 30*time.Second)
+		s.flush(ctx, 30*time.Second)
 	}
 }
 
@@ -129,36 +153,36 @@ type recordingSince struct {
 	since time.Time
 }
 
-// flushEvents ships what the origins want. While they want no downloads,
-// the recent ones are kept a while all the same: a webhook that has just
+// flush ships what the origins want. While they want no downloads, the
+// recent ones are kept a while all the same: a webhook that has just
 // subscribed is known here only at the next heartbeat, and gets the
 // downloads from its subscription on.
-func (e *Edge) flushEvents(ctx context.Context, within time.Duration) {
+func (s *shipper) flush(ctx context.Context, within time.Duration) {
 	ctx, cancel := context.WithTimeout(ctx, within)
 	defer cancel()
-	rec := e.recording.Load()
+	rec := s.recording.Load()
 	if rec == nil || !rec.on {
-		e.events.forgetBefore(time.Now().Add(-2*e.cfg.Heartbeat - 5*time.Second))
+		s.events.forgetBefore(time.Now().Add(-2*s.heartbeat - 5*time.Second))
 		return
 	}
 	for {
-		if len(e.unsent) == 0 {
-			e.unsent = e.events.take(feed.MaxEvents, rec.since)
+		if len(s.unsent) == 0 {
+			s.unsent = s.events.take(protocol.MaxEvents, rec.since)
 		}
-		if len(e.unsent) == 0 {
+		if len(s.unsent) == 0 {
 			return
 		}
-		a, err := e.client.SendEvents(ctx, e.unsent)
+		a, err := s.client.SendEvents(ctx, s.unsent)
 		if err != nil {
 			return // the batch goes again next round; behind it the buffer fills, up to its bound
 		}
-		if lost := len(e.unsent) - a.Accepted; lost > 0 {
-			e.originDropped.Add(int64(lost))
-			if now := time.Now().Unix(); e.events.lastWarn.Load() < now-60 && e.events.lastWarn.Swap(now) < now-60 {
-				e.log.Warn("an origin is dropping download events: its queue is full (see its depot_events_dropped_total)",
-					"dropped_so_far", e.originDropped.Load())
+		if lost := len(s.unsent) - a.Accepted; lost > 0 {
+			s.originDropped.Add(int64(lost))
+			if now := time.Now().Unix(); s.events.lastWarn.Load() < now-60 && s.events.lastWarn.Swap(now) < now-60 {
+				s.log.Warn("an origin is dropping download events: its queue is full (see its depot_events_dropped_total)",
+					"dropped_so_far", s.originDropped.Load())
 			}
 		}
-		e.unsent = nil
+		s.unsent = nil
 	}
 }

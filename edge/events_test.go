@@ -14,12 +14,12 @@ import (
 // BenchmarkRecordDownload is what keeping a download for the origins
 // costs on the hot path, every core at it.
 func BenchmarkRecordDownload(b *testing.B) {
-	e := &Edge{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	s := &shipper{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	d := &server.Download{Artifact: &meta.Artifact{ID: "a"}}
 	ip := net.ParseIP("127.0.0.1")
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			e.recordDownload(d, ip)
+			s.record(d, ip)
 		}
 	})
 }

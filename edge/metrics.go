@@ -25,16 +25,16 @@ func (e *Edge) metrics() fasthttp.RequestHandler {
 		counter("depot_edge_cache_fetched_bytes_total", "Bytes fetched from the origins and verified into the cache.",
 			func() int64 { return e.cache.Stats().Fetched }),
 		gauge("depot_edge_cache_bytes", "Bytes of blobs in the edge's cache.", func() int64 { return e.cache.Stats().Bytes }),
-		gauge("depot_edge_cache_missing_blobs", "Blobs of the assigned repositories not cached yet.", e.missing.Load),
+		gauge("depot_edge_cache_missing_blobs", "Blobs of the assigned repositories not cached yet.", e.prefetch.missing.Load),
 		gauge("depot_edge_replica_applied_index", "The last log index the replica has applied.",
 			func() int64 { return int64(e.replica.LastApplied()) }),
 		gauge("depot_edge_replica_lag", "Log entries the replica is behind the origin, as of the last heartbeat.", func() int64 {
-			applied, origin := e.replica.LastApplied(), e.originIndex.Load()
+			applied, origin := e.replica.LastApplied(), e.beats.originIndex.Load()
 			return int64(origin - min(applied, origin))
 		}),
-		counter("depot_edge_heartbeat_failures_total", "Heartbeats no origin answered.", e.beatFailures.Load),
-		counter("depot_edge_events_dropped_total", "Download events dropped because no origin took them for too long.", e.events.dropped.Load),
-		counter("depot_edge_feed_errors_total", "Failed reads of the change feed.", e.client.Failures),
+		counter("depot_edge_heartbeat_failures_total", "Heartbeats no origin answered.", e.beats.failures.Load),
+		counter("depot_edge_events_dropped_total", "Download events dropped because no origin took them for too long.", e.ship.events.dropped.Load),
+		counter("depot_edge_feed_errors_total", "Failed reads of the change feed.", e.follower.Failures),
 		counter("depot_edge_feed_changes_total", "Changes read from the change feed (catch-ups and resyncs included).", e.client.Changes),
 		counter("depot_edge_served_bytes_total", "Bytes of blobs and documents this edge answered itself (forwarded answers not counted).", e.srv.Served),
 		e.fetchSeconds,

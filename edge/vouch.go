@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/depot-registry/depot/replication/feed"
+	"github.com/depot-registry/depot/replication/protocol"
 	"github.com/depot-registry/depot/shared/auth"
 )
 
@@ -16,7 +16,7 @@ import (
 // a no for vouchNo, so a token costs one round trip to an origin however
 // often it is presented. Tokens are kept as hashes, never as presented.
 type vouches struct {
-	ask func(ctx context.Context, tok string) (feed.Vouch, error)
+	ask func(ctx context.Context, tok string) (protocol.Vouch, error)
 	now func() time.Time
 
 	mu      sync.Mutex
@@ -36,7 +36,7 @@ const (
 	vouchAsking  = 16 // questions to the origins at once
 )
 
-func newVouches(ask func(ctx context.Context, tok string) (feed.Vouch, error), now func() time.Time) *vouches {
+func newVouches(ask func(ctx context.Context, tok string) (protocol.Vouch, error), now func() time.Time) *vouches {
 	return &vouches{ask: ask, now: now, entries: map[[32]byte]vouchEntry{}, asking: make(chan struct{}, vouchAsking)}
 }
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/depot-registry/depot/replication/feed"
+	"github.com/depot-registry/depot/replication/protocol"
 	"github.com/depot-registry/depot/shared/auth"
 )
 
@@ -24,16 +24,16 @@ func TestVouches(t *testing.T) {
 	refused, _, _ := origin.Issue(auth.AccessToken, "u1", "s2", 15*time.Minute)
 	var asked atomic.Int64
 	down := false
-	v := newVouches(func(_ context.Context, tok string) (feed.Vouch, error) {
+	v := newVouches(func(_ context.Context, tok string) (protocol.Vouch, error) {
 		asked.Add(1)
 		if down {
-			return feed.Vouch{}, errors.New("connection refused")
+			return protocol.Vouch{}, errors.New("connection refused")
 		}
 		c, err := origin.Parse(tok, auth.AccessToken)
 		if err != nil || c.Session == "s2" {
-			return feed.Vouch{}, nil
+			return protocol.Vouch{}, nil
 		}
-		return feed.Vouch{Valid: true, Claims: c}, nil
+		return protocol.Vouch{Valid: true, Claims: c}, nil
 	}, clock)
 	ctx := context.Background()
 
@@ -90,13 +90,13 @@ func TestVouchesBounded(t *testing.T) {
 	origin := auth.NewJWT([]byte("origin-secret-origin-secret-0123"), nil)
 	var inFlight, most atomic.Int64
 	release := make(chan struct{})
-	v := newVouches(func(ctx context.Context, tok string) (feed.Vouch, error) {
+	v := newVouches(func(ctx context.Context, tok string) (protocol.Vouch, error) {
 		n := inFlight.Add(1)
 		defer inFlight.Add(-1)
 		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
 		}
 		<-release
-		return feed.Vouch{}, nil
+		return protocol.Vouch{}, nil
 	}, func() time.Time { return now })
 	var wg sync.WaitGroup
 	for i := range 3 * vouchAsking {

@@ -18,7 +18,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/depot-registry/depot/replication/feed"
+	"github.com/depot-registry/depot/replication/protocol"
 	"github.com/depot-registry/depot/shared/httpx"
 )
 
@@ -63,14 +63,14 @@ func (u *Upstream) Forward(ctx *fasthttp.RequestCtx) (uint64, error) {
 		b.ended = true
 	}
 	var idx uint64
-	err := feed.Each(u.Origins(), &u.next, func(base string) error {
+	err := protocol.Each(u.Origins(), &u.next, func(base string) error {
 		n := b.count()
 		resp, err := u.send(ctx, base, b)
 		switch {
 		case err == nil:
 			idx = u.answer(ctx, base, resp)
 		case b.count() > n:
-			err = feed.Final(err) // part of the body is gone: the client must retry
+			err = protocol.Final(err) // part of the body is gone: the client must retry
 		}
 		return err
 	})

@@ -4,17 +4,16 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"math"
 	"net/http"
 	"net/netip"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/depot-registry/depot/replication/feed"
+	"github.com/depot-registry/depot/replication/protocol"
 	"github.com/depot-registry/depot/shared/apierr"
 	"github.com/depot-registry/depot/shared/auth"
 	"github.com/depot-registry/depot/shared/blob"
@@ -213,7 +212,7 @@ func (s *Server) edgeHeartbeat(w http.ResponseWriter, r *http.Request, p *auth.P
 	if p.Edge() != id {
 		return apierr.New(apierr.Forbidden, "an edge node reports only for itself")
 	}
-	var req feed.Report
+	var req protocol.Report
 	if err := decode(r, &req); err != nil {
 		return err
 	}
@@ -234,7 +233,7 @@ func (s *Server) edgeHeartbeat(w http.ResponseWriter, r *http.Request, p *auth.P
 			return err
 		}
 	}
-	a := feed.Assignment{RepositoryIDs: e.Repositories, OriginIndex: s.d.Store.LastApplied()}
+	a := protocol.Assignment{RepositoryIDs: e.Repositories, OriginIndex: s.d.Store.LastApplied()}
 	if s.d.RecordDownloads != nil {
 		a.RecordDownloads, a.RecordDownloadsSince = s.d.RecordDownloads()
 	}
@@ -245,7 +244,7 @@ func (s *Server) edgeHeartbeat(w http.ResponseWriter, r *http.Request, p *auth.P
 }
 
 // edgeEvents takes the download events an edge node served (a batch of
-// at most feed.MaxEvents) into this origin's event queue. An edge reports
+// at most protocol.MaxEvents) into this origin's event queue. An edge reports
 // only downloads, of the repositories assigned to it, that happened in
 // the last day.
 func (s *Server) edgeEvents(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
@@ -253,12 +252,12 @@ func (s *Server) edgeEvents(w http.ResponseWriter, r *http.Request, p *auth.Prin
 	if p.Edge() != id {
 		return apierr.New(apierr.Forbidden, "an edge node reports only for itself")
 	}
-	var req feed.Events
+	var req protocol.Events
 	if err := decode(r, &req); err != nil {
 		return err
 	}
-	if len(req.Downloads) > feed.MaxEvents {
-		return apierr.Invalid("downloads", "at most %d downloads in one batch", feed.MaxEvents)
+	if len(req.Downloads) > protocol.MaxEvents {
+		return apierr.Invalid("downloads", "at most %d downloads in one batch", protocol.MaxEvents)
 	}
 	now := s.d.Now()
 	for i, d := range req.Downloads {
@@ -314,13 +313,13 @@ func (s *Server) edgeEvents(w http.ResponseWriter, r *http.Request, p *auth.Prin
 			accepted++
 		}
 	}
-	return writeJSON(w, http.StatusOK, feed.EventsAnswer{Accepted: accepted})
+	return writeJSON(w, http.StatusOK, protocol.EventsAnswer{Accepted: accepted})
 }
 
 // What a real edge could serve bounds what a node reports: its batches
 // of download events, and the downloads its heartbeats count.
 const (
-	NodeEventsPerMinute    = 120 * feed.MaxEvents // a full batch a second, twice over
+	NodeEventsPerMinute    = 120 * protocol.MaxEvents // a full batch a second, twice over
 	NodeDownloadsPerSecond = 200_000
 )
 
@@ -360,15 +359,15 @@ func (s *Server) edgeVouch(w http.ResponseWriter, r *http.Request, p *auth.Princ
 	if p.Edge() != r.PathValue("id") {
 		return apierr.New(apierr.Forbidden, "an edge node asks only for itself")
 	}
-	var req feed.VouchRequest
+	var req protocol.VouchRequest
 	if err := decode(r, &req); err != nil {
 		return err
 	}
 	c, err := s.d.Authn.Vouch(req.Token)
 	if err != nil {
-		return writeJSON(w, http.StatusOK, feed.Vouch{})
+		return writeJSON(w, http.StatusOK, protocol.Vouch{})
 	}
-	return writeJSON(w, http.StatusOK, feed.Vouch{Valid: true, Claims: c})
+	return writeJSON(w, http.StatusOK, protocol.Vouch{Valid: true, Claims: c})
 }
 
 // edgePassword checks a password for an edge node, which holds no
@@ -379,19 +378,19 @@ func (s *Server) edgePassword(w http.ResponseWriter, r *http.Request, p *auth.Pr
 	if p.Edge() != r.PathValue("id") {
 		return apierr.New(apierr.Forbidden, "an edge node asks only for itself")
 	}
-	var req feed.PasswordCheck
+	var req protocol.PasswordCheck
 	if err := decode(r, &req); err != nil {
 		return err
 	}
 	if req.Username == "" || len(req.Username) > auth.MaxUsernameBytes || len(req.Password) > auth.MaxSecretBytes || len(req.Remote) > 64 {
-		return writeJSON(w, http.StatusOK, feed.PasswordVerdict{})
+		return writeJSON(w, http.StatusOK, protocol.PasswordVerdict{})
 	}
 	ctx := auth.ThroughNode(r.Context(), p.Edge())
 	_, err := s.d.Authn.Login(ctx, req.Username, req.Password, cmp.Or(req.Remote, httpx.ClientIP(r)))
 	if err != nil && !errors.Is(err, auth.ErrBadCredentials) && !errors.As(err, new(*auth.ThrottledError)) {
 		return err // busy, or the store failed: the edge says 503
 	}
-	return writeJSON(w, http.StatusOK, feed.PasswordVerdict{Valid: err == nil})
+	return writeJSON(w, http.StatusOK, protocol.PasswordVerdict{Valid: err == nil})
 }
 
 // edgeFeed serves the change feed to an edge node (replication/feed):
@@ -405,40 +404,9 @@ func (s *Server) edgeFeed(w http.ResponseWriter, r *http.Request, p *auth.Princi
 	if p.Edge() != id {
 		return apierr.New(apierr.Forbidden, "an edge node reads only its own feed")
 	}
-	q := r.URL.Query()
-	var req feed.Request
-	for _, f := range []struct {
-		name string
-		max  uint64
-		set  func(uint64)
-	}{
-		{"since", math.MaxUint64, func(v uint64) { req.Since = v }},
-		{"limit", feed.MaxLimit, func(v uint64) { req.Limit = int(v) }},
-		{"wait", uint64(feed.MaxWait / time.Second), func(v uint64) { req.Wait = time.Duration(v) * time.Second }},
-	} {
-		if raw := q.Get(f.name); raw != "" {
-			v, err := strconv.ParseUint(raw, 10, 64)
-			if err != nil || v > f.max {
-				return apierr.Invalid(f.name, "%s must be a whole number up to %d", f.name, f.max)
-			}
-			f.set(v)
-		}
-	}
-	req.Repo, req.Global = q.Get("repository_id"), q.Get("global") == "1"
-	if raw := q.Get("kinds"); raw != "" {
-		for _, k := range strings.SplitN(raw, ",", 257) {
-			v, err := strconv.ParseUint(k, 10, 8)
-			if err != nil || len(req.Kinds) == 256 {
-				return apierr.Invalid("kinds", "kinds must be up to 256 record kind numbers, comma-separated")
-			}
-			req.Kinds = append(req.Kinds, meta.Kind(v))
-		}
-	}
-	if raw := q.Get("principals"); raw != "" {
-		req.Principals = strings.Split(raw, ",")
-		if len(req.Principals) > feed.MaxPrincipals || len(raw) > feed.MaxPrincipals*80 {
-			return apierr.Invalid("principals", "at most %d user and group ids in one read", feed.MaxPrincipals)
-		}
+	req, err := protocol.ParseFeedQuery(r.URL.Query())
+	if err != nil {
+		return err
 	}
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()

@@ -11,6 +11,7 @@ import (
 	"github.com/depot-registry/depot/origin"
 	"github.com/depot-registry/depot/origin/api"
 	"github.com/depot-registry/depot/origin/origintest"
+	"github.com/depot-registry/depot/replication/protocol"
 )
 
 type edgeNode struct {
@@ -278,6 +279,14 @@ func TestEdgeFeed(t *testing.T) {
 	e.Do("GET", "/api/v1/edge-nodes/"+n.ID+"/feed", e.Admin, nil).WantError(401, "UNAUTHORIZED")
 	e.Do("GET", "/api/v1/edge-nodes/"+n.ID+"/feed?repository_id="+theirs, n.Token, nil).WantError(400, "VALIDATION_FAILED").WantField("repository_id")
 	e.Do("GET", "/api/v1/edge-nodes/"+n.ID+"/feed?wait=3600", n.Token, nil).WantError(400, "VALIDATION_FAILED").WantField("wait")
+	// A node speaking a newer protocol than the origin is told to upgrade
+	// the origins first; this version, or none (an older node), is read.
+	r := e.DoHeader("GET", "/api/v1/edge-nodes/"+n.ID+"/feed", n.Token, nil, map[string]string{protocol.VersionHeader: "99"})
+	r.WantError(400, "VALIDATION_FAILED")
+	if !strings.Contains(string(r.Body), "upgrade the origins before the edges") {
+		t.Errorf("a newer protocol: %s", r.Body)
+	}
+	e.DoHeader("GET", "/api/v1/edge-nodes/"+n.ID+"/feed", n.Token, nil, map[string]string{protocol.VersionHeader: strconv.Itoa(protocol.Version)}).Want(200)
 }
 
 // TestEdgeRateBucket: a node's requests are limited in a bucket of its

@@ -13,6 +13,7 @@ import (
 
 	"github.com/depot-registry/depot/origin/origintest"
 	"github.com/depot-registry/depot/replication/feed"
+	"github.com/depot-registry/depot/replication/protocol"
 	"github.com/depot-registry/depot/shared/auth"
 	"github.com/depot-registry/depot/shared/meta"
 )
@@ -43,7 +44,7 @@ func TestEdgeFollower(t *testing.T) {
 	}
 	defer s.Close()
 	// The first origin is down: the client goes on to the next.
-	c := &feed.Client{Origins: []string{"http://127.0.0.1:1", e.URL}, NodeID: n.ID, Token: n.Token}
+	c := &feed.Follower{Client: &protocol.Client{Origins: []string{"http://127.0.0.1:1", e.URL}, NodeID: n.ID, Token: n.Token}, Store: s}
 	has := func(repo, path string) bool {
 		var a *meta.Artifact
 		_ = s.View(func(tx *meta.Tx) error { a, _ = tx.ArtifactByPath(repo, path); return nil })
@@ -54,7 +55,7 @@ func TestEdgeFollower(t *testing.T) {
 		_ = s.View(func(tx *meta.Tx) error { _, err = tx.TokenByHash(auth.HashAPIToken(tok.Token)); return nil })
 		return err == nil
 	}
-	if err := feed.Sync(t.Context(), c, s, 0); err != nil {
+	if err := c.Sync(t.Context(), 0); err != nil {
 		t.Fatal(err)
 	}
 	if !has(mine, "tool/1.0/tool.bin") || has(other, "tool/1.0/tool.bin") || !hasToken() {
@@ -62,7 +63,7 @@ func TestEdgeFollower(t *testing.T) {
 	}
 
 	// A blob fetched from an offset resumes there.
-	if r, err := c.Fetch(t.Context(), "sha256:"+first.Checksums.SHA256, 1); err != nil {
+	if r, err := c.Client.Fetch(t.Context(), "sha256:"+first.Checksums.SHA256, 1); err != nil {
 		t.Fatal(err)
 	} else if b, _ := io.ReadAll(r); string(b) != "ne" {
 		t.Fatalf("fetch from byte 1 = %q", b)
@@ -71,7 +72,7 @@ func TestEdgeFollower(t *testing.T) {
 	// Writes and deletions follow.
 	put(e, "Bearer "+e.Admin, "mine/tool/2.0/tool.bin", "three")
 	e.Do("DELETE", "/api/v1/artifacts/"+first.ID, e.Admin, nil).Want(204)
-	if err := feed.Sync(t.Context(), c, s, 0); err != nil {
+	if err := c.Sync(t.Context(), 0); err != nil {
 		t.Fatal(err)
 	}
 	if !has(mine, "tool/2.0/tool.bin") || has(mine, "tool/1.0/tool.bin") {
@@ -82,7 +83,7 @@ func TestEdgeFollower(t *testing.T) {
 	// index left for the feed to move.
 	e.Do("POST", "/api/v1/edge-nodes/"+n.ID+"/repositories", e.Admin, map[string][]string{"repository_ids": {other}}).Want(200)
 	before := s.LastApplied()
-	if err := feed.Reconcile(t.Context(), c, s, []string{mine, other}); err != nil {
+	if err := c.Reconcile(t.Context(), []string{mine, other}); err != nil {
 		t.Fatal(err)
 	}
 	if !has(other, "tool/1.0/tool.bin") || s.LastApplied() != before {
@@ -96,7 +97,7 @@ func TestEdgeFollower(t *testing.T) {
 	ctx, stop := context.WithCancel(t.Context())
 	followed := make(chan error, 1)
 	go func() {
-		followed <- feed.Follow(ctx, c, s, 30*time.Second, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		followed <- c.Follow(ctx, 30*time.Second, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	}()
 	time.Sleep(200 * time.Millisecond) // the follower is waiting in a long poll
 	e.Do("DELETE", "/api/v1/users/me/tokens/"+tok.ID, e.Admin, nil).Want(204)
@@ -115,7 +116,7 @@ func TestEdgeFollower(t *testing.T) {
 
 	// Unassigned: the node drops the repository's records.
 	e.Do("DELETE", "/api/v1/edge-nodes/"+n.ID+"/repositories/"+other, e.Admin, nil).Want(200)
-	if err := feed.Reconcile(t.Context(), c, s, []string{mine}); err != nil {
+	if err := c.Reconcile(t.Context(), []string{mine}); err != nil {
 		t.Fatal(err)
 	}
 	if has(other, "tool/1.0/tool.bin") || !has(mine, "tool/2.0/tool.bin") {
@@ -136,14 +137,14 @@ func TestEdgeFollower(t *testing.T) {
 	// Given back, it is caught up whole again: the records it dropped
 	// come back at the index they have.
 	e.Do("POST", "/api/v1/edge-nodes/"+n.ID+"/repositories", e.Admin, map[string][]string{"repository_ids": {other}}).Want(200)
-	if err := feed.Reconcile(t.Context(), c, s, []string{mine, other}); err != nil {
+	if err := c.Reconcile(t.Context(), []string{mine, other}); err != nil {
 		t.Fatal(err)
 	}
 	if !has(other, "tool/1.0/tool.bin") {
 		t.Fatal("a repository given back lacks the records it had")
 	}
 	e.Do("DELETE", "/api/v1/edge-nodes/"+n.ID+"/repositories/"+other, e.Admin, nil).Want(200)
-	if err := feed.Reconcile(t.Context(), c, s, []string{mine}); err != nil {
+	if err := c.Reconcile(t.Context(), []string{mine}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -155,7 +156,7 @@ func TestEdgeFollower(t *testing.T) {
 	if !has(mine, "ghost/1/g") {
 		t.Fatal("the stray record was not written")
 	}
-	if err := feed.Resync(t.Context(), c, s); err != nil {
+	if err := c.Resync(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if has(mine, "ghost/1/g") || !has(mine, "tool/2.0/tool.bin") {
@@ -200,7 +201,7 @@ func TestEdgeAudience(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	c := &feed.Client{Origins: []string{e.URL}, NodeID: n.ID, Token: n.Token}
+	c := &feed.Follower{Client: &protocol.Client{Origins: []string{e.URL}, NodeID: n.ID, Token: n.Token}, Store: s}
 	holds := func() (users []string, groups []string) {
 		t.Helper()
 		_ = s.View(func(tx *meta.Tx) error {
@@ -238,7 +239,7 @@ func TestEdgeAudience(t *testing.T) {
 	}
 	sync := func() {
 		t.Helper()
-		if err := feed.Sync(t.Context(), c, s, 0); err != nil {
+		if err := c.Sync(t.Context(), 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -269,7 +270,7 @@ func TestEdgeAudience(t *testing.T) {
 	sync()
 	want("bob deleted, erin new", []string{"admin", "carol", "dave"}, []string{"devs", "others"})
 	e.Do("POST", "/api/v1/edge-nodes/"+n.ID+"/repositories", e.Admin, map[string][]string{"repository_ids": {pub}}).Want(200)
-	if err := feed.Reconcile(t.Context(), c, s, []string{mine, pub}); err != nil {
+	if err := c.Reconcile(t.Context(), []string{mine, pub}); err != nil {
 		t.Fatal(err)
 	}
 	want("a public repository assigned", []string{"admin", "carol", "dave", "erin"}, []string{"devs", "others"})
@@ -280,7 +281,7 @@ func TestEdgeAudience(t *testing.T) {
 	sync()
 	want("public again", []string{"admin", "carol", "dave", "erin"}, []string{"devs", "others"})
 	e.Do("DELETE", "/api/v1/edge-nodes/"+n.ID+"/repositories/"+pub, e.Admin, nil).Want(200)
-	if err := feed.Reconcile(t.Context(), c, s, []string{mine}); err != nil {
+	if err := c.Reconcile(t.Context(), []string{mine}); err != nil {
 		t.Fatal(err)
 	}
 	want("the public repository unassigned", []string{"admin", "carol", "dave"}, []string{"devs", "others"})
@@ -297,8 +298,8 @@ func TestEdgeAudience(t *testing.T) {
 	if err := s.ApplyChanges(all, 0); err != nil {
 		t.Fatal(err)
 	}
-	c2 := &feed.Client{Origins: []string{e.URL}, NodeID: n.ID, Token: n.Token}
-	if err := feed.Sync(t.Context(), c2, s, 0); err != nil {
+	c2 := &feed.Follower{Client: &protocol.Client{Origins: []string{e.URL}, NodeID: n.ID, Token: n.Token}, Store: s}
+	if err := c2.Sync(t.Context(), 0); err != nil {
 		t.Fatal(err)
 	}
 	want("an older replica settled", []string{"admin", "carol", "dave"}, []string{"devs", "others"})

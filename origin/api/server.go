@@ -14,6 +14,7 @@ import (
 	"github.com/depot-registry/depot/origin/service/audit"
 	"github.com/depot-registry/depot/origin/service/gc"
 	"github.com/depot-registry/depot/origin/service/webhooks"
+	"github.com/depot-registry/depot/replication/protocol"
 	"github.com/depot-registry/depot/shared/apierr"
 	"github.com/depot-registry/depot/shared/auth"
 	"github.com/depot-registry/depot/shared/blob"
@@ -392,6 +393,9 @@ func (s *Server) gate(a access, p *auth.Principal, r *http.Request) error {
 	if kind == edgeNode {
 		if p.Edge() == "" {
 			return apierr.New(apierr.Unauthorized, "an edge node's credential is required")
+		}
+		if err := protocol.CheckVersion(r.Header); err != nil {
+			return apierr.New(apierr.ValidationFailed, "%s", err.Error())
 		}
 		return nil
 	}

@@ -102,9 +102,6 @@ func (a *audience) record(c *meta.Change) (bool, error) {
 	return true, nil
 }
 
-// MaxPrincipals bounds the users and groups one catch-up read names.
-const MaxPrincipals = 500
-
 // principals reads, for a node catching up on whom a change brought into
 // its audience, the current records of the named users (with their API
 // tokens and sessions) and groups that are in it.

@@ -26,19 +26,14 @@ import (
 	"slices"
 	"time"
 
+	"github.com/depot-registry/depot/replication/protocol"
 	"github.com/depot-registry/depot/shared/auth"
 	"github.com/depot-registry/depot/shared/meta"
 )
 
-// Bounds of one read.
-const (
-	DefaultLimit = 1000
-	MaxLimit     = 10000
-	MaxWait      = 60 * time.Second
-	// SkipReport is how soon a long poll that has passed entries of no
-	// interest to the node answers its new index with an empty page.
-	SkipReport = time.Second
-)
+// SkipReport is how soon a long poll that has passed entries of no
+// interest to the node answers its new index with an empty page.
+const SkipReport = time.Second
 
 // kinds are the record kinds an edge may read.
 var kinds = []meta.Kind{meta.KindUser, meta.KindToken, meta.KindSession, meta.KindGroup, meta.KindPermission,
@@ -55,40 +50,6 @@ func Applicable() []meta.Kind { return slices.Clone(kinds) }
 
 // ErrNotAssigned refuses a read of a repository not assigned to the node.
 var ErrNotAssigned = errors.New("feed: the repository is not assigned to this edge node")
-
-// Request is one read of the feed.
-type Request struct {
-	// Since is the last index the reader has applied (0: none).
-	Since uint64
-	// Repo, when set, reads only that repository's records (an edge
-	// catching up on a repository it was just given); it must be assigned.
-	Repo string
-	// Principals, when set, reads the current records of these users
-	// (with their API tokens and sessions) and groups, those of them in
-	// the node's audience: an edge catching up on whom a change brought
-	// in (at most MaxPrincipals). Since, Limit and Wait do not apply.
-	Principals []string
-	// Global, when set, reads only the global records (the audience's
-	// users with their tokens and sessions, its groups): an edge whose
-	// audience has just become every user.
-	Global bool
-	// Kinds are the record kinds the reader can apply (Applicable); nil:
-	// those of an edge from before readers named them. No record of
-	// another kind is sent.
-	Kinds []meta.Kind
-	// Limit bounds the changes answered (0: DefaultLimit).
-	Limit int
-	// Wait is how long to wait for a change when there is none yet.
-	Wait time.Duration
-}
-
-// Page is what one read answers.
-type Page struct {
-	Changes []meta.Change `json:"changes"`
-	// Next is the index to read from next: the reader has seen everything
-	// it may see up to it.
-	Next uint64 `json:"next"`
-}
 
 // Filter is what node e, whose replica applies the given kinds (nil:
 // legacyKinds), may read in tx; only, when set, narrows it to one of its
@@ -150,25 +111,25 @@ func forEdges(changes []meta.Change) error {
 // past a change of a repository it holds. (The changes of a repository
 // from before its assignment come with the node's catch-up on it, which
 // reads from 0.)
-func Read(ctx context.Context, s *meta.Store, id string, r Request) (Page, error) {
+func Read(ctx context.Context, s *meta.Store, id string, r protocol.FeedQuery) (protocol.Page, error) {
 	limit := r.Limit
 	if limit <= 0 {
-		limit = DefaultLimit
+		limit = protocol.DefaultLimit
 	}
-	limit = min(limit, MaxLimit)
-	ctx, cancel := context.WithTimeout(ctx, min(max(r.Wait, 0), MaxWait))
+	limit = min(limit, protocol.MaxLimit)
+	ctx, cancel := context.WithTimeout(ctx, min(max(r.Wait, 0), protocol.MaxWait))
 	defer cancel()
 	since := r.Since
 	for {
-		var p Page
+		var p protocol.Page
 		err := s.View(func(tx *meta.Tx) error {
 			e, err := tx.Edge(id)
 			if err != nil {
 				return err
 			}
 			switch {
-			case len(r.Principals) > MaxPrincipals:
-				return fmt.Errorf("feed: at most %d users and groups in one read", MaxPrincipals)
+			case len(r.Principals) > protocol.MaxPrincipals:
+				return fmt.Errorf("feed: at most %d users and groups in one read", protocol.MaxPrincipals)
 			case len(r.Principals) > 0:
 				a, err := audienceOf(tx, e.Repositories)
 				if err == nil {

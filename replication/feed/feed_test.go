@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/depot-registry/depot/replication/feed"
+	"github.com/depot-registry/depot/replication/protocol"
 	"github.com/depot-registry/depot/shared/meta"
 )
 
@@ -39,7 +40,7 @@ func art(id, repo, path string) meta.Artifact {
 }
 
 // keys renders a page as kind/key (deleted ones with a minus).
-func keys(p feed.Page) []string {
+func keys(p protocol.Page) []string {
 	var out []string
 	for _, c := range p.Changes {
 		k := c.Kind.String() + "/" + c.Key
@@ -88,7 +89,7 @@ func fixture(t *testing.T) *meta.Store {
 // edge records, webhooks (their secrets) or other repositories.
 func TestWhatAnEdgeReads(t *testing.T) {
 	s := fixture(t)
-	p, err := feed.Read(t.Context(), s, "e1", feed.Request{})
+	p, err := feed.Read(t.Context(), s, "e1", protocol.FeedQuery{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,18 +108,18 @@ func TestWhatAnEdgeReads(t *testing.T) {
 		}
 	}
 	// One repository on its own: no global records.
-	p, err = feed.Read(t.Context(), s, "e1", feed.Request{Repo: "r1"})
+	p, err = feed.Read(t.Context(), s, "e1", protocol.FeedQuery{Repo: "r1"})
 	if want := []string{"artifacts/a1", "format keys/r1\x00tag/x", "permissions/p1", "repositories/r1"}; err != nil || !slices.Equal(keys(p), want) {
 		t.Fatalf("r1 alone = %q, %v; want %q", keys(p), err, want)
 	}
-	if _, err := feed.Read(t.Context(), s, "e1", feed.Request{Repo: "r2"}); !errors.Is(err, feed.ErrNotAssigned) {
+	if _, err := feed.Read(t.Context(), s, "e1", protocol.FeedQuery{Repo: "r2"}); !errors.Is(err, feed.ErrNotAssigned) {
 		t.Fatalf("a repository not assigned: err = %v", err)
 	}
 	// Paged: every change once, in order.
 	var all []string
 	since := uint64(0)
 	for range 20 {
-		p, err := feed.Read(t.Context(), s, "e1", feed.Request{Since: since, Limit: 2})
+		p, err := feed.Read(t.Context(), s, "e1", protocol.FeedQuery{Since: since, Limit: 2})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -139,9 +140,9 @@ func TestLongPoll(t *testing.T) {
 	s := fixture(t)
 	e := "e1"
 	since := s.LastApplied()
-	got := make(chan feed.Page, 1)
+	got := make(chan protocol.Page, 1)
 	go func() {
-		p, err := feed.Read(context.Background(), s, e, feed.Request{Since: since, Wait: 10 * time.Second})
+		p, err := feed.Read(context.Background(), s, e, protocol.FeedQuery{Since: since, Wait: 10 * time.Second})
 		if err != nil {
 			t.Error(err)
 		}
@@ -165,7 +166,7 @@ func TestLongPoll(t *testing.T) {
 	}
 	// Nothing more within the wait: an empty page at the last index.
 	start := time.Now()
-	p, err := feed.Read(t.Context(), s, e, feed.Request{Since: s.LastApplied(), Wait: 100 * time.Millisecond})
+	p, err := feed.Read(t.Context(), s, e, protocol.FeedQuery{Since: s.LastApplied(), Wait: 100 * time.Millisecond})
 	if err != nil || len(p.Changes) != 0 || p.Next != s.LastApplied() || time.Since(start) < 100*time.Millisecond {
 		t.Fatalf("an idle wait = %+v, %v after %v", p, err, time.Since(start))
 	}
@@ -185,7 +186,7 @@ func TestCompacted(t *testing.T) {
 	for i := range 5 {
 		apply(t, s, &meta.ArtifactPut{Artifact: art("b"+string(rune('0'+i)), "r1", "q/"+string(rune('0'+i))+"/b")})
 	}
-	if _, err := feed.Read(t.Context(), s, "e1", feed.Request{Since: 2}); !errors.Is(err, meta.ErrCompacted) {
+	if _, err := feed.Read(t.Context(), s, "e1", protocol.FeedQuery{Since: 2}); !errors.Is(err, meta.ErrCompacted) {
 		t.Fatalf("err = %v, want ErrCompacted", err)
 	}
 }
@@ -198,9 +199,9 @@ func TestAssignedDuringLongPoll(t *testing.T) {
 	for i := range 20 {
 		s := fixture(t)
 		since := s.LastApplied()
-		got := make(chan feed.Page, 1)
+		got := make(chan protocol.Page, 1)
 		go func() {
-			p, err := feed.Read(context.Background(), s, "e1", feed.Request{Since: since, Wait: 10 * time.Second})
+			p, err := feed.Read(context.Background(), s, "e1", protocol.FeedQuery{Since: since, Wait: 10 * time.Second})
 			if err != nil {
 				t.Error(err)
 			}
@@ -215,7 +216,7 @@ func TestAssignedDuringLongPoll(t *testing.T) {
 			if p.Next >= s.LastApplied() {
 				break
 			}
-			p, err := feed.Read(t.Context(), s, "e1", feed.Request{Since: p.Next, Wait: time.Second})
+			p, err := feed.Read(t.Context(), s, "e1", protocol.FeedQuery{Since: p.Next, Wait: time.Second})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -239,7 +240,7 @@ func TestSkippedEntriesReported(t *testing.T) {
 		apply(t, s, &meta.ArtifactPut{Artifact: art("a3", "r2", "p/2/b")}) // not the node's
 	}()
 	start := time.Now()
-	p, err := feed.Read(t.Context(), s, "e1", feed.Request{Since: since, Wait: 20 * time.Second})
+	p, err := feed.Read(t.Context(), s, "e1", protocol.FeedQuery{Since: since, Wait: 20 * time.Second})
 	if err != nil || len(p.Changes) != 0 || p.Next != since+1 {
 		t.Fatalf("= %+v, %v; want an empty page at %d", p, err, since+1)
 	}
@@ -270,7 +271,7 @@ func TestAudience(t *testing.T) {
 		&meta.GroupAddMembers{GroupID: "g1", UserIDs: []string{"u5"}},
 		&meta.PermissionCreate{Permission: meta.Permission{ID: "p3", RepositoryID: "r1", GroupID: "g2", Permissions: []string{"read"}, CreatedAt: t0}},
 	)
-	read := func(r feed.Request) []string {
+	read := func(r protocol.FeedQuery) []string {
 		t.Helper()
 		p, err := feed.Read(t.Context(), s, "e1", r)
 		if err != nil {
@@ -286,17 +287,17 @@ func TestAudience(t *testing.T) {
 		return global
 	}
 	want := []string{"groups/g2", "sessions/s1", "tokens/t1", "users/u1", "users/u3", "users/u4"}
-	if got := read(feed.Request{}); !slices.Equal(got, want) {
+	if got := read(protocol.FeedQuery{}); !slices.Equal(got, want) {
 		t.Fatalf("from 0: %q\nwant %q", got, want)
 	}
 	// Asked for by name before a grant: nothing; after it, bob with his
 	// token and session (made before the grant, so never in a page since).
-	if got := read(feed.Request{Principals: []string{"u2", "g1", "nobody"}}); len(got) != 0 {
+	if got := read(protocol.FeedQuery{Principals: []string{"u2", "g1", "nobody"}}); len(got) != 0 {
 		t.Fatalf("records of users and groups outside the audience: %q", got)
 	}
 	since := s.LastApplied()
 	apply(t, s, &meta.PermissionCreate{Permission: meta.Permission{ID: "p4", RepositoryID: "r1", UserID: "u2", Permissions: []string{"read"}, CreatedAt: t0}})
-	if got, want := read(feed.Request{Principals: []string{"u2"}}), []string{"sessions/s2", "tokens/t2", "users/u2"}; !slices.Equal(got, want) {
+	if got, want := read(protocol.FeedQuery{Principals: []string{"u2"}}), []string{"sessions/s2", "tokens/t2", "users/u2"}; !slices.Equal(got, want) {
 		t.Fatalf("bob after his grant: %q, want %q", got, want)
 	}
 	// Changes of users outside the audience are not sent; deletions carry
@@ -307,13 +308,13 @@ func TestAudience(t *testing.T) {
 		&meta.TokenCreate{Token: meta.Token{ID: "t4", UserID: "u4", Name: "ci", Hash: "th4", CreatedAt: t0}},
 		&meta.TokenRevoke{ID: "t5", UserID: "u5"},
 	)
-	if got, want := read(feed.Request{Since: since}), []string{"-tokens/t5", "tokens/t4"}; !slices.Equal(got, want) {
+	if got, want := read(protocol.FeedQuery{Since: since}), []string{"-tokens/t5", "tokens/t4"}; !slices.Equal(got, want) {
 		t.Fatalf("since %d: %q, want %q", since, got, want)
 	}
 	// A public repository: every user is the node's.
 	apply(t, s, &meta.EdgeAssign{ID: "e1", RepoIDs: []string{"r1", "r2"}, At: t0})
 	apply(t, s, &meta.RepoUpdate{ID: "r2", Public: ptr(true)})
-	got := read(feed.Request{Global: true})
+	got := read(protocol.FeedQuery{Global: true})
 	for _, k := range []string{"users/u2", "users/u5", "tokens/t2", "groups/g2"} {
 		if !slices.Contains(got, k) {
 			t.Fatalf("with a public repository the global read lacks %s: %q", k, got)
@@ -331,12 +332,12 @@ func ptr[T any](v T) *T { return &v }
 // origin); one that names none gets those of an edge from before.
 func TestKindsTheReaderKnows(t *testing.T) {
 	s := fixture(t)
-	p, err := feed.Read(t.Context(), s, "e1", feed.Request{Kinds: []meta.Kind{meta.KindRepo, meta.KindArtifact, 99}})
+	p, err := feed.Read(t.Context(), s, "e1", protocol.FeedQuery{Kinds: []meta.Kind{meta.KindRepo, meta.KindArtifact, 99}})
 	if want := []string{"artifacts/a1", "repositories/r1"}; err != nil || !slices.Equal(keys(p), want) {
 		t.Fatalf("kinds named: %q, %v; want %q", keys(p), err, want)
 	}
-	all, _ := feed.Read(t.Context(), s, "e1", feed.Request{})
-	named, _ := feed.Read(t.Context(), s, "e1", feed.Request{Kinds: feed.Applicable()})
+	all, _ := feed.Read(t.Context(), s, "e1", protocol.FeedQuery{})
+	named, _ := feed.Read(t.Context(), s, "e1", protocol.FeedQuery{Kinds: feed.Applicable()})
 	if !slices.Equal(keys(all), keys(named)) || len(keys(all)) < 5 {
 		t.Fatalf("none named: %q; this build's kinds: %q", keys(all), keys(named))
 	}

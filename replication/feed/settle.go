@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/depot-registry/depot/replication/protocol"
 	"github.com/depot-registry/depot/shared/meta"
 )
 
@@ -78,7 +79,8 @@ func relevant(changes []meta.Change) bool {
 // brought in (their records, tokens and sessions, which the feed did not
 // send while they were out of it; every user when a repository became
 // public) and forgets whom it left out.
-func Settle(ctx context.Context, c *Client, s *meta.Store, before View) error {
+func (f *Follower) Settle(ctx context.Context, before View) error {
+	s := f.Store
 	after, err := ViewOf(s)
 	if err != nil {
 		return err
@@ -87,16 +89,16 @@ func Settle(ctx context.Context, c *Client, s *meta.Store, before View) error {
 		if before.All {
 			return nil
 		}
-		return catchUpGlobal(ctx, c, s)
+		return f.catchUpGlobal(ctx)
 	}
 	// Groups first: their members are in the audience once they are here.
-	if err := c.bringIn(ctx, s, newcomers(s, before, after.Groups, meta.KindGroup)); err != nil {
+	if err := f.bringIn(ctx, newcomers(s, before, after.Groups, meta.KindGroup)); err != nil {
 		return err
 	}
 	if after, err = ViewOf(s); err != nil {
 		return err
 	}
-	if err := c.bringIn(ctx, s, newcomers(s, before, after.Users, meta.KindUser)); err != nil {
+	if err := f.bringIn(ctx, newcomers(s, before, after.Users, meta.KindUser)); err != nil {
 		return err
 	}
 	if after, err = ViewOf(s); err != nil || after.All {
@@ -149,13 +151,13 @@ func newcomers(s *meta.Store, before View, want map[string]bool, k meta.Kind) []
 }
 
 // bringIn reads the named users and groups from an origin into s.
-func (c *Client) bringIn(ctx context.Context, s *meta.Store, ids []string) error {
-	for chunk := range slices.Chunk(ids, MaxPrincipals) {
-		p, err := c.Read(ctx, Request{Principals: chunk})
+func (f *Follower) bringIn(ctx context.Context, ids []string) error {
+	for chunk := range slices.Chunk(ids, protocol.MaxPrincipals) {
+		p, err := f.read(ctx, protocol.FeedQuery{Principals: chunk})
 		if err != nil {
 			return fmt.Errorf("reading users and groups new to this node: %w", err)
 		}
-		if err := s.ApplyChanges(p.Changes, 0); err != nil {
+		if err := f.Store.ApplyChanges(p.Changes, 0); err != nil {
 			return err
 		}
 	}
@@ -164,14 +166,14 @@ func (c *Client) bringIn(ctx context.Context, s *meta.Store, ids []string) error
 
 // catchUpGlobal reads every user and group of the audience from 0 (a
 // repository became public), without moving s's applied index.
-func catchUpGlobal(ctx context.Context, c *Client, s *meta.Store) error {
+func (f *Follower) catchUpGlobal(ctx context.Context) error {
 	var since uint64
 	for {
-		p, err := c.Read(ctx, Request{Since: since, Global: true})
+		p, err := f.read(ctx, protocol.FeedQuery{Since: since, Global: true})
 		if err != nil {
 			return fmt.Errorf("reading the users of a repository made public: %w", err)
 		}
-		if err := s.ApplyChanges(p.Changes, 0); err != nil {
+		if err := f.Store.ApplyChanges(p.Changes, 0); err != nil {
 			return err
 		}
 		if len(p.Changes) == 0 || p.Next <= since {
