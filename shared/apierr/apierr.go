@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 )
 
@@ -37,30 +38,49 @@ const (
 	ResyncRequired Code = "RESYNC_REQUIRED"
 )
 
-var statuses = map[Code]int{
-	BadRequest:             http.StatusBadRequest,
-	ValidationFailed:       http.StatusBadRequest,
-	Unauthorized:           http.StatusUnauthorized,
-	Forbidden:              http.StatusForbidden,
-	PasswordChangeRequired: http.StatusForbidden,
-	DemoMode:               http.StatusForbidden,
-	NotFound:               http.StatusNotFound,
-	MethodNotAllowed:       http.StatusMethodNotAllowed,
-	Conflict:               http.StatusConflict,
-	PayloadTooLarge:        http.StatusRequestEntityTooLarge,
-	UnsupportedMediaType:   http.StatusUnsupportedMediaType,
-	RateLimited:            http.StatusTooManyRequests,
-	Internal:               http.StatusInternalServerError,
-	Unavailable:            http.StatusServiceUnavailable,
-	RequestTimeout:         http.StatusRequestTimeout,
-	InsufficientStorage:    http.StatusInsufficientStorage,
-	ResyncRequired:         http.StatusGone,
+// codes describes each code once: its status and what it means, for the
+// documentation generated from this registry (the OpenAPI document).
+var codes = map[Code]struct {
+	status      int
+	description string
+}{
+	BadRequest:             {http.StatusBadRequest, "The request cannot be read: malformed JSON, a body where none belongs, a bad query parameter."},
+	ValidationFailed:       {http.StatusBadRequest, "A field has a value the operation does not accept; details.field names it."},
+	Unauthorized:           {http.StatusUnauthorized, "No credentials, or credentials that are not valid (unknown user, wrong password, expired or revoked token)."},
+	Forbidden:              {http.StatusForbidden, "The caller is known but may not do this (role, grants or token scopes)."},
+	PasswordChangeRequired: {http.StatusForbidden, "The account must change its initial password (PUT /users/me) before anything else."},
+	DemoMode:               {http.StatusForbidden, "The server runs in demonstration mode and refuses this change."},
+	NotFound:               {http.StatusNotFound, "No such resource, or one the caller may not see."},
+	MethodNotAllowed:       {http.StatusMethodNotAllowed, "The path exists but not with this method; the Allow header lists those it has."},
+	Conflict:               {http.StatusConflict, "The change conflicts with the current state: a name taken, a file that exists, the last administrator."},
+	PayloadTooLarge:        {http.StatusRequestEntityTooLarge, "The body is larger than the operation accepts; details say the limit."},
+	UnsupportedMediaType:   {http.StatusUnsupportedMediaType, "The body's Content-Type is not one the operation reads (JSON for the API)."},
+	RateLimited:            {http.StatusTooManyRequests, "Too many requests or failed sign-ins from this address or for this user; Retry-After says when to try again."},
+	Internal:               {http.StatusInternalServerError, "The server failed; details.request_id finds the cause in its log."},
+	Unavailable:            {http.StatusServiceUnavailable, "The server cannot do this now (no cluster leader, an origin unreachable, an upgrade in progress); nothing was changed; Retry-After says when to try again."},
+	RequestTimeout:         {http.StatusRequestTimeout, "The request's body did not arrive in time."},
+	InsufficientStorage:    {http.StatusInsufficientStorage, "The server is short of disk space and refuses uploads until some is freed."},
+	ResyncRequired:         {http.StatusGone, "A change feed reader is further behind than the deletions the origin remembers: read again from index 0."},
 }
+
+// Codes lists every code, in name order.
+func Codes() []Code {
+	out := make([]Code, 0, len(codes))
+	for c := range codes {
+		out = append(out, c)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Description says what a code means.
+func (c Code) Description() string { return codes[c].description }
+
 
 // Status returns the HTTP status of a code (500 for an unknown one).
 func (c Code) Status() int {
-	if s, ok := statuses[c]; ok {
-		return s
+	if d, ok := codes[c]; ok {
+		return d.status
 	}
 	return http.StatusInternalServerError
 }
