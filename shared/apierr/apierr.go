@@ -76,7 +76,6 @@ func Codes() []Code {
 // Description says what a code means.
 func (c Code) Description() string { return codes[c].description }
 
-
 // Status returns the HTTP status of a code (500 for an unknown one).
 func (c Code) Status() int {
 	if d, ok := codes[c]; ok {
