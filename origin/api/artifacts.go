@@ -3,6 +3,7 @@ package api
 import (
 	"net/http"
 
+	"github.com/depot-registry/depot/origin/app"
 	"github.com/depot-registry/depot/shared/auth"
 	"github.com/depot-registry/depot/shared/format"
 	"github.com/depot-registry/depot/shared/httpx"
@@ -18,7 +19,7 @@ func (s *Server) artifactAccess(p *auth.Principal, id, action string) (*meta.Art
 		if a, err = tx.Artifact(id); err != nil {
 			return err
 		}
-		repo, err = repoAccess(tx, p, a.RepositoryID, action)
+		repo, err = app.RepoAccess(tx, p, a.RepositoryID, action)
 		return err
 	})
 	return a, repo, err

@@ -6,12 +6,11 @@ import (
 	"errors"
 	"net/http"
 	"net/netip"
-	"net/url"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
+	"github.com/depot-registry/depot/origin/app"
 	"github.com/depot-registry/depot/replication/feed"
 	"github.com/depot-registry/depot/replication/protocol"
 	"github.com/depot-registry/depot/shared/apierr"
@@ -21,108 +20,31 @@ import (
 	"github.com/depot-registry/depot/shared/meta"
 )
 
-// Edge nodes are registered and given repositories by administrators; a
-// node authenticates with the credential it got at registration and
-// reports itself through its heartbeat.
+// The administration of edge nodes is the application layer's
+// (app.ListEdgeNodes...); what nodes themselves send is below.
 
-const (
-	// edgeOnline and edgeStale bound how long ago a node's last report may
-	// be for it to be listed online, or stale; older is offline.
-	edgeOnline = 30 * time.Second
-	edgeStale  = 5 * time.Minute
-	// edgeReportEvery is how often a node's report is committed: a
-	// heartbeat in between is answered but changes nothing, so heartbeats
-	// cost the log little however often nodes send them.
-	edgeReportEvery = 10 * time.Second
-	maxAssign       = 1000
-)
+// edgeReportEvery is how often a node's report is committed: a heartbeat
+// in between is answered but changes nothing, so heartbeats cost the log
+// little however often nodes send them.
+const edgeReportEvery = 10 * time.Second
 
-// edgeView is an edge node as the API shows it.
-type edgeView struct {
-	ID            string        `json:"id"`
-	Name          string        `json:"name"`
-	URL           string        `json:"url"`
-	Region        string        `json:"region"`
-	Status        string        `json:"status"` // online, stale or offline
-	LastContact   *time.Time    `json:"last_contact"`
-	AppliedIndex  uint64        `json:"applied_index"`
-	Lag           *uint64       `json:"lag"` // log entries behind this origin; null before the first report
-	CachedBytes   int64         `json:"cached_bytes"`
-	MissingBlobs  int64         `json:"missing_blobs"`
-	Version       string        `json:"version"`
-	RepositoryIDs []string      `json:"repository_ids"`
-	Repositories  []edgeRepoRef `json:"repositories"`
-	CreatedAt     time.Time     `json:"created_at"`
-	UpdatedAt     time.Time     `json:"updated_at"`
-}
-
-type edgeRepoRef struct {
-	ID     string `json:"id"`
-	Name   string `json:"name"`
-	Format string `json:"format"`
-}
-
-func (s *Server) viewEdge(tx *meta.Tx, e *meta.EdgeNode) (edgeView, error) {
-	v := edgeView{ID: e.ID, Name: e.Name, URL: e.URL, Region: e.Region, Status: "offline",
-		RepositoryIDs: append([]string{}, e.Repositories...), Repositories: []edgeRepoRef{}, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt}
-	for _, id := range e.Repositories {
-		r, err := tx.Repo(id)
-		if err != nil {
-			return v, err
-		}
-		v.Repositories = append(v.Repositories, edgeRepoRef{ID: r.ID, Name: r.Name, Format: r.Format})
-	}
-	if rep := e.Report; rep != nil {
-		at := rep.At
-		v.LastContact, v.AppliedIndex, v.CachedBytes, v.MissingBlobs, v.Version = &at, rep.AppliedIndex, rep.CachedBytes, rep.MissingBlobs, rep.Version
-		lag := s.d.Store.LastApplied() - min(rep.AppliedIndex, s.d.Store.LastApplied())
-		v.Lag = &lag
-		switch age := s.d.Now().Sub(at); {
-		case age <= edgeOnline:
-			v.Status = "online"
-		case age <= edgeStale:
-			v.Status = "stale"
-		}
-	}
-	return v, nil
-}
-
-// edgeAnswer renders one edge node as the view answers it.
-func (s *Server) edgeAnswer(w http.ResponseWriter, status int, id string) error {
-	var v edgeView
-	err := s.view(func(tx *meta.Tx) error {
-		e, err := tx.Edge(id)
-		if err == nil {
-			v, err = s.viewEdge(tx, e)
-		}
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, status, v)
-}
-
-func (s *Server) listEdges(w http.ResponseWriter, r *http.Request, _ *auth.Principal) error {
-	out := []edgeView{}
-	err := s.view(func(tx *meta.Tx) error {
-		edges, err := tx.Edges()
-		for i := range edges {
-			v, err := s.viewEdge(tx, &edges[i])
-			if err != nil {
-				return err
-			}
-			out = append(out, v)
-		}
-		return err
-	})
+func (s *Server) listEdges(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	out, err := s.app.ListEdgeNodes(r.Context(), p)
 	if err != nil {
 		return err
 	}
 	return writeJSON(w, http.StatusOK, map[string]any{"edge_nodes": out, "total": len(out)})
 }
 
-func (s *Server) createEdge(w http.ResponseWriter, r *http.Request, _ *auth.Principal) error {
+func (s *Server) getEdge(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	v, err := s.app.GetEdgeNode(r.Context(), p, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, v)
+}
+
+func (s *Server) createEdge(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
 	var req struct {
 		Name   string `json:"name"`
 		URL    string `json:"url"`
@@ -131,78 +53,42 @@ func (s *Server) createEdge(w http.ResponseWriter, r *http.Request, _ *auth.Prin
 	if err := decode(r, &req); err != nil {
 		return err
 	}
-	if err := checkRepoName(req.Name); err != nil {
-		return apierr.Invalid("name", "name must be 1-100 characters: letters, digits, '.', '_', '-', starting with a letter or digit")
-	}
-	u, err := url.Parse(req.URL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || len(req.URL) > 2048 {
-		return apierr.Invalid("url", "url must be the edge's absolute http or https base URL, e.g. http://edge.example:8081")
-	}
-	if len(req.Region) > 64 {
-		return apierr.Invalid("region", "region is longer than 64 characters")
-	}
-	secret, hash, err := auth.NewEdgeToken()
+	v, secret, idx, err := s.app.CreateEdgeNode(r.Context(), p, app.NewEdgeNode{Name: req.Name, URL: req.URL, Region: req.Region})
 	if err != nil {
-		return err
-	}
-	now := s.d.Now().UTC()
-	e := meta.EdgeNode{ID: s.d.NewID(), Name: req.Name, URL: strings.TrimRight(req.URL, "/"), Region: req.Region,
-		TokenHash: hash, CreatedAt: now, UpdatedAt: now}
-	if err := s.apply(r.Context(), w, &meta.EdgeCreate{Edge: e}); err != nil {
-		return err
-	}
-	var v edgeView
-	if err := s.view(func(tx *meta.Tx) error { var err error; v, err = s.viewEdge(tx, &e); return err }); err != nil {
-		return err
+		return written(w, idx, err, 0, nil)
 	}
 	type created struct {
-		edgeView
+		*app.EdgeNode
 		Token string `json:"token"`
 	}
-	return writeJSON(w, http.StatusCreated, created{edgeView: v, Token: secret})
+	return written(w, idx, nil, http.StatusCreated, created{EdgeNode: v, Token: secret})
 }
 
-func (s *Server) deleteEdge(w http.ResponseWriter, r *http.Request, _ *auth.Principal) error {
-	return s.applyNoContent(r.Context(), w, &meta.EdgeDelete{ID: r.PathValue("id")})
+func (s *Server) deleteEdge(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	idx, err := s.app.DeleteEdgeNode(r.Context(), p, r.PathValue("id"))
+	return written(w, idx, err, http.StatusNoContent, nil)
 }
 
-func (s *Server) assignEdge(w http.ResponseWriter, r *http.Request, _ *auth.Principal) error {
+func (s *Server) assignEdge(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
 	var req struct {
 		RepositoryIDs []string `json:"repository_ids"`
 	}
 	if err := decode(r, &req); err != nil {
 		return err
 	}
-	if len(req.RepositoryIDs) == 0 || len(req.RepositoryIDs) > maxAssign {
-		return apierr.Invalid("repository_ids", "repository_ids must list 1 to %d repository ids", maxAssign)
-	}
-	id := r.PathValue("id")
-	err := s.view(func(tx *meta.Tx) error {
-		if _, err := tx.Edge(id); err != nil {
-			return err
-		}
-		for _, rid := range req.RepositoryIDs {
-			if _, err := tx.Repo(rid); err != nil {
-				return apierr.Invalid("repository_ids", "no repository with id %q", rid).With("repository_id", rid)
-			}
-		}
-		return nil
-	})
+	v, idx, err := s.app.AssignRepositories(r.Context(), p, r.PathValue("id"), req.RepositoryIDs)
 	if err != nil {
-		return err
+		return written(w, idx, err, 0, nil)
 	}
-	if err := s.apply(r.Context(), w, &meta.EdgeAssign{ID: id, RepoIDs: req.RepositoryIDs, At: s.d.Now().UTC()}); err != nil {
-		return err
-	}
-	return s.edgeAnswer(w, http.StatusOK, id)
+	return written(w, idx, nil, http.StatusOK, v)
 }
 
-func (s *Server) unassignEdge(w http.ResponseWriter, r *http.Request, _ *auth.Principal) error {
-	id := r.PathValue("id")
-	if err := s.apply(r.Context(), w, &meta.EdgeUnassign{ID: id, RepoID: r.PathValue("repo"), At: s.d.Now().UTC()}); err != nil {
-		return err
+func (s *Server) unassignEdge(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	v, idx, err := s.app.UnassignRepository(r.Context(), p, r.PathValue("id"), r.PathValue("repo"))
+	if err != nil {
+		return written(w, idx, err, 0, nil)
 	}
-	return s.edgeAnswer(w, http.StatusOK, id)
+	return written(w, idx, nil, http.StatusOK, v)
 }
 
 // edgeHeartbeat takes a node's report of itself and answers what the node

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/depot-registry/depot/origin/app"
 	"github.com/depot-registry/depot/shared/apierr"
 	"github.com/depot-registry/depot/shared/auth"
 	"github.com/depot-registry/depot/shared/format/all"
@@ -14,7 +15,7 @@ import (
 // when only is set (then it must be readable).
 func readableRepos(tx *meta.Tx, p *auth.Principal, only string) ([]string, error) {
 	if only != "" {
-		if _, err := repoAccess(tx, p, only, meta.ActionRead); err != nil {
+		if _, err := app.RepoAccess(tx, p, only, meta.ActionRead); err != nil {
 			return nil, err
 		}
 		return []string{only}, nil

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/depot-registry/depot/origin/app"
 	"github.com/depot-registry/depot/origin/service/audit"
 	"github.com/depot-registry/depot/origin/service/gc"
 	"github.com/depot-registry/depot/origin/service/webhooks"
@@ -123,6 +124,9 @@ type Server struct {
 	// once instead of holding the shutdown up.
 	draining context.Context
 	drain    context.CancelFunc
+	// app is the application layer the handlers call: they decode, call
+	// and encode.
+	app *app.App
 }
 
 // Drain ends the long polls in progress and those to come (they answer
@@ -147,6 +151,10 @@ func New(cfg Config, d Deps) *Server {
 		loginLimit: ratelimit.New(cfg.RateLimitLogin, cfg.RateWindow, d.Now),
 	}
 	s.draining, s.drain = context.WithCancel(context.Background())
+	s.app = &app.App{Store: d.Store, Commit: d.Commit, Formats: d.Formats, Now: d.Now, NewID: d.NewID, UsersCreateRepo: cfg.UsersCreateRepo}
+	if d.Authn != nil {
+		s.app.Hasher = d.Authn.Hasher
+	}
 	s.routes()
 	return s
 }
@@ -242,9 +250,7 @@ func (s *Server) routes() {
 
 	s.handle("GET /edge-nodes", adminOnly, s.listEdges)
 	s.handle("POST /edge-nodes", adminOnly, s.createEdge)
-	s.handle("GET /edge-nodes/{id}", adminOnly, func(w http.ResponseWriter, r *http.Request, _ *auth.Principal) error {
-		return s.edgeAnswer(w, http.StatusOK, r.PathValue("id"))
-	})
+	s.handle("GET /edge-nodes/{id}", adminOnly, s.getEdge)
 	s.handle("DELETE /edge-nodes/{id}", adminOnly, s.deleteEdge)
 	s.handle("POST /edge-nodes/{id}/repositories", adminOnly, s.assignEdge)
 	s.handle("DELETE /edge-nodes/{id}/repositories/{repo}", adminOnly, s.unassignEdge)
@@ -534,6 +540,28 @@ func (s *Server) applyNoContent(ctx context.Context, w http.ResponseWriter, c me
 }
 
 func (s *Server) view(fn func(*meta.Tx) error) error { return s.d.Store.View(fn) }
+
+// written answers a write's result: its log index (X-Depot-Index) and v
+// as JSON with status, or the error.
+func written(w http.ResponseWriter, idx uint64, err error, status int, v any) error {
+	if idx > 0 {
+		format.SetIndex(w.Header(), idx)
+	}
+	if err != nil {
+		return err
+	}
+	if v == nil {
+		w.WriteHeader(status)
+		return nil
+	}
+	return writeJSON(w, status, v)
+}
+
+// pageOf reads page and limit as the application layer's Page.
+func pageOf(r *http.Request) (app.Page, error) {
+	pg, lim, err := page(r)
+	return app.Page{Number: pg, Limit: lim}, err
+}
 
 // page parses page and limit (1-based page, 1..100 items, default 20).
 func page(r *http.Request) (int, int, error) {

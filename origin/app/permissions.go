@@ -1,0 +1,131 @@
+package app
+
+import (
+	"cmp"
+	"context"
+	"slices"
+
+	"github.com/depot-registry/depot/shared/apierr"
+	"github.com/depot-registry/depot/shared/auth"
+	"github.com/depot-registry/depot/shared/meta"
+)
+
+// Grants are managed by global administrators and by holders of the admin
+// permission on the repository concerned.
+
+// ListPermissions lists the grants p may see, of one repository when
+// repoID is set: an administrator every grant, anyone else their own,
+// their groups', and those of the repositories they administer.
+func (a *App) ListPermissions(_ context.Context, p *auth.Principal, repoID string) ([]meta.Permission, error) {
+	var out []meta.Permission
+	err := a.view(func(tx *meta.Tx) error {
+		groups, err := tx.GroupsOf(p.UserID)
+		if err != nil {
+			return err
+		}
+		canAdmin := map[string]bool{}
+		var checkErr error // the filter cannot return one
+		out, err = tx.Permissions(func(g *meta.Permission) bool {
+			if repoID != "" && g.RepositoryID != repoID {
+				return false
+			}
+			if p.IsAdmin() || g.UserID == p.UserID || (g.GroupID != "" && slices.Contains(groups, g.GroupID)) {
+				return true
+			}
+			ok, seen := canAdmin[g.RepositoryID]
+			if !seen && checkErr == nil {
+				var repo *meta.Repository
+				if repo, checkErr = tx.Repo(g.RepositoryID); checkErr == nil {
+					ok, checkErr = auth.Can(tx, p, repo, meta.ActionAdmin)
+				}
+				canAdmin[g.RepositoryID] = ok
+			}
+			return ok
+		})
+		return cmp.Or(err, checkErr)
+	})
+	if out == nil {
+		out = []meta.Permission{}
+	}
+	return out, err
+}
+
+// NewPermission grants actions on a repository to one user or one group.
+type NewPermission struct {
+	RepositoryID, UserID, GroupID string
+	Permissions                   []string
+}
+
+// CreatePermission grants, when p administers the repository.
+func (a *App) CreatePermission(ctx context.Context, p *auth.Principal, in NewPermission) (*meta.Permission, uint64, error) {
+	switch {
+	case in.RepositoryID == "":
+		return nil, 0, apierr.Invalid("repository_id", "repository_id is required")
+	case (in.UserID == "") == (in.GroupID == ""):
+		return nil, 0, apierr.Invalid("user_id", "give exactly one of user_id and group_id")
+	case len(in.Permissions) == 0:
+		return nil, 0, apierr.Invalid("permissions", "permissions must list at least one of read, write, delete, admin")
+	}
+	var actions []string
+	for _, act := range in.Permissions {
+		if !meta.ValidAction(act) {
+			return nil, 0, apierr.Invalid("permissions", "unknown permission %q: use read, write, delete or admin", act)
+		}
+		if !slices.Contains(actions, act) {
+			actions = append(actions, act)
+		}
+	}
+	err := a.view(func(tx *meta.Tx) error {
+		repo, err := tx.Repo(in.RepositoryID)
+		if err != nil {
+			return apierr.Invalid("repository_id", "no repository with id %q", in.RepositoryID)
+		}
+		if err := mayAdmin(tx, p, repo); err != nil {
+			return err
+		}
+		if in.UserID != "" {
+			if _, err := tx.User(in.UserID); err != nil {
+				return apierr.Invalid("user_id", "no user with id %q", in.UserID)
+			}
+		} else if _, err := tx.Group(in.GroupID); err != nil {
+			return apierr.Invalid("group_id", "no group with id %q", in.GroupID)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	perm := meta.Permission{ID: a.NewID(), RepositoryID: in.RepositoryID, UserID: in.UserID, GroupID: in.GroupID,
+		Permissions: actions, CreatedAt: a.now()}
+	idx, err := a.commit(ctx, &meta.PermissionCreate{Permission: perm})
+	if err != nil {
+		return nil, idx, err
+	}
+	return &perm, idx, nil
+}
+
+// DeletePermission revokes a grant, when p administers its repository.
+func (a *App) DeletePermission(ctx context.Context, p *auth.Principal, id string) (uint64, error) {
+	err := a.view(func(tx *meta.Tx) error {
+		perm, err := tx.Permission(id)
+		if err != nil {
+			return err
+		}
+		repo, err := tx.Repo(perm.RepositoryID)
+		if err != nil {
+			return err
+		}
+		return mayAdmin(tx, p, repo)
+	})
+	if err != nil {
+		return 0, err
+	}
+	return a.commit(ctx, &meta.PermissionDelete{ID: id})
+}
+
+func mayAdmin(tx *meta.Tx, p *auth.Principal, repo *meta.Repository) error {
+	if ok, err := auth.Can(tx, p, repo, meta.ActionAdmin); err != nil || !ok {
+		return cmp.Or(err, error(apierr.New(apierr.Forbidden, "managing permissions of %s needs its admin permission", repo.Name)))
+	}
+	return nil
+}

@@ -1,0 +1,227 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/depot-registry/depot/shared/apierr"
+	"github.com/depot-registry/depot/shared/auth"
+	"github.com/depot-registry/depot/shared/format"
+	"github.com/depot-registry/depot/shared/format/all"
+	"github.com/depot-registry/depot/shared/meta"
+)
+
+// Repository names appear in client URLs and image references, so they are
+// kept to a portable alphabet; formats may ask for more (format.CheckRepo).
+var repoNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
+
+const maxDescription = 4096
+
+// PortableName reports whether a name keeps to the portable alphabet of
+// repository and edge node names.
+func PortableName(name string) bool { return repoNameRE.MatchString(name) }
+
+// RepoAccess loads a repository by id and checks that p may do action on
+// it with the one access check (format.Access). Unlike a name on a
+// package path, an id is not guessable, so a signed-in caller who may not
+// read an existing repository is refused (403) rather than told it is not
+// there.
+func RepoAccess(tx *meta.Tx, p *auth.Principal, id, action string) (*meta.Repository, error) {
+	repo, err := tx.Repo(id)
+	if errors.Is(err, meta.ErrNotFound) {
+		repo = nil
+	} else if err != nil {
+		return nil, err
+	}
+	if err := format.AccessByID(tx, p, repo, id, action); err != nil {
+		return nil, err
+	}
+	return repo, nil
+}
+
+// RepoFilter narrows a listing of repositories.
+type RepoFilter struct {
+	Format string // "": any
+	Page   Page
+}
+
+// ListRepositories lists, in name order, the repositories p may read.
+func (a *App) ListRepositories(_ context.Context, p *auth.Principal, f RepoFilter) (Listing[meta.Repository], error) {
+	out := Listing[meta.Repository]{Items: []meta.Repository{}, Page: f.Page}
+	if f.Format != "" && !all.Known(f.Format) {
+		return out, apierr.Invalid("format", "unknown format %q; known: %s", f.Format, strings.Join(all.Names(), ", "))
+	}
+	// The readable repositories in name order come from indexes; only
+	// the page's records are read (all of the readable ones to filter by
+	// format).
+	err := a.view(func(tx *meta.Tx) error {
+		readable, err := auth.Readable(tx, p)
+		if err != nil {
+			return err
+		}
+		byName, err := tx.RepoIDsByName()
+		if err != nil {
+			return err
+		}
+		var ids []string
+		for _, id := range byName {
+			if _, ok := slices.BinarySearch(readable, id); ok {
+				ids = append(ids, id)
+			}
+		}
+		if f.Format != "" {
+			kept := ids[:0]
+			for _, id := range ids {
+				repo, err := tx.Repo(id)
+				if err != nil {
+					return err
+				}
+				if repo.Format == f.Format {
+					kept = append(kept, id)
+				}
+			}
+			ids = kept
+		}
+		out.Total = len(ids)
+		from, to := f.Page.window(out.Total)
+		for _, id := range ids[from:to] {
+			repo, err := tx.Repo(id)
+			if err != nil {
+				return err
+			}
+			out.Items = append(out.Items, *repo)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// ServedFormats lists, sorted, the repository formats that have client
+// paths on this node.
+func (a *App) ServedFormats() []string {
+	out := make([]string, 0, len(a.Formats))
+	for name := range a.Formats {
+		out = append(out, name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// NewRepository is what creating a repository takes.
+type NewRepository struct {
+	Name, Format, Description string
+	Public                    bool
+	Settings                  map[string]string
+}
+
+// CreateRepository creates a repository; one made by a user who is not an
+// administrator is granted admin on it to that user.
+func (a *App) CreateRepository(ctx context.Context, p *auth.Principal, in NewRepository) (*meta.Repository, uint64, error) {
+	switch {
+	case p.Anonymous():
+		return nil, 0, apierr.New(apierr.Unauthorized, "authentication required")
+	case p.Role == meta.RoleViewer:
+		return nil, 0, apierr.New(apierr.Forbidden, "viewers cannot create repositories")
+	case p.Role == meta.RoleUser && !a.UsersCreateRepo:
+		return nil, 0, apierr.New(apierr.Forbidden, "only administrators can create repositories here")
+	case p.TokenID != "" && !auth.Allows(p.Scopes, meta.ActionAdmin, in.Name):
+		return nil, 0, apierr.New(apierr.Forbidden, "this token's scopes do not allow creating repositories")
+	}
+	served := a.ServedFormats()
+	switch _, ok := a.Formats[in.Format]; {
+	case in.Format == "":
+		return nil, 0, apierr.Invalid("format", "format is required; one of %s", strings.Join(served, ", ")).With("served", served)
+	case !all.Known(in.Format):
+		return nil, 0, apierr.Invalid("format", "unknown format %q; one of %s", in.Format, strings.Join(served, ", ")).With("served", served)
+	case !ok:
+		// A repository nothing serves would answer 404 on every client path.
+		return nil, 0, apierr.Invalid("format", "format %q is not served yet; one of %s", in.Format, strings.Join(served, ", ")).With("served", served)
+	}
+	if !repoNameRE.MatchString(in.Name) {
+		return nil, 0, apierr.Invalid("name", "name must be 1-100 characters: letters, digits, '.', '_', '-', starting with a letter or digit")
+	}
+	if len(in.Description) > maxDescription {
+		return nil, 0, apierr.Invalid("description", "description is longer than 4096 characters")
+	}
+	if err := format.CheckRepo(a.Formats[in.Format], in.Name, in.Settings); err != nil {
+		return nil, 0, err
+	}
+	now := a.now()
+	repo := meta.Repository{ID: a.NewID(), Name: in.Name, Format: in.Format, Description: in.Description,
+		Public: in.Public, Settings: in.Settings, CreatedBy: p.UserID, CreatedAt: now, UpdatedAt: now}
+	cmd := &meta.RepoCreate{Repo: repo}
+	if p.Role != meta.RoleAdmin {
+		cmd.CreatorGrant = &meta.Permission{ID: a.NewID(), UserID: p.UserID, Permissions: []string{meta.ActionAdmin}, CreatedAt: now}
+	}
+	idx, err := a.commit(ctx, cmd)
+	if err != nil {
+		return nil, idx, err
+	}
+	return &repo, idx, nil
+}
+
+// GetRepository reads a repository p may read.
+func (a *App) GetRepository(_ context.Context, p *auth.Principal, id string) (*meta.Repository, error) {
+	var repo *meta.Repository
+	err := a.view(func(tx *meta.Tx) error {
+		var err error
+		repo, err = RepoAccess(tx, p, id, meta.ActionRead)
+		return err
+	})
+	return repo, err
+}
+
+// RepositoryChange is what updating a repository may change (nil: keep);
+// Name and Format, when given, must be the repository's own.
+type RepositoryChange struct {
+	Description, Name, Format *string
+	Public                    *bool
+	Settings                  map[string]string
+}
+
+// UpdateRepository changes a repository p administers.
+func (a *App) UpdateRepository(ctx context.Context, p *auth.Principal, id string, in RepositoryChange) (*meta.Repository, uint64, error) {
+	repo, err := a.repoFor(p, id, meta.ActionAdmin)
+	if err != nil {
+		return nil, 0, err
+	}
+	switch {
+	case in.Name != nil && *in.Name != repo.Name:
+		return nil, 0, apierr.Invalid("name", "a repository cannot be renamed")
+	case in.Format != nil && *in.Format != repo.Format:
+		return nil, 0, apierr.Invalid("format", "a repository's format cannot change")
+	case in.Description != nil && len(*in.Description) > maxDescription:
+		return nil, 0, apierr.Invalid("description", "description is longer than 4096 characters")
+	}
+	if err := format.CheckRepo(a.Formats[repo.Format], "", in.Settings); err != nil {
+		return nil, 0, err
+	}
+	idx, err := a.commit(ctx, &meta.RepoUpdate{ID: id, Description: in.Description, Public: in.Public, Settings: in.Settings, At: a.now()})
+	if err != nil {
+		return nil, idx, err
+	}
+	err = a.view(func(tx *meta.Tx) error { var err error; repo, err = tx.Repo(id); return err })
+	return repo, idx, err
+}
+
+// DeleteRepository deletes a repository p administers, with its
+// artifacts.
+func (a *App) DeleteRepository(ctx context.Context, p *auth.Principal, id string) (uint64, error) {
+	if _, err := a.repoFor(p, id, meta.ActionAdmin); err != nil {
+		return 0, err
+	}
+	return a.commit(ctx, &meta.RepoDelete{ID: id})
+}
+
+func (a *App) repoFor(p *auth.Principal, id, action string) (*meta.Repository, error) {
+	var repo *meta.Repository
+	err := a.view(func(tx *meta.Tx) error {
+		var err error
+		repo, err = RepoAccess(tx, p, id, action)
+		return err
+	})
+	return repo, err
+}

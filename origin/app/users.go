@@ -1,0 +1,180 @@
+package app
+
+import (
+	"context"
+	"net/mail"
+	"regexp"
+	"strings"
+
+	"github.com/depot-registry/depot/shared/apierr"
+	"github.com/depot-registry/depot/shared/auth"
+	"github.com/depot-registry/depot/shared/meta"
+)
+
+var usernameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$`)
+
+func checkUsername(u string) error {
+	if !usernameRE.MatchString(u) {
+		return apierr.Invalid("username", "username must be 1-64 characters: letters, digits, '.', '_', '@', '-', starting with a letter or digit")
+	}
+	return nil
+}
+
+func checkEmail(e string) error {
+	if len(e) > 254 {
+		return apierr.Invalid("email", "email is longer than 254 characters")
+	}
+	a, err := mail.ParseAddress(e)
+	if err != nil || a.Address != e || !strings.Contains(e, "@") {
+		return apierr.Invalid("email", "email must be a plain address like user@example.com")
+	}
+	return nil
+}
+
+func checkPassword(field, pw string) error {
+	if err := auth.ValidatePasswordPolicy(pw); err != nil {
+		return apierr.Invalid(field, "%s", err.Error())
+	}
+	return nil
+}
+
+// ListUsers lists every user, in name order (administrators only).
+func (a *App) ListUsers(_ context.Context, p *auth.Principal) ([]meta.User, error) {
+	if err := requireAdmin(p); err != nil {
+		return nil, err
+	}
+	var users []meta.User
+	err := a.view(func(tx *meta.Tx) error { var err error; users, err = tx.Users(); return err })
+	return users, err
+}
+
+// NewUser is what creating a local user takes (Role "" is user).
+type NewUser struct {
+	Username, Email, Password string
+	Role                      meta.Role
+}
+
+// CreateUser creates a local user with a password (administrators only).
+func (a *App) CreateUser(ctx context.Context, p *auth.Principal, in NewUser) (*meta.User, uint64, error) {
+	if err := requireAdmin(p); err != nil {
+		return nil, 0, err
+	}
+	if in.Role == "" {
+		in.Role = meta.RoleUser
+	}
+	if err := checkUsername(in.Username); err != nil {
+		return nil, 0, err
+	}
+	if err := checkEmail(in.Email); err != nil {
+		return nil, 0, err
+	}
+	if err := checkPassword("password", in.Password); err != nil {
+		return nil, 0, err
+	}
+	if !in.Role.Valid() {
+		return nil, 0, apierr.Invalid("role", "role must be admin, user or viewer")
+	}
+	hash, err := a.Hasher.Hash(ctx, in.Password)
+	if err != nil {
+		return nil, 0, err
+	}
+	now := a.now()
+	u := meta.User{ID: a.NewID(), Username: in.Username, Email: in.Email, Role: in.Role, PasswordHash: hash,
+		Source: "local", CreatedAt: now, UpdatedAt: now}
+	idx, err := a.commit(ctx, &meta.UserCreate{User: u})
+	if err != nil {
+		return nil, idx, err
+	}
+	return &u, idx, nil
+}
+
+// Me is the caller's own account.
+func (a *App) Me(_ context.Context, p *auth.Principal) (*meta.User, error) {
+	var u *meta.User
+	err := a.view(func(tx *meta.Tx) error {
+		var err error
+		u, err = tx.User(p.UserID)
+		return err
+	})
+	return u, err
+}
+
+// AccountChange is what a user may change of their own account: the
+// email, and the password (with the current one).
+type AccountChange struct {
+	Email           *string
+	CurrentPassword string
+	Password        *string
+}
+
+// UpdateMe changes the caller's email and/or password. A password change
+// needs the current password, clears the forced-change flag and signs out
+// every other session of the user.
+func (a *App) UpdateMe(ctx context.Context, p *auth.Principal, in AccountChange) (*meta.User, uint64, error) {
+	switch {
+	case p.TokenID != "" && in.Password != nil:
+		return nil, 0, apierr.New(apierr.Forbidden, "an API token cannot change the password; sign in with the password")
+	case in.Email == nil && in.Password == nil:
+		return nil, 0, apierr.Invalid("password", "nothing to update: give email and/or password")
+	case p.MustChangePassword && in.Password == nil:
+		return nil, 0, apierr.New(apierr.PasswordChangeRequired, "the initial password must be changed first").With("field", "password")
+	}
+	u, err := a.Me(ctx, p)
+	if err != nil {
+		return nil, 0, err
+	}
+	cmd := &meta.UserUpdate{ID: u.ID, At: a.now()}
+	if in.Email != nil {
+		if err := checkEmail(*in.Email); err != nil {
+			return nil, 0, err
+		}
+		cmd.Email = in.Email
+	}
+	if in.Password != nil {
+		if u.Source != "" && u.Source != "local" {
+			return nil, 0, apierr.New(apierr.Forbidden, "the password of a %s account is managed by its directory", u.Source)
+		}
+		if in.CurrentPassword == "" {
+			return nil, 0, apierr.Invalid("current_password", "current_password is required to change the password")
+		}
+		if ok, err := a.Hasher.Verify(ctx, u.PasswordHash, in.CurrentPassword); err != nil {
+			return nil, 0, err
+		} else if !ok {
+			return nil, 0, apierr.Invalid("current_password", "current_password is not correct")
+		}
+		if err := checkPassword("password", *in.Password); err != nil {
+			return nil, 0, err
+		}
+		if *in.Password == in.CurrentPassword {
+			return nil, 0, apierr.Invalid("password", "the new password must differ from the current one")
+		}
+		hash, err := a.Hasher.Hash(ctx, *in.Password)
+		if err != nil {
+			return nil, 0, err
+		}
+		no := false
+		cmd.PasswordHash, cmd.MustChangePassword = &hash, &no
+		cmd.RevokeSessions, cmd.KeepSession = true, p.SessionID
+	}
+	idx, err := a.commit(ctx, cmd)
+	if err != nil {
+		return nil, idx, err
+	}
+	u, err = a.Me(ctx, p)
+	return u, idx, err
+}
+
+// DeleteUser deletes a user, with their tokens, sessions and grants
+// (administrators only; never oneself, never the last administrator).
+func (a *App) DeleteUser(ctx context.Context, p *auth.Principal, id string) (uint64, error) {
+	if err := requireAdmin(p); err != nil {
+		return 0, err
+	}
+	if id == p.UserID {
+		return 0, apierr.New(apierr.Conflict, "you cannot delete your own account")
+	}
+	// The command keeps the last administrator (meta.ErrLastAdmin, 409):
+	// only the log's order can tell which of two concurrent deletes is
+	// the second.
+	return a.commit(ctx, &meta.UserDelete{ID: id})
+}
