@@ -18,6 +18,7 @@ import (
 
 	"github.com/depot-registry/depot/cluster/leader"
 	"github.com/depot-registry/depot/cluster/membership"
+	"github.com/depot-registry/depot/cluster/peerrpc"
 	"github.com/depot-registry/depot/cluster/raftnode"
 	"github.com/depot-registry/depot/origin/api"
 	"github.com/depot-registry/depot/shared/apierr"
@@ -245,18 +246,24 @@ func (o *Origin) clusterView() api.ClusterView {
 // followers decided; every origin hands out the blobs it holds, takes
 // those its peers push and continues the uploads it holds.
 func (o *Origin) servePeers() {
-	mux := http.NewServeMux()
-	mux.Handle(leader.ApplyPath, leader.ApplyHandler(o.node))
-	mux.Handle(leader.RemovePath, leader.RemoveHandler(o.node))
-	mux.Handle(leader.IndexPath, leader.IndexHandler(o.node, o.store.LastApplied))
-	mux.Handle(BlobsPath, o.peerBlobHandler())
-	mux.Handle(UploadsPath, o.peerUploadHandler())
+	blobSide := o.blobs.Server()
+	h := peerrpc.Handler(peerrpc.Services{Leader: leader.Serve(o.node, o.store.LastApplied), Blobs: blobSide, Uploads: blobSide})
 	// The goroutine keeps its own server and listener: a failed start
 	// closes the origin (and clears these fields) while it runs.
-	srv, ln := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+	srv, ln := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
 		ErrorLog: slog.NewLogLogger(o.log.Handler(), slog.LevelWarn)}, o.node.RPCListener()
 	o.peerSrv = srv
 	go func() { _ = srv.Serve(ln) }()
+}
+
+// referencedBlobs pages through the digests some record keeps: what
+// blob repair makes sure this origin holds.
+func (o *Origin) referencedBlobs(after string, limit int) (page []string, next string, err error) {
+	err = o.store.View(func(tx *meta.Tx) error {
+		page, next = tx.ReferencedBlobs(after, limit)
+		return nil
+	})
+	return page, next, err
 }
 
 // originURLs are the API URLs of the origins gossip finds alive (with an

@@ -4,6 +4,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/depot-registry/depot/cluster/blobs"
 	"github.com/depot-registry/depot/origin/service/webhooks"
 	"github.com/depot-registry/depot/shared/auth"
 
@@ -103,6 +104,11 @@ type Config struct {
 	FastGossip bool
 	// Webhooks configures the event log and webhook deliveries.
 	Webhooks webhooks.Config
+	// BlobPlacement decides which origins keep each blob and how many
+	// must hold a new one before its write is acknowledged; nil is every
+	// origin, acknowledged on a majority of the voters (blobs.Everywhere).
+	// No flag sets it yet.
+	BlobPlacement blobs.Placement
 }
 
 // DefaultConfig is a single-node origin on loopback with data in ./data.

@@ -23,9 +23,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/depot-registry/depot/cluster/blobs"
 	"github.com/depot-registry/depot/cluster/leader"
 	"github.com/depot-registry/depot/cluster/membership"
 	"github.com/depot-registry/depot/cluster/peerauth"
+	"github.com/depot-registry/depot/cluster/peerrpc"
 	"github.com/depot-registry/depot/cluster/raftnode"
 	"github.com/depot-registry/depot/origin/api"
 	"github.com/depot-registry/depot/origin/fsm"
@@ -59,22 +61,24 @@ type Origin struct {
 	key    peerauth.Key
 	secret []byte // JWT
 	store  *meta.Store
-	blobs  *fs.FS
+	local  blobs.Local // this origin's own blobs, on its disk
+	// blobs is local with replication: what every part of the origin
+	// uses (writes reach a quorum, reads fetch what is missing here).
+	blobs  *blobs.Store
 	audit  *audit.Log
 	node   *raftnode.Node
 	commit leader.Applier
 	// The cluster: the gossip pool, its change signal, and the loop that
 	// reconciles raft with it (stopped by close).
 	pool      *membership.Pool
-	peerSrv   *http.Server // the peers' RPC on the raft port
-	peers     *http.Client // calls the peers' RPC
+	peerSrv   *http.Server    // the peers' RPC on the raft port
+	peers     *peerrpc.Client // calls the peers' RPC
 	forward   *leader.Forwarding
 	downloads *downloads.Counter // served here and by the edges reporting here
 	events    *events.Recorder   // download events, batched into the log
 	// recordDownloads says whether downloads are events now.
 	recordDownloads *events.Gate
 	webhooks        *webhooks.Queue // deliveries, run by the leader
-	readers         *peerBlobs      // the blob store as readers see it: missing blobs come from peers
 	poolChanged     chan struct{}
 	stopLoop        func()
 	stopJobs        func()
@@ -188,8 +192,10 @@ func (o *Origin) openData(context.Context) error {
 	if o.store, err = meta.Open(filepath.Join(cfg.DataDir, "meta.db")); err != nil {
 		return err
 	}
-	if o.blobs, err = fs.New(filepath.Join(cfg.DataDir, "blobs"), fs.WithWriter(cfg.BlobWriter), fs.WithClock(cfg.Clock),
-		fs.WithUploadIDPrefix(uploadTag(o.nodeID))); err != nil {
+	// Upload ids carry this origin's tag, so another origin given one
+	// continues the upload here.
+	if o.local, err = fs.New(filepath.Join(cfg.DataDir, "blobs"), fs.WithWriter(cfg.BlobWriter), fs.WithClock(cfg.Clock),
+		fs.WithUploadIDPrefix(blobs.UploadIDPrefix(o.nodeID))); err != nil {
 		return err
 	}
 	if cfg.AuditEnabled {
@@ -248,6 +254,9 @@ func (o *Origin) startRaft(ctx context.Context) error {
 	o.peers = leader.PeerClient(o.node)
 	o.forward = leader.NewForwarding(o.node, o.store, o.electionWait(), o.peers)
 	o.commit = o.forward
+	o.blobs = blobs.New(blobs.Config{Self: o.nodeID, Local: o.local, Members: blobs.Raft(o.node), Peers: o.peers,
+		Placement: o.cfg.BlobPlacement, MaxSize: o.cfg.MaxUploadBytes, Referenced: o.referencedBlobs, Grace: o.cfg.GCGrace,
+		Now: o.now, Log: o.log})
 	o.servePeers()
 	if err := o.startMembership(ctx); err != nil {
 		return err
@@ -317,9 +326,11 @@ func (o *Origin) serve(context.Context) error {
 		}}
 	scratch := filepath.Join(cfg.DataDir, "scratch")
 	// Writes store new blobs on a quorum of the origins before they
-	// commit (quorum.go).
-	writer := &format.Writer{Env: env, Blobs: quorumBlobs{o.blobs, o}, Commit: o.commit, NewID: auth.NewID, MaxUpload: cfg.MaxUploadBytes,
-		ScratchDir: scratch, Ingest: quorumIngest{o.blobs, o}, Space: o.space}
+	// commit; readers see the blobs of every origin (one not here yet is
+	// fetched from a peer); garbage collection and upload sessions are
+	// this origin's own (cluster/blobs).
+	writer := &format.Writer{Env: env, Blobs: o.blobs, Commit: o.commit, NewID: auth.NewID, MaxUpload: cfg.MaxUploadBytes,
+		ScratchDir: scratch, Ingest: o.blobs, Space: o.space}
 	o.gc = gc.New(gc.Config{Meta: o.store, Blobs: o.blobs, Uploads: o.blobs, UploadTTL: oci.SessionTTL, Scratch: scratch,
 		Grace: cfg.GCGrace, Now: now, Log: log.With("component", "gc"), Metrics: &m.GC})
 	formats := all.Build(env)
@@ -337,18 +348,13 @@ func (o *Origin) serve(context.Context) error {
 			byName[name] = f
 		}
 	}
-	// Readers see the blobs of every origin: one not here yet is fetched
-	// from a peer (writes, garbage collection and upload sessions use this
-	// origin's own store).
-	readers := &peerBlobs{FS: o.blobs, peers: o.peerAddrs, client: o.peers}
-	o.readers = readers
 	apiSrv := api.New(api.Config{
 		AccessTTL: cfg.AccessTTL, RefreshTTL: cfg.RefreshTTL, DemoMode: cfg.DemoMode,
 		RateLimit: int(cfg.RateLimit), RateLimitLogin: int(cfg.RateLimitLogin), RateWindow: cfg.RateWindow,
 		UsersCreateRepo: cfg.UsersCreateRepo, MaxUpload: cfg.MaxUploadBytes, CORSOrigins: splitList(cfg.CORSOrigins),
 		RequireHTTPS: cfg.RequireHTTPS,
 	}, api.Deps{
-		Store: o.store, Blobs: readers, Commit: o.commit, Authn: authn, JWT: jwt, Audit: o.audit, Downloads: clusterDownloads{o}, GC: o.gc,
+		Store: o.store, Blobs: o.blobs, Commit: o.commit, Authn: authn, JWT: jwt, Audit: o.audit, Downloads: clusterDownloads{o}, GC: o.gc,
 		Log: log, Health: o.health, Cluster: o.clusterView, Origins: o.originURLs, RemovePeer: o.removePeer, Now: now, Formats: byName, Env: env, Writer: writer,
 		Webhooks: o.webhooks, RecordEvent: o.events.Add, RecordDownloads: o.recordDownloads.Since,
 	})
@@ -362,7 +368,7 @@ func (o *Origin) serve(context.Context) error {
 		srv := format.NewServer(f, env, writer, authn, log)
 		srv.OnWrite = apiSrv.AuditFormatWrite
 		for _, prefix := range format.Prefixes(f) {
-			fh := httpx.MinRate(httpx.NewFormatHandler(srv, prefix, readers), cfg.MinUploadRate, cfg.UploadRateWindow)
+			fh := httpx.MinRate(httpx.NewFormatHandler(srv, prefix, o.blobs), cfg.MinUploadRate, cfg.UploadRateWindow)
 			if cfg.DemoMode {
 				fh = readOnly(fh)
 			}
@@ -493,7 +499,7 @@ func (o *Origin) Run(ctx context.Context, ln net.Listener) error {
 		}
 	}()
 	bg.Go(func() { o.gc.Every(ctx, o.cfg.GCInterval) })
-	bg.Go(func() { o.repairLoop(ctx, o.readers) })
+	bg.Go(func() { o.blobs.RepairLoop(ctx) })
 	select {
 	case err := <-errc:
 		return err

@@ -20,6 +20,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,6 +28,7 @@ import (
 
 	"github.com/depot-registry/depot/cluster/leader"
 	"github.com/depot-registry/depot/cluster/peerauth"
+	"github.com/depot-registry/depot/cluster/peerrpc"
 	"github.com/depot-registry/depot/cluster/raftnode"
 	"github.com/depot-registry/depot/shared/meta"
 )
@@ -43,8 +45,12 @@ type Node struct {
 	// Commit decides nothing: it commits a command through the leader,
 	// from wherever it is called, waiting out an election.
 	Commit *leader.Forwarding
-	dir    string
-	peers  *http.Server
+	// Peers calls the other nodes' RPC over the node's authenticated
+	// connections (through Net, like raft's).
+	Peers *peerrpc.Client
+	dir   string
+	peers *http.Server
+	blobs atomic.Pointer[http.Handler] // the blob routes, once ServeBlobs set them
 }
 
 // Cluster is the nodes and the network between them.
@@ -90,15 +96,31 @@ func (c *Cluster) start(id, dir, bind string, bootstrap bool) *Node {
 	}
 	c.Net.place(id, rn.Addr())
 	node := &Node{ID: id, Store: store, Raft: rn, dir: dir}
-	peers := leader.PeerClient(rn)
-	node.Commit = leader.NewForwarding(rn, store, 10*Timeout, peers)
+	node.Peers = leader.PeerClient(rn)
+	node.Commit = leader.NewForwarding(rn, store, 10*Timeout, node.Peers)
 	mux := http.NewServeMux()
-	mux.Handle(leader.ApplyPath, leader.ApplyHandler(rn))
-	mux.Handle(leader.IndexPath, leader.IndexHandler(rn, store.LastApplied))
+	mux.Handle("/", peerrpc.Handler(peerrpc.Services{Leader: leader.Serve(rn, store.LastApplied)}))
+	blobRoutes := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if h := node.blobs.Load(); h != nil {
+			(*h).ServeHTTP(w, r)
+			return
+		}
+		http.NotFound(w, r)
+	})
+	mux.Handle(peerrpc.BlobsPath, blobRoutes)
+	mux.Handle(peerrpc.UploadsPath, blobRoutes)
 	node.peers = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = node.peers.Serve(rn.RPCListener()) }()
 	c.t.Cleanup(func() { node.stop() })
 	return node
+}
+
+// ServeBlobs makes the node answer the blob and upload routes of the
+// peers' RPC with b and u (until then it answers them 404, as a node
+// that serves no blobs), replacing what an earlier call set.
+func (n *Node) ServeBlobs(b peerrpc.Blobs, u peerrpc.Uploads) {
+	h := peerrpc.Handler(peerrpc.Services{Blobs: b, Uploads: u})
+	n.blobs.Store(&h)
 }
 
 func (n *Node) stop() {

@@ -1,0 +1,142 @@
+package blobs
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"slices"
+	"time"
+
+	"golang.org/x/sync/singleflight"
+
+	"github.com/depot-registry/depot/cluster/peerrpc"
+	"github.com/depot-registry/depot/shared/blob"
+)
+
+// Local is the store an origin keeps its own blobs in, which Store
+// decorates: a blob.Store whose uploads commit into it.
+type Local interface {
+	blob.Store
+	blob.Ingester
+}
+
+// Member is an origin of the cluster.
+type Member struct {
+	ID     string // its node id
+	Addr   string // its raft address, where its peers' RPC answers
+	Voter  bool
+	Leader bool
+}
+
+// Membership says who the origins are.
+type Membership interface {
+	// Members are the origins of the raft configuration, in its order.
+	Members() ([]Member, error)
+}
+
+// MembersFunc is a Membership of a function.
+type MembersFunc func() ([]Member, error)
+
+// Members calls f.
+func (f MembersFunc) Members() ([]Member, error) { return f() }
+
+// Config is what a Store needs of its origin.
+type Config struct {
+	// Self is this origin's node id.
+	Self string
+	// Local is this origin's own store.
+	Local Local
+	// Members are the origins; Peers calls their RPC.
+	Members Membership
+	Peers   *peerrpc.Client
+	// Placement decides where blobs live; nil is Everywhere.
+	Placement Placement
+	// MaxSize bounds a blob a peer pushes here (0: no bound): the
+	// origin's upload limit.
+	MaxSize int64
+	// Referenced pages through the digests some record keeps, in order,
+	// from after (""), limit at a time; next is "" after the last page.
+	// Repair's list; without it Repair does nothing.
+	Referenced func(after string, limit int) (digests []string, next string, err error)
+	// Grace is how long a copy placement does not put here stays after
+	// it was last made recent (the bound on a write, as garbage
+	// collection's grace); 0 is an hour.
+	Grace time.Duration
+	// Now is the local store's clock (time.Now when nil); After waits on
+	// the wall clock for the repair loop (time.After when nil).
+	Now   func() time.Time
+	After func(time.Duration) <-chan time.Time
+	Log   *slog.Logger
+}
+
+// Store is an origin's blob store with replication: Local's, every new
+// blob on a quorum of the origins placement names before Put or Commit
+// returns, the blobs missing here read from the peers that hold them.
+type Store struct {
+	Local // Stat, Keep, Delete, Walk, Sweep, Uploads, SweepUploads: this origin's
+	cfg   Config
+	place Placement
+	// fetches is one fetch per digest however many readers ask.
+	fetches singleflight.Group
+}
+
+var (
+	_ blob.Store    = (*Store)(nil)
+	_ blob.Ingester = (*Store)(nil)
+)
+
+// New decorates cfg.Local with replication.
+func New(cfg Config) *Store {
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.After == nil {
+		cfg.After = time.After
+	}
+	if cfg.Grace <= 0 {
+		cfg.Grace = time.Hour
+	}
+	place := cfg.Placement
+	if place == nil {
+		place = Everywhere{}
+	}
+	return &Store{Local: cfg.Local, cfg: cfg, place: place}
+}
+
+// Put stores the blob here, then on a quorum of the origins placement
+// names (blob.ErrUnreplicated when they cannot be reached).
+func (s *Store) Put(ctx context.Context, r io.Reader, opts blob.PutOptions) (blob.Info, error) {
+	info, err := s.Local.Put(ctx, r, opts)
+	if err != nil {
+		return info, err
+	}
+	return info, s.replicate(ctx, info.Digest, info.Size)
+}
+
+// Open opens digest here, fetching it from a peer first when it is not
+// here yet.
+func (s *Store) Open(ctx context.Context, digest string) (blob.File, error) {
+	return s.open(ctx, digest)
+}
+
+// members are the origins, this one always among them (as a non-voter
+// when the configuration does not name it: it takes part in nothing
+// raft counts, but keeps what it holds).
+func (s *Store) members() ([]Member, error) {
+	ms, err := s.cfg.Members.Members()
+	if err != nil {
+		return nil, err
+	}
+	if !slices.ContainsFunc(ms, func(m Member) bool { return m.ID == s.cfg.Self }) {
+		ms = append(ms, Member{ID: s.cfg.Self})
+	}
+	return ms, nil
+}
+
+// placedHere reports whether placement names this origin for digest.
+func (s *Store) placedHere(digest string, members []Member) bool {
+	return slices.ContainsFunc(s.place.Holders(digest, members), func(m Member) bool { return m.ID == s.cfg.Self })
+}
