@@ -8,11 +8,11 @@ import (
 )
 
 // Metadata from an upload (a gemspec, a Chart.yaml, a conda index.json,
-// a composer.json) is bounded before it is decoded: a decoder builds a
-// node for every element (YAML about 300 bytes and 2 µs each), so a few
-// hundred KiB of one-character list items would cost hundreds of MiB and
-// seconds. A cheap scan counts an upper bound of the elements and the
-// nesting first.
+// a composer.json, a Cargo.toml) is bounded before it is decoded: a
+// decoder builds a node for every element (YAML about 300 bytes and 2 µs
+// each), so a few hundred KiB of one-character list items would cost
+// hundreds of MiB and seconds. A cheap scan counts an upper bound of the
+// elements and the nesting first.
 
 // Bounds of decoded metadata.
 const (
@@ -41,6 +41,19 @@ func DecodeJSON(raw []byte, v any, what string) error {
 		return BadRequest("%s is not valid JSON: %v", what, err)
 	}
 	return nil
+}
+
+// DecodeTOML decodes raw into a map within the bounds (see parseTOML for
+// what it reads).
+func DecodeTOML(raw []byte, what string) (map[string]any, error) {
+	if err := checkShape(raw, what); err != nil {
+		return nil, err
+	}
+	m, err := parseTOML(string(raw))
+	if err != nil {
+		return nil, BadRequest("%s is not valid TOML: %v", what, err)
+	}
+	return m, nil
 }
 
 // checkShape bounds the elements of a JSON or YAML document: each line
