@@ -300,3 +300,30 @@ func (l *FileList) Fill(p *PackageInfo) {
 		p.Files, p.FileCount = l.Files, l.Count
 	}
 }
+
+// Str is v when it is a string, else "": decoded metadata is read
+// field by field, and a field of another type is as good as absent.
+func Str(v any) string {
+	s, _ := v.(string)
+	return s
+}
+
+// Strs are the strings of v, a list (other elements skipped) or one
+// string.
+func Strs(v any) []string {
+	switch v := v.(type) {
+	case string:
+		if v != "" {
+			return []string{v}
+		}
+	case []any:
+		var out []string
+		for _, e := range v {
+			if s, ok := e.(string); ok {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	return nil
+}

@@ -120,9 +120,18 @@ var chartFields = []string{"apiVersion", "name", "version", "kubeVersion", "desc
 // single path segment) and a semver version. It returns the Chart.yaml
 // fields index.yaml repeats (chartFields), within maxRecord bytes.
 func readChart(ctx context.Context, archive io.Reader, size int64) (map[string]any, error) {
+	chart, _, err := parseChart(ctx, archive, size)
+	return chart, err
+}
+
+// parseChart is readChart, and what the chart says of itself as its
+// inspector answers it: the one reading of a chart, for uploads and
+// inspections alike.
+func parseChart(ctx context.Context, archive io.Reader, size int64) (map[string]any, format.PackageInfo, error) {
 	var top string
+	files := &format.FileList{}
 	rules := format.ArchiveRules{What: "a chart archive", All: true, Limits: format.ArchiveLimits{Member: maxChartYAML},
-		Check: func(e format.Entry) error {
+		Check: files.Check(func(e format.Entry) error {
 			dir, _, _ := strings.Cut(e.Name, "/")
 			if top == "" {
 				top = dir
@@ -131,31 +140,65 @@ func readChart(ctx context.Context, archive io.Reader, size int64) (map[string]a
 				return format.BadRequest("not a chart archive: %s is outside the chart's directory %s/", e.Name, top)
 			}
 			return nil
-		},
+		}),
 		Want: func(name string) bool { return name == top+"/Chart.yaml" }}
+	var info format.PackageInfo
 	ms, err := format.ReadTar(ctx, archive, size, format.Gzip, rules)
 	if err != nil {
-		return nil, err
+		return nil, info, err
 	}
 	if len(ms) == 0 {
-		return nil, format.BadRequest("not a chart archive: no %s/Chart.yaml", top)
+		return nil, info, format.BadRequest("not a chart archive: no %s/Chart.yaml", top)
 	}
 	var all map[string]any
 	if err := format.DecodeYAML(ms[0].Data, &all, "Chart.yaml"); err != nil {
-		return nil, err
+		return nil, info, err
 	}
 	chart, err := format.Record(all, chartFields, maxRecord, "Chart.yaml")
 	if err != nil {
-		return nil, err
+		return nil, info, err
 	}
 	name, _ := chart["name"].(string)
 	version, _ := chart["version"].(string)
 	api, _ := chart["apiVersion"].(string)
 	if name == "" || strings.ContainsAny(name, `/\ `) || name == "." || name == ".." || api == "" {
-		return nil, format.BadRequest("Chart.yaml must give apiVersion and a name (one path segment); it gives %q, %q", api, name)
+		return nil, info, format.BadRequest("Chart.yaml must give apiVersion and a name (one path segment); it gives %q, %q", api, name)
 	}
 	if !semver.IsValid("v" + strings.TrimPrefix(version, "v")) {
-		return nil, format.BadRequest("Chart.yaml's version %q is not a semantic version", version)
+		return nil, info, format.BadRequest("Chart.yaml's version %q is not a semantic version", version)
 	}
-	return chart, nil
+	info = chartInfo(all)
+	files.Fill(&info)
+	return chart, info, nil
+}
+
+// chartInfo is what a Chart.yaml says of its chart. Helm has no licence
+// field: charts give it as an annotation, Artifact Hub's or "licenses".
+func chartInfo(all map[string]any) format.PackageInfo {
+	info := format.PackageInfo{Format: Name, Name: format.Str(all["name"]), Version: format.Str(all["version"]),
+		Summary: format.Str(all["description"]), Homepage: format.Str(all["home"]), Keywords: format.Strs(all["keywords"])}
+	if src := format.Strs(all["sources"]); len(src) > 0 {
+		info.Repository = src[0]
+	}
+	ann, _ := all["annotations"].(map[string]any)
+	for _, k := range []string{"artifacthub.io/license", "licenses", "license"} {
+		if l := format.Str(ann[k]); l != "" {
+			info.Licenses = []string{l}
+			break
+		}
+	}
+	deps, _ := all["dependencies"].([]any)
+	for _, d := range deps {
+		m, _ := d.(map[string]any)
+		if format.Str(m["name"]) == "" {
+			continue
+		}
+		cond := format.Str(m["condition"])
+		if tags := format.Strs(m["tags"]); cond == "" && len(tags) > 0 {
+			cond = "tags: " + strings.Join(tags, ", ")
+		}
+		info.Dependencies = append(info.Dependencies, format.Dependency{Name: format.Str(m["name"]), Constraint: format.Str(m["version"]),
+			Kind: "runtime", Condition: cond, Ecosystem: Name})
+	}
+	return info
 }

@@ -1,0 +1,27 @@
+package generic
+
+import (
+	"context"
+
+	"github.com/depot-registry/depot/shared/format"
+)
+
+var _ format.Inspector = (*Format)(nil)
+
+// Inspect implements format.Inspector: a generic file is opaque, so its
+// package and version are its path's (ParsePath, as its upload reads
+// them) and its one file is itself.
+func (f *Format) Inspect(ctx context.Context, s format.Stored) (format.PackageInfo, error) {
+	return Inspect(ctx, s)
+}
+
+// Inspect says what a stored generic file is: s.Path is its artifact path,
+// <package>/<version>/<filename>; its bytes are not read.
+func Inspect(_ context.Context, s format.Stored) (format.PackageInfo, error) {
+	c, err := ParsePath("repo/" + s.Path)
+	if err != nil {
+		return format.PackageInfo{}, err
+	}
+	return format.PackageInfo{Format: Name, Name: c.Package, Version: c.Version, Size: s.Size,
+		Files: []format.FileEntry{{Path: c.File, Size: s.Size}}, FileCount: 1}.Bounded(), nil
+}
