@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/depot-registry/depot/shared/format"
@@ -64,38 +66,12 @@ func (f *Format) upload(ctx context.Context, r *format.Request, w *format.Writer
 		return nil, err
 	}
 	defer remove()
-	ms, err := format.ReadZip(ctx, tmp, size, format.ArchiveRules{What: "a package zip", Limits: format.ArchiveLimits{Member: maxComposerJSON},
-		Want: func(name string) bool { return name == "composer.json" }})
+	zp, err := readPackage(ctx, tmp, size, r.Query.Get("version"))
 	if err != nil {
 		return nil, err
 	}
-	raw := format.First(ms)
-	if raw == nil {
-		return nil, format.BadRequest("the zip has no composer.json at its root")
-	}
-	var c struct {
-		Name    string `json:"name"`
-		Version string `json:"version"`
-	}
-	var doc map[string]any
-	if err := format.DecodeJSON(raw, &doc, "composer.json"); err != nil {
-		return nil, err
-	}
-	if json.Unmarshal(raw, &c) != nil {
-		return nil, format.BadRequest("composer.json is not a JSON object")
-	}
-	name := strings.ToLower(c.Name)
-	if !packageName.MatchString(name) {
-		return nil, format.BadRequest("composer.json's name %q is not vendor/package in lowercase letters, digits and -_.", c.Name)
-	}
-	version := c.Version
-	if version == "" {
-		version = r.Query.Get("version")
-	}
-	if !validVersion(version) {
-		return nil, format.BadRequest("version %q is not a version composer reads (composer.json's \"version\", or ?version=)", version)
-	}
-	attrs, _ := json.Marshal(doc)
+	name, version := zp.name, zp.version
+	attrs, _ := json.Marshal(zp.doc)
 	vendor, pkg, _ := strings.Cut(name, "/")
 	a, idx, err := w.Store(ctx, r, format.Upload{Repo: r.Repo, Path: name + "/" + version + "/" + vendor + "-" + pkg + "-" + version + ".zip",
 		Package: name, Version: version, ContentType: "application/zip", Body: io.NewSectionReader(tmp, 0, size),
@@ -106,4 +82,84 @@ func (f *Format) upload(ctx context.Context, r *format.Request, w *format.Writer
 	resp := format.JSON(http.StatusCreated, format.ViewArtifact(a, r.Repo.Name))
 	format.SetIndex(resp.Header, idx)
 	return resp, nil
+}
+
+// zipPackage is a package zip as read: its composer.json, and the name and
+// version it is stored under.
+type zipPackage struct {
+	doc           map[string]any
+	name, version string
+	info          format.PackageInfo
+}
+
+// readPackage reads a package zip: composer.json at its root names the
+// package (lowercase vendor/name) and versions it, or else version does
+// (an upload's ?version=, a stored zip's path). Uploads and inspections
+// read a package through it alone.
+func readPackage(ctx context.Context, zip io.ReaderAt, size int64, version string) (zipPackage, error) {
+	files := &format.FileList{}
+	ms, err := format.ReadZip(ctx, zip, size, format.ArchiveRules{What: "a package zip", Limits: format.ArchiveLimits{Member: maxComposerJSON},
+		Check: files.Check(nil), Want: func(name string) bool { return name == "composer.json" }})
+	if err != nil {
+		return zipPackage{}, err
+	}
+	raw := format.First(ms)
+	if raw == nil {
+		return zipPackage{}, format.BadRequest("the zip has no composer.json at its root")
+	}
+	var c struct {
+		Name    string `json:"name"`
+		Version string `json:"version"`
+	}
+	var doc map[string]any
+	if err := format.DecodeJSON(raw, &doc, "composer.json"); err != nil {
+		return zipPackage{}, err
+	}
+	if json.Unmarshal(raw, &c) != nil {
+		return zipPackage{}, format.BadRequest("composer.json is not a JSON object")
+	}
+	name := strings.ToLower(c.Name)
+	if !packageName.MatchString(name) {
+		return zipPackage{}, format.BadRequest("composer.json's name %q is not vendor/package in lowercase letters, digits and -_.", c.Name)
+	}
+	if c.Version != "" {
+		version = c.Version
+	}
+	if !validVersion(version) {
+		return zipPackage{}, format.BadRequest("version %q is not a version composer reads (composer.json's \"version\", or ?version=)", version)
+	}
+	p := zipPackage{doc: doc, name: name, version: version, info: packageInfo(doc)}
+	p.info.Name, p.info.Version = name, version
+	files.Fill(&p.info)
+	return p, nil
+}
+
+// packageInfo is what a composer.json says of its package; requirements
+// are sorted by name (a JSON object has no order to keep).
+func packageInfo(doc map[string]any) format.PackageInfo {
+	info := format.PackageInfo{Format: Name, Summary: format.Str(doc["description"]), Homepage: format.Str(doc["homepage"]),
+		Licenses: format.Strs(doc["license"]), Keywords: format.Strs(doc["keywords"])}
+	if support, ok := doc["support"].(map[string]any); ok {
+		info.Repository = format.Str(support["source"])
+	}
+	for _, section := range [][2]string{{"require", "runtime"}, {"require-dev", "dev"}} {
+		reqs, _ := doc[section[0]].(map[string]any)
+		for _, n := range slices.Sorted(maps.Keys(reqs)) {
+			eco := Name
+			if platform(n) {
+				eco = "platform"
+			}
+			info.Dependencies = append(info.Dependencies, format.Dependency{Name: n, Constraint: format.Str(reqs[n]), Kind: section[1], Ecosystem: eco})
+		}
+	}
+	return info
+}
+
+// platform reports whether a requirement names what composer finds on
+// the machine rather than in a repository: php, its extensions and
+// libraries, composer itself.
+func platform(name string) bool {
+	n := strings.ToLower(name)
+	return n == "php" || n == "hhvm" || strings.HasPrefix(n, "php-") || strings.HasPrefix(n, "ext-") || strings.HasPrefix(n, "lib-") ||
+		n == "composer" || strings.HasPrefix(n, "composer-")
 }
