@@ -97,6 +97,10 @@ type ArchiveRules struct {
 	// All reads every member Want names; otherwise the read stops at the
 	// first.
 	All bool
+	// Done, when set with All, ends the read once it says the members read
+	// so far are enough (metadata at the front of a package spares
+	// unpacking the rest); not with Exact, which reads to the end.
+	Done func(got []Member) bool
 	// Stream, when set, takes each wanted member as a stream instead of
 	// its bytes (an archive inside the archive: a .conda's
 	// info-*.tar.zst); what it returns is the read's result.
@@ -227,10 +231,14 @@ func ReadTar(ctx context.Context, r io.Reader, packed int64, c Compression, rule
 			}
 			return nil, err
 		}
-		if out = append(out, ms...); !rules.All {
+		if out = append(out, ms...); !rules.All || rules.done(out) {
 			return out, nil
 		}
 	}
+}
+
+func (rules ArchiveRules) done(got []Member) bool {
+	return rules.Done != nil && !rules.Exact && rules.Done(got)
 }
 
 // maxTrailer bounds what may follow a tar archive's end marker (tar pads
@@ -353,7 +361,7 @@ func ReadZip(ctx context.Context, ra io.ReaderAt, size int64, rules ArchiveRules
 		if err != nil {
 			return nil, err
 		}
-		if out = append(out, ms...); !rules.All {
+		if out = append(out, ms...); !rules.All || rules.done(out) {
 			break
 		}
 	}

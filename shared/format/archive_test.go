@@ -56,6 +56,26 @@ func TestReadTarRules(t *testing.T) {
 	}
 }
 
+// TestReadTarDone: a read with All ends where Done says, so what follows
+// the metadata is never unpacked (here, more than the unpacking bound).
+func TestReadTarDone(t *testing.T) {
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	zw.Write(formattest.Tar(t, map[string]string{"info/a": "1"})[:1024])
+	zw.Write(formattest.Tar(t, map[string]string{"info/b": "2"})[:1024])
+	zw.Write(formattest.Tar(t, map[string]string{"zeros": strings.Repeat("\x00", 8<<20)}))
+	zw.Close()
+	rules := format.ArchiveRules{What: "a test archive", All: true, Want: func(n string) bool { return strings.HasPrefix(n, "info/") }}
+	if _, err := format.ReadTar(context.Background(), bytes.NewReader(b.Bytes()), int64(b.Len()), format.Gzip, rules); err == nil {
+		t.Fatal("read to the end, the zeros are not refused")
+	}
+	rules.Done = func(got []format.Member) bool { return len(got) == 2 }
+	ms, err := format.ReadTar(context.Background(), bytes.NewReader(b.Bytes()), int64(b.Len()), format.Gzip, rules)
+	if err != nil || len(ms) != 2 || string(ms[1].Data) != "2" {
+		t.Fatalf("%v %v", ms, err)
+	}
+}
+
 // TestReadZipRules: the same for zip, and its directory checked from the
 // end record.
 func TestReadZipRules(t *testing.T) {
