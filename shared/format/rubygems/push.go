@@ -51,23 +51,65 @@ func (f *Format) push(ctx context.Context, r *format.Request, w *format.Writer) 
 // readGem reads the gemspec out of a .gem: a tar whose metadata.gz is
 // the gemspec, gzip'd YAML.
 func readGem(ctx context.Context, gem io.Reader, size int64) (spec, error) {
-	ms, err := format.ReadTar(ctx, gem, size, format.Uncompressed, format.ArchiveRules{What: "a gem",
-		Want: func(name string) bool { return name == "metadata.gz" }})
+	s, _, err := readGemFile(ctx, gem, size, nil)
+	return s, err
+}
+
+// readGemFile is the one reading of a .gem, for uploads (readGem) and
+// inspections: with files, it also lists the files of data.tar.gz, the
+// gem's contents, and reads on past metadata.gz to them.
+func readGemFile(ctx context.Context, gem io.Reader, size int64, files *format.FileList) (spec, format.PackageInfo, error) {
+	rules := format.ArchiveRules{What: "a gem", Want: func(name string) bool { return name == "metadata.gz" }}
+	if files != nil {
+		rules.Want = func(name string) bool { return name == "metadata.gz" || name == "data.tar.gz" }
+		rules.All = true
+		rules.Done = func(got []format.Member) bool { return len(got) == 2 }
+		rules.Stream = func(ctx context.Context, name string, r io.Reader, packed int64) ([]format.Member, error) {
+			if name == "metadata.gz" {
+				data, err := io.ReadAll(io.LimitReader(r, maxMetadata+1))
+				if err != nil || len(data) > maxMetadata {
+					return nil, format.BadRequest("not a gem: metadata.gz is unreadable or larger than %d bytes", maxMetadata)
+				}
+				return []format.Member{{Name: name, Data: data}}, nil
+			}
+			_, err := format.ReadTar(ctx, r, packed, format.Gzip, format.ArchiveRules{What: "a gem's data.tar.gz", All: true,
+				Check: files.Check(nil), Want: func(string) bool { return false }})
+			return []format.Member{{Name: name}}, err
+		}
+	}
+	ms, err := format.ReadTar(ctx, gem, size, format.Uncompressed, rules)
 	if err != nil {
-		return spec{}, err
+		return spec{}, format.PackageInfo{}, err
 	}
-	if len(ms) == 0 {
-		return spec{}, format.BadRequest("not a gem: no metadata.gz")
+	var meta []byte
+	for _, m := range ms {
+		if m.Name == "metadata.gz" {
+			meta = m.Data
+		}
 	}
-	raw, err := format.Gunzip(ms[0].Data, maxMetadata, "the gem's metadata.gz")
+	if meta == nil {
+		return spec{}, format.PackageInfo{}, format.BadRequest("not a gem: no metadata.gz")
+	}
+	raw, err := format.Gunzip(meta, maxMetadata, "the gem's metadata.gz")
 	if err != nil {
-		return spec{}, err
+		return spec{}, format.PackageInfo{}, err
 	}
-	return parseSpec(raw)
+	s, info, err := parseGemspec(raw)
+	files.Fill(&info)
+	return s, info, err
 }
 
 // parseSpec reads the YAML gemspec (Ruby's tags are read as plain maps).
 func parseSpec(raw []byte) (spec, error) {
+	s, _, err := parseGemspec(raw)
+	return s, err
+}
+
+// parseGemspec is the one parser of a gemspec: what the indexes say of a
+// version (spec), and what the inspector answers. Fields only the
+// inspector reads are decoded as any, so that whatever they hold never
+// refuses an upload.
+func parseGemspec(raw []byte) (spec, format.PackageInfo, error) {
 	var g struct {
 		Name    string `yaml:"name"`
 		Version struct {
@@ -84,25 +126,34 @@ func parseSpec(raw []byte) (spec, error) {
 		} `yaml:"dependencies"`
 		RequiredRuby     yaml.Node `yaml:"required_ruby_version"`
 		RequiredRubyGems yaml.Node `yaml:"required_rubygems_version"`
+		Description      any       `yaml:"description"`
+		Homepage         any       `yaml:"homepage"`
+		Metadata         any       `yaml:"metadata"`
 	}
 	if err := format.DecodeYAML(raw, &g, "the gemspec"); err != nil {
-		return spec{}, err
+		return spec{}, format.PackageInfo{}, err
 	}
 	// The record keeps what the indexes serve, bounded.
 	s := spec{Name: g.Name, Version: g.Version.Version, Platform: g.Platform, Summary: format.Clip(g.Summary, 1024),
 		Authors: format.ClipList(g.Authors, 32, 256), Licenses: format.ClipList(g.Licenses, 16, 64)}
 	if len(g.Dependencies) > maxDeps {
-		return spec{}, format.BadRequest("the gemspec has more than %d dependencies", maxDeps)
+		return spec{}, format.PackageInfo{}, format.BadRequest("the gemspec has more than %d dependencies", maxDeps)
 	}
 	if s.Platform == "" {
 		s.Platform = "ruby"
 	}
 	if !nameRE.MatchString(s.Name) || !versionRE.MatchString(s.Version) || strings.ContainsAny(s.Platform, "/\\ ") {
-		return spec{}, format.BadRequest("the gemspec's name %q, version %q or platform %q is not valid", s.Name, s.Version, s.Platform)
+		return spec{}, format.PackageInfo{}, format.BadRequest("the gemspec's name %q, version %q or platform %q is not valid", s.Name, s.Version, s.Platform)
 	}
+	meta, _ := g.Metadata.(map[string]any)
+	info := format.PackageInfo{Format: Name, Name: s.Name, Version: s.full(), Summary: g.Summary, Description: format.Str(g.Description),
+		Licenses: g.Licenses, Homepage: format.Str(g.Homepage), Repository: format.Str(meta["source_code_uri"])}
 	var err error
 	for _, d := range g.Dependencies {
 		if d.Type == ":development" || d.Type == "development" {
+			// Not in the indexes, so not checked: read as well as it reads.
+			req, _ := requirement(&d.Requirement)
+			info.Dependencies = append(info.Dependencies, format.Dependency{Name: d.Name, Constraint: constraint(req), Kind: "dev", Ecosystem: Name})
 			continue
 		}
 		req, rerr := requirement(&d.Requirement)
@@ -111,6 +162,7 @@ func parseSpec(raw []byte) (spec, error) {
 			break
 		}
 		s.Deps = append(s.Deps, [2]string{d.Name, req})
+		info.Dependencies = append(info.Dependencies, format.Dependency{Name: d.Name, Constraint: constraint(req), Kind: "runtime", Ecosystem: Name})
 	}
 	if err == nil {
 		s.Ruby, err = requirement(&g.RequiredRuby)
@@ -124,8 +176,12 @@ func parseSpec(raw []byte) (spec, error) {
 	if s.RubyGems == ">= 0" {
 		s.RubyGems = ""
 	}
-	return s, err
+	return s, info, err
 }
+
+// constraint writes a requirement as gem shows one (">= 1.0, < 2"),
+// not in the compact index's "&"-joined form.
+func constraint(req string) string { return strings.ReplaceAll(req, "&", ", ") }
 
 // requirement turns a Gem::Requirement ({requirements: [[op, {version}]]})
 // into the compact index's "op v&op v".
