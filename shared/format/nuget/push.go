@@ -56,10 +56,18 @@ func normalize(v string) string {
 // nuspec is what is read of a package's manifest.
 type nuspec struct {
 	Metadata struct {
-		ID           string `xml:"id"`
-		Version      string `xml:"version"`
-		Description  string `xml:"description"`
-		Authors      string `xml:"authors"`
+		ID          string `xml:"id"`
+		Version     string `xml:"version"`
+		Description string `xml:"description"`
+		Summary     string `xml:"summary"`
+		Authors     string `xml:"authors"`
+		Tags        string `xml:"tags"`
+		ProjectURL  string `xml:"projectUrl"`
+		License     string `xml:"license"`
+		LicenseURL  string `xml:"licenseUrl"`
+		Repository  struct {
+			URL string `xml:"url,attr"`
+		} `xml:"repository"`
 		PackageTypes struct {
 			Types []struct {
 				Name string `xml:"name,attr"`
@@ -97,46 +105,84 @@ type group struct {
 // readNupkg reads the .nuspec at the root of a .nupkg (a zip), returning
 // the package's record and the manifest's bytes.
 func readNupkg(ctx context.Context, r io.ReaderAt, size int64) (pkg, []byte, error) {
+	p, raw, _, err := readPackage(ctx, r, size)
+	return p, raw, err
+}
+
+// readPackage is the one reading of a .nupkg, for uploads (readNupkg) and
+// inspections: also what the inspector answers, with the zip's files.
+func readPackage(ctx context.Context, r io.ReaderAt, size int64) (pkg, []byte, format.PackageInfo, error) {
+	files := &format.FileList{}
 	ms, err := format.ReadZip(ctx, r, size, format.ArchiveRules{What: "a .nupkg", Limits: format.ArchiveLimits{Member: maxNuspec},
+		Check: files.Check(nil),
 		Want: func(name string) bool {
 			return !strings.Contains(name, "/") && strings.HasSuffix(strings.ToLower(name), ".nuspec")
 		}})
 	if err != nil {
-		return pkg{}, nil, err
+		return pkg{}, nil, format.PackageInfo{}, err
 	}
 	for _, e := range ms {
-		raw := e.Data
-		var n nuspec
-		if err := xml.Unmarshal(raw, &n); err != nil {
-			return pkg{}, nil, format.BadRequest("the .nuspec is not XML: %v", err)
+		p, info, err := parseNuspec(e.Data)
+		if err != nil {
+			return pkg{}, nil, format.PackageInfo{}, err
 		}
-		m := n.Metadata
-		for _, t := range m.PackageTypes.Types {
-			if t.Name == "SymbolsPackage" {
-				return pkg{}, nil, format.BadRequest("symbol packages (.snupkg) are not supported: push the .nupkg only")
-			}
-		}
-		if !idRE.MatchString(m.ID) || !versionRE.MatchString(m.Version) {
-			return pkg{}, nil, format.BadRequest("the .nuspec's id %q or version %q is not valid", m.ID, m.Version)
-		}
-		// The record keeps what the feeds serve, bounded.
-		p := pkg{ID: m.ID, Version: m.Version, Description: format.Clip(m.Description, 4096), Authors: format.Clip(m.Authors, 512), Groups: []group{}}
-		deps := len(m.Dependencies.Deps)
-		for _, g := range m.Dependencies.Groups {
-			deps += len(g.Deps)
-		}
-		if deps > maxDeps || len(m.Dependencies.Groups) > maxDeps {
-			return pkg{}, nil, format.BadRequest("the .nuspec has more than %d dependencies", maxDeps)
-		}
-		for _, g := range m.Dependencies.Groups {
-			p.Groups = append(p.Groups, group{TargetFramework: g.TargetFramework, Deps: g.Deps})
-		}
-		if len(m.Dependencies.Deps) > 0 {
-			p.Groups = append(p.Groups, group{Deps: m.Dependencies.Deps})
-		}
-		return p, raw, nil
+		files.Fill(&info)
+		return p, e.Data, info, nil
 	}
-	return pkg{}, nil, format.BadRequest("the .nupkg has no .nuspec at its root")
+	return pkg{}, nil, format.PackageInfo{}, format.BadRequest("the .nupkg has no .nuspec at its root")
+}
+
+// parseNuspec is the one parser of a .nuspec: the version's record, and
+// what the inspector answers.
+func parseNuspec(raw []byte) (pkg, format.PackageInfo, error) {
+	var n nuspec
+	if err := xml.Unmarshal(raw, &n); err != nil {
+		return pkg{}, format.PackageInfo{}, format.BadRequest("the .nuspec is not XML: %v", err)
+	}
+	m := n.Metadata
+	for _, t := range m.PackageTypes.Types {
+		if t.Name == "SymbolsPackage" {
+			return pkg{}, format.PackageInfo{}, format.BadRequest("symbol packages (.snupkg) are not supported: push the .nupkg only")
+		}
+	}
+	if !idRE.MatchString(m.ID) || !versionRE.MatchString(m.Version) {
+		return pkg{}, format.PackageInfo{}, format.BadRequest("the .nuspec's id %q or version %q is not valid", m.ID, m.Version)
+	}
+	// The record keeps what the feeds serve, bounded.
+	p := pkg{ID: m.ID, Version: m.Version, Description: format.Clip(m.Description, 4096), Authors: format.Clip(m.Authors, 512), Groups: []group{}}
+	deps := len(m.Dependencies.Deps)
+	for _, g := range m.Dependencies.Groups {
+		deps += len(g.Deps)
+	}
+	if deps > maxDeps || len(m.Dependencies.Groups) > maxDeps {
+		return pkg{}, format.PackageInfo{}, format.BadRequest("the .nuspec has more than %d dependencies", maxDeps)
+	}
+	for _, g := range m.Dependencies.Groups {
+		p.Groups = append(p.Groups, group{TargetFramework: g.TargetFramework, Deps: g.Deps})
+	}
+	if len(m.Dependencies.Deps) > 0 {
+		p.Groups = append(p.Groups, group{Deps: m.Dependencies.Deps})
+	}
+	info := format.PackageInfo{Format: Name, Name: m.ID, Version: normalize(m.Version), Summary: strings.TrimSpace(m.Summary),
+		Description: strings.TrimSpace(m.Description), Homepage: strings.TrimSpace(m.ProjectURL), Repository: m.Repository.URL,
+		Keywords: strings.Fields(strings.ReplaceAll(m.Tags, ",", " "))}
+	if info.Summary == "" {
+		info.Summary, info.Description = info.Description, ""
+	}
+	// <license> is an SPDX expression (or names a file in the package);
+	// older packages only link to one.
+	if l := strings.TrimSpace(m.License); l != "" {
+		info.Licenses = []string{l}
+	} else if u := strings.TrimSpace(m.LicenseURL); u != "" {
+		info.Licenses = []string{u}
+	}
+	for _, g := range p.Groups {
+		for _, d := range g.Deps {
+			info.Dependencies = append(info.Dependencies, format.Dependency{Name: d.ID, Constraint: d.Version, Kind: "runtime",
+				Condition: g.TargetFramework, Ecosystem: Name})
+		}
+	}
+	return p, info, nil
 }
 
 // push takes a package: multipart (the file part) or the raw .nupkg.
