@@ -151,7 +151,17 @@ func New(cfg Config, d Deps) *Server {
 		loginLimit: ratelimit.New(cfg.RateLimitLogin, cfg.RateWindow, d.Now),
 	}
 	s.draining, s.drain = context.WithCancel(context.Background())
-	s.app = &app.App{Store: d.Store, Commit: d.Commit, Formats: d.Formats, Now: d.Now, NewID: d.NewID, UsersCreateRepo: cfg.UsersCreateRepo}
+	s.app = &app.App{Store: d.Store, Commit: d.Commit, Formats: d.Formats, Writer: d.Writer, Now: d.Now, NewID: d.NewID,
+		UsersCreateRepo: cfg.UsersCreateRepo, RequireHTTPS: cfg.RequireHTTPS}
+	if d.Webhooks != nil {
+		s.app.WebhooksOff = func() bool { return !d.Webhooks.Config().Enabled }
+	}
+	if d.Downloads != nil {
+		s.app.Downloads = d.Downloads.Last24h
+	}
+	if d.GC != nil {
+		s.app.GC = d.GC
+	}
 	if d.Authn != nil {
 		s.app.Hasher = d.Authn.Hasher
 	}

@@ -1,22 +1,15 @@
 package api
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
-	"net/url"
-	"slices"
 	"time"
 
-	"github.com/depot-registry/depot/shared/apierr"
+	"github.com/depot-registry/depot/origin/app"
 	"github.com/depot-registry/depot/shared/auth"
+	"github.com/depot-registry/depot/shared/format"
 	"github.com/depot-registry/depot/shared/meta"
 )
-
-// Events a webhook may subscribe to ("*" is all of them).
-var webhookEvents = meta.EventNames
-
-var severities = []string{"critical", "high", "medium", "low"}
 
 // webhookView is a webhook as the API shows it: the secret only in the
 // answer to its creation (write-only after), whether one is set always.
@@ -58,104 +51,39 @@ type webhookRequest struct {
 	Filters     *meta.WebhookFilters `json:"filters"`
 }
 
-// check validates the fields given.
-func (s *Server) checkWebhook(tx *meta.Tx, req *webhookRequest) error {
-	if req.URL != nil {
-		u, err := url.Parse(*req.URL)
-		switch {
-		case err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") || u.User != nil || len(*req.URL) > 2048:
-			return apierr.Invalid("url", "url must be an absolute http(s) URL without credentials, at most 2048 characters")
-		case s.cfg.RequireHTTPS && u.Scheme != "https":
-			return apierr.Invalid("url", "url must use https (REQUIRE_HTTPS is set)")
-		}
-	}
-	if req.Events != nil {
-		if len(req.Events) == 0 || len(req.Events) > len(webhookEvents) {
-			return apierr.Invalid("events", "events must list 1 to %d event names, or [\"*\"]", len(webhookEvents))
-		}
-		for _, e := range req.Events {
-			if e != "*" && !slices.Contains(webhookEvents, e) {
-				return apierr.Invalid("events", "unknown event %q", e).With("event", e)
-			}
-		}
-	}
-	if req.Description != nil && len(*req.Description) > 1024 {
-		return apierr.Invalid("description", "description is longer than 1024 characters")
-	}
-	if req.Secret != nil && len(*req.Secret) > 256 {
-		return apierr.Invalid("secret", "secret is longer than 256 characters")
-	}
-	if f := req.Filters; f != nil {
-		if f.RepositoryID != "" {
-			if _, err := tx.Repo(f.RepositoryID); err != nil {
-				return apierr.Invalid("filters", "filters.repository_id: no repository %s", f.RepositoryID)
-			}
-		}
-		if f.UserID != "" {
-			if _, err := tx.User(f.UserID); err != nil {
-				return apierr.Invalid("filters", "filters.user_id: no user %s", f.UserID)
-			}
-		}
-		if f.Format != "" && s.d.Formats[f.Format] == nil {
-			return apierr.Invalid("filters", "filters.format: %q is not a format served here", f.Format)
-		}
-		for _, sev := range f.Severity {
-			if !slices.Contains(severities, sev) {
-				return apierr.Invalid("filters", "filters.severity: %q is not one of critical, high, medium, low", sev)
-			}
-		}
-	}
-	return nil
+func (req webhookRequest) input() app.WebhookInput {
+	return app.WebhookInput{URL: req.URL, Events: req.Events, Description: req.Description, Secret: req.Secret, Active: req.Active, Filters: req.Filters}
 }
 
-func (s *Server) listWebhooks(w http.ResponseWriter, r *http.Request, _ *auth.Principal) error {
-	var hooks []meta.Webhook
-	if err := s.view(func(tx *meta.Tx) error { var err error; hooks, err = tx.Webhooks(); return err }); err != nil {
+func (s *Server) listWebhooks(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	hooks, err := s.app.ListWebhooks(r.Context(), p)
+	if err != nil {
 		return err
 	}
-	out := []webhookView{}
+	out := make([]webhookView, len(hooks))
 	for i := range hooks {
-		out = append(out, viewWebhook(&hooks[i]))
+		out[i] = viewWebhook(&hooks[i])
 	}
 	return writeJSON(w, http.StatusOK, map[string]any{"webhooks": out, "total": len(out)})
 }
 
-func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request, _ *auth.Principal) error {
+func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
 	var req webhookRequest
 	if err := decode(r, &req); err != nil {
 		return err
 	}
-	if req.URL == nil || req.Events == nil {
-		return apierr.Invalid("url", "url and events are required")
+	h, idx, err := s.app.CreateWebhook(r.Context(), p, req.input())
+	if err != nil {
+		return written(w, idx, err, 0, nil)
 	}
-	if err := s.view(func(tx *meta.Tx) error { return s.checkWebhook(tx, &req) }); err != nil {
-		return err
-	}
-	now := s.d.Now().UTC()
-	h := meta.Webhook{ID: s.d.NewID(), URL: *req.URL, Events: req.Events, Active: true, CreatedAt: now, UpdatedAt: now}
-	if req.Description != nil {
-		h.Description = *req.Description
-	}
-	if req.Secret != nil {
-		h.Secret = *req.Secret
-	}
-	if req.Active != nil {
-		h.Active = *req.Active
-	}
-	if req.Filters != nil {
-		h.Filters = *req.Filters
-	}
-	if err := s.apply(r.Context(), w, &meta.WebhookCreate{Webhook: h}); err != nil {
-		return err
-	}
-	v := viewWebhook(&h)
+	v := viewWebhook(h)
 	v.Secret = h.Secret // shown this once
-	return writeJSON(w, http.StatusCreated, v)
+	return written(w, idx, nil, http.StatusCreated, v)
 }
 
-func (s *Server) getWebhook(w http.ResponseWriter, r *http.Request, _ *auth.Principal) error {
-	var h *meta.Webhook
-	if err := s.view(func(tx *meta.Tx) error { var err error; h, err = tx.Webhook(r.PathValue("id")); return err }); err != nil {
+func (s *Server) getWebhook(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	h, err := s.app.GetWebhook(r.Context(), p, r.PathValue("id"))
+	if err != nil {
 		return err
 	}
 	v := viewWebhook(h)
@@ -167,35 +95,21 @@ func (s *Server) getWebhook(w http.ResponseWriter, r *http.Request, _ *auth.Prin
 	return writeJSON(w, http.StatusOK, v)
 }
 
-func (s *Server) updateWebhook(w http.ResponseWriter, r *http.Request, _ *auth.Principal) error {
+func (s *Server) updateWebhook(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
 	var req webhookRequest
 	if err := decode(r, &req); err != nil {
 		return err
 	}
-	id := r.PathValue("id")
-	err := s.view(func(tx *meta.Tx) error {
-		if _, err := tx.Webhook(id); err != nil {
-			return err
-		}
-		return s.checkWebhook(tx, &req)
-	})
+	h, idx, err := s.app.UpdateWebhook(r.Context(), p, r.PathValue("id"), req.input())
 	if err != nil {
-		return err
+		return written(w, idx, err, 0, nil)
 	}
-	cmd := &meta.WebhookUpdate{ID: id, URL: req.URL, Events: req.Events, Description: req.Description, Secret: req.Secret,
-		Active: req.Active, Filters: req.Filters, At: s.d.Now().UTC()}
-	if err := s.apply(r.Context(), w, cmd); err != nil {
-		return err
-	}
-	var h *meta.Webhook
-	if err := s.view(func(tx *meta.Tx) error { var err error; h, err = tx.Webhook(id); return err }); err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, viewWebhook(h))
+	return written(w, idx, nil, http.StatusOK, viewWebhook(h))
 }
 
-func (s *Server) deleteWebhook(w http.ResponseWriter, r *http.Request, _ *auth.Principal) error {
-	return s.applyNoContent(r.Context(), w, &meta.WebhookDelete{ID: r.PathValue("id")})
+func (s *Server) deleteWebhook(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	idx, err := s.app.DeleteWebhook(r.Context(), p, r.PathValue("id"))
+	return written(w, idx, err, http.StatusNoContent, nil)
 }
 
 // deliveryView is a delivery as the API shows it: the spec's fields, and
@@ -230,46 +144,24 @@ func viewDelivery(d *meta.Delivery) deliveryView {
 // and answers the delivery once its attempt is made: 200 with its
 // outcome, or 202 while it is still waiting (the loop is busy, or the
 // webhook is over its rate).
-func (s *Server) testWebhook(w http.ResponseWriter, r *http.Request, _ *auth.Principal) error {
-	id := r.PathValue("id")
-	if err := s.webhooksOn(); err != nil {
-		return err
+func (s *Server) testWebhook(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	id, idx, err := s.app.TestWebhook(r.Context(), p, r.PathValue("id"))
+	if err != nil {
+		return written(w, idx, err, 0, nil)
 	}
-	var h *meta.Webhook
-	if err := s.view(func(tx *meta.Tx) error { var err error; h, err = tx.Webhook(id); return err }); err != nil {
-		return err
-	}
-	now := s.d.Now().UTC()
-	data, _ := json.Marshal(map[string]string{"webhook_id": h.ID, "message": "This is a test delivery from Depot."})
-	e := meta.Event{Name: meta.EventWebhookTest, Timestamp: now, Data: data}
-	d := meta.Delivery{ID: s.d.NewID(), WebhookID: h.ID, Event: e.Name, Body: e.Envelope(), CreatedAt: now, NextAttemptAt: now, Manual: true}
-	if err := s.apply(r.Context(), w, &meta.DeliveryCreate{Delivery: d}); err != nil {
-		return err
-	}
-	return s.answerAttempt(w, r, d.ID, 0)
+	format.SetIndex(w.Header(), idx)
+	return s.answerAttempt(w, r, id, 0)
 }
 
 // redeliver makes one more attempt of a delivery, whatever its state,
 // and answers like testWebhook.
-func (s *Server) redeliver(w http.ResponseWriter, r *http.Request, _ *auth.Principal) error {
-	if err := s.webhooksOn(); err != nil {
-		return err
-	}
-	d, err := s.delivery(r)
+func (s *Server) redeliver(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	after, idx, err := s.app.Redeliver(r.Context(), p, r.PathValue("id"), r.PathValue("delivery"))
 	if err != nil {
-		return err
+		return written(w, idx, err, 0, nil)
 	}
-	if err := s.apply(r.Context(), w, &meta.DeliveryRedeliver{ID: d.ID, At: s.d.Now().UTC()}); err != nil {
-		return err
-	}
-	return s.answerAttempt(w, r, d.ID, d.Attempts)
-}
-
-func (s *Server) webhooksOn() error {
-	if s.d.Webhooks != nil && !s.d.Webhooks.Config().Enabled {
-		return apierr.New(apierr.Conflict, "webhook deliveries are disabled on this server (WEBHOOKS_ENABLED=false)")
-	}
-	return nil
+	format.SetIndex(w.Header(), idx)
+	return s.answerAttempt(w, r, r.PathValue("delivery"), after)
 }
 
 // answerAttempt waits (up to the delivery timeout and a little more) for
@@ -279,42 +171,18 @@ func (s *Server) answerAttempt(w http.ResponseWriter, r *http.Request, id string
 	if s.d.Webhooks != nil {
 		wait = s.d.Webhooks.Config().Timeout + 5*time.Second
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), wait)
-	defer cancel()
-	for {
-		applied := s.d.Store.LastApplied()
-		var d *meta.Delivery
-		if err := s.view(func(tx *meta.Tx) error { var err error; d, err = tx.Delivery(id); return err }); err != nil {
-			return err
-		}
-		if d.Attempts > after {
-			return writeJSON(w, http.StatusOK, viewDelivery(d))
-		}
-		if s.d.Store.WaitIndex(ctx, applied+1) != nil {
-			return writeJSON(w, http.StatusAccepted, viewDelivery(d))
-		}
-	}
-}
-
-// delivery reads the delivery the path names, which must be the webhook's.
-func (s *Server) delivery(r *http.Request) (*meta.Delivery, error) {
-	var d *meta.Delivery
-	err := s.view(func(tx *meta.Tx) error {
-		if _, err := tx.Webhook(r.PathValue("id")); err != nil {
-			return err
-		}
-		var err error
-		d, err = tx.Delivery(r.PathValue("delivery"))
+	d, made, err := s.app.AwaitAttempt(r.Context(), id, after, wait)
+	if err != nil {
 		return err
-	})
-	if err == nil && d.WebhookID != r.PathValue("id") {
-		return nil, apierr.New(apierr.NotFound, "delivery %s is not one of webhook %s", d.ID, r.PathValue("id"))
 	}
-	return d, err
+	if !made {
+		return writeJSON(w, http.StatusAccepted, viewDelivery(d))
+	}
+	return writeJSON(w, http.StatusOK, viewDelivery(d))
 }
 
-func (s *Server) getDelivery(w http.ResponseWriter, r *http.Request, _ *auth.Principal) error {
-	d, err := s.delivery(r)
+func (s *Server) getDelivery(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	d, err := s.app.Delivery(r.Context(), p, r.PathValue("id"), r.PathValue("delivery"))
 	if err != nil {
 		return err
 	}
@@ -324,26 +192,18 @@ func (s *Server) getDelivery(w http.ResponseWriter, r *http.Request, _ *auth.Pri
 }
 
 // listDeliveries pages through a webhook's deliveries, newest first.
-func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request, _ *auth.Principal) error {
-	pg, lim, err := page(r)
+func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	pg, err := pageOf(r)
 	if err != nil {
 		return err
 	}
-	var list []meta.Delivery
-	var total int
-	err = s.view(func(tx *meta.Tx) error {
-		if _, err := tx.Webhook(r.PathValue("id")); err != nil {
-			return err
-		}
-		list, total, err = tx.DeliveriesOf(r.PathValue("id"), (pg-1)*lim, lim)
-		return err
-	})
+	l, err := s.app.ListDeliveries(r.Context(), p, r.PathValue("id"), pg)
 	if err != nil {
 		return err
 	}
-	out := make([]deliveryView, 0, len(list))
-	for i := range list {
-		out = append(out, viewDelivery(&list[i]))
+	out := make([]deliveryView, 0, len(l.Items))
+	for i := range l.Items {
+		out = append(out, viewDelivery(&l.Items[i]))
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{"deliveries": out, "total": total, "page": pg, "limit": lim})
+	return writeJSON(w, http.StatusOK, map[string]any{"deliveries": out, "total": l.Total, "page": pg.Number, "limit": pg.Limit})
 }

@@ -17,6 +17,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/depot-registry/depot/origin/service/gc"
 	"github.com/depot-registry/depot/shared/apierr"
 	"github.com/depot-registry/depot/shared/auth"
 	"github.com/depot-registry/depot/shared/format"
@@ -29,10 +30,20 @@ type App struct {
 	Commit  meta.Committer
 	Hasher  *auth.Hasher             // passwords
 	Formats map[string]format.Format // by repository format
+	Writer  *format.Writer           // formats' write environment (deletes)
 	Now     func() time.Time
 	NewID   func() string
 	// UsersCreateRepo lets role "user" create repositories.
 	UsersCreateRepo bool
+	// RequireHTTPS refuses webhook URLs that are not https.
+	RequireHTTPS bool
+	// WebhooksOff says whether webhook deliveries are disabled (manual
+	// deliveries are refused then). Nil: they are on.
+	WebhooksOff func() bool
+	// Downloads counts the last day's downloads (nil: none counted).
+	Downloads func() int64
+	// GC collects garbage (nil: not on this node).
+	GC *gc.Collector
 }
 
 // commit stamps c with the actor in ctx and commits it.

@@ -1,0 +1,58 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/depot-registry/depot/origin/service/gc"
+	"github.com/depot-registry/depot/shared/apierr"
+	"github.com/depot-registry/depot/shared/auth"
+	"github.com/depot-registry/depot/shared/meta"
+)
+
+// Stats are the installation's totals (the spec's GET /admin/stats).
+type Stats struct {
+	Repositories   int64 `json:"repositories"`
+	Artifacts      int64 `json:"artifacts"`
+	TotalSizeBytes int64 `json:"total_size_bytes"`
+	Users          int64 `json:"users"`
+	Downloads24h   int64 `json:"downloads_24h"`
+}
+
+// Stats counts repositories, artifacts, bytes, users and the last day's
+// downloads (administrators only).
+func (a *App) Stats(_ context.Context, p *auth.Principal) (Stats, error) {
+	if err := requireAdmin(p); err != nil {
+		return Stats{}, err
+	}
+	var st meta.Stats
+	if err := a.view(func(tx *meta.Tx) error { var err error; st, err = tx.Stats(); return err }); err != nil {
+		return Stats{}, err
+	}
+	out := Stats{Repositories: st.Repositories, Artifacts: st.Artifacts, TotalSizeBytes: st.TotalSizeBytes, Users: st.Users}
+	if a.Downloads != nil {
+		out.Downloads24h = a.Downloads()
+	}
+	return out, nil
+}
+
+// Cleanup runs a garbage collection to its end, even if the caller stops
+// waiting (a half-done sweep would only have to be done again), and
+// returns what it removed (administrators only).
+func (a *App) Cleanup(ctx context.Context, p *auth.Principal) (gc.Result, error) {
+	if err := requireAdmin(p); err != nil {
+		return gc.Result{}, err
+	}
+	if a.GC == nil {
+		return gc.Result{}, apierr.New(apierr.Unavailable, "garbage collection is not available on this node")
+	}
+	res, err := a.GC.Run(context.WithoutCancel(ctx))
+	if errors.Is(err, gc.ErrRunning) {
+		return res, apierr.New(apierr.Conflict, "a garbage collection is running already; try again when it has finished")
+	}
+	if err != nil {
+		return res, fmt.Errorf("garbage collection: %w", err)
+	}
+	return res, nil
+}

@@ -1,0 +1,46 @@
+package app
+
+import (
+	"context"
+
+	"github.com/depot-registry/depot/shared/auth"
+	"github.com/depot-registry/depot/shared/format"
+	"github.com/depot-registry/depot/shared/meta"
+)
+
+// Artifact reads an artifact and its repository, when p may do action
+// on the repository.
+func (a *App) Artifact(_ context.Context, p *auth.Principal, id, action string) (*meta.Artifact, *meta.Repository, error) {
+	var art *meta.Artifact
+	var repo *meta.Repository
+	err := a.view(func(tx *meta.Tx) error {
+		var err error
+		if art, err = tx.Artifact(id); err != nil {
+			return err
+		}
+		repo, err = RepoAccess(tx, p, art.RepositoryID, action)
+		return err
+	})
+	return art, repo, err
+}
+
+// DeleteArtifact deletes an artifact p may delete, keeping its format
+// consistent: a format that keeps state beside its artifacts (OCI tags,
+// npm dist-tags) or whose versions go whole deletes through its own
+// format.ArtifactDeleter. via says how the request came (the format's
+// view of it: address, base URL, request id); its Principal and Repo are
+// set here.
+func (a *App) DeleteArtifact(ctx context.Context, p *auth.Principal, id string, via *format.Request) (uint64, error) {
+	art, repo, err := a.Artifact(ctx, p, id, meta.ActionDelete)
+	if err != nil {
+		return 0, err
+	}
+	if via == nil {
+		via = &format.Request{}
+	}
+	via.Principal, via.Repo = p, repo
+	if del, ok := a.Formats[repo.Format].(format.ArtifactDeleter); ok {
+		return del.DeleteArtifact(ctx, via, a.Writer, art)
+	}
+	return a.Writer.DeleteArtifact(ctx, via, repo, art.ID)
+}

@@ -1,0 +1,161 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"time"
+
+	"github.com/depot-registry/depot/shared/apierr"
+	"github.com/depot-registry/depot/shared/auth"
+	"github.com/depot-registry/depot/shared/meta"
+)
+
+// MaxEventWait bounds a long poll of the event log.
+const MaxEventWait = 60 * time.Second
+
+// EventQuery asks the event log for the events after Since (a cursor;
+// "latest": from now on; "": from the oldest kept), of the given Types
+// (nil: all) and repository, at most Limit (1 to 1000), waiting up to Wait
+// for one when there is none yet.
+type EventQuery struct {
+	Since        string
+	Types        []string
+	RepositoryID string
+	Limit        int
+	Wait         time.Duration
+}
+
+// EventPage is what the log answers: the events, the cursor to ask from
+// next (past the events the caller may not see too), and whether the log
+// was trimmed past Since (events were missed).
+type EventPage struct {
+	Events []Event
+	Next   string
+	Missed bool
+}
+
+// Event is an event as the log answers it: the webhook envelope and its
+// cursor.
+type Event struct {
+	Cursor    string          `json:"cursor"`
+	Event     string          `json:"event"`
+	Timestamp time.Time       `json:"timestamp"`
+	Data      json.RawMessage `json:"data"`
+}
+
+// Events reads the event log as p may see it: a repository's events need
+// read permission on it, the others (users, deleted repositories) the
+// admin role; a download's address is for admins.
+func (a *App) Events(ctx context.Context, p *auth.Principal, q EventQuery) (EventPage, error) {
+	since := q.Since
+	if since != "" && since != "latest" && !meta.ValidCursor(since) {
+		return EventPage{}, apierr.Invalid("since", "since must be a cursor from an earlier answer, or latest")
+	}
+	for _, t := range q.Types {
+		if !slices.Contains(meta.EventNames, t) {
+			return EventPage{}, apierr.Invalid("types", "unknown event %q", t).With("event", t)
+		}
+	}
+	if q.Limit < 1 || q.Limit > 1000 {
+		return EventPage{}, apierr.Invalid("limit", "limit must be an integer from 1 to 1000")
+	}
+	if q.Wait < 0 || q.Wait > MaxEventWait {
+		return EventPage{}, apierr.Invalid("wait", "wait must be a number of seconds from 0 to %d", int(MaxEventWait/time.Second))
+	}
+	// A cursor from before what the log has trimmed has missed events:
+	// the answer says so, and goes on from the oldest kept.
+	var page EventPage
+	if since != "" && since != "latest" {
+		_ = a.view(func(tx *meta.Tx) error { page.Missed = since < tx.EventsTrimmed(); return nil })
+	}
+	if since == "latest" {
+		since = meta.EventAfterIndex(a.Store.LastApplied())
+	}
+	ctx, cancel := context.WithTimeout(ctx, q.Wait)
+	defer cancel()
+	for {
+		applied := a.Store.LastApplied()
+		out, next, err := a.readEvents(p, since, q.Types, q.RepositoryID, q.Limit)
+		if err != nil {
+			return page, err
+		}
+		if next == "" { // an empty log: what comes next comes after this
+			next = meta.EventAfterIndex(applied)
+		}
+		if len(out) > 0 || q.Wait == 0 || a.Store.WaitIndex(ctx, applied+1) != nil {
+			page.Events, page.Next = out, next
+			return page, nil
+		}
+		since = next
+	}
+}
+
+// withoutIP drops the downloader's address from a download's data: who
+// downloaded is for the repository's readers, from where for admins.
+func withoutIP(data json.RawMessage) json.RawMessage {
+	var d map[string]any
+	if json.Unmarshal(data, &d) != nil {
+		return data
+	}
+	if who, ok := d["downloader"].(map[string]any); ok {
+		delete(who, "ip_address")
+	}
+	out, err := json.Marshal(d)
+	if err != nil {
+		return data
+	}
+	return out
+}
+
+// readEvents reads up to limit visible events after since; next is the
+// cursor of the last event looked at (since when none).
+func (a *App) readEvents(p *auth.Principal, since string, types []string, repoID string, limit int) ([]Event, string, error) {
+	out := []Event{}
+	next := since
+	err := a.view(func(tx *meta.Tx) error {
+		ids, err := auth.Readable(tx, p)
+		if err != nil {
+			return err
+		}
+		readable := map[string]bool{}
+		for _, id := range ids {
+			readable[id] = true
+		}
+		visible := func(e *meta.Event) bool {
+			switch {
+			case types != nil && !slices.Contains(types, e.Name),
+				repoID != "" && e.RepositoryID != repoID:
+				return false
+			case e.RepositoryID == "" || e.Name == meta.EventRepoDeleted:
+				return p.IsAdmin()
+			}
+			return readable[e.RepositoryID] || p.IsAdmin()
+		}
+		// Pages of the log until enough are visible; the look is bounded
+		// so a caller who may see little does not walk the whole log.
+		for looked := 0; len(out) < limit && looked < 20*limit+1000; {
+			evs, err := tx.Events(next, limit)
+			if err != nil || len(evs) == 0 {
+				return err
+			}
+			for i := range evs {
+				e := &evs[i]
+				looked++
+				next = e.Cursor
+				if visible(&e.Event) {
+					data := e.Data
+					if e.Name == meta.EventArtifactDownloaded && !p.IsAdmin() {
+						data = withoutIP(data)
+					}
+					out = append(out, Event{Cursor: e.Cursor, Event: e.Name, Timestamp: e.Timestamp, Data: data})
+					if len(out) == limit {
+						return nil
+					}
+				}
+			}
+		}
+		return nil
+	})
+	return out, next, err
+}
