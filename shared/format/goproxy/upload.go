@@ -78,12 +78,26 @@ func (f *Format) upload(ctx context.Context, r *format.Request, w *format.Writer
 // the whole zip as the go command does (paths, case collisions, sizes,
 // go.mod where it must be); it returns the go.mod to serve.
 func check(ctx context.Context, f *os.File, size int64) (module.Version, []byte, error) {
+	mv, mod, err := readModule(ctx, f, size, nil)
+	if err != nil {
+		return mv, nil, err
+	}
+	if _, err := modzip.CheckZip(mv, f.Name()); err != nil {
+		return mv, nil, format.BadRequest("not a valid module zip for %s@%s: %v", mv.Path, mv.Version, err)
+	}
+	mod, _, err = parseGoMod(mv, mod)
+	return mv, mod, err
+}
+
+// readModule reads a module zip: the module and version from its first
+// entry (a module path holds slashes but no "@": the first "@" ends it,
+// the next slash the version), and the root go.mod, nil when there is
+// none. files, when given, gathers the zip's files.
+func readModule(ctx context.Context, zip io.ReaderAt, size int64, files *format.FileList) (module.Version, []byte, error) {
 	var mv module.Version
-	// A module path holds slashes but no "@": in the first entry, the
-	// first "@" ends it, the next slash the version.
 	var first, prefix string
-	ms, err := format.ReadZip(ctx, f, size, format.ArchiveRules{What: "a module zip", Limits: format.ArchiveLimits{Member: maxMod},
-		Check: func(e format.Entry) error {
+	ms, err := format.ReadZip(ctx, zip, size, format.ArchiveRules{What: "a module zip", Limits: format.ArchiveLimits{Member: maxMod},
+		Check: files.Check(func(e format.Entry) error {
 			if first == "" {
 				first = e.Name
 				if at := strings.IndexByte(first, '@'); at > 0 {
@@ -93,7 +107,7 @@ func check(ctx context.Context, f *os.File, size int64) (module.Version, []byte,
 				}
 			}
 			return nil
-		},
+		}),
 		Want: func(name string) bool { return prefix != "" && name == prefix+"/go.mod" }})
 	if err != nil {
 		return mv, nil, err
@@ -109,28 +123,37 @@ func check(ctx context.Context, f *os.File, size int64) (module.Version, []byte,
 	if err := module.Check(mv.Path, mv.Version); err != nil {
 		return mv, nil, format.BadRequest("%v", err)
 	}
-	if _, err := modzip.CheckZip(mv, f.Name()); err != nil {
-		return mv, nil, format.BadRequest("not a valid module zip for %s@%s: %v", mv.Path, mv.Version, err)
-	}
-	// A module has its go.mod; only a +incompatible version (a v2+ tag of
-	// a repository that predates modules) may lack one, and gets the
-	// go.mod the go command would make for it.
-	var mod []byte
-	if strings.HasSuffix(mv.Version, "+incompatible") {
+	return mv, format.First(ms), nil
+}
+
+// parseGoMod is the one reading of a module's go.mod (nil: the zip has
+// none), for uploads and inspections: only a +incompatible version (a v2+
+// tag of a repository that predates modules) may lack one, and gets the
+// go.mod the go command would make for it; one that is there must say the
+// module's path. It returns the go.mod to serve, and the module's
+// requirements as the inspector answers them.
+func parseGoMod(mv module.Version, mod []byte) ([]byte, format.PackageInfo, error) {
+	info := format.PackageInfo{Format: Name, Name: mv.Path, Version: mv.Version}
+	if mod == nil && strings.HasSuffix(mv.Version, "+incompatible") {
 		mod = []byte(fmt.Sprintf("module %s\n", modfile.AutoQuote(mv.Path)))
-	}
-	if len(ms) > 0 {
-		mod = ms[0].Data
+	} else if mod != nil {
 		mf, err := modfile.ParseLax("go.mod", mod, nil)
 		if err != nil {
-			return mv, nil, format.BadRequest("go.mod: %v", err)
+			return nil, info, format.BadRequest("go.mod: %v", err)
 		}
 		if mf.Module == nil || mf.Module.Mod.Path != mv.Path {
-			return mv, nil, format.BadRequest("go.mod does not say module %s", mv.Path)
+			return nil, info, format.BadRequest("go.mod does not say module %s", mv.Path)
+		}
+		for _, r := range mf.Require {
+			kind := "runtime"
+			if r.Indirect {
+				kind = "indirect"
+			}
+			info.Dependencies = append(info.Dependencies, format.Dependency{Name: r.Mod.Path, Constraint: r.Mod.Version, Kind: kind, Ecosystem: Name})
 		}
 	}
 	if mod == nil {
-		return mv, nil, format.BadRequest("the zip has no %s/go.mod", prefix)
+		return nil, info, format.BadRequest("the zip has no %s@%s/go.mod", mv.Path, mv.Version)
 	}
-	return mv, mod, nil
+	return mod, info, nil
 }
