@@ -1,8 +1,6 @@
 package pypi
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"io"
 	"strings"
@@ -40,9 +38,18 @@ func badWheel(msg string, args ...any) error {
 // entry names and exactly one "<name>-<version>.dist-info/METADATA" for
 // d's project.
 func WheelMetadata(ctx context.Context, ra io.ReaderAt, size int64, d Dist, lim WheelLimits) ([]byte, CoreMetadata, error) {
+	data, cm, _, err := readWheel(ctx, ra, size, d, lim, nil)
+	return data, cm, err
+}
+
+// readWheel is the one reading of a wheel, for uploads (WheelMetadata)
+// and inspections: also the rest of METADATA, and the zip's files when
+// files is given.
+func readWheel(ctx context.Context, ra io.ReaderAt, size int64, d Dist, lim WheelLimits, files *format.FileList) ([]byte, CoreMetadata, Metadata, error) {
 	var cm CoreMetadata
 	ms, err := format.ReadZip(ctx, ra, size, format.ArchiveRules{What: "a wheel", All: true,
 		Limits: format.ArchiveLimits{Entries: lim.MaxEntries, Directory: lim.MaxDirectory, Member: lim.MaxMetadata},
+		Check:  files.Check(nil),
 		Want: func(name string) bool {
 			dir, file, ok := strings.Cut(name, "/")
 			stem, dist := strings.CutSuffix(dir, ".dist-info")
@@ -51,40 +58,70 @@ func WheelMetadata(ctx context.Context, ra io.ReaderAt, size int64, d Dist, lim 
 		}})
 	switch {
 	case err != nil:
-		return nil, cm, err
+		return nil, cm, Metadata{}, err
 	case len(ms) == 0:
-		return nil, cm, badWheel("no %s-%s.dist-info/METADATA", d.Name, d.Version)
+		return nil, cm, Metadata{}, badWheel("no %s-%s.dist-info/METADATA", d.Name, d.Version)
 	case len(ms) > 1:
-		return nil, cm, badWheel("more than one .dist-info/METADATA")
+		return nil, cm, Metadata{}, badWheel("more than one .dist-info/METADATA")
 	}
 	data := ms[0].Data
-	cm, err = ParseCoreMetadata(data)
+	cm, md, err := parseMetadata(data, badWheel)
 	if err != nil {
-		return nil, cm, err
+		return nil, cm, md, err
 	}
-	return data, cm, nil
+	return data, cm, md, nil
 }
 
 // ParseCoreMetadata reads the header fields of a METADATA / PKG-INFO file
 // (RFC 822 style, up to the first blank line; the body is the
 // description). Metadata-Version, Name and Version are required.
 func ParseCoreMetadata(data []byte) (CoreMetadata, error) {
+	cm, _, err := parseMetadata(data, badWheel)
+	return cm, err
+}
+
+// Metadata is the rest of a METADATA / PKG-INFO file, which the index
+// does not need and the inspector answers.
+type Metadata struct {
+	Summary, Description string
+	License              string // License-Expression, else License
+	Classifiers          []string
+	HomePage             string
+	ProjectURLs          [][2]string // label, URL
+	Keywords             []string
+	RequiresDist         []string // PEP 508, verbatim
+}
+
+// parseMetadata is the one parser of core metadata; bad words its errors
+// (a wheel's METADATA, an sdist's PKG-INFO). A folded field goes on over
+// the lines that start with a blank: kept for the fields read whole
+// (License, Description), skipped for the others, as the index always
+// has.
+func parseMetadata(data []byte, bad func(string, ...any) error) (CoreMetadata, Metadata, error) {
 	var cm CoreMetadata
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 0, 4096), len(data)+1)
-	for sc.Scan() {
-		line := sc.Text()
+	var md Metadata
+	var expression string
+	var folded *string // the field continuation lines add to
+	offset := 0
+	for raw := range strings.Lines(string(data)) {
+		offset += len(raw)
+		line := strings.TrimSuffix(strings.TrimSuffix(raw, "\n"), "\r")
 		if strings.TrimSpace(line) == "" {
+			md.Description = strings.TrimSpace(string(data[offset:])) // the body (Metadata 2.1)
 			break
 		}
 		if line[0] == ' ' || line[0] == '\t' {
+			if folded != nil {
+				*folded += "\n" + strings.TrimPrefix(strings.TrimSpace(line), "|")
+			}
 			continue // continuation of a folded field
 		}
 		k, v, ok := strings.Cut(line, ":")
 		if !ok {
-			return cm, badWheel("METADATA header line without a colon")
+			return cm, md, bad("METADATA header line without a colon")
 		}
 		v = strings.TrimSpace(v)
+		folded = nil
 		switch strings.ToLower(k) {
 		case "metadata-version":
 			cm.MetadataVersion = v
@@ -94,16 +131,37 @@ func ParseCoreMetadata(data []byte) (CoreMetadata, error) {
 			cm.Version = v
 		case "requires-python":
 			cm.RequiresPython = v
+		case "summary":
+			md.Summary = v
+		case "description":
+			md.Description = v
+			folded = &md.Description
+		case "license":
+			md.License = v
+			folded = &md.License
+		case "license-expression":
+			expression = v
+		case "classifier":
+			md.Classifiers = append(md.Classifiers, v)
+		case "home-page":
+			md.HomePage = v
+		case "project-url":
+			label, url, _ := strings.Cut(v, ",")
+			md.ProjectURLs = append(md.ProjectURLs, [2]string{strings.TrimSpace(label), strings.TrimSpace(url)})
+		case "keywords":
+			md.Keywords = strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' })
+		case "requires-dist":
+			md.RequiresDist = append(md.RequiresDist, v)
 		}
 	}
-	if err := sc.Err(); err != nil {
-		return cm, badWheel("METADATA cannot be parsed (%v)", err)
-	}
 	if cm.MetadataVersion == "" || cm.Name == "" || cm.Version == "" {
-		return cm, badWheel("METADATA lacks Metadata-Version, Name or Version")
+		return cm, md, bad("METADATA lacks Metadata-Version, Name or Version")
 	}
 	if CheckName(cm.Name) != nil || CheckVersion(cm.Version) != nil || len(cm.RequiresPython) > maxRequiresPython {
-		return cm, badWheel("METADATA has an invalid Name, Version or Requires-Python")
+		return cm, md, bad("METADATA has an invalid Name, Version or Requires-Python")
 	}
-	return cm, nil
+	if expression != "" {
+		md.License = expression
+	}
+	return cm, md, nil
 }
