@@ -219,9 +219,5 @@ func queryInt(r *format.Request, key string, def int) int {
 // keywords reads a manifest's keywords (a list of strings; anything else
 // is ignored).
 func keywords(manifest json.RawMessage) []string {
-	var m struct {
-		Keywords []string `json:"keywords"`
-	}
-	_ = json.Unmarshal(manifest, &m)
-	return m.Keywords
+	return readManifest(manifest).keywords
 }
