@@ -169,21 +169,33 @@ func checkCrate(ctx context.Context, store blob.Store, digest, dir string, size 
 		return err
 	}
 	defer file.Close()
-	ms, err := format.ReadTar(ctx, file, size, format.Gzip, format.ArchiveRules{What: "a .crate", All: true,
-		Check: func(e format.Entry) error {
+	_, _, err = readCrate(ctx, file, size, dir, nil)
+	return err
+}
+
+// readCrate is the one reading of a .crate, for publishes (checkCrate)
+// and inspections: it returns dir/Cargo.toml and the directory (dir, or
+// when dir is "" the first entry's), and gathers the files when files
+// is given.
+func readCrate(ctx context.Context, crate io.Reader, size int64, dir string, files *format.FileList) ([]byte, string, error) {
+	ms, err := format.ReadTar(ctx, crate, size, format.Gzip, format.ArchiveRules{What: "a .crate", All: true,
+		Check: files.Check(func(e format.Entry) error {
+			if dir == "" {
+				dir, _, _ = strings.Cut(e.Name, "/")
+			}
 			if clean := path.Clean(e.Name); clean != e.Name || !strings.HasPrefix(e.Name, dir+"/") && !(e.Dir && e.Name == dir) {
 				return format.BadRequest("the .crate holds %s, outside %s/", e.Name, dir)
 			}
 			return nil
-		},
+		}),
 		Want: func(name string) bool { return name == dir+"/Cargo.toml" }})
 	if err != nil {
-		return err
+		return nil, dir, err
 	}
 	if len(ms) == 0 {
-		return format.BadRequest("the .crate lacks %s/Cargo.toml", dir)
+		return nil, dir, format.BadRequest("the .crate lacks %s/Cargo.toml", dir)
 	}
-	return nil
+	return ms[0].Data, dir, nil
 }
 
 // indexLine is the index's record of a publish; api is this registry's
