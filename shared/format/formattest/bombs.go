@@ -21,6 +21,11 @@ type Bomb struct {
 	Path   string
 	Body   []byte
 	Header map[string]string
+	// File is the archive as a repository would store it (the body, but
+	// for a crate's publish the .crate in it), and StoredPath its
+	// artifact path: inspectors must refuse it as uploads do.
+	File       []byte
+	StoredPath string
 }
 
 // condaBomb is a 1 KiB .tar.bz2 whose first member is 1 GiB of zeros,
@@ -59,17 +64,23 @@ func Bombs(t Fataler) []Bomb {
 	_ = binary.Write(&cratePub, binary.LittleEndian, uint32(len(crate)))
 	cratePub.Write(crate)
 
+	chartBody, hugeChart, modZip, composerZip := tgzFiles(t, repeated...), tgzFiles(t, tarFile{"bomb/Chart.yaml", []byte(huge)}),
+		zipZeros(t, "example.com/bomb@v1.0.0/go.mod"), zipZeros(t, "composer.json")
 	return []Bomb{
-		{Name: "gem with 4 MiB of YAML", Repo: [2]string{"gems", "rubygems"}, Method: "POST", Path: "/rubygems/gems/api/v1/gems", Body: gem},
-		{Name: "chart with 64 Chart.yaml", Repo: [2]string{"charts", "helm"}, Method: "PUT", Path: "/helm/charts/charts/bomb-1.0.0.tgz", Body: tgzFiles(t, repeated...)},
+		{Name: "gem with 4 MiB of YAML", Repo: [2]string{"gems", "rubygems"}, Method: "POST", Path: "/rubygems/gems/api/v1/gems", Body: gem,
+			File: gem, StoredPath: "gems/bomb-1.0.0.gem"},
+		{Name: "chart with 64 Chart.yaml", Repo: [2]string{"charts", "helm"}, Method: "PUT", Path: "/helm/charts/charts/bomb-1.0.0.tgz", Body: chartBody,
+			File: chartBody, StoredPath: "charts/bomb-1.0.0.tgz"},
 		{Name: "chart with a 1 MiB Chart.yaml", Repo: [2]string{"charts", "helm"}, Method: "PUT", Path: "/helm/charts/charts/bomb-1.0.0.tgz",
-			Body: tgzFiles(t, tarFile{"bomb/Chart.yaml", []byte(huge)})},
-		{Name: "conda .tar.bz2 of 1 GiB of zeros", Repo: [2]string{"chan", "conda"}, Method: "PUT", Path: "/conda/chan/noarch/bomb-1.0-0.tar.bz2", Body: condaBomb},
-		{Name: ".crate of 256 MiB of zeros", Repo: [2]string{"rust", "crates"}, Method: "PUT", Path: "/crates/rust/api/v1/crates/new", Body: cratePub.Bytes()},
+			Body: hugeChart, File: hugeChart, StoredPath: "charts/bomb-1.0.0.tgz"},
+		{Name: "conda .tar.bz2 of 1 GiB of zeros", Repo: [2]string{"chan", "conda"}, Method: "PUT", Path: "/conda/chan/noarch/bomb-1.0-0.tar.bz2", Body: condaBomb,
+			File: condaBomb, StoredPath: "noarch/bomb-1.0-0.tar.bz2"},
+		{Name: ".crate of 256 MiB of zeros", Repo: [2]string{"rust", "crates"}, Method: "PUT", Path: "/crates/rust/api/v1/crates/new", Body: cratePub.Bytes(),
+			File: crate, StoredPath: "bomb/1.0.0/bomb-1.0.0.crate"},
 		{Name: "module zip whose go.mod unpacks 256 MiB", Repo: [2]string{"gomods", "go"}, Method: "PUT", Path: "/go/gomods/upload",
-			Body: zipZeros(t, "example.com/bomb@v1.0.0/go.mod"), Header: map[string]string{"Content-Type": "application/zip"}},
+			Body: modZip, Header: map[string]string{"Content-Type": "application/zip"}, File: modZip, StoredPath: "example.com/bomb/@v/v1.0.0.zip"},
 		{Name: "composer zip whose composer.json unpacks 256 MiB", Repo: [2]string{"php", "composer"}, Method: "PUT", Path: "/composer/php?version=1.0.0",
-			Body: zipZeros(t, "composer.json"), Header: map[string]string{"Content-Type": "application/zip"}},
+			Body: composerZip, Header: map[string]string{"Content-Type": "application/zip"}, File: composerZip, StoredPath: "bomb/pkg/1.0.0/bomb-pkg-1.0.0.zip"},
 	}
 }
 
