@@ -2,6 +2,7 @@ package format
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"reflect"
@@ -22,7 +23,15 @@ import (
 // metadata store, no HTTP), within the bounds of ReadTar, ReadZip and
 // DecodeJSON/DecodeYAML/DecodeTOML, and refuses what an upload of the same
 // file would refuse for its content. The PackageInfo it answers is
-// Bounded.
+// Bounded. Each format's package also has it as a plain function,
+// Inspect, for callers that hold no Format.
+//
+// The input is the stored file, not an upload's request: what a client
+// sends besides the file (npm's publish document, cargo's publish JSON,
+// twine's form) is the protocol's, and the package says the same in the
+// file (package.json, Cargo.toml, METADATA). A document that names other
+// blobs is inspected with a way to open them (Stored.Blobs: an OCI
+// manifest's config).
 type Inspector interface {
 	Inspect(ctx context.Context, s Stored) (PackageInfo, error)
 }
@@ -127,9 +136,11 @@ type Platform struct {
 	OSVersion    string `json:"os_version,omitempty"`
 }
 
-// Bounds of a PackageInfo: far above real packages' metadata (a few KiB),
-// so that a record of one stays under about 3 MiB whatever was uploaded.
+// Bounds of a PackageInfo: far above real packages' metadata (a few KiB).
+// Each value is capped, and the whole as JSON (where escaping can make a
+// byte six) at MaxInfoJSON: past it, lists are halved, files first.
 const (
+	MaxInfoJSON         = 1 << 20
 	MaxInfoName         = 512 // name; a dependency's name
 	MaxInfoVersion      = 256
 	MaxInfoSummary      = 1 << 10
@@ -190,7 +201,34 @@ func (p PackageInfo) Bounded() PackageInfo {
 		p.Image = &b
 	}
 	p.Truncated = p.Truncated || c.cut
-	return p
+	return fit(p)
+}
+
+// fit halves p's longest lists (files, dependencies, layers and
+// manifests), then drops its description, until its JSON is within
+// MaxInfoJSON; what is left once those are gone is bounded far below.
+func fit(p PackageInfo) PackageInfo {
+	for {
+		raw, err := json.Marshal(p)
+		if err != nil || len(raw) <= MaxInfoJSON {
+			return p
+		}
+		p.Truncated = true
+		switch im := p.Image; {
+		case len(p.Files) > 0:
+			p.Files = p.Files[:len(p.Files)/2]
+		case len(p.Dependencies) > 0:
+			p.Dependencies = p.Dependencies[:len(p.Dependencies)/2]
+		case im != nil && len(im.Layers)+len(im.Manifests) > 0:
+			b := *im
+			b.Layers, b.Manifests = b.Layers[:len(b.Layers)/2], b.Manifests[:len(b.Manifests)/2]
+			p.Image = &b
+		case p.Description != "":
+			p.Description = ""
+		default:
+			return p
+		}
+	}
 }
 
 // CheckBounds reports the first field of p past its bound (fuzz tests

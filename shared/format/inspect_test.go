@@ -9,12 +9,20 @@ import (
 func TestPackageInfoBounded(t *testing.T) {
 	long := strings.Repeat("é", MaxInfoDescription) // two bytes each
 	var deps []Dependency
-	for range MaxInfoDependencies + 5 {
-		deps = append(deps, Dependency{Name: long, Constraint: long, Kind: "runtime", Ecosystem: "npm"})
+	for i := range MaxInfoDependencies + 5 {
+		d := Dependency{Name: "d", Constraint: "1", Kind: "runtime", Ecosystem: "npm"}
+		if i == 0 {
+			d.Name, d.Constraint = long, long
+		}
+		deps = append(deps, d)
 	}
 	var files []FileEntry
-	for range MaxInfoFiles + 1 {
-		files = append(files, FileEntry{Path: long, Size: 1})
+	for i := range MaxInfoFiles + 1 {
+		f := FileEntry{Path: "f", Size: 1}
+		if i == 0 {
+			f.Path = long
+		}
+		files = append(files, f)
 	}
 	layers := make([]Descriptor, MaxInfoDescriptors+1)
 	p := PackageInfo{Format: "npm", Name: long, Version: "1.0\xff", Summary: long, Description: long, Licenses: []string{long},
@@ -42,13 +50,48 @@ func TestPackageInfoBounded(t *testing.T) {
 	if len(p.Dependencies[0].Constraint) != len(long) || len(p.Image.Config.Digest) != len(long) {
 		t.Error("Bounded changed its receiver's lists")
 	}
-	raw, err := json.Marshal(b)
-	if err != nil || len(raw) > 3<<20 {
-		t.Fatalf("%d bytes of JSON, %v", len(raw), err)
-	}
 	small := PackageInfo{Format: "npm", Name: "a", Version: "1.0.0", Licenses: []string{"MIT"}}
 	if got := small.Bounded(); got.Truncated || got.CheckBounds() != nil {
 		t.Errorf("a small package info is cut: %+v", got)
+	}
+}
+
+// TestPackageInfoJSON: whatever the values (here all at their caps, of
+// characters JSON escapes as six bytes), a package info is at most
+// MaxInfoJSON bytes of JSON, its lists cut (files first).
+func TestPackageInfoJSON(t *testing.T) {
+	esc := func(n int) string { return strings.Repeat("<", n) }
+	p := PackageInfo{Format: "npm", Name: esc(MaxInfoName), Version: esc(MaxInfoVersion), Summary: esc(MaxInfoSummary),
+		Description: esc(MaxInfoDescription), Homepage: esc(MaxInfoURL), Repository: esc(MaxInfoURL)}
+	for range MaxInfoLicenses {
+		p.Licenses = append(p.Licenses, esc(MaxInfoShort))
+	}
+	for range MaxInfoKeywords {
+		p.Keywords = append(p.Keywords, esc(MaxInfoShort))
+	}
+	for range MaxInfoDependencies {
+		p.Dependencies = append(p.Dependencies, Dependency{Name: esc(MaxInfoName), Constraint: esc(MaxInfoConstraint),
+			Condition: esc(MaxInfoConstraint), Kind: esc(MaxInfoShort), Ecosystem: esc(MaxInfoShort)})
+	}
+	for range MaxInfoFiles {
+		p.Files = append(p.Files, FileEntry{Path: esc(MaxInfoPath), SHA256: esc(MaxInfoShort)})
+	}
+	p.FileCount = len(p.Files)
+	im := &Image{MediaType: esc(MaxInfoShort)}
+	for range MaxInfoDescriptors {
+		im.Layers = append(im.Layers, Descriptor{MediaType: esc(MaxInfoShort), Digest: esc(MaxInfoShort)})
+	}
+	p.Image = im
+	b := p.Bounded()
+	raw, err := json.Marshal(b)
+	if err != nil || len(raw) > MaxInfoJSON {
+		t.Fatalf("%d bytes of JSON, %v", len(raw), err)
+	}
+	if !b.Truncated || len(b.Files) != 0 || b.FileCount != MaxInfoFiles || b.Name != p.Name {
+		t.Errorf("cut: %d files of %d, truncated %v", len(b.Files), b.FileCount, b.Truncated)
+	}
+	if err := b.CheckBounds(); err != nil {
+		t.Error(err)
 	}
 }
 
