@@ -586,6 +586,9 @@ func (o *Origin) close() {
 		o.stopLoop = nil
 	}
 	o.leaveCluster()
+	if o.blobs != nil { // pushes beyond a quorum: repair brings those blobs later
+		o.blobs.Close()
+	}
 	if o.peerSrv != nil {
 		_ = o.peerSrv.Close()
 		o.peerSrv = nil

@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"sync"
 	"time"
 
 	"golang.org/x/sync/singleflight"
@@ -78,6 +79,13 @@ type Store struct {
 	place Placement
 	// fetches is one fetch per digest however many readers ask.
 	fetches singleflight.Group
+	// Pushes that go on after a quorum holds their blob run under life,
+	// which Close ends.
+	life   context.Context
+	end    context.CancelFunc
+	mu     sync.Mutex
+	closed bool
+	pushes sync.WaitGroup
 }
 
 var (
@@ -103,7 +111,30 @@ func New(cfg Config) *Store {
 	if place == nil {
 		place = Everywhere{}
 	}
-	return &Store{Local: cfg.Local, cfg: cfg, place: place}
+	life, end := context.WithCancel(context.Background())
+	return &Store{Local: cfg.Local, cfg: cfg, place: place, life: life, end: end}
+}
+
+// Close stops the pushes still running beyond a quorum (repair brings
+// their blobs later) and waits for them to end; writes after it are not
+// replicated (blob.ErrUnreplicated). It leaves Local open.
+func (s *Store) Close() {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	s.end()
+	s.pushes.Wait()
+}
+
+// background runs fn under the store's life, unless it is closed.
+func (s *Store) background(fn func(ctx context.Context)) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.pushes.Go(func() { fn(s.life) })
+	return true
 }
 
 // Put stores the blob here, then on a quorum of the origins placement

@@ -20,6 +20,8 @@ import (
 // pushTimeout bounds one push of a blob to a peer.
 const pushTimeout = time.Hour
 
+var errClosed = errors.New("blob replication is closed")
+
 // replicate pushes digest to the voting holders until a quorum of them
 // holds it.
 func (s *Store) replicate(ctx context.Context, digest string, size int64) error {
@@ -47,10 +49,12 @@ func (s *Store) replicate(ctx context.Context, digest string, size int64) error 
 	if need <= 0 {
 		return nil
 	}
+	// Pushes beyond the quorum finish on their own, after the write.
 	done := make(chan error, len(peers))
-	bg := context.WithoutCancel(ctx) // pushes beyond the quorum finish on their own
 	for _, p := range peers {
-		go func() { done <- s.push(bg, p.Addr, digest, size) }()
+		if !s.background(func(bg context.Context) { done <- s.push(bg, p.Addr, digest, size) }) {
+			done <- errClosed
+		}
 	}
 	got := 0
 	var errs []error
