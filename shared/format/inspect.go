@@ -106,7 +106,7 @@ type Dependency struct {
 type FileEntry struct {
 	Path   string `json:"path"`
 	Size   int64  `json:"size"`
-	SHA256 string `json:"sha256,omitempty"` // where the package lists it (conda)
+	SHA256 string `json:"sha256,omitempty"` // where the package lists it (conda, a wheel's RECORD)
 }
 
 // Image is what an OCI manifest holds.

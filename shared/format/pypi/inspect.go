@@ -23,7 +23,8 @@ func (f *Format) Inspect(ctx context.Context, s format.Stored) (format.PackageIn
 // description, the licence (License-Expression, else License, else the
 // licence classifiers), Home-page and the project URLs, Keywords, every
 // Requires-Dist (the requirement verbatim, its marker as the condition,
-// "optional" when the marker names an extra) and the archive's files.
+// "optional" when the marker names an extra) and the archive's files
+// (for a wheel, with the sha256 its RECORD gives each).
 // Twine's upload of an sdist stores it without reading it: an sdist the
 // inspector cannot read may be stored.
 func Inspect(ctx context.Context, s format.Stored) (format.PackageInfo, error) {

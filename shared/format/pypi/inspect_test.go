@@ -46,8 +46,12 @@ Classifier: Programming Language :: Python
 `
 
 func TestInspect(t *testing.T) {
+	// RECORD as pip writes it: the empty file's digest, and a line for
+	// itself without one.
+	record := "demo_pkg/__init__.py,sha256=47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU,0\n" +
+		"\"demo_pkg-1.0.dist-info/RECORD\",,\n"
 	wheel := formattest.Zip(t, map[string]string{"demo_pkg/__init__.py": "", "demo_pkg-1.0.dist-info/METADATA": demoMetadata,
-		"demo_pkg-1.0.dist-info/RECORD": ""})
+		"demo_pkg-1.0.dist-info/RECORD": record})
 	got, err := New(nil).Inspect(t.Context(), format.Stored{Path: "demo-pkg/1.0/demo_pkg-1.0-py3-none-any.whl", File: bytes.NewReader(wheel), Size: int64(len(wheel))})
 	if err != nil {
 		t.Fatal(err)
@@ -59,7 +63,8 @@ func TestInspect(t *testing.T) {
 			{Name: "importlib-metadata", Constraint: ">=4", Kind: "runtime", Condition: `python_version < "3.10"`, Ecosystem: "pypi"},
 			{Name: "pysocks", Constraint: "!=1.5.7,>=1.5.6", Kind: "optional", Condition: `extra == "socks"`, Ecosystem: "pypi"}},
 		Files: []format.FileEntry{{Path: "demo_pkg-1.0.dist-info/METADATA", Size: int64(len(demoMetadata))},
-			{Path: "demo_pkg-1.0.dist-info/RECORD"}, {Path: "demo_pkg/__init__.py"}}, FileCount: 3}
+			{Path: "demo_pkg-1.0.dist-info/RECORD", Size: int64(len(record))},
+			{Path: "demo_pkg/__init__.py", SHA256: "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"}}, FileCount: 3}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("wheel:\ngot  %+v\nwant %+v", got, want)
 	}

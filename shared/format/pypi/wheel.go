@@ -1,7 +1,12 @@
 package pypi
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/csv"
+	"encoding/hex"
+	"errors"
 	"io"
 	"strings"
 
@@ -43,33 +48,78 @@ func WheelMetadata(ctx context.Context, ra io.ReaderAt, size int64, d Dist, lim 
 }
 
 // readWheel is the one reading of a wheel, for uploads (WheelMetadata)
-// and inspections: also the rest of METADATA, and the zip's files when
-// files is given.
+// and inspections: also the rest of METADATA and, when files is given,
+// the zip's files with the sha256 RECORD gives each.
 func readWheel(ctx context.Context, ra io.ReaderAt, size int64, d Dist, lim WheelLimits, files *format.FileList) ([]byte, CoreMetadata, Metadata, error) {
 	var cm CoreMetadata
+	ours := func(name, want string) bool {
+		dir, file, ok := strings.Cut(name, "/")
+		stem, dist := strings.CutSuffix(dir, ".dist-info")
+		n, v, named := strings.Cut(stem, "-")
+		return ok && file == want && dist && named && Normalize(n) == Normalize(d.Name) && sameVersion(v, d.Version)
+	}
 	ms, err := format.ReadZip(ctx, ra, size, format.ArchiveRules{What: "a wheel", All: true,
 		Limits: format.ArchiveLimits{Entries: lim.MaxEntries, Directory: lim.MaxDirectory, Member: lim.MaxMetadata},
 		Check:  files.Check(nil),
-		Want: func(name string) bool {
-			dir, file, ok := strings.Cut(name, "/")
-			stem, dist := strings.CutSuffix(dir, ".dist-info")
-			n, v, named := strings.Cut(stem, "-")
-			return ok && file == "METADATA" && dist && named && Normalize(n) == Normalize(d.Name) && sameVersion(v, d.Version)
-		}})
+		Want:   func(name string) bool { return ours(name, "METADATA") || files != nil && ours(name, "RECORD") }})
+	var metadata [][]byte
+	var record []byte
+	for _, m := range ms {
+		if ours(m.Name, "RECORD") {
+			record = m.Data
+		} else {
+			metadata = append(metadata, m.Data)
+		}
+	}
 	switch {
 	case err != nil:
 		return nil, cm, Metadata{}, err
-	case len(ms) == 0:
+	case len(metadata) == 0:
 		return nil, cm, Metadata{}, badWheel("no %s-%s.dist-info/METADATA", d.Name, d.Version)
-	case len(ms) > 1:
+	case len(metadata) > 1:
 		return nil, cm, Metadata{}, badWheel("more than one .dist-info/METADATA")
 	}
-	data := ms[0].Data
+	data := metadata[0]
 	cm, md, err := parseMetadata(data, badWheel)
 	if err != nil {
 		return nil, cm, md, err
 	}
+	if files != nil && record != nil {
+		sums := recordSums(record)
+		for i := range files.Files {
+			files.Files[i].SHA256 = sums[files.Files[i].Path]
+		}
+	}
 	return data, cm, md, nil
+}
+
+// recordSums reads a wheel's RECORD (CSV: path, "sha256=" and the digest
+// in unpadded URL-safe base64, size) into hex sha256 digests by path;
+// lines it cannot read are skipped, as the files are listed without them.
+func recordSums(record []byte) map[string]string {
+	r := csv.NewReader(bytes.NewReader(record))
+	r.FieldsPerRecord, r.LazyQuotes, r.ReuseRecord = -1, true, true
+	sums := map[string]string{}
+	for {
+		row, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return sums
+		}
+		if err != nil {
+			if _, ok := err.(*csv.ParseError); ok {
+				continue
+			}
+			return sums
+		}
+		if len(row) < 2 {
+			continue
+		}
+		if b64, ok := strings.CutPrefix(row[1], "sha256="); ok {
+			if sum, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(b64, "=")); err == nil && len(sum) == 32 {
+				sums[row[0]] = hex.EncodeToString(sum)
+			}
+		}
+	}
 }
 
 // ParseCoreMetadata reads the header fields of a METADATA / PKG-INFO file
