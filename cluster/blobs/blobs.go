@@ -57,7 +57,7 @@ type Config struct {
 	MaxSize int64
 	// Referenced pages through the digests some record keeps, in order,
 	// from after (""), limit at a time; next is "" after the last page.
-	// Repair's list; without it Repair does nothing.
+	// Repair's list; without it Repair fetches nothing.
 	Referenced func(after string, limit int) (digests []string, next string, err error)
 	// Grace is how long a copy placement does not put here stays after
 	// it was last made recent (the bound on a write, as garbage
@@ -117,7 +117,8 @@ func New(cfg Config) *Store {
 
 // Close stops the pushes still running beyond a quorum (repair brings
 // their blobs later) and waits for them to end; writes after it are not
-// replicated (blob.ErrUnreplicated). It leaves Local open.
+// replicated: one that needs a peer fails with blob.ErrUnreplicated.
+// It leaves Local open.
 func (s *Store) Close() {
 	s.mu.Lock()
 	s.closed = true
@@ -145,12 +146,6 @@ func (s *Store) Put(ctx context.Context, r io.Reader, opts blob.PutOptions) (blo
 		return info, err
 	}
 	return info, s.replicate(ctx, info.Digest, info.Size)
-}
-
-// Open opens digest here, fetching it from a peer first when it is not
-// here yet.
-func (s *Store) Open(ctx context.Context, digest string) (blob.File, error) {
-	return s.open(ctx, digest)
 }
 
 // members are the origins, this one always among them (as a non-voter

@@ -16,7 +16,9 @@ import (
 // fetchTimeout bounds one fetch of a blob from the peers.
 const fetchTimeout = time.Hour
 
-func (s *Store) open(ctx context.Context, digest string) (blob.File, error) {
+// Open opens digest here, fetching it from a peer first when it is not
+// here yet.
+func (s *Store) Open(ctx context.Context, digest string) (blob.File, error) {
 	f, err := s.Local.Open(ctx, digest)
 	if !errors.Is(err, blob.ErrNotFound) {
 		return f, err

@@ -63,7 +63,13 @@ func (s *Store) Repair(ctx context.Context) (RepairResult, error) {
 	if err != nil {
 		return res, err
 	}
-	if voters := len(slices.DeleteFunc(slices.Clone(members), func(m Member) bool { return !m.Voter })); voters < 2 {
+	voters := 0
+	for _, m := range members {
+		if m.Voter {
+			voters++
+		}
+	}
+	if voters < 2 {
 		return res, nil
 	}
 	if err := s.fetchMissing(ctx, members, &res); err != nil {
