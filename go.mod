@@ -3,6 +3,7 @@ module github.com/depot-registry/depot
 go 1.26.8
 
 require (
+	github.com/BurntSushi/toml v1.6.0
 	github.com/golang-jwt/jwt/v5 v5.3.1
 	github.com/google/go-containerregistry v0.22.1
 	github.com/hashicorp/go-hclog v1.6.3

@@ -1,9 +1,11 @@
 package format
 
 import (
+	"bytes"
 	"encoding/json"
 	"unicode/utf8"
 
+	"github.com/BurntSushi/toml"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -43,18 +45,30 @@ func DecodeJSON(raw []byte, v any, what string) error {
 	return nil
 }
 
-// DecodeTOML decodes raw into a map within the bounds (see parseTOML for
-// what it reads).
+// DecodeTOML decodes raw into a map within the bounds: the shape check's,
+// and at most maxTOMLKeyDots dots on a line (a dotted key nests tables
+// without brackets, which the shape check does not see). Strings, booleans
+// and arrays are Go's; integers are int64, floats float64, dates
+// time.Time (BurntSushi/toml).
 func DecodeTOML(raw []byte, what string) (map[string]any, error) {
 	if err := checkShape(raw, what); err != nil {
 		return nil, err
 	}
-	m, err := parseTOML(string(raw))
-	if err != nil {
+	for line := range bytes.Lines(raw) {
+		if bytes.Count(line, []byte(".")) > maxTOMLKeyDots {
+			return nil, BadRequest("%s has a line of more than %d dots", what, maxTOMLKeyDots)
+		}
+	}
+	m := map[string]any{}
+	if _, err := toml.Decode(string(raw), &m); err != nil {
 		return nil, BadRequest("%s is not valid TOML: %v", what, err)
 	}
 	return m, nil
 }
+
+// maxTOMLKeyDots bounds the dots on one line of a TOML document: the
+// parts of a dotted key, with room for the dots of a value (a URL).
+const maxTOMLKeyDots = 64
 
 // checkShape bounds the elements of a JSON or YAML document: each line
 // (YAML's block style puts an element on a line), each comma and each
