@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/depot-registry/depot/origin/clienttest"
-	"github.com/depot-registry/depot/shared/format/formattest"
+	"github.com/depot-registry/depot/shared/formattest"
 )
 
 // loadRun is continuous upload load on the three origins of a cluster:

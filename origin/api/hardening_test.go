@@ -15,7 +15,7 @@ import (
 
 	"github.com/depot-registry/depot/origin"
 	"github.com/depot-registry/depot/origin/origintest"
-	"github.com/depot-registry/depot/shared/format/formattest"
+	"github.com/depot-registry/depot/shared/formattest"
 )
 
 // TestFailedCredentialsAreLimitedEverywhere: wrong passwords through Basic

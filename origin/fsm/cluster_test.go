@@ -16,7 +16,7 @@ import (
 	"github.com/depot-registry/depot/cluster/leader"
 	"github.com/depot-registry/depot/origin/fsm"
 	"github.com/depot-registry/depot/shared/format/all"
-	"github.com/depot-registry/depot/shared/format/formattest"
+	"github.com/depot-registry/depot/shared/formattest"
 	"github.com/depot-registry/depot/shared/meta"
 )
 

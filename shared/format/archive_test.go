@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/depot-registry/depot/shared/format"
-	"github.com/depot-registry/depot/shared/format/formattest"
+	"github.com/depot-registry/depot/shared/formattest"
 )
 
 func want(name string) func(string) bool { return func(n string) bool { return n == name } }

@@ -21,7 +21,7 @@ import (
 
 	"github.com/depot-registry/depot/bench/internal/origin"
 	"github.com/depot-registry/depot/bench/internal/proc"
-	"github.com/depot-registry/depot/shared/format/formattest"
+	"github.com/depot-registry/depot/shared/formattest"
 )
 
 type fatal struct{}

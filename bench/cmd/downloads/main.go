@@ -30,7 +30,7 @@ import (
 	"time"
 
 	"github.com/depot-registry/depot/bench/internal/origin"
-	"github.com/depot-registry/depot/shared/format/formattest"
+	"github.com/depot-registry/depot/shared/formattest"
 )
 
 var (

@@ -9,7 +9,7 @@ import (
 
 	"github.com/depot-registry/depot/origin/clienttest"
 	"github.com/depot-registry/depot/origin/origintest"
-	"github.com/depot-registry/depot/shared/format/formattest"
+	"github.com/depot-registry/depot/shared/formattest"
 )
 
 // pkgZip is a package zip whose Greeter says word; version "" leaves it

@@ -14,7 +14,7 @@ import (
 
 	"github.com/depot-registry/depot/origin/clienttest"
 	"github.com/depot-registry/depot/origin/origintest"
-	"github.com/depot-registry/depot/shared/format/formattest"
+	"github.com/depot-registry/depot/shared/formattest"
 )
 
 // tarBz2 is a .tar.bz2 package (compressed by the bzip2 program: Go

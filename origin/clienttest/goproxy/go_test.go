@@ -16,7 +16,7 @@ import (
 
 	"github.com/depot-registry/depot/origin/clienttest"
 	"github.com/depot-registry/depot/origin/origintest"
-	"github.com/depot-registry/depot/shared/format/formattest"
+	"github.com/depot-registry/depot/shared/formattest"
 )
 
 func start(t *testing.T) *origintest.Env { return origintest.Start(t, origintest.Options{TLS: true}) }

@@ -7,7 +7,7 @@ import (
 
 	"github.com/depot-registry/depot/shared/format"
 	"github.com/depot-registry/depot/shared/format/all"
-	"github.com/depot-registry/depot/shared/format/formattest"
+	"github.com/depot-registry/depot/shared/formattest"
 )
 
 // TestEveryFormatInspects: every format says what its stored files hold,

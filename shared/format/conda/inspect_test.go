@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/depot-registry/depot/shared/format"
-	"github.com/depot-registry/depot/shared/format/formattest"
+	"github.com/depot-registry/depot/shared/formattest"
 )
 
 func TestInspect(t *testing.T) {

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"testing"
 
-	"github.com/depot-registry/depot/shared/format/formattest"
+	"github.com/depot-registry/depot/shared/formattest"
 )
 
 func TestReadChart(t *testing.T) {

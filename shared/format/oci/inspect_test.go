@@ -12,7 +12,7 @@ import (
 	"github.com/depot-registry/depot/shared/blob"
 	"github.com/depot-registry/depot/shared/blob/mem"
 	"github.com/depot-registry/depot/shared/format"
-	"github.com/depot-registry/depot/shared/format/formattest"
+	"github.com/depot-registry/depot/shared/formattest"
 )
 
 // put stores b and returns its descriptor.

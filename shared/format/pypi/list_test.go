@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/depot-registry/depot/shared/format"
-	"github.com/depot-registry/depot/shared/format/formattest"
+	"github.com/depot-registry/depot/shared/formattest"
 	"github.com/depot-registry/depot/shared/format/pypi"
 	"github.com/depot-registry/depot/shared/meta"
 )

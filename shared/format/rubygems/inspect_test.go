@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/depot-registry/depot/shared/format"
-	"github.com/depot-registry/depot/shared/format/formattest"
+	"github.com/depot-registry/depot/shared/formattest"
 )
 
 // gemFile is a .gem as gem build makes it: metadata.gz, data.tar.gz and

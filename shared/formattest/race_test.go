@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/depot-registry/depot/shared/format/all"
-	"github.com/depot-registry/depot/shared/format/formattest"
+	"github.com/depot-registry/depot/shared/formattest"
 )
 
 // TestRaces: two nodes' handlers over one store whose committer applies

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/depot-registry/depot/shared/format/all"
-	"github.com/depot-registry/depot/shared/format/formattest"
+	"github.com/depot-registry/depot/shared/formattest"
 )
 
 // TestReadOnlyNode: a node with no write environment at all (the shape of
