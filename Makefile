@@ -7,7 +7,7 @@ BINDIR  := $(shell $(GO) env GOPATH)/bin
 endif
 BIN     ?= $(BINDIR)/depot
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -s -w -X github.com/depot-registry/depot/origin.Version=$(VERSION) -X github.com/depot-registry/depot/edge.Version=$(VERSION)
+LDFLAGS := -s -w -X github.com/depot-registry/depot/shared/version.Version=$(VERSION)
 FUZZTIME ?= 20s
 
 .PHONY: build run test test-short lint fuzz bench bench-cluster clean

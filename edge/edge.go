@@ -39,10 +39,8 @@ import (
 	"github.com/depot-registry/depot/shared/format"
 	"github.com/depot-registry/depot/shared/format/all"
 	"github.com/depot-registry/depot/shared/meta"
+	"github.com/depot-registry/depot/shared/version"
 )
-
-// Version is set at build time.
-var Version = "dev"
 
 // Config of an edge process.
 type Config struct {
@@ -215,9 +213,9 @@ func (e *Edge) Run(ctx context.Context, ln net.Listener) error {
 		scheme = "https"
 	}
 	fmt.Fprintf(e.out, "Depot edge %s listening on %s://%s\n  node id: %s\n  origins: %s\n  cache: %s (limit %s)\n  repositories: %s\n  replica at index %d; following the origins' change feed\n",
-		Version, scheme, ln.Addr(), e.cfg.NodeID, strings.Join(e.cfg.origins(), ", "), abs, sizeText(e.cfg.CacheSize), held, e.replica.LastApplied())
+		version.Version, scheme, ln.Addr(), e.cfg.NodeID, strings.Join(e.cfg.origins(), ", "), abs, sizeText(e.cfg.CacheSize), held, e.replica.LastApplied())
 	e.log.Info("depot edge started", "listen", ln.Addr().String(), "node_id", e.cfg.NodeID, "origins", e.cfg.origins(),
-		"cache_dir", abs, "cache_size", e.cfg.CacheSize, "applied_index", e.replica.LastApplied(), "version", Version)
+		"cache_dir", abs, "cache_size", e.cfg.CacheSize, "applied_index", e.replica.LastApplied(), "version", version.Version)
 
 	bg.Go(func() { e.beats.run(ctx) })
 	bg.Go(func() { e.prefetch.run(ctx) })
@@ -280,7 +278,7 @@ func (e *Edge) health() (reasons []string, details map[string]any) {
 		followed = []string{}
 	}
 	details = map[string]any{"node_id": e.cfg.NodeID, "applied_index": applied, "origin_index": origin,
-		"repository_ids": followed, "origins": e.client.OriginList(), "cache": e.cache.Stats(), "version": Version}
+		"repository_ids": followed, "origins": e.client.OriginList(), "cache": e.cache.Stats(), "version": version.Version}
 	if last := e.beats.lastContact.Load(); last != 0 {
 		details["last_contact"] = time.Unix(0, last).UTC()
 	}

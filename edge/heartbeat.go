@@ -14,6 +14,7 @@ import (
 	"github.com/depot-registry/depot/replication/feed"
 	"github.com/depot-registry/depot/replication/protocol"
 	"github.com/depot-registry/depot/shared/meta"
+	"github.com/depot-registry/depot/shared/version"
 )
 
 // heartbeat reports the node to an origin every period and acts on the
@@ -67,7 +68,7 @@ func (h *heartbeat) beat(ctx context.Context) error {
 	replica := h.follower.Store
 	served := h.ship.counted()
 	a, err := h.client.Heartbeat(ctx, protocol.Report{AppliedIndex: replica.LastApplied(), CachedBytes: h.cache.Stats().Bytes,
-		MissingBlobs: h.prefetch.missing.Load(), Version: Version, Downloads: served})
+		MissingBlobs: h.prefetch.missing.Load(), Version: version.Version, Downloads: served})
 	if err != nil {
 		h.ship.uncount(served) // reported with the next heartbeat that goes through
 		return err

@@ -46,10 +46,8 @@ import (
 	"github.com/depot-registry/depot/shared/httpx"
 	"github.com/depot-registry/depot/shared/meta"
 	"github.com/depot-registry/depot/shared/metrics"
+	"github.com/depot-registry/depot/shared/version"
 )
-
-// Version is set at build time.
-var Version = "dev"
 
 // Origin is a running origin process.
 type Origin struct {
@@ -228,9 +226,9 @@ func (o *Origin) startRaft(ctx context.Context) error {
 		// Applying nothing more is the only way not to fork from the
 		// others; the process ends, saying what to do.
 		o.log.Error("this origin cannot apply the cluster's log: it runs an older Depot than the origin that wrote it; upgrade it and start it again",
-			"index", index, "err", err, "version", Version)
+			"index", index, "err", err, "version", version.Version)
 		fmt.Fprintf(os.Stderr, "depot origin: log entry %d was written by a newer Depot (%v); upgrade this origin (version %s) and start it again\n",
-			index, err, Version)
+			index, err, version.Version)
 		os.Exit(3)
 	}
 	o.node, err = raftnode.New(raftnode.Config{
@@ -463,14 +461,14 @@ func (o *Origin) Run(ctx context.Context, ln net.Listener) error {
 	srv.RegisterOnShutdown(o.api.Drain) // long polls answer now rather than hold the shutdown up
 	abs, _ := filepath.Abs(o.cfg.DataDir)
 	o.log.Info("depot origin started", "listen", ln.Addr().String(), "data_dir", abs, "node_id", o.nodeID,
-		"raft_addr", o.cfg.RaftAddr, "version", Version, "gc_interval", o.cfg.GCInterval.String(), "gc_grace", o.cfg.GCGrace.String())
+		"raft_addr", o.cfg.RaftAddr, "version", version.Version, "gc_interval", o.cfg.GCInterval.String(), "gc_grace", o.cfg.GCGrace.String())
 	if o.pool != nil && o.cfg.ExternalURL == "" {
 		url := scheme + "://" + o.reachableAt(ln.Addr())
 		o.pool.Update(func(m *membership.Meta) { m.APIURL = url })
 	}
 	leaderID, _ := o.node.Leader()
 	fmt.Fprintf(o.out, "Depot origin %s listening on %s://%s (API at %s://%s%s)\n  data directory: %s\n  node id: %s, raft on %s, gossip on %s\n  cluster: %d voter(s), leader %s\n",
-		Version, scheme, ln.Addr(), scheme, ln.Addr(), api.Prefix, abs, o.nodeID, o.cfg.RaftAddr, o.pool.Addr(), o.node.Voters(), leaderID)
+		version.Version, scheme, ln.Addr(), scheme, ln.Addr(), api.Prefix, abs, o.nodeID, o.cfg.RaftAddr, o.pool.Addr(), o.node.Voters(), leaderID)
 	if o.cfg.DemoMode {
 		o.log.Warn("demo mode is on: every write is refused except login, refresh, logout and a pending initial password change")
 		fmt.Fprint(o.out, "  demo mode: every write is refused (403 DEMO_MODE) except login, refresh, logout\n"+
@@ -628,7 +626,7 @@ func (o *Origin) health() ([]string, map[string]any) {
 	reasons = append(reasons, st.Reasons...)
 	return reasons, map[string]any{
 		"node_id": o.nodeID, "raft_state": o.node.Raft.State().String(), "leader_id": string(id),
-		"leader_addr": string(addr), "last_applied": o.store.LastApplied(), "version": Version,
+		"leader_addr": string(addr), "last_applied": o.store.LastApplied(), "version": version.Version,
 		"storage": map[string]any{"free_bytes": st.Free, "total_bytes": st.Total, "min_free_bytes": st.MinFree},
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/depot-registry/depot/origin"
 	"github.com/depot-registry/depot/shared/config"
 	"github.com/depot-registry/depot/shared/logx"
+	"github.com/depot-registry/depot/shared/version"
 )
 
 const usage = `Depot is a self-hosted artifact registry.
@@ -64,7 +65,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, peerauth.NewKey().Encode())
 		return 0
 	case "version", "--version", "-v":
-		fmt.Fprintln(stdout, "depot", origin.Version)
+		fmt.Fprintln(stdout, "depot", version.Version)
 		return 0
 	case "admin":
 		return runAdmin(args[1:], stdout, stderr)

@@ -151,7 +151,7 @@ type Publish struct {
 // tarball, whose integrity and shasum match the decoded bytes.
 func (d *Document) Publish(name Name, lim Limits) (*Publish, error) {
 	if len(d.Versions) != 1 || len(d.Attachments) != 1 {
-		return nil, errOneTarball
+		return nil, errOneTarball()
 	}
 	var p Publish
 	var raw json.RawMessage

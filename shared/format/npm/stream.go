@@ -23,13 +23,18 @@ import (
 // Sink keeps the decoded data of the attachment, reading it to the end.
 type Sink func(data io.Reader) (Tarball, error)
 
-// errMetadataTooLarge refuses a document whose metadata is past maxMetadata.
-var errMetadataTooLarge = format.Errorf(apierr.PayloadTooLarge,
-	"a package document is limited to %d bytes besides its tarball", maxMetadata)
+// errMetadataTooLarge refuses a document whose metadata is past
+// maxMetadata. Each refusal is a new error: a client error is a value its
+// handlers may add details to, never one shared between requests.
+func errMetadataTooLarge() error {
+	return format.Errorf(apierr.PayloadTooLarge, "a package document is limited to %d bytes besides its tarball", maxMetadata)
+}
 
 // errOneTarball refuses a second attachment (npm sends a provenance
 // bundle as one) as soon as its name is read, before its data.
-var errOneTarball = format.BadRequest("a publish must carry exactly one version and its tarball (provenance is not supported)")
+func errOneTarball() error {
+	return format.BadRequest("a publish must carry exactly one version and its tarball (provenance is not supported)")
+}
 
 // ReadDocument decodes a PUT body for package name from r, handing the
 // attachment's data to sink. On error nothing is kept: a tarball the sink
@@ -99,7 +104,7 @@ func (s *scanner) attachments(d *Document, sink Sink) error {
 	}
 	return s.object(func(file string) error {
 		if len(d.Attachments) > 0 {
-			return errOneTarball
+			return errOneTarball()
 		}
 		if d.Attachments == nil {
 			d.Attachments = map[string]Attachment{}
@@ -140,7 +145,7 @@ func (s *scanner) data(d *Document, sink Sink) error {
 		return s.decode(&null) // null is no data; anything else is refused
 	}
 	if d.Tarball != nil {
-		return errOneTarball
+		return errOneTarball()
 	}
 	_, _ = s.r.ReadByte() // the opening quote, peeked
 	sr := &stringReader{s: s}
@@ -178,7 +183,7 @@ func (s *scanner) next() (byte, error) {
 		return 0, s.readError(err)
 	}
 	if s.budget--; s.budget < 0 {
-		return 0, errMetadataTooLarge
+		return 0, errMetadataTooLarge()
 	}
 	return c, nil
 }
@@ -344,7 +349,7 @@ func (s *scanner) stringTail(buf []byte) ([]byte, error) {
 			b = b[:i+1]
 		}
 		if s.budget -= int64(len(b)); s.budget < 0 {
-			return nil, errMetadataTooLarge
+			return nil, errMetadataTooLarge()
 		}
 		buf = append(buf, b...)
 		_, _ = s.r.Discard(len(b))
