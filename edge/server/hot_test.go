@@ -15,8 +15,8 @@ import (
 	"github.com/depot-registry/depot/edge/server"
 	"github.com/depot-registry/depot/shared/auth"
 	"github.com/depot-registry/depot/shared/format"
-	"github.com/depot-registry/depot/shared/formattest"
 	"github.com/depot-registry/depot/shared/format/generic"
+	"github.com/depot-registry/depot/shared/formattest"
 	"github.com/depot-registry/depot/shared/meta"
 )
 

@@ -18,8 +18,8 @@ import (
 	"github.com/depot-registry/depot/shared/auth"
 	"github.com/depot-registry/depot/shared/blob"
 	"github.com/depot-registry/depot/shared/format"
-	"github.com/depot-registry/depot/shared/formattest"
 	"github.com/depot-registry/depot/shared/format/generic"
+	"github.com/depot-registry/depot/shared/formattest"
 )
 
 // edge serves the generic format's reads over e's store, with a cache

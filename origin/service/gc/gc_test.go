@@ -19,8 +19,8 @@ import (
 	"github.com/depot-registry/depot/shared/blob/blobtest"
 	"github.com/depot-registry/depot/shared/blob/fs"
 	"github.com/depot-registry/depot/shared/format"
-	"github.com/depot-registry/depot/shared/formattest"
 	"github.com/depot-registry/depot/shared/format/generic"
+	"github.com/depot-registry/depot/shared/formattest"
 	"github.com/depot-registry/depot/shared/meta"
 )
 

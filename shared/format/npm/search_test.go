@@ -13,8 +13,8 @@ import (
 	"testing"
 
 	"github.com/depot-registry/depot/shared/format"
-	"github.com/depot-registry/depot/shared/formattest"
 	"github.com/depot-registry/depot/shared/format/npm"
+	"github.com/depot-registry/depot/shared/formattest"
 	"github.com/depot-registry/depot/shared/meta"
 )
 

@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/depot-registry/depot/shared/format"
-	"github.com/depot-registry/depot/shared/formattest"
 	"github.com/depot-registry/depot/shared/format/nuget"
+	"github.com/depot-registry/depot/shared/formattest"
 )
 
 // v2Feed is what a test reads of a v2 (Atom) answer.

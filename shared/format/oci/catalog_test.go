@@ -16,8 +16,8 @@ import (
 
 	"github.com/depot-registry/depot/shared/auth"
 	"github.com/depot-registry/depot/shared/format"
-	"github.com/depot-registry/depot/shared/formattest"
 	"github.com/depot-registry/depot/shared/format/oci"
+	"github.com/depot-registry/depot/shared/formattest"
 	"github.com/depot-registry/depot/shared/meta"
 )
 

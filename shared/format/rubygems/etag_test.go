@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/depot-registry/depot/shared/format"
-	"github.com/depot-registry/depot/shared/formattest"
 	"github.com/depot-registry/depot/shared/format/rubygems"
+	"github.com/depot-registry/depot/shared/formattest"
 )
 
 // TestCompactIndexETags: the compact index's files are tagged with the

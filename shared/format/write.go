@@ -7,110 +7,15 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
-	"os"
-	"path"
-	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
-	"time"
 
-	"github.com/depot-registry/depot/shared/apierr"
 	"github.com/depot-registry/depot/shared/auth"
 	"github.com/depot-registry/depot/shared/blob"
 	"github.com/depot-registry/depot/shared/meta"
 )
 
-// What every format shares: finding the repository a request names and
-// checking access, storing an upload as an artifact, and serving one.
-
-// Repo returns repository name if it has one of formats and the caller may
-// do action on it (see Access).
-func (d *Env) Repo(r *Request, name, action string, formats ...string) (*meta.Repository, error) {
-	var repo *meta.Repository
-	err := d.Meta.View(func(tx *meta.Tx) error {
-		var err error
-		repo, err = tx.RepoByName(name)
-		if errors.Is(err, meta.ErrNotFound) || err == nil && !slices.Contains(formats, repo.Format) {
-			repo = nil
-		} else if err != nil {
-			return err // a store failure is not "no such repository"
-		}
-		return Access(tx, r.Principal, repo, name, action)
-	})
-	if err != nil {
-		return nil, err
-	}
-	return repo, nil
-}
-
-// Access is the one access check of the REST API and every format: may
-// p do action on repo (nil: there is none by that name or id)? An
-// anonymous caller is asked to authenticate (401) rather than told whether
-// a private repository exists; a caller who may not read it is told it
-// does not exist (404); one who may read it but not do action is refused
-// (403).
-func Access(tx *meta.Tx, p *auth.Principal, repo *meta.Repository, name, action string) error {
-	allowed, visible := false, false
-	if repo != nil {
-		var err error
-		if allowed, err = auth.Can(tx, p, repo, action); err != nil {
-			return err
-		}
-		if visible = allowed; !visible && action != meta.ActionRead {
-			if visible, err = auth.Can(tx, p, repo, meta.ActionRead); err != nil {
-				return err
-			}
-		}
-	}
-	switch {
-	case allowed:
-		return nil
-	case p.Anonymous():
-		return Unauthorized()
-	case repo != nil && p.MustChangePassword:
-		return Errorf(apierr.PasswordChangeRequired, "password change required before using this account")
-	case !visible:
-		// A private repository the caller cannot read is indistinguishable
-		// from one that does not exist.
-		return &RepoNotFoundError{Name: name}
-	}
-	return Forbidden("%s may not %s in repository %s", p.Name(), action, repo.Name)
-}
-
-// AccessByID is Access for a repository named by its id (the REST API):
-// an id is not guessable, so a signed-in caller who may not read the
-// repository is refused (403) rather than told it is not there.
-func AccessByID(tx *meta.Tx, p *auth.Principal, repo *meta.Repository, id, action string) error {
-	err := Access(tx, p, repo, id, action)
-	if rnf := (*RepoNotFoundError)(nil); repo != nil && errors.As(err, &rnf) {
-		return Forbidden("%s may not %s repository %s", p.Name(), action, repo.Name)
-	}
-	return err
-}
-
-// Can reports whether the caller may do action on repo.
-func (d *Env) Can(r *Request, repo *meta.Repository, action string) (bool, error) {
-	var ok bool
-	err := d.Meta.View(func(tx *meta.Tx) error {
-		var err error
-		ok, err = auth.Can(tx, r.Principal, repo, action)
-		return err
-	})
-	return ok, err
-}
-
-// Artifact returns the artifact stored at path in repo.
-func (d *Env) Artifact(repo *meta.Repository, p string) (*meta.Artifact, error) {
-	var a *meta.Artifact
-	err := d.Meta.View(func(tx *meta.Tx) error {
-		var err error
-		a, err = tx.ArtifactByPath(repo.ID, p)
-		return err
-	})
-	return a, err
-}
+// Storing: an upload as an artifact, the one command that changes
+// artifacts, deletes, and decisions with preconditions.
 
 // Overwrite says what storing at an existing path does.
 type Overwrite int
@@ -385,20 +290,6 @@ func (d *Writer) Decide(ctx context.Context, fn func(tx *meta.Tx) (meta.Command,
 	return meta.Decide(ctx, d.Meta, d.Commit, fn)
 }
 
-// View runs fn on a consistent view of the metadata.
-func (d *Env) View(fn func(*meta.Tx) error) error { return d.Meta.View(fn) }
-
-// List returns the artifacts of repo whose path starts with prefix.
-func (d *Env) List(repo *meta.Repository, prefix string) ([]meta.Artifact, error) {
-	var out []meta.Artifact
-	err := d.Meta.View(func(tx *meta.Tx) error {
-		var err error
-		out, err = tx.ArtifactsUnder(repo.ID, prefix)
-		return err
-	})
-	return out, err
-}
-
 // KVSet is a KV op that stores v as JSON.
 func KVSet(key string, v any) meta.KVOp {
 	raw, err := json.Marshal(v)
@@ -410,67 +301,6 @@ func KVSet(key string, v any) meta.KVOp {
 
 // KVDelete is a KV op that deletes key.
 func KVDelete(key string) meta.KVOp { return meta.KVOp{Key: key} }
-
-// URL builds an absolute URL under the format prefix from path segments,
-// each escaped: the one place index documents get their links from.
-func URL(r *Request, prefix string, segments ...string) string {
-	var b strings.Builder
-	b.WriteString(strings.TrimRight(r.BaseURL, "/"))
-	b.WriteString(prefix)
-	for _, s := range segments {
-		b.WriteByte('/')
-		b.WriteString(url.PathEscape(s))
-	}
-	return b.String()
-}
-
-// ReadBody reads a small request body (a document, never a file: files
-// stream into PutBlob), refusing more than max bytes with 413.
-func ReadBody(r *Request, max int64) ([]byte, error) {
-	body, err := BodyReader(r, max)
-	if err != nil {
-		return nil, err
-	}
-	b, err := io.ReadAll(body)
-	if err != nil {
-		return nil, err
-	}
-	return b, nil
-}
-
-// BodyReader is the request body for a handler that streams it: reading
-// past max bytes fails with 413 (at once when Content-Length says so) and
-// a failed read with 400 (a body too slow stays ErrSlowBody, a 408).
-func BodyReader(r *Request, max int64) (io.Reader, error) {
-	if r.ContentLength > max {
-		return nil, tooLarge(max)
-	}
-	if r.Body == nil {
-		return strings.NewReader(""), nil
-	}
-	return &bodyReader{LimitedReader: io.LimitedReader{R: r.Body, N: max + 1}, max: max}, nil
-}
-
-// bodyReader reads at most one byte past max: that byte is the 413.
-type bodyReader struct {
-	io.LimitedReader
-	max int64
-}
-
-func (b *bodyReader) Read(p []byte) (int, error) {
-	n, err := b.LimitedReader.Read(p)
-	if b.N == 0 {
-		return 0, tooLarge(b.max)
-	}
-	if err != nil && err != io.EOF && !errors.Is(err, ErrSlowBody) {
-		err = BadRequest("reading the request body: %v", err)
-	}
-	return n, err
-}
-
-func tooLarge(max int64) error {
-	return Errorf(apierr.PayloadTooLarge, "request body exceeds %d bytes", max)
-}
 
 // DeleteAt deletes the artifact at path in repo and answers 204.
 func (d *Writer) DeleteAt(ctx context.Context, repo *meta.Repository, path string) (*Response, error) {
@@ -490,121 +320,4 @@ func (d *Writer) DeleteAt(ctx context.Context, repo *meta.Repository, path strin
 	resp := NewResponse(http.StatusNoContent)
 	SetIndex(resp.Header, idx)
 	return resp, nil
-}
-
-// Serve answers with an artifact's bytes and its checksum headers; a GET
-// counts as a download. attachment says whether a browser should save
-// the file whatever its type (the REST download).
-func (d *Env) Serve(r *Request, a *meta.Artifact, attachment bool) *Response {
-	d.Downloaded(r, a)
-	resp := NewResponse(http.StatusOK)
-	resp.Blob = &BlobRef{Digest: a.Digest, Size: a.SizeBytes}
-	resp.Name, resp.ModTime = path.Base(a.Path), a.UploadedAt
-	SetFileHeaders(resp.Header, a, attachment)
-	return resp
-}
-
-// Downloaded notes that r, when a GET, downloads a: the request says so
-// (see Request.Downloaded) and OnDownload is told.
-func (d *Env) Downloaded(r *Request, a *meta.Artifact) {
-	if r.Method != http.MethodGet {
-		return
-	}
-	r.Downloaded = a
-	if d.OnDownload != nil {
-		d.OnDownload(r, a)
-	}
-}
-
-// SetContentSafety keeps uploaded content inert in a browser: whatever
-// its type (an HTML or SVG file is a valid artifact), it is not sniffed
-// and runs no script on the registry's origin, where credentials live.
-func SetContentSafety(h http.Header) {
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Content-Security-Policy", "default-src 'none'; sandbox")
-}
-
-// SetChecksumHeaders adds the X-Checksum-* headers that Artifactory and
-// Nexus clients know.
-func SetChecksumHeaders(h http.Header, c blob.Checksums) {
-	h.Set("X-Checksum-Md5", c.MD5)
-	h.Set("X-Checksum-Sha1", c.SHA1)
-	h.Set("X-Checksum-Sha256", c.SHA256)
-	if c.SHA512 != "" {
-		h.Set("X-Checksum-Sha512", c.SHA512)
-	}
-}
-
-// ExpectedChecksums are the checksums a client announced for its upload
-// in the X-Checksum-* headers Artifactory and Nexus clients send.
-func ExpectedChecksums(h Header) blob.Checksums {
-	get := func(k string) string { return strings.ToLower(strings.TrimSpace(h.Get(k))) }
-	return blob.Checksums{MD5: get("X-Checksum-Md5"), SHA1: get("X-Checksum-Sha1"),
-		SHA256: get("X-Checksum-Sha256"), SHA512: get("X-Checksum-Sha512")}
-}
-
-// SetIndex tells the client (and an edge in between) which log index holds
-// its write, so it can wait to read it.
-func SetIndex(h http.Header, idx uint64) {
-	h.Set("X-Depot-Index", strconv.FormatUint(idx, 10))
-}
-
-// Time is the current time in UTC from d.Now, or the wall clock.
-func (d *Env) Time() time.Time {
-	if d.Now != nil {
-		return d.Now().UTC()
-	}
-	return time.Now().UTC()
-}
-
-// Require checks that the caller may also do action in r.Repo, for a
-// request that needs more than its route declares (an npm unpublish
-// arrives as a PUT).
-func (d *Env) Require(r *Request, action string) error {
-	_, err := d.Repo(r, r.Repo.Name, action, r.Repo.Format)
-	return err
-}
-
-// UploadBody is an upload's request body, refused with 413 past max bytes
-// (0: no limit of the format's own) or past MaxUpload.
-func (d *Writer) UploadBody(r *Request, max int64) (io.Reader, error) {
-	limit := int64(1) << 62
-	if max > 0 {
-		limit = max
-	}
-	if d.MaxUpload > 0 && d.MaxUpload < limit {
-		limit = d.MaxUpload
-	}
-	return BodyReader(r, limit)
-}
-
-// SpillUpload is Spill of the request body (UploadBody, max as there).
-func (d *Writer) SpillUpload(r *Request, sub string, max int64) (f *os.File, size int64, remove func(), err error) {
-	body, err := d.UploadBody(r, max)
-	if err != nil {
-		return nil, 0, nil, err
-	}
-	return d.Spill(body, sub)
-}
-
-// Spill copies body into a new file of this node's scratch space (under
-// ScratchDir/sub), for a format that must read an upload at random before
-// it decides what it is (a zip, a tar to look into). The caller closes
-// the file and calls remove; garbage collection clears what a crash
-// leaves. A full disk is ErrNoSpace.
-func (d *Writer) Spill(body io.Reader, sub string) (f *os.File, size int64, remove func(), err error) {
-	dir := filepath.Join(d.ScratchDir, sub)
-	if err := os.MkdirAll(dir, 0o750); err != nil {
-		return nil, 0, nil, err
-	}
-	f, err = os.CreateTemp(dir, "upload-*")
-	if err != nil {
-		return nil, 0, nil, d.WriteErr(err)
-	}
-	remove = func() { f.Close(); os.Remove(f.Name()) }
-	if size, err = io.Copy(f, body); err != nil {
-		remove()
-		return nil, 0, nil, d.WriteErr(err)
-	}
-	return f, size, remove, nil
 }

@@ -1,0 +1,131 @@
+package format
+
+import (
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/depot-registry/depot/shared/apierr"
+	"github.com/depot-registry/depot/shared/auth"
+	"github.com/depot-registry/depot/shared/meta"
+)
+
+// What every format shares: finding the repository a request names and
+// checking access, and reading its artifacts.
+
+// Repo returns repository name if it has one of formats and the caller may
+// do action on it (see Access).
+func (d *Env) Repo(r *Request, name, action string, formats ...string) (*meta.Repository, error) {
+	var repo *meta.Repository
+	err := d.Meta.View(func(tx *meta.Tx) error {
+		var err error
+		repo, err = tx.RepoByName(name)
+		if errors.Is(err, meta.ErrNotFound) || err == nil && !slices.Contains(formats, repo.Format) {
+			repo = nil
+		} else if err != nil {
+			return err // a store failure is not "no such repository"
+		}
+		return Access(tx, r.Principal, repo, name, action)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return repo, nil
+}
+
+// Access is the one access check of the REST API and every format: may
+// p do action on repo (nil: there is none by that name or id)? An
+// anonymous caller is asked to authenticate (401) rather than told whether
+// a private repository exists; a caller who may not read it is told it
+// does not exist (404); one who may read it but not do action is refused
+// (403).
+func Access(tx *meta.Tx, p *auth.Principal, repo *meta.Repository, name, action string) error {
+	allowed, visible := false, false
+	if repo != nil {
+		var err error
+		if allowed, err = auth.Can(tx, p, repo, action); err != nil {
+			return err
+		}
+		if visible = allowed; !visible && action != meta.ActionRead {
+			if visible, err = auth.Can(tx, p, repo, meta.ActionRead); err != nil {
+				return err
+			}
+		}
+	}
+	switch {
+	case allowed:
+		return nil
+	case p.Anonymous():
+		return Unauthorized()
+	case repo != nil && p.MustChangePassword:
+		return Errorf(apierr.PasswordChangeRequired, "password change required before using this account")
+	case !visible:
+		// A private repository the caller cannot read is indistinguishable
+		// from one that does not exist.
+		return &RepoNotFoundError{Name: name}
+	}
+	return Forbidden("%s may not %s in repository %s", p.Name(), action, repo.Name)
+}
+
+// AccessByID is Access for a repository named by its id (the REST API):
+// an id is not guessable, so a signed-in caller who may not read the
+// repository is refused (403) rather than told it is not there.
+func AccessByID(tx *meta.Tx, p *auth.Principal, repo *meta.Repository, id, action string) error {
+	err := Access(tx, p, repo, id, action)
+	if rnf := (*RepoNotFoundError)(nil); repo != nil && errors.As(err, &rnf) {
+		return Forbidden("%s may not %s repository %s", p.Name(), action, repo.Name)
+	}
+	return err
+}
+
+// Can reports whether the caller may do action on repo.
+func (d *Env) Can(r *Request, repo *meta.Repository, action string) (bool, error) {
+	var ok bool
+	err := d.Meta.View(func(tx *meta.Tx) error {
+		var err error
+		ok, err = auth.Can(tx, r.Principal, repo, action)
+		return err
+	})
+	return ok, err
+}
+
+// Artifact returns the artifact stored at path in repo.
+func (d *Env) Artifact(repo *meta.Repository, p string) (*meta.Artifact, error) {
+	var a *meta.Artifact
+	err := d.Meta.View(func(tx *meta.Tx) error {
+		var err error
+		a, err = tx.ArtifactByPath(repo.ID, p)
+		return err
+	})
+	return a, err
+}
+
+// View runs fn on a consistent view of the metadata.
+func (d *Env) View(fn func(*meta.Tx) error) error { return d.Meta.View(fn) }
+
+// List returns the artifacts of repo whose path starts with prefix.
+func (d *Env) List(repo *meta.Repository, prefix string) ([]meta.Artifact, error) {
+	var out []meta.Artifact
+	err := d.Meta.View(func(tx *meta.Tx) error {
+		var err error
+		out, err = tx.ArtifactsUnder(repo.ID, prefix)
+		return err
+	})
+	return out, err
+}
+
+// Time is the current time in UTC from d.Now, or the wall clock.
+func (d *Env) Time() time.Time {
+	if d.Now != nil {
+		return d.Now().UTC()
+	}
+	return time.Now().UTC()
+}
+
+// Require checks that the caller may also do action in r.Repo, for a
+// request that needs more than its route declares (an npm unpublish
+// arrives as a PUT).
+func (d *Env) Require(r *Request, action string) error {
+	_, err := d.Repo(r, r.Repo.Name, action, r.Repo.Format)
+	return err
+}
