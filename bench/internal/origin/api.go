@@ -117,7 +117,8 @@ func StartEdge(bin, dir, originURL, admin string, repos []string) (*Edge, error)
 				RepositoryIDs []string `json:"repository_ids"`
 			} `json:"node"`
 		}
-		if Do("GET", e.URL+"/api/v1/health", "", "", 200, &h) == nil && len(h.Node.RepositoryIDs) == len(repos) {
+		// (The node's details are for signed-in callers.)
+		if Do("GET", e.URL+"/api/v1/health", admin, "", 200, &h) == nil && len(h.Node.RepositoryIDs) == len(repos) {
 			return e, nil
 		}
 		if time.Now().After(deadline) {
