@@ -239,19 +239,26 @@ func (d *Writer) ChangeCmd(r *Request, repo *meta.Repository, drop []*meta.Artif
 // goes alone. Formats with other rules, or state beside their artifacts,
 // delete through their own ArtifactDeleter instead.
 func (d *Writer) DeleteArtifact(ctx context.Context, r *Request, repo *meta.Repository, id string) (uint64, error) {
-	return d.deleteFiles(ctx, r, repo, id, false)
+	return d.DeleteWith(ctx, r, repo, id, wholeIf(func(_ *meta.Artifact, files []meta.Artifact) bool {
+		return slices.ContainsFunc(files, func(f meta.Artifact) bool { return f.Companion })
+	}))
 }
 
 // DeleteVersion deletes the version of an artifact the REST API names,
 // every file of it, for formats whose versions are installable only
 // whole (a module zip and its go.mod, a .nupkg and its .nuspec), however
-// old the files: the files named other than the one asked for raise no
-// events of their own (one client action, one event).
+// old the files.
 func (d *Writer) DeleteVersion(ctx context.Context, r *Request, a *meta.Artifact) (uint64, error) {
-	return d.deleteFiles(ctx, r, r.Repo, a.ID, true)
+	return d.DeleteWith(ctx, r, r.Repo, a.ID, wholeIf(func(*meta.Artifact, []meta.Artifact) bool { return true }))
 }
 
-func (d *Writer) deleteFiles(ctx context.Context, r *Request, repo *meta.Repository, id string, whole bool) (uint64, error) {
+// DeleteWith deletes artifact id and the files of its version that with
+// names (given the artifact and every file of its version, itself
+// included), in one command decided on a consistent view. The files
+// deleted with the one asked for raise no events of their own (one client
+// action, one event).
+func (d *Writer) DeleteWith(ctx context.Context, r *Request, repo *meta.Repository, id string,
+	with func(a *meta.Artifact, files []meta.Artifact) []*meta.Artifact) (uint64, error) {
 	return d.Decide(ctx, func(tx *meta.Tx) (meta.Command, error) {
 		a, err := tx.Artifact(id)
 		if err != nil {
@@ -261,23 +268,33 @@ func (d *Writer) deleteFiles(ctx context.Context, r *Request, repo *meta.Reposit
 		if err != nil {
 			return nil, err
 		}
-		drop := []*meta.Artifact{a}
-		var quiet []string
-		if whole || slices.ContainsFunc(files, func(f meta.Artifact) bool { return f.Companion }) {
-			for i := range files {
-				if files[i].ID != a.ID {
-					drop = append(drop, &files[i])
-					quiet = append(quiet, files[i].ID) // one client action, one event
-				}
-			}
-		}
-		c, err := d.ChangeCmd(r, repo, drop, nil, nil)
+		others := with(a, files)
+		c, err := d.ChangeCmd(r, repo, append([]*meta.Artifact{a}, others...), nil, nil)
 		if err != nil {
 			return nil, err
 		}
-		c.Quiet = quiet
+		for _, o := range others {
+			c.Quiet = append(c.Quiet, o.ID)
+		}
 		return c, nil
 	})
+}
+
+// wholeIf is a DeleteWith choice: every other file of the version when
+// whole says so, none otherwise.
+func wholeIf(whole func(a *meta.Artifact, files []meta.Artifact) bool) func(*meta.Artifact, []meta.Artifact) []*meta.Artifact {
+	return func(a *meta.Artifact, files []meta.Artifact) []*meta.Artifact {
+		if !whole(a, files) {
+			return nil
+		}
+		var out []*meta.Artifact
+		for i := range files {
+			if files[i].ID != a.ID {
+				out = append(out, &files[i])
+			}
+		}
+		return out
+	}
 }
 
 // Decide reads, decides and commits one command that carries what it read

@@ -184,37 +184,22 @@ func (c Coords) core() bool {
 // the one asked for raise no events of their own.
 func (f *Format) DeleteArtifact(ctx context.Context, r *format.Request, w *format.Writer, a *meta.Artifact) (uint64, error) {
 	repo := r.Repo
-	return w.Decide(ctx, func(tx *meta.Tx) (meta.Command, error) {
-		a, err := tx.Artifact(a.ID)
-		if err != nil {
-			return nil, err
-		}
-		files, err := tx.VersionFiles(a.RepositoryID, a.PackageName, a.Version)
-		if err != nil {
-			return nil, err
-		}
-		drop := []*meta.Artifact{a}
+	return w.DeleteWith(ctx, r, repo, a.ID, func(a *meta.Artifact, files []meta.Artifact) []*meta.Artifact {
 		c, err := ParsePath(repo.Name + "/" + a.Path)
+		if err != nil {
+			return nil // stored before a stricter parser: it goes alone
+		}
+		var with []*meta.Artifact
 		for i := range files {
 			o := &files[i]
-			if err != nil || o.ID == a.ID {
-				continue // (a file stored before a stricter parser goes alone)
+			if o.ID == a.ID {
+				continue
 			}
-			oc, perr := ParsePath(repo.Name + "/" + o.Path)
-			switch {
-			case perr != nil:
-			case c.core() && oc.FileVersion() == c.FileVersion(),
-				o.Path == a.Path+".asc":
-				drop = append(drop, o)
+			if oc, err := ParsePath(repo.Name + "/" + o.Path); err == nil && c.core() && oc.FileVersion() == c.FileVersion() ||
+				o.Path == a.Path+".asc" {
+				with = append(with, o)
 			}
 		}
-		cmd, err := w.ChangeCmd(r, repo, drop, nil, nil)
-		if err != nil {
-			return nil, err
-		}
-		for _, o := range drop[1:] {
-			cmd.Quiet = append(cmd.Quiet, o.ID)
-		}
-		return cmd, nil
+		return with
 	})
 }
