@@ -20,7 +20,7 @@ import (
 	"github.com/depot-registry/depot/cluster/membership"
 	"github.com/depot-registry/depot/cluster/peerrpc"
 	"github.com/depot-registry/depot/cluster/raftnode"
-	"github.com/depot-registry/depot/origin/api"
+	"github.com/depot-registry/depot/origin/app"
 	"github.com/depot-registry/depot/shared/apierr"
 	"github.com/depot-registry/depot/shared/meta"
 )
@@ -194,11 +194,16 @@ func (o *Origin) leaveCluster() {
 	}
 }
 
-// clusterView is the cluster as this node sees it: raft's configuration
-// and leader, with what the gossip pool says of each node.
-func (o *Origin) clusterView() api.ClusterView {
+// originCluster is the cluster as the application layer sees it
+// (app.Cluster).
+type originCluster struct{ o *Origin }
+
+// View is the cluster as this node sees it: raft's configuration and
+// leader, with what the gossip pool says of each node.
+func (c originCluster) View() app.ClusterView {
+	o := c.o
 	leaderID, _ := o.node.Leader()
-	v := api.ClusterView{LeaderID: leaderID, Members: []api.ClusterMember{}}
+	v := app.ClusterView{LeaderID: leaderID, Members: []app.ClusterMember{}}
 	servers, err := o.node.Servers()
 	if err != nil {
 		o.log.Warn("reading the raft configuration", "err", err)
@@ -210,7 +215,7 @@ func (o *Origin) clusterView() api.ClusterView {
 	seen := map[string]bool{}
 	for _, s := range servers {
 		m, known := gossip[s.ID]
-		c := api.ClusterMember{ID: s.ID, RaftAddr: s.Addr, Role: "follower", Gossip: "unknown"}
+		c := app.ClusterMember{ID: s.ID, RaftAddr: s.Addr, Role: "follower", Gossip: "unknown"}
 		switch {
 		case s.ID == leaderID:
 			c.Role = "leader"
@@ -234,10 +239,10 @@ func (o *Origin) clusterView() api.ClusterView {
 		if m.Role == membership.RoleEdge {
 			role = "edge"
 		}
-		v.Members = append(v.Members, api.ClusterMember{ID: m.ID, APIURL: m.APIURL, RaftAddr: m.RaftAddr, Role: role,
+		v.Members = append(v.Members, app.ClusterMember{ID: m.ID, APIURL: m.APIURL, RaftAddr: m.RaftAddr, Role: role,
 			AppliedIndex: m.Applied, Gossip: m.Status, Healthy: m.Status == membership.Alive})
 	}
-	slices.SortFunc(v.Members, func(a, b api.ClusterMember) int { return strings.Compare(a.ID, b.ID) })
+	slices.SortFunc(v.Members, func(a, b app.ClusterMember) int { return strings.Compare(a.ID, b.ID) })
 	return v
 }
 
@@ -266,9 +271,10 @@ func (o *Origin) referencedBlobs(after string, limit int) (page []string, next s
 	return page, next, err
 }
 
-// originURLs are the API URLs of the origins gossip finds alive (with an
+// Origins are the API URLs of the origins gossip finds alive (with an
 // external URL each has its own, or the address it listens on).
-func (o *Origin) originURLs() []string {
+func (c originCluster) Origins() []string {
+	o := c.o
 	var out []string
 	for _, m := range o.pool.Members() {
 		if m.Role == membership.RoleOrigin && m.Status == membership.Alive && m.APIURL != "" {
@@ -411,10 +417,11 @@ func (h *hold404) Flush() {
 // Unwrap lets http.ResponseController reach the real writer (deadlines).
 func (h *hold404) Unwrap() http.ResponseWriter { return h.w }
 
-// removePeer takes a dead origin out of the cluster for good (one that
+// RemoveMember takes a dead origin out of the cluster for good (one that
 // will not come back: its disk is gone), so the voters are the live ones
 // again. A live origin is not removed: stopping it makes it leave.
-func (o *Origin) removePeer(ctx context.Context, id string) error {
+func (c originCluster) RemoveMember(ctx context.Context, id string) error {
+	o := c.o
 	servers, err := o.node.Servers()
 	if err != nil {
 		return err

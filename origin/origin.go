@@ -30,6 +30,7 @@ import (
 	"github.com/depot-registry/depot/cluster/peerrpc"
 	"github.com/depot-registry/depot/cluster/raftnode"
 	"github.com/depot-registry/depot/origin/api"
+	"github.com/depot-registry/depot/origin/app"
 	"github.com/depot-registry/depot/origin/fsm"
 	"github.com/depot-registry/depot/origin/service/audit"
 	"github.com/depot-registry/depot/origin/service/downloads"
@@ -347,15 +348,15 @@ func (o *Origin) serve(context.Context) error {
 		}
 	}
 	apiSrv := api.New(api.Config{
-		AccessTTL: cfg.AccessTTL, RefreshTTL: cfg.RefreshTTL, DemoMode: cfg.DemoMode,
+		DemoMode:  cfg.DemoMode,
 		RateLimit: int(cfg.RateLimit), RateLimitLogin: int(cfg.RateLimitLogin), RateWindow: cfg.RateWindow,
-		UsersCreateRepo: cfg.UsersCreateRepo, MaxUpload: cfg.MaxUploadBytes, CORSOrigins: splitList(cfg.CORSOrigins),
-		RequireHTTPS: cfg.RequireHTTPS,
-	}, api.Deps{
-		Store: o.store, Blobs: o.blobs, Commit: o.commit, Authn: authn, JWT: jwt, Audit: o.audit, Downloads: clusterDownloads{o}, GC: o.gc,
-		Log: log, Health: o.health, Cluster: o.clusterView, Origins: o.originURLs, RemovePeer: o.removePeer, Now: now, Formats: byName, Env: env, Writer: writer,
-		Webhooks: o.webhooks, RecordEvent: o.events.Add, RecordDownloads: o.recordDownloads.Since,
-	})
+		CORSOrigins: splitList(cfg.CORSOrigins),
+	}, api.Deps{App: &app.App{
+		Store: o.store, Commit: o.commit, Blobs: o.blobs, Authn: authn, JWT: jwt, Hasher: authn.Hasher,
+		Formats: byName, Env: env, Writer: writer, Now: now, NewID: auth.NewID,
+		AccessTTL: cfg.AccessTTL, RefreshTTL: cfg.RefreshTTL, UsersCreateRepo: cfg.UsersCreateRepo, RequireHTTPS: cfg.RequireHTTPS,
+		Webhooks: o.webhooks, Downloads: clusterDownloads{o}, EventLog: eventLog{o.events, o.recordDownloads}, GC: o.gc, Cluster: originCluster{o},
+	}, Authn: authn, Audit: o.audit, Log: log, Health: o.health})
 
 	o.api = apiSrv
 	mux := http.NewServeMux()
@@ -544,6 +545,14 @@ func (o *Origin) recordDownload(r *format.Request, a *meta.Artifact) {
 	who.IPAddress = r.RemoteAddr
 	o.events.Add(meta.DownloadEvent(a, repo, who, o.now()))
 }
+
+// eventLog takes the download events edge nodes report (app.EventSink).
+type eventLog struct {
+	*events.Recorder
+	gate *events.Gate
+}
+
+func (l eventLog) RecordingDownloads() (bool, time.Time) { return l.gate.Since() }
 
 // purgeSessions drops expired login sessions now and then, so the store
 // does not grow with every login forever.

@@ -23,3 +23,12 @@ func (s *Server) cleanup(w http.ResponseWriter, r *http.Request, p *auth.Princip
 	}
 	return writeJSON(w, http.StatusOK, res)
 }
+
+func (s *Server) clusterView(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	v, err := s.app.ClusterView(r.Context(), p)
+	return written(w, 0, err, http.StatusOK, v)
+}
+
+func (s *Server) removeClusterMember(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	return written(w, 0, s.app.RemoveClusterMember(r.Context(), p, r.PathValue("id")), http.StatusNoContent, nil)
+}

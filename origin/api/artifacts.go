@@ -18,13 +18,11 @@ func (s *Server) getArtifact(w http.ResponseWriter, r *http.Request, p *auth.Pri
 }
 
 func (s *Server) downloadArtifact(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
-	a, repo, err := s.app.Artifact(r.Context(), p, r.PathValue("id"), meta.ActionRead)
+	resp, err := s.app.DownloadArtifact(r.Context(), p, r.PathValue("id"), s.formatRequest(r, p, nil))
 	if err != nil {
 		return err
 	}
-	// The same answer a format path gives for the file, as an attachment.
-	req := s.formatRequest(r, p, repo)
-	return httpx.WriteResponse(w, r, s.d.Env.Serve(req, a, true), s.d.Blobs)
+	return httpx.WriteResponse(w, r, resp, s.app.Blobs)
 }
 
 // formatRequest is r as a format sees it, for the REST calls that go

@@ -1,43 +1,26 @@
 package api
 
 import (
-	"errors"
 	"net/http"
 	"strings"
-	"time"
 
+	"github.com/depot-registry/depot/origin/app"
 	"github.com/depot-registry/depot/origin/service/audit"
-	"github.com/depot-registry/depot/shared/apierr"
 	"github.com/depot-registry/depot/shared/auth"
 	"github.com/depot-registry/depot/shared/httpx"
-	"github.com/depot-registry/depot/shared/meta"
 )
 
-type loginRequest struct {
-	Username string `json:"username"`
-	Password string `json:"password"`
-}
-
-type tokenPair struct {
-	AccessToken            string `json:"access_token"`
-	RefreshToken           string `json:"refresh_token,omitempty"`
-	ExpiresIn              int64  `json:"expires_in"`
-	TokenType              string `json:"token_type"`
-	PasswordChangeRequired bool   `json:"password_change_required,omitempty"`
-}
-
 func (s *Server) login(w http.ResponseWriter, r *http.Request, _ *auth.Principal) error {
-	var req loginRequest
+	var req struct {
+		Username string `json:"username"`
+		Password string `json:"password"`
+	}
 	if err := decode(r, &req); err != nil {
 		return err
 	}
-	// Bounded before anything is done with them: a limiter key, a lookup,
-	// an audit line.
-	if req.Username == "" || len(req.Username) > auth.MaxUsernameBytes {
-		return apierr.Invalid("username", "username is required (at most %d bytes)", auth.MaxUsernameBytes)
-	}
-	if req.Password == "" || len(req.Password) > auth.MaxSecretBytes {
-		return apierr.Invalid("password", "password is required (at most %d bytes)", auth.MaxSecretBytes)
+	in := app.Credentials{Username: req.Username, Password: req.Password}
+	if err := in.Check(); err != nil {
+		return err
 	}
 	ip := httpx.ClientIP(r)
 	keys := []string{ip}
@@ -47,48 +30,20 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request, _ *auth.Principal
 	for _, k := range keys {
 		if d := s.loginLimit.Allow(k + "\x00" + strings.ToLower(req.Username)); !d.Allowed {
 			s.auditLogin(r, req.Username, "", "denied", http.StatusTooManyRequests)
-			tooMany(w, d.Reset.Sub(s.d.Now()))
+			tooMany(w, d.Reset.Sub(s.now()))
 			return nil
 		}
 	}
-	// Failures are audited by the authenticator, like those of every path.
-	p, err := s.d.Authn.Login(r.Context(), req.Username, req.Password, ip)
-	if errors.Is(err, auth.ErrBadCredentials) {
-		return apierr.New(apierr.Unauthorized, "invalid username or password")
-	}
+	pair, p, idx, err := s.app.SignIn(r.Context(), in, ip)
 	if err != nil {
-		return err
+		return written(w, idx, err, 0, nil)
 	}
-	now := s.d.Now().UTC()
-	sess := meta.Session{ID: s.d.NewID(), UserID: p.UserID, CreatedAt: now, ExpiresAt: now.Add(s.cfg.RefreshTTL)}
-	if err := s.apply(r.Context(), w, &meta.SessionCreate{Session: sess}); err != nil {
-		return err
-	}
-	pair, err := s.issue(p.UserID, sess.ID, true)
-	if err != nil {
-		return err
-	}
-	pair.PasswordChangeRequired = p.MustChangePassword
 	s.auditLogin(r, p.Username, p.UserID, "success", http.StatusOK)
-	return writeJSON(w, http.StatusOK, pair)
-}
-
-func (s *Server) issue(userID, sessionID string, withRefresh bool) (*tokenPair, error) {
-	access, _, err := s.d.JWT.Issue(auth.AccessToken, userID, sessionID, s.cfg.AccessTTL)
-	if err != nil {
-		return nil, err
-	}
-	pair := &tokenPair{AccessToken: access, ExpiresIn: int64(s.cfg.AccessTTL / time.Second), TokenType: "Bearer"}
-	if withRefresh {
-		if pair.RefreshToken, _, err = s.d.JWT.Issue(auth.RefreshToken, userID, sessionID, s.cfg.RefreshTTL); err != nil {
-			return nil, err
-		}
-	}
-	return pair, nil
+	return written(w, idx, nil, http.StatusOK, pair)
 }
 
 func (s *Server) auditLogin(r *http.Request, username, userID, outcome string, status int) {
-	s.d.Audit.Record(audit.Event{Time: s.d.Now().UTC(), Actor: username, ActorID: userID, Action: "auth.login",
+	s.d.Audit.Record(audit.Event{Time: s.now().UTC(), Actor: username, ActorID: userID, Action: "auth.login",
 		Target: Prefix + "/auth/login", Remote: httpx.ClientIP(r), Via: httpx.ForwardedBy(r), Outcome: outcome, Status: status,
 		RequestID: httpx.RequestID(r.Context())})
 }
@@ -100,25 +55,16 @@ func (s *Server) refresh(w http.ResponseWriter, r *http.Request, _ *auth.Princip
 	if err := decode(r, &req); err != nil {
 		return err
 	}
-	if req.RefreshToken == "" {
-		return apierr.Invalid("refresh_token", "refresh_token is required")
-	}
-	p, err := s.d.Authn.Refresh(req.RefreshToken)
-	if err != nil {
-		return apierr.New(apierr.Unauthorized, "refresh token is invalid, expired or revoked")
-	}
-	pair, err := s.issue(p.UserID, p.SessionID, false)
+	pair, err := s.app.Refresh(r.Context(), req.RefreshToken)
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{"access_token": pair.AccessToken, "expires_in": pair.ExpiresIn, "token_type": "Bearer"})
+	return writeJSON(w, http.StatusOK, pair)
 }
 
 func (s *Server) logout(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
-	if p.SessionID == "" {
-		return apierr.New(apierr.BadRequest, "logout ends a login session; revoke an API token with DELETE %s/users/me/tokens/{id}", Prefix)
-	}
-	return s.applyNoContent(r.Context(), w, &meta.SessionRevoke{ID: p.SessionID, At: s.d.Now().UTC()})
+	idx, err := s.app.SignOut(r.Context(), p)
+	return written(w, idx, err, http.StatusNoContent, nil)
 }
 
 // health answers anyone {status: "ok"} (200) or {status: "degraded",

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/depot-registry/depot/origin"
-	"github.com/depot-registry/depot/origin/api"
+	"github.com/depot-registry/depot/origin/app"
 	"github.com/depot-registry/depot/origin/origintest"
 	"github.com/depot-registry/depot/replication/protocol"
 )
@@ -148,7 +148,7 @@ func TestEdgeNodes(t *testing.T) {
 		Downloads int64 `json:"downloads_24h"`
 	}
 	e.Do("GET", "/api/v1/admin/stats", e.Admin, nil).Want(200).JSON(&stats)
-	if stats.Downloads > 60*api.NodeDownloadsPerSecond {
+	if stats.Downloads > 60*app.NodeDownloadsPerSecond {
 		t.Errorf("a heartbeat claiming 2^40 downloads counted %d", stats.Downloads)
 	}
 	send(dl(libsArt, "", "", now.Add(-48*time.Hour))).WantError(400, "VALIDATION_FAILED")

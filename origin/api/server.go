@@ -13,12 +13,9 @@ import (
 
 	"github.com/depot-registry/depot/origin/app"
 	"github.com/depot-registry/depot/origin/service/audit"
-	"github.com/depot-registry/depot/origin/service/gc"
-	"github.com/depot-registry/depot/origin/service/webhooks"
 	"github.com/depot-registry/depot/replication/protocol"
 	"github.com/depot-registry/depot/shared/apierr"
 	"github.com/depot-registry/depot/shared/auth"
-	"github.com/depot-registry/depot/shared/blob"
 	"github.com/depot-registry/depot/shared/format"
 	"github.com/depot-registry/depot/shared/httpx"
 	"github.com/depot-registry/depot/shared/meta"
@@ -30,84 +27,28 @@ const Prefix = "/api/v1"
 
 // Config of the API.
 type Config struct {
-	AccessTTL       time.Duration
-	RefreshTTL      time.Duration
-	DemoMode        bool
-	RateLimit       int // API requests per RateWindow per client; <= 0 disables
-	RateLimitLogin  int // login attempts per RateWindow per client and username
-	RateWindow      time.Duration
-	UsersCreateRepo bool // role "user" may create repositories
-	MaxUpload       int64
+	DemoMode       bool
+	RateLimit      int // API requests per RateWindow per client; <= 0 disables
+	RateLimitLogin int // login attempts per RateWindow per client and username
+	RateWindow     time.Duration
 	// CORSOrigins are the browser origins (scheme://host[:port]) allowed
 	// to call the API from another site; "*" allows any.
 	CORSOrigins []string
-	// RequireHTTPS refuses webhook URLs that are not https.
-	RequireHTTPS bool
 }
 
 // Health reports on the node: why it is degraded (stable reason codes,
 // none when healthy; shown to anyone) and details for signed-in callers.
 type Health func() (reasons []string, details map[string]any)
 
-// ClusterView is the cluster as GET /admin/cluster shows it.
-type ClusterView struct {
-	LeaderID string          `json:"leader_id"`
-	Members  []ClusterMember `json:"members"`
-}
-
-// ClusterMember is one node of the cluster view. Role is leader,
-// follower or nonvoter for raft's members, joining for an origin the pool
-// knows that is not a voter yet, edge for an edge node in the pool.
-type ClusterMember struct {
-	ID           string `json:"id"`
-	APIURL       string `json:"api_url"`
-	RaftAddr     string `json:"raft_addr"`
-	Role         string `json:"role"`
-	AppliedIndex uint64 `json:"applied_index"`
-	Healthy      bool   `json:"healthy"`
-	// Gossip is what the gossip pool says of the node: alive, dead, left,
-	// or unknown (a raft member the pool has not heard of).
-	Gossip string `json:"gossip"`
-}
-
-// Deps are the API's collaborators.
-// Downloads counts downloads for the downloads_24h statistic: AddN takes
-// an edge's batch; Last24h is the whole cluster's count.
-type Downloads interface {
-	AddN(n int64)
-	Last24h() int64
-}
-
+// Deps are the API's collaborators: the application layer it is a
+// transport for, and what a transport does itself (who is calling, the
+// audit log, the node's health).
 type Deps struct {
-	Store     *meta.Store
-	Blobs     blob.Store
-	Commit    format.Committer
-	Authn     *auth.Authenticator
-	JWT       *auth.JWT
-	Audit     *audit.Log
-	Downloads Downloads
-	GC        *gc.Collector // nil: POST /admin/cleanup answers 503
-	Log       *slog.Logger
-	Health    Health
-	Cluster   func() ClusterView
-	// Origins are the API URLs of the cluster's live origins (told to
-	// edge nodes with their heartbeat); nil: this one alone.
-	Origins func() []string
-	// RemovePeer takes a dead origin out of the cluster.
-	RemovePeer func(ctx context.Context, id string) error
-	Formats    map[string]format.Format // by repository format, for deletes that formats handle
-	Env        *format.Env              // formats' read environment (downloads)
-	Writer     *format.Writer           // formats' write environment (deletes)
-	Now        func() time.Time
-	NewID      func() string
-	// Webhooks is the delivery loop (the API reads its settings).
-	Webhooks *webhooks.Queue
-	// RecordEvent queues an event that is not a command of its own (an
-	// edge's downloads) for the log; false: the queue was full.
-	RecordEvent func(meta.Event) bool
-	// RecordDownloads says whether downloads are events now, and from
-	// when (edges are told with their heartbeat).
-	RecordDownloads func() (bool, time.Time)
+	App    *app.App
+	Authn  *auth.Authenticator
+	Audit  *audit.Log
+	Log    *slog.Logger
+	Health Health
 }
 
 // Server is the REST API handler.
@@ -117,8 +58,6 @@ type Server struct {
 	mux        *http.ServeMux
 	apiLimit   *ratelimit.Limiter
 	nodeLimit  *ratelimit.Limiter // edge nodes' own requests (see NodeRateFactor)
-	nodeEvents *ratelimit.Limiter // download events an edge node reports (NodeEventsPerMinute)
-	nodeCounts nodeDownloads      // downloads an edge node counts in its heartbeats
 	loginLimit *ratelimit.Limiter
 	// draining ends when the server shuts down, so long polls answer at
 	// once instead of holding the shutdown up.
@@ -135,39 +74,22 @@ func (s *Server) Drain() { s.drain() }
 
 // New builds the API.
 func New(cfg Config, d Deps) *Server {
-	if d.Now == nil {
-		d.Now = time.Now
-	}
-	if d.NewID == nil {
-		d.NewID = auth.NewID
-	}
+	now := d.App.Now
 	s := &Server{
 		cfg:        cfg,
 		d:          d,
+		app:        d.App,
 		mux:        http.NewServeMux(),
-		apiLimit:   ratelimit.New(cfg.RateLimit, cfg.RateWindow, d.Now),
-		nodeLimit:  ratelimit.New(cfg.RateLimit*NodeRateFactor, cfg.RateWindow, d.Now),
-		nodeEvents: ratelimit.New(NodeEventsPerMinute, time.Minute, d.Now),
-		loginLimit: ratelimit.New(cfg.RateLimitLogin, cfg.RateWindow, d.Now),
+		apiLimit:   ratelimit.New(cfg.RateLimit, cfg.RateWindow, now),
+		nodeLimit:  ratelimit.New(cfg.RateLimit*NodeRateFactor, cfg.RateWindow, now),
+		loginLimit: ratelimit.New(cfg.RateLimitLogin, cfg.RateWindow, now),
 	}
 	s.draining, s.drain = context.WithCancel(context.Background())
-	s.app = &app.App{Store: d.Store, Commit: d.Commit, Formats: d.Formats, Writer: d.Writer, Now: d.Now, NewID: d.NewID,
-		UsersCreateRepo: cfg.UsersCreateRepo, RequireHTTPS: cfg.RequireHTTPS}
-	if d.Webhooks != nil {
-		s.app.WebhooksOff = func() bool { return !d.Webhooks.Config().Enabled }
-	}
-	if d.Downloads != nil {
-		s.app.Downloads = d.Downloads.Last24h
-	}
-	if d.GC != nil {
-		s.app.GC = d.GC
-	}
-	if d.Authn != nil {
-		s.app.Hasher = d.Authn.Hasher
-	}
 	s.routes()
 	return s
 }
+
+func (s *Server) now() time.Time { return s.app.Now() }
 
 // access says who may reach a route before its handler decides the rest.
 type access int
@@ -241,22 +163,8 @@ func (s *Server) routes() {
 	s.handle("GET /events", authenticated, s.listEvents)
 	s.handle("GET /admin/stats", adminOnly, s.stats)
 	s.handle("POST /admin/cleanup", adminOnly, s.cleanup)
-	s.handle("GET /admin/cluster", adminOnly, func(w http.ResponseWriter, _ *http.Request, _ *auth.Principal) error {
-		if s.d.Cluster == nil {
-			return apierr.New(apierr.NotFound, "this node is not part of a cluster")
-		}
-		return writeJSON(w, http.StatusOK, s.d.Cluster())
-	})
-	s.handle("DELETE /admin/cluster/members/{id}", adminOnly, func(w http.ResponseWriter, r *http.Request, _ *auth.Principal) error {
-		if s.d.RemovePeer == nil {
-			return apierr.New(apierr.NotFound, "this node is not part of a cluster")
-		}
-		if err := s.d.RemovePeer(r.Context(), r.PathValue("id")); err != nil {
-			return err
-		}
-		w.WriteHeader(http.StatusNoContent)
-		return nil
-	})
+	s.handle("GET /admin/cluster", adminOnly, s.clusterView)
+	s.handle("DELETE /admin/cluster/members/{id}", adminOnly, s.removeClusterMember)
 
 	s.handle("GET /edge-nodes", adminOnly, s.listEdges)
 	s.handle("POST /edge-nodes", adminOnly, s.createEdge)
@@ -327,7 +235,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.Set("X-RateLimit-Reset", strconv.FormatInt(d.Reset.Unix(), 10))
 	}
 	if !d.Allowed {
-		tooMany(w, d.Reset.Sub(s.d.Now()))
+		tooMany(w, d.Reset.Sub(s.now()))
 		return
 	}
 	if s.cfg.DemoMode && isWrite(r.Method) && !demoExempt(r, p) {
@@ -392,7 +300,7 @@ func (s *Server) wrap(a access, h handler) http.Handler {
 			defer func() { s.AuditWrite(r, p, sw.Status) }()
 		}
 		if err == nil {
-			r = r.WithContext(meta.WithActor(r.Context(), p.Actor(), s.d.Now()))
+			r = r.WithContext(meta.WithActor(r.Context(), p.Actor(), s.now()))
 			err = h(sw, r, p)
 		}
 		if err != nil {
@@ -457,7 +365,7 @@ func (s *Server) audit(p *auth.Principal, action, target, remote, requestID stri
 	case status >= 400:
 		outcome = "failure"
 	}
-	e := audit.Event{Time: s.d.Now().UTC(), Actor: p.Name(), Action: action,
+	e := audit.Event{Time: s.now().UTC(), Actor: p.Name(), Action: action,
 		Target: target, Remote: remote, Outcome: outcome, Status: status, RequestID: requestID}
 	if !p.Anonymous() {
 		e.ActorID = p.UserID
@@ -531,26 +439,6 @@ func writeJSON(w http.ResponseWriter, status int, v any) error {
 	return json.NewEncoder(w).Encode(v)
 }
 
-func (s *Server) apply(ctx context.Context, w http.ResponseWriter, c meta.Command) error {
-	meta.Stamp(ctx, c)
-	idx, err := s.d.Commit.Apply(ctx, c)
-	if idx > 0 {
-		format.SetIndex(w.Header(), idx)
-	}
-	return err
-}
-
-// applyNoContent commits c and answers 204.
-func (s *Server) applyNoContent(ctx context.Context, w http.ResponseWriter, c meta.Command) error {
-	if err := s.apply(ctx, w, c); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
-}
-
-func (s *Server) view(fn func(*meta.Tx) error) error { return s.d.Store.View(fn) }
-
 // written answers a write's result: its log index (X-Depot-Index) and v
 // as JSON with status, or the error.
 func written(w http.ResponseWriter, idx uint64, err error, status int, v any) error {
@@ -567,41 +455,23 @@ func written(w http.ResponseWriter, idx uint64, err error, status int, v any) er
 	return writeJSON(w, status, v)
 }
 
-// pageOf reads page and limit as the application layer's Page.
+// pageOf parses page and limit (1-based page, 1..100 items, default 20)
+// as the application layer's Page.
 func pageOf(r *http.Request) (app.Page, error) {
-	pg, lim, err := page(r)
-	return app.Page{Number: pg, Limit: lim}, err
-}
-
-// page parses page and limit (1-based page, 1..100 items, default 20).
-func page(r *http.Request) (int, int, error) {
-	pg, lim := 1, 20
+	pg := app.DefaultPage
 	if v := r.URL.Query().Get("page"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 1_000_000 {
-			return 0, 0, apierr.Invalid("page", "page must be a positive integer")
+			return pg, apierr.Invalid("page", "page must be a positive integer")
 		}
-		pg = n
+		pg.Number = n
 	}
 	if v := r.URL.Query().Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 100 {
-			return 0, 0, apierr.Invalid("limit", "limit must be an integer from 1 to 100")
+			return pg, apierr.Invalid("limit", "limit must be an integer from 1 to 100")
 		}
-		lim = n
+		pg.Limit = n
 	}
-	return pg, lim, nil
-}
-
-// window slices one page out of n items.
-func window(n, pg, lim int) (int, int) {
-	from := (pg - 1) * lim
-	if from > n {
-		from = n
-	}
-	to := from + lim
-	if to > n {
-		to = n
-	}
-	return from, to
+	return pg, nil
 }

@@ -25,7 +25,7 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request, p *auth.Pri
 		tokenView
 		Token string `json:"token"`
 	}
-	return written(w, idx, nil, http.StatusCreated, created{tokenView: viewToken(t, s.d.Now()), Token: secret})
+	return written(w, idx, nil, http.StatusCreated, created{tokenView: viewToken(t, s.now()), Token: secret})
 }
 
 func (s *Server) listTokens(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
@@ -33,7 +33,7 @@ func (s *Server) listTokens(w http.ResponseWriter, r *http.Request, p *auth.Prin
 	if err != nil {
 		return err
 	}
-	now := s.d.Now()
+	now := s.now()
 	out := make([]tokenView, len(toks))
 	for i := range toks {
 		out[i] = viewToken(&toks[i], now)

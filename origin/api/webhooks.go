@@ -164,14 +164,10 @@ func (s *Server) redeliver(w http.ResponseWriter, r *http.Request, p *auth.Princ
 	return s.answerAttempt(w, r, r.PathValue("delivery"), after)
 }
 
-// answerAttempt waits (up to the delivery timeout and a little more) for
-// the attempt after the first `after` and answers the delivery.
+// answerAttempt waits for the attempt after the first `after` and answers
+// the delivery.
 func (s *Server) answerAttempt(w http.ResponseWriter, r *http.Request, id string, after int) error {
-	wait := 35 * time.Second
-	if s.d.Webhooks != nil {
-		wait = s.d.Webhooks.Config().Timeout + 5*time.Second
-	}
-	d, made, err := s.app.AwaitAttempt(r.Context(), id, after, wait)
+	d, made, err := s.app.AwaitAttempt(r.Context(), id, after)
 	if err != nil {
 		return err
 	}

@@ -32,7 +32,7 @@ func (a *App) Stats(_ context.Context, p *auth.Principal) (Stats, error) {
 	}
 	out := Stats{Repositories: st.Repositories, Artifacts: st.Artifacts, TotalSizeBytes: st.TotalSizeBytes, Users: st.Users}
 	if a.Downloads != nil {
-		out.Downloads24h = a.Downloads()
+		out.Downloads24h = a.Downloads.Last24h()
 	}
 	return out, nil
 }

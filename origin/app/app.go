@@ -18,32 +18,59 @@ import (
 	"time"
 
 	"github.com/depot-registry/depot/origin/service/gc"
+	"github.com/depot-registry/depot/origin/service/webhooks"
 	"github.com/depot-registry/depot/shared/apierr"
 	"github.com/depot-registry/depot/shared/auth"
+	"github.com/depot-registry/depot/shared/blob"
 	"github.com/depot-registry/depot/shared/format"
 	"github.com/depot-registry/depot/shared/meta"
 )
 
-// App holds what the use cases need.
+// App holds what the use cases need. Nil optional parts turn their
+// features off, as their comments say.
 type App struct {
-	Store   *meta.Store
-	Commit  meta.Committer
-	Hasher  *auth.Hasher             // passwords
-	Formats map[string]format.Format // by repository format
-	Writer  *format.Writer           // formats' write environment (deletes)
+	Store  *meta.Store
+	Commit meta.Committer
+	Blobs  blob.Store          // the artifacts' bytes
+	Authn  *auth.Authenticator // sign-in, and the checks edge nodes ask for
+	JWT    *auth.JWT           // login sessions' tokens
+	Hasher *auth.Hasher        // passwords
+	// Formats are the format handlers by repository format; Env and
+	// Writer their read and write environments (downloads, deletes).
+	Formats map[string]format.Format
+	Env     *format.Env
+	Writer  *format.Writer
 	Now     func() time.Time
 	NewID   func() string
+
+	// AccessTTL and RefreshTTL are the lifetimes of a login session's
+	// access token and of the session (its refresh token).
+	AccessTTL, RefreshTTL time.Duration
 	// UsersCreateRepo lets role "user" create repositories.
 	UsersCreateRepo bool
 	// RequireHTTPS refuses webhook URLs that are not https.
 	RequireHTTPS bool
-	// WebhooksOff says whether webhook deliveries are disabled (manual
-	// deliveries are refused then). Nil: they are on.
-	WebhooksOff func() bool
-	// Downloads counts the last day's downloads (nil: none counted).
-	Downloads func() int64
+
+	// Webhooks is the delivery loop, whose settings the webhook use cases
+	// read (nil: deliveries on, default timeout).
+	Webhooks *webhooks.Queue
+	// Downloads counts downloads (nil: none counted).
+	Downloads Downloads
+	// EventLog takes edge nodes' download events (nil: not recorded).
+	EventLog EventSink
 	// GC collects garbage (nil: not on this node).
 	GC *gc.Collector
+	// Cluster is the origin cluster (nil: a lone origin).
+	Cluster Cluster
+
+	nodes nodeBudgets
+}
+
+// Downloads counts downloads for the downloads_24h statistic: AddN takes
+// an edge node's count; Last24h is the whole cluster's.
+type Downloads interface {
+	AddN(n int64)
+	Last24h() int64
 }
 
 // commit stamps c with the actor in ctx and commits it.
@@ -72,10 +99,16 @@ type Page struct {
 // DefaultPage is the first 20.
 var DefaultPage = Page{Number: 1, Limit: 20}
 
-// window bounds [from, to) of the page in a listing of n.
+// MaxPageLimit bounds the items of one page.
+const MaxPageLimit = 100
+
+// window bounds [from, to) of the page in a listing of n; a page out of
+// bounds is clamped (the first page, 1..MaxPageLimit items).
 func (pg Page) window(n int) (int, int) {
-	from := min((pg.Number-1)*pg.Limit, n)
-	return from, min(from+pg.Limit, n)
+	lim := min(max(pg.Limit, 1), MaxPageLimit)
+	from := min(max(pg.Number-1, 0), n/lim+1) * lim
+	from = min(from, n)
+	return from, min(from+lim, n)
 }
 
 // Listing is one page of a listing and the listing's total.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/depot-registry/depot/origin/app"
+	"github.com/depot-registry/depot/replication/protocol"
 	"github.com/depot-registry/depot/shared/apierr"
 	"github.com/depot-registry/depot/shared/auth"
 	"github.com/depot-registry/depot/shared/format"
@@ -87,5 +88,86 @@ func TestUseCasesWithoutHTTP(t *testing.T) {
 	}
 	if _, err := a.DeleteUser(ctx, admin, "root"); code(err) != apierr.Conflict {
 		t.Fatalf("deleting oneself: %v", err)
+	}
+}
+
+// TestSignInAndNodesWithoutHTTP: a login session and an edge node's
+// heartbeat, as plain calls.
+func TestSignInAndNodesWithoutHTTP(t *testing.T) {
+	e := formattest.New(t)
+	jwt := auth.NewJWT([]byte("0123456789abcdef0123456789abcdef"), time.Now)
+	hasher := auth.NewHasher(1)
+	authn := &auth.Authenticator{Meta: e.Store, JWT: jwt, Cache: auth.NewCredCache(time.Minute, 100, time.Now), Now: time.Now, Hasher: hasher,
+		Guard: auth.NewGuard(100, 100, time.Minute, time.Now)}
+	formats := map[string]format.Format{}
+	for _, f := range all.Build(&format.Env{Meta: e.Store, Now: time.Now}) {
+		formats[f.Name()] = f
+	}
+	a := &app.App{Store: e.Store, Commit: e, Authn: authn, JWT: jwt, Hasher: hasher, Formats: formats, Now: time.Now, NewID: auth.NewID,
+		AccessTTL: time.Minute, RefreshTTL: time.Hour}
+	ctx := t.Context()
+	admin := &auth.Principal{UserID: "root", Username: "root", Role: meta.RoleAdmin}
+	if _, _, err := a.CreateUser(ctx, admin, app.NewUser{Username: "ann", Email: "ann@example.com", Password: "a-long-password-2"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, err := a.SignIn(ctx, app.Credentials{Username: "ann", Password: "wrong-password"}, "192.0.2.1"); code(err) != apierr.Unauthorized {
+		t.Fatalf("a wrong password: %v", err)
+	}
+	if _, _, _, err := a.SignIn(ctx, app.Credentials{Username: "ann"}, "192.0.2.1"); code(err) != apierr.ValidationFailed {
+		t.Fatalf("no password: %v", err)
+	}
+	pair, p, idx, err := a.SignIn(ctx, app.Credentials{Username: "ann", Password: "a-long-password-2"}, "192.0.2.1")
+	if err != nil || idx == 0 || p.Username != "ann" || pair.AccessToken == "" || pair.RefreshToken == "" || pair.ExpiresIn != 60 {
+		t.Fatalf("sign in: %+v %+v %d %v", pair, p, idx, err)
+	}
+	again, err := a.Refresh(ctx, pair.RefreshToken)
+	if err != nil || again.AccessToken == "" || again.RefreshToken != "" {
+		t.Fatalf("refresh: %+v %v", again, err)
+	}
+	who, err := authn.Authenticate(ctx, "Bearer "+again.AccessToken, "192.0.2.1")
+	if err != nil || who.Username != "ann" {
+		t.Fatalf("the refreshed token: %+v %v", who, err)
+	}
+	if _, err := a.SignOut(ctx, who); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Refresh(ctx, pair.RefreshToken); code(err) != apierr.Unauthorized {
+		t.Fatalf("refresh after signing out: %v", err)
+	}
+
+	repo, _, err := a.CreateRepository(ctx, admin, app.NewRepository{Name: "libs", Format: "generic"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, secret, _, err := a.CreateEdgeNode(ctx, admin, app.NewEdgeNode{Name: "eu", URL: "https://eu.example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := a.AssignRepositories(ctx, admin, node.ID, []string{repo.ID}); err != nil {
+		t.Fatal(err)
+	}
+	np, err := authn.EdgeToken(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := a.Heartbeat(ctx, np, "someone-else", protocol.Report{}); code(err) != apierr.Forbidden {
+		t.Fatalf("a node reporting for another: %v", err)
+	}
+	if _, _, err := a.Heartbeat(ctx, np, node.ID, protocol.Report{CachedBytes: -1}); code(err) != apierr.ValidationFailed {
+		t.Fatalf("a negative report: %v", err)
+	}
+	as, idx, err := a.Heartbeat(ctx, np, node.ID, protocol.Report{AppliedIndex: 3, Version: "test"})
+	if err != nil || idx == 0 || len(as.RepositoryIDs) != 1 || as.RepositoryIDs[0] != repo.ID || as.OriginIndex < idx {
+		t.Fatalf("heartbeat: %+v %d %v", as, idx, err)
+	}
+	if _, idx, err := a.Heartbeat(ctx, np, node.ID, protocol.Report{AppliedIndex: 4, Version: "test"}); err != nil || idx != 0 {
+		t.Fatalf("a heartbeat right after another commits nothing: %d %v", idx, err)
+	}
+	v, err := a.GetEdgeNode(ctx, admin, node.ID)
+	if err != nil || v.Status != "online" || v.Version != "test" {
+		t.Fatalf("the node after its report: %+v %v", v, err)
+	}
+	if _, err := a.ClusterView(ctx, admin); code(err) != apierr.NotFound {
+		t.Fatalf("the cluster of a lone origin: %v", err)
 	}
 }

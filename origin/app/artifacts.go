@@ -24,6 +24,19 @@ func (a *App) Artifact(_ context.Context, p *auth.Principal, id, action string) 
 	return art, repo, err
 }
 
+// DownloadArtifact answers an artifact p may read the way its format's
+// path answers the file, as an attachment; via is how the request came
+// (its Principal and Repo are set here). The answer's blob is read from
+// a.Blobs.
+func (a *App) DownloadArtifact(ctx context.Context, p *auth.Principal, id string, via *format.Request) (*format.Response, error) {
+	art, repo, err := a.Artifact(ctx, p, id, meta.ActionRead)
+	if err != nil {
+		return nil, err
+	}
+	via.Principal, via.Repo = p, repo
+	return a.Env.Serve(via, art, true), nil
+}
+
 // DeleteArtifact deletes an artifact p may delete, keeping its format
 // consistent: a format that keeps state beside its artifacts (OCI tags,
 // npm dist-tags) or whose versions go whole deletes through its own

@@ -166,7 +166,7 @@ func (a *App) DeleteWebhook(ctx context.Context, p *auth.Principal, id string) (
 
 // webhooksOn refuses manual deliveries while deliveries are off.
 func (a *App) webhooksOn() error {
-	if a.WebhooksOff != nil && a.WebhooksOff() {
+	if a.Webhooks != nil && !a.Webhooks.Config().Enabled {
 		return apierr.New(apierr.Conflict, "webhook deliveries are disabled on this server (WEBHOOKS_ENABLED=false)")
 	}
 	return nil
@@ -211,10 +211,14 @@ func (a *App) Redeliver(ctx context.Context, p *auth.Principal, webhookID, id st
 	return d.Attempts, idx, err
 }
 
-// AwaitAttempt waits, at most wait, for a delivery's attempt after the
-// first `after`, and returns the delivery and whether that attempt was
-// made.
-func (a *App) AwaitAttempt(ctx context.Context, id string, after int, wait time.Duration) (*meta.Delivery, bool, error) {
+// AwaitAttempt waits, a little longer than an attempt may take, for a
+// delivery's attempt after the first `after`, and returns the delivery
+// and whether that attempt was made.
+func (a *App) AwaitAttempt(ctx context.Context, id string, after int) (*meta.Delivery, bool, error) {
+	wait := 35 * time.Second
+	if a.Webhooks != nil {
+		wait = a.Webhooks.Config().Timeout + 5*time.Second
+	}
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	for {
