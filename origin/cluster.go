@@ -38,7 +38,7 @@ const peersFile = "gossip-peers.json"
 func (o *Origin) startMembership(ctx context.Context) error {
 	pool, err := membership.Start(membership.Config{NodeID: o.nodeID, BindAddr: o.cfg.GossipAddr, Key: o.key, Logger: o.log,
 		Meta: membership.Meta{Role: membership.RoleOrigin, RaftAddr: o.node.Addr(), APIURL: o.cfg.ExternalURL, Expect: int(o.cfg.BootstrapExpect),
-			Commands: meta.KnownCommands()},
+			Commands: meta.KnownCommands(), BlobCopies: int(o.cfg.BlobCopies)},
 		OnChange: o.membershipChanged, Fast: o.cfg.FastGossip})
 	if err != nil {
 		return err
@@ -118,8 +118,10 @@ func (o *Origin) clusterLoop(ctx context.Context) {
 	t := time.NewTicker(2 * time.Second)
 	defer t.Stop()
 	var saved []string
+	differs := map[string]int{} // origins told of a --blob-copies other than this one's
 	for {
 		members := o.pool.Members()
+		o.samePlacement(members, differs)
 		if err := leader.Reconcile(o.node, members, o.log); err != nil && !errors.Is(err, raftnode.ErrNotLeader) {
 			o.log.Warn("reconciling raft voters with the gossip pool", "err", err)
 		}
@@ -138,6 +140,25 @@ func (o *Origin) clusterLoop(ctx context.Context) {
 		case <-t.C:
 		case <-o.poolChanged:
 		}
+	}
+}
+
+// samePlacement warns, once per origin and value, of an origin that keeps
+// a different number of copies of each blob: blobs then have fewer
+// copies than one of them expects (never none: the origin that ranks
+// first for a blob is among its holders under any count, and a copy is
+// dropped only once its holders have it).
+func (o *Origin) samePlacement(members []membership.Member, told map[string]int) {
+	for _, m := range members {
+		if m.Role != membership.RoleOrigin || m.Status != membership.Alive || m.ID == o.nodeID || int64(m.BlobCopies) == o.cfg.BlobCopies {
+			continue
+		}
+		if v, ok := told[m.ID]; ok && v == m.BlobCopies {
+			continue
+		}
+		told[m.ID] = m.BlobCopies
+		o.log.Warn("another origin keeps a different number of copies of each blob; give every origin the same --blob-copies (DEPOT_BLOB_COPIES)",
+			"node_id", m.ID, "its_blob_copies", m.BlobCopies, "blob_copies", o.cfg.BlobCopies)
 	}
 }
 

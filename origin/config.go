@@ -4,7 +4,6 @@ import (
 	"io"
 	"time"
 
-	"github.com/depot-registry/depot/cluster/blobs"
 	"github.com/depot-registry/depot/origin/service/webhooks"
 	"github.com/depot-registry/depot/shared/auth"
 
@@ -104,11 +103,10 @@ type Config struct {
 	FastGossip bool
 	// Webhooks configures the event log and webhook deliveries.
 	Webhooks webhooks.Config
-	// BlobPlacement decides which origins keep each blob and how many
-	// must hold a new one before its write is acknowledged; nil is every
-	// origin, acknowledged on a majority of the voters (blobs.Everywhere).
-	// No flag sets it yet.
-	BlobPlacement blobs.Placement
+	// BlobCopies is how many origins keep each blob (blobs.Copies); 0:
+	// every origin (blobs.Everywhere). Either way a write is acknowledged
+	// once a majority of the blob's holders have it.
+	BlobCopies int64
 }
 
 // DefaultConfig is a single-node origin on loopback with data in ./data.
@@ -170,6 +168,7 @@ func (c *Config) Bind(s *config.Set) {
 	s.String(&c.TrustedProxies, "trusted-proxies", "DEPOT_TRUSTED_PROXIES", "comma-separated addresses or CIDRs of reverse proxies whose X-Forwarded-* headers are trusted (default: none)")
 	s.String(&c.CORSOrigins, "cors-origins", "DEPOT_CORS_ORIGINS", "comma-separated browser origins (https://host[:port], or *) allowed to call the API from another site")
 	s.Int(&c.MinUploadRate, "min-upload-rate", "DEPOT_MIN_UPLOAD_RATE", "slowest accepted request body in bytes per second, averaged over 60-second windows (0 = no minimum)")
+	s.Int(&c.BlobCopies, "blob-copies", "DEPOT_BLOB_COPIES", "how many origins of a cluster keep each blob (0 = every origin); give every origin the same value. A write is acknowledged once a majority of the blob's holders have it")
 	s.Duration(&c.GCGrace, "gc-grace", "DEPOT_GC_GRACE", "garbage collection keeps an unreferenced blob this long after it was last written or linked (e.g. 1h, 90m)")
 	s.Duration(&c.GCInterval, "gc-interval", "DEPOT_GC_INTERVAL", "run garbage collection this often (0 = only on POST /api/v1/admin/cleanup)")
 	w := &c.Webhooks

@@ -152,6 +152,9 @@ func (cfg *Config) check() error {
 	if cfg.MinFreeBytes < 0 {
 		return fmt.Errorf("--min-free-bytes must not be negative, got %d", cfg.MinFreeBytes)
 	}
+	if cfg.BlobCopies < 0 || cfg.BlobCopies > maxBlobCopies {
+		return fmt.Errorf("--blob-copies must be from 0 (every origin) to %d, got %d", maxBlobCopies, cfg.BlobCopies)
+	}
 	if cfg.GCGrace <= 0 || cfg.GCInterval < 0 {
 		return fmt.Errorf("--gc-grace must be positive and --gc-interval not negative, got %v and %v", cfg.GCGrace, cfg.GCInterval)
 	}
@@ -254,7 +257,7 @@ func (o *Origin) startRaft(ctx context.Context) error {
 	o.forward = leader.NewForwarding(o.node, o.store, o.electionWait(), o.peers)
 	o.commit = o.forward
 	o.blobs = blobs.New(blobs.Config{Self: o.nodeID, Local: o.local, Members: blobs.Raft(o.node), Peers: o.peers,
-		Placement: o.cfg.BlobPlacement, MaxSize: o.cfg.MaxUploadBytes, Referenced: o.referencedBlobs, Grace: o.cfg.GCGrace,
+		Placement: o.placement(), MaxSize: o.cfg.MaxUploadBytes, Referenced: o.referencedBlobs, Grace: o.cfg.GCGrace,
 		Now: o.now, Log: o.log})
 	o.servePeers()
 	if err := o.startMembership(ctx); err != nil {
@@ -546,6 +549,17 @@ func (o *Origin) recordDownload(r *format.Request, a *meta.Artifact) {
 	o.events.Add(meta.DownloadEvent(a, repo, who, o.now()))
 }
 
+// maxBlobCopies bounds --blob-copies: more than any cluster has voters.
+const maxBlobCopies = 99
+
+// placement is where blobs live: --blob-copies origins, or every one.
+func (o *Origin) placement() blobs.Placement {
+	if o.cfg.BlobCopies > 0 {
+		return blobs.Copies(int(o.cfg.BlobCopies))
+	}
+	return blobs.Everywhere{}
+}
+
 // eventLog takes the download events edge nodes report (app.EventSink).
 type eventLog struct {
 	*events.Recorder
@@ -635,7 +649,7 @@ func (o *Origin) health() ([]string, map[string]any) {
 	reasons = append(reasons, st.Reasons...)
 	return reasons, map[string]any{
 		"node_id": o.nodeID, "raft_state": o.node.Raft.State().String(), "leader_id": string(id),
-		"leader_addr": string(addr), "last_applied": o.store.LastApplied(), "version": version.Version,
+		"leader_addr": string(addr), "last_applied": o.store.LastApplied(), "version": version.Version, "blob_copies": o.cfg.BlobCopies,
 		"storage": map[string]any{"free_bytes": st.Free, "total_bytes": st.Total, "min_free_bytes": st.MinFree},
 	}
 }

@@ -58,6 +58,10 @@ type Meta struct {
 	// Commands is the set of command types the node's build can apply
 	// (meta.KnownCommands); "" from a build before it was said.
 	Commands string `json:"commands,omitempty"`
+	// BlobCopies is how many origins the node has keep each blob (0:
+	// every one, and a build before it was said): every origin should
+	// say the same.
+	BlobCopies int `json:"copies,omitempty"`
 	// Leaving is said just before a graceful leave, so the others record
 	// the node as left rather than dead (memberlist's own event does not
 	// tell them apart).
