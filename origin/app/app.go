@@ -79,6 +79,15 @@ func (a *App) commit(ctx context.Context, c meta.Command) (uint64, error) {
 	return a.Commit.Apply(ctx, c)
 }
 
+// decide reads, decides and commits (meta.Decide): fn reads what the
+// decision rests on (the caller's grants, the records it changes) and
+// returns the command, which carries those reads as its preconditions: a
+// grant revoked or a record changed meanwhile is decided again, not
+// acted on.
+func (a *App) decide(ctx context.Context, fn func(tx *meta.Tx) (meta.Command, error)) (uint64, error) {
+	return meta.Decide(ctx, a.Store, a.Commit, fn)
+}
+
 func (a *App) view(fn func(*meta.Tx) error) error { return a.Store.View(fn) }
 
 func (a *App) now() time.Time { return a.Now().UTC() }

@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -169,5 +170,81 @@ func TestSignInAndNodesWithoutHTTP(t *testing.T) {
 	}
 	if _, err := a.ClusterView(ctx, admin); code(err) != apierr.NotFound {
 		t.Fatalf("the cluster of a lone origin: %v", err)
+	}
+}
+
+// interloper commits its write just before the first command it is given:
+// another origin's write landing between a decision's read and its commit.
+type interloper struct {
+	meta.Committer
+	first meta.Command
+	done  bool
+}
+
+func (c *interloper) Apply(ctx context.Context, cmd meta.Command) (uint64, error) {
+	if !c.done {
+		c.done = true
+		if _, err := c.Committer.Apply(ctx, c.first); err != nil {
+			return 0, err
+		}
+	}
+	return c.Committer.Apply(ctx, cmd)
+}
+
+// TestDecisionsCarryWhatTheyRead: a repository administrator whose admin
+// grant is revoked between the read that authorised a write and its
+// commit does not get the write: the command carries the grant it read,
+// is refused as stale, and decided again without the grant.
+func TestDecisionsCarryWhatTheyRead(t *testing.T) {
+	e := formattest.New(t)
+	formats := map[string]format.Format{}
+	for _, f := range all.Build(&format.Env{Meta: e.Store, Now: time.Now}) {
+		formats[f.Name()] = f
+	}
+	a := &app.App{Store: e.Store, Commit: e, Hasher: auth.NewHasher(1), Formats: formats, Now: time.Now, NewID: auth.NewID}
+	ctx := t.Context()
+	admin := &auth.Principal{UserID: "root", Username: "root", Role: meta.RoleAdmin}
+	ann, _, err := a.CreateUser(ctx, admin, app.NewUser{Username: "ann", Email: "ann@example.com", Password: "a-long-password-2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob, _, err := a.CreateUser(ctx, admin, app.NewUser{Username: "bob", Email: "bob@example.com", Password: "a-long-password-3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo, _, err := a.CreateRepository(ctx, admin, app.NewRepository{Name: "libs", Format: "generic"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	grant, _, err := a.CreatePermission(ctx, admin, app.NewPermission{RepositoryID: repo.ID, UserID: ann.ID, Permissions: []string{"admin"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &auth.Principal{UserID: ann.ID, Username: "ann", Role: meta.RoleUser}
+	revoke := func() *interloper { return &interloper{Committer: e, first: &meta.PermissionDelete{ID: grant.ID}} }
+
+	a.Commit = revoke()
+	if _, _, err := a.CreatePermission(ctx, p, app.NewPermission{RepositoryID: repo.ID, UserID: bob.ID, Permissions: []string{"read"}}); code(err) != apierr.Forbidden {
+		t.Fatalf("a grant made by an administrator revoked meanwhile: %v", err)
+	}
+	desc := "changed"
+	for name, write := range map[string]func() error{
+		"update": func() error {
+			_, _, err := a.UpdateRepository(ctx, p, repo.ID, app.RepositoryChange{Description: &desc})
+			return err
+		},
+		"delete": func() error { _, err := a.DeleteRepository(ctx, p, repo.ID); return err },
+	} {
+		a.Commit = e
+		if grant, _, err = a.CreatePermission(ctx, admin, app.NewPermission{RepositoryID: repo.ID, UserID: ann.ID, Permissions: []string{"admin"}}); err != nil {
+			t.Fatal(err)
+		}
+		a.Commit = revoke()
+		if err := write(); code(err) != apierr.Forbidden && code(err) != apierr.NotFound {
+			t.Fatalf("%s by an administrator revoked meanwhile: %v", name, err)
+		}
+	}
+	if r, err := a.GetRepository(ctx, admin, repo.ID); err != nil || r.Description == desc {
+		t.Fatalf("the repository after the refused writes: %+v %v", r, err)
 	}
 }

@@ -75,29 +75,25 @@ func (a *App) CreatePermission(ctx context.Context, p *auth.Principal, in NewPer
 			actions = append(actions, act)
 		}
 	}
-	err := a.view(func(tx *meta.Tx) error {
+	perm := meta.Permission{ID: a.NewID(), RepositoryID: in.RepositoryID, UserID: in.UserID, GroupID: in.GroupID,
+		Permissions: actions, CreatedAt: a.now()}
+	idx, err := a.decide(ctx, func(tx *meta.Tx) (meta.Command, error) {
 		repo, err := tx.Repo(in.RepositoryID)
 		if err != nil {
-			return apierr.Invalid("repository_id", "no repository with id %q", in.RepositoryID)
+			return nil, apierr.Invalid("repository_id", "no repository with id %q", in.RepositoryID)
 		}
 		if err := mayAdmin(tx, p, repo); err != nil {
-			return err
+			return nil, err
 		}
 		if in.UserID != "" {
 			if _, err := tx.User(in.UserID); err != nil {
-				return apierr.Invalid("user_id", "no user with id %q", in.UserID)
+				return nil, apierr.Invalid("user_id", "no user with id %q", in.UserID)
 			}
 		} else if _, err := tx.Group(in.GroupID); err != nil {
-			return apierr.Invalid("group_id", "no group with id %q", in.GroupID)
+			return nil, apierr.Invalid("group_id", "no group with id %q", in.GroupID)
 		}
-		return nil
+		return &meta.PermissionCreate{Permission: perm}, nil
 	})
-	if err != nil {
-		return nil, 0, err
-	}
-	perm := meta.Permission{ID: a.NewID(), RepositoryID: in.RepositoryID, UserID: in.UserID, GroupID: in.GroupID,
-		Permissions: actions, CreatedAt: a.now()}
-	idx, err := a.commit(ctx, &meta.PermissionCreate{Permission: perm})
 	if err != nil {
 		return nil, idx, err
 	}
@@ -106,21 +102,20 @@ func (a *App) CreatePermission(ctx context.Context, p *auth.Principal, in NewPer
 
 // DeletePermission revokes a grant, when p administers its repository.
 func (a *App) DeletePermission(ctx context.Context, p *auth.Principal, id string) (uint64, error) {
-	err := a.view(func(tx *meta.Tx) error {
+	return a.decide(ctx, func(tx *meta.Tx) (meta.Command, error) {
 		perm, err := tx.Permission(id)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		repo, err := tx.Repo(perm.RepositoryID)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		return mayAdmin(tx, p, repo)
+		if err := mayAdmin(tx, p, repo); err != nil {
+			return nil, err
+		}
+		return &meta.PermissionDelete{ID: id, Repo: repo.ID}, nil
 	})
-	if err != nil {
-		return 0, err
-	}
-	return a.commit(ctx, &meta.PermissionDelete{ID: id})
 }
 
 func mayAdmin(tx *meta.Tx, p *auth.Principal, repo *meta.Repository) error {

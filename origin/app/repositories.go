@@ -184,25 +184,28 @@ type RepositoryChange struct {
 
 // UpdateRepository changes a repository p administers.
 func (a *App) UpdateRepository(ctx context.Context, p *auth.Principal, id string, in RepositoryChange) (*meta.Repository, uint64, error) {
-	repo, err := a.repoFor(p, id, meta.ActionAdmin)
-	if err != nil {
-		return nil, 0, err
-	}
-	switch {
-	case in.Name != nil && *in.Name != repo.Name:
-		return nil, 0, apierr.Invalid("name", "a repository cannot be renamed")
-	case in.Format != nil && *in.Format != repo.Format:
-		return nil, 0, apierr.Invalid("format", "a repository's format cannot change")
-	case in.Description != nil && len(*in.Description) > maxDescription:
-		return nil, 0, apierr.Invalid("description", "description is longer than 4096 characters")
-	}
-	if err := format.CheckRepo(a.Formats[repo.Format], "", in.Settings); err != nil {
-		return nil, 0, err
-	}
-	idx, err := a.commit(ctx, &meta.RepoUpdate{ID: id, Description: in.Description, Public: in.Public, Settings: in.Settings, At: a.now()})
+	idx, err := a.decide(ctx, func(tx *meta.Tx) (meta.Command, error) {
+		repo, err := RepoAccess(tx, p, id, meta.ActionAdmin)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case in.Name != nil && *in.Name != repo.Name:
+			return nil, apierr.Invalid("name", "a repository cannot be renamed")
+		case in.Format != nil && *in.Format != repo.Format:
+			return nil, apierr.Invalid("format", "a repository's format cannot change")
+		case in.Description != nil && len(*in.Description) > maxDescription:
+			return nil, apierr.Invalid("description", "description is longer than 4096 characters")
+		}
+		if err := format.CheckRepo(a.Formats[repo.Format], "", in.Settings); err != nil {
+			return nil, err
+		}
+		return &meta.RepoUpdate{ID: id, Description: in.Description, Public: in.Public, Settings: in.Settings, At: a.now()}, nil
+	})
 	if err != nil {
 		return nil, idx, err
 	}
+	var repo *meta.Repository
 	err = a.view(func(tx *meta.Tx) error { var err error; repo, err = tx.Repo(id); return err })
 	return repo, idx, err
 }
@@ -210,18 +213,10 @@ func (a *App) UpdateRepository(ctx context.Context, p *auth.Principal, id string
 // DeleteRepository deletes a repository p administers, with its
 // artifacts.
 func (a *App) DeleteRepository(ctx context.Context, p *auth.Principal, id string) (uint64, error) {
-	if _, err := a.repoFor(p, id, meta.ActionAdmin); err != nil {
-		return 0, err
-	}
-	return a.commit(ctx, &meta.RepoDelete{ID: id})
-}
-
-func (a *App) repoFor(p *auth.Principal, id, action string) (*meta.Repository, error) {
-	var repo *meta.Repository
-	err := a.view(func(tx *meta.Tx) error {
-		var err error
-		repo, err = RepoAccess(tx, p, id, action)
-		return err
+	return a.decide(ctx, func(tx *meta.Tx) (meta.Command, error) {
+		if _, err := RepoAccess(tx, p, id, meta.ActionAdmin); err != nil {
+			return nil, err
+		}
+		return &meta.RepoDelete{ID: id}, nil
 	})
-	return repo, err
 }
