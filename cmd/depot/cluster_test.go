@@ -14,21 +14,12 @@ import (
 	"time"
 
 	"github.com/depot-registry/depot/cluster/peerauth"
+	"github.com/depot-registry/depot/origin/app"
 	"github.com/depot-registry/depot/origin/clienttest"
 )
 
-type clusterView struct {
-	LeaderID string `json:"leader_id"`
-	Members  []struct {
-		ID           string `json:"id"`
-		APIURL       string `json:"api_url"`
-		RaftAddr     string `json:"raft_addr"`
-		Role         string `json:"role"`
-		AppliedIndex uint64 `json:"applied_index"`
-		Healthy      bool   `json:"healthy"`
-		Gossip       string `json:"gossip"`
-	} `json:"members"`
-}
+// clusterView is GET /api/v1/admin/cluster's answer.
+type clusterView = app.ClusterView
 
 func viewOf(t *testing.T, base, tok string) (clusterView, bool) {
 	req, _ := http.NewRequest("GET", base+"/api/v1/admin/cluster", nil)

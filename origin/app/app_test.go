@@ -16,6 +16,15 @@ import (
 	"github.com/depot-registry/depot/shared/meta"
 )
 
+// formatsOver are every format over e's store.
+func formatsOver(e *formattest.Env) map[string]format.Format {
+	formats := map[string]format.Format{}
+	for _, f := range all.Build(&format.Env{Meta: e.Store, Now: time.Now}) {
+		formats[f.Name()] = f
+	}
+	return formats
+}
+
 func code(err error) apierr.Code {
 	var e *apierr.Error
 	if errors.As(err, &e) {
@@ -29,10 +38,7 @@ func code(err error) apierr.Code {
 // user sees of repositories and grants, and what a write returns.
 func TestUseCasesWithoutHTTP(t *testing.T) {
 	e := formattest.New(t)
-	formats := map[string]format.Format{}
-	for _, f := range all.Build(&format.Env{Meta: e.Store, Now: time.Now}) {
-		formats[f.Name()] = f
-	}
+	formats := formatsOver(e)
 	a := &app.App{Store: e.Store, Commit: e, Hasher: auth.NewHasher(1), Formats: formats, Now: time.Now, NewID: auth.NewID}
 	ctx := t.Context()
 	admin := &auth.Principal{UserID: "root", Username: "root", Role: meta.RoleAdmin}
@@ -100,11 +106,7 @@ func TestSignInAndNodesWithoutHTTP(t *testing.T) {
 	hasher := auth.NewHasher(1)
 	authn := &auth.Authenticator{Meta: e.Store, JWT: jwt, Cache: auth.NewCredCache(time.Minute, 100, time.Now), Now: time.Now, Hasher: hasher,
 		Guard: auth.NewGuard(100, 100, time.Minute, time.Now)}
-	formats := map[string]format.Format{}
-	for _, f := range all.Build(&format.Env{Meta: e.Store, Now: time.Now}) {
-		formats[f.Name()] = f
-	}
-	a := &app.App{Store: e.Store, Commit: e, Authn: authn, JWT: jwt, Hasher: hasher, Formats: formats, Now: time.Now, NewID: auth.NewID,
+	a := &app.App{Store: e.Store, Commit: e, Authn: authn, JWT: jwt, Hasher: hasher, Formats: formatsOver(e), Now: time.Now, NewID: auth.NewID,
 		AccessTTL: time.Minute, RefreshTTL: time.Hour}
 	ctx := t.Context()
 	admin := &auth.Principal{UserID: "root", Username: "root", Role: meta.RoleAdmin}
@@ -197,10 +199,7 @@ func (c *interloper) Apply(ctx context.Context, cmd meta.Command) (uint64, error
 // is refused as stale, and decided again without the grant.
 func TestDecisionsCarryWhatTheyRead(t *testing.T) {
 	e := formattest.New(t)
-	formats := map[string]format.Format{}
-	for _, f := range all.Build(&format.Env{Meta: e.Store, Now: time.Now}) {
-		formats[f.Name()] = f
-	}
+	formats := formatsOver(e)
 	a := &app.App{Store: e.Store, Commit: e, Hasher: auth.NewHasher(1), Formats: formats, Now: time.Now, NewID: auth.NewID}
 	ctx := t.Context()
 	admin := &auth.Principal{UserID: "root", Username: "root", Role: meta.RoleAdmin}
