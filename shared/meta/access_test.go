@@ -158,8 +158,58 @@ func TestLateIndexes(t *testing.T) {
 		if got := tx.PublicRepoIDs(); !reflect.DeepEqual(got, []string{"r1"}) {
 			t.Errorf("public repositories after the rebuild = %v", got)
 		}
+		if got, events := tx.Count(KindRepo), tx.Count(KindEvent); got != 2 || events != 3 {
+			t.Errorf("counted %d repositories and %d events after the rebuild, want 2 and 3", got, events)
+		}
 		return nil
 	})
+}
+
+// TestCounts: the kept counts follow creates, updates, deletes and a
+// trim of the event log, and equal what a walk over the records finds.
+func TestCounts(t *testing.T) {
+	s := open(t)
+	check := func(when string) {
+		t.Helper()
+		_ = s.View(func(tx *Tx) error {
+			for k := range kinds {
+				if got, walked := tx.Count(k), tx.space(Space(k)).Stats().KeyN; got != walked {
+					t.Errorf("%s: %s counted %d, %d kept", when, k, got, walked)
+				}
+			}
+			return nil
+		})
+	}
+	for _, c := range []Command{
+		&UserCreate{User: User{ID: "u1", Username: "ann", Role: RoleUser, CreatedAt: t0, UpdatedAt: t0}},
+		&UserCreate{User: User{ID: "u2", Username: "bob", Role: RoleUser, CreatedAt: t0, UpdatedAt: t0}},
+		&RepoCreate{Repo: Repository{ID: "r1", Name: "one", Format: "generic", CreatedAt: t0}},
+		&RepoCreate{Repo: Repository{ID: "r2", Name: "two", Format: "generic", CreatedAt: t0}},
+		&ArtifactPut{Artifact: Artifact{ID: "a1", RepositoryID: "r1", Path: "p/1/f", PackageName: "p", Version: "1", Digest: "sha256:x"}},
+		&ArtifactPut{Artifact: Artifact{ID: "a2", RepositoryID: "r1", Path: "p/2/f", PackageName: "p", Version: "2", Digest: "sha256:y"}},
+		&RepoUpdate{ID: "r2", Public: new(true), At: t0},
+	} {
+		if err := s.Apply(0, c); err != nil {
+			t.Fatalf("%T: %v", c, err)
+		}
+	}
+	check("after the creates")
+	_ = s.View(func(tx *Tx) error {
+		if st, _ := tx.Stats(); st.Users != 2 || st.Repositories != 2 {
+			t.Errorf("stats %+v", st)
+		}
+		return nil
+	})
+	for _, c := range []Command{
+		&UserDelete{ID: "u2"},
+		&RepoDelete{ID: "r1"},
+		&EventsCompact{At: t0, EventsBefore: EventAfterIndex(4)},
+	} {
+		if err := s.Apply(0, c); err != nil {
+			t.Fatalf("%T: %v", c, err)
+		}
+	}
+	check("after the deletes")
 }
 
 // TestReadableIndexes: public repositories follow updates and deletes;

@@ -297,7 +297,7 @@ func (tx *Tx) OldestEvent() (string, int) {
 	if k == nil {
 		return "", 0
 	}
-	return string(k), b.Stats().KeyN
+	return string(k), tx.Count(KindEvent)
 }
 
 // EventsBefore is the cursor of the first event at or after t, walking

@@ -41,6 +41,7 @@ var (
 	bChanges   = []byte("changes")    // index, kind, key -> deleted flag, repo id
 	bTombs     = []byte("tombs")      // kind, key -> index of the delete
 	bTombOrder = []byte("tomb_order") // index, kind, key -> "" (compaction order)
+	bCounts    = []byte("kind_counts") // kind -> how many records of it are kept
 )
 
 // lateIndexes are derived buckets added after stores were first written:
@@ -51,10 +52,11 @@ var lateIndexes = []struct {
 }{
 	{bPublicRepos, buildPublicRepos},
 	{bPkgGrams, buildPkgGrams}, // with bGramCounts
+	{bCounts, buildCounts},
 }
 
 func allBuckets() [][]byte {
-	out := append([][]byte{bSys, bChanges, bTombs, bTombOrder}, derived...)
+	out := append([][]byte{bSys, bChanges, bTombs, bTombOrder, bCounts}, derived...)
 	for _, s := range spaces {
 		out = append(out, s.bucket)
 	}
@@ -313,6 +315,11 @@ func (tx *Tx) putRaw(k Kind, id string, idx uint64, body []byte) error {
 	if err := info.index(tx, id, old, body); err != nil {
 		return err
 	}
+	if old == nil {
+		if err := tx.addCount(k, 1); err != nil {
+			return err
+		}
+	}
 	if err := b.Put([]byte(id), withIndex(idx, body)); err != nil || unfed[k] {
 		return err
 	}
@@ -334,10 +341,42 @@ func (tx *Tx) delRec(k Kind, id string) error {
 	if err := info.index(tx, id, old[8:], nil); err != nil {
 		return err
 	}
+	if err := tx.addCount(k, -1); err != nil {
+		return err
+	}
 	if err := b.Delete([]byte(id)); err != nil || unfed[k] || tx.local {
 		return err
 	}
 	return tx.addTomb(tx.idx, k, id, info.repo(id, old[8:]))
+}
+
+// Count is how many records of kind k the store keeps, from a counter
+// kept with every write: no walk over the records (bbolt's Bucket.Stats
+// visits every page).
+func (tx *Tx) Count(k Kind) int {
+	return int(getU64(tx.bucket(bCounts).Get([]byte{byte(k)})))
+}
+
+func (tx *Tx) addCount(k Kind, d int) error {
+	key := []byte{byte(k)}
+	n := int64(getU64(tx.bucket(bCounts).Get(key))) + int64(d)
+	return tx.bucket(bCounts).Put(key, u64(uint64(max(n, 0))))
+}
+
+// buildCounts counts the records of every kind once, for a store written
+// before the counters were kept.
+func buildCounts(tx *Tx) error {
+	for k := range kinds {
+		n := 0
+		cur := tx.space(Space(k)).Cursor()
+		for key, _ := cur.First(); key != nil; key, _ = cur.Next() {
+			n++
+		}
+		if err := tx.bucket(bCounts).Put([]byte{byte(k)}, u64(uint64(n))); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // decodePair decodes the old and new bodies an index hook is given.

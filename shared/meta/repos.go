@@ -235,8 +235,8 @@ func (tx *Tx) Repos() ([]Repository, error) { return byName(tx, SpaceRepoNames, 
 // Stats totals the store.
 func (tx *Tx) Stats() (Stats, error) {
 	var s Stats
-	s.Users = int64(tx.space(Space(KindUser)).Stats().KeyN)
-	s.Repositories = int64(tx.space(Space(KindRepo)).Stats().KeyN)
+	s.Users = int64(tx.Count(KindUser))
+	s.Repositories = int64(tx.Count(KindRepo))
 	err := tx.bucket(bRepoStats).ForEach(func(_, raw []byte) error {
 		var st repoStats
 		if err := json.Unmarshal(raw, &st); err != nil {
