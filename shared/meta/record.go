@@ -38,9 +38,9 @@ func (s Space) String() string {
 // with it (declareKind).
 var (
 	bSys       = []byte("sys")
-	bChanges   = []byte("changes")    // index, kind, key -> deleted flag, repo id
-	bTombs     = []byte("tombs")      // kind, key -> index of the delete
-	bTombOrder = []byte("tomb_order") // index, kind, key -> "" (compaction order)
+	bChanges   = []byte("changes")     // index, kind, key -> deleted flag, repo id
+	bTombs     = []byte("tombs")       // kind, key -> index of the delete
+	bTombOrder = []byte("tomb_order")  // index, kind, key -> "" (compaction order)
 	bCounts    = []byte("kind_counts") // kind -> how many records of it are kept
 )
 
