@@ -53,6 +53,7 @@ var lateIndexes = []struct {
 	{bPublicRepos, buildPublicRepos},
 	{bPkgGrams, buildPkgGrams}, // with bGramCounts
 	{bCounts, buildCounts},
+	{bSessExpiry, buildSessExpiry},
 }
 
 func allBuckets() [][]byte {

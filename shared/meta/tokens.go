@@ -1,7 +1,7 @@
 package meta
 
 import (
-	"encoding/json"
+	"bytes"
 	"sort"
 	"time"
 )
@@ -21,12 +21,13 @@ const (
 var (
 	bUserTokens   = []byte("user_tokens") // user \0 token id -> ""
 	bUserSessions = []byte("user_sess")   // user \0 session id -> ""
+	bSessExpiry   = []byte("sess_expiry") // expiry (unix ns, big-endian), session id -> ""
 )
 
 func init() {
 	declareKind(KindToken, kindDecl{Name: "tokens", Bucket: "tokens", Index: indexToken, Derived: [][]byte{bUserTokens},
 		Lookups: []lookupDecl{{SpaceTokenHashes, "token hashes", "token_hashes"}}})
-	declareKind(KindSession, kindDecl{Name: "sessions", Bucket: "sessions", Index: indexSession, Derived: [][]byte{bUserSessions}})
+	declareKind(KindSession, kindDecl{Name: "sessions", Bucket: "sessions", Index: indexSession, Derived: [][]byte{bUserSessions, bSessExpiry}})
 	declareCommand(CmdTokenCreate, func() Command { return new(TokenCreate) })
 	declareCommand(CmdTokenRevoke, func() Command { return new(TokenRevoke) })
 	declareCommand(CmdSessionCreate, func() Command { return new(SessionCreate) })
@@ -153,21 +154,40 @@ func (c *SessionRevoke) apply(tx *Tx) error {
 }
 
 func (c *SessionPurge) apply(tx *Tx) error {
+	// The expiry index, in expiry order: only the expired are visited.
 	var expired []string
-	err := tx.scan(Space(KindSession), "", func(id string, raw []byte) error {
-		var s Session
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return err
-		}
-		if s.ExpiresAt.Before(c.Before) {
-			expired = append(expired, id)
-		}
-		return nil
-	})
-	if err != nil {
-		return err
+	end := expiryKey(c.Before, "")
+	cur := tx.bucket(bSessExpiry).Cursor()
+	for k, _ := cur.First(); k != nil && bytes.Compare(k, end) < 0; k, _ = cur.Next() {
+		expired = append(expired, string(k[8:]))
 	}
 	return tx.delAll(KindSession, expired)
+}
+
+// expiryKey orders sessions by expiry (times before 1970 first, after
+// 2262 last), then id.
+func expiryKey(t time.Time, id string) []byte {
+	var ns uint64
+	switch {
+	case t.Unix() <= 0:
+	case t.Year() > 2261:
+		ns = 1<<64 - 1
+	default:
+		ns = uint64(t.UnixNano())
+	}
+	return append(u64(ns), id...)
+}
+
+// buildSessExpiry indexes the sessions of a store written before the
+// expiry index.
+func buildSessExpiry(tx *Tx) error {
+	return tx.scan(Space(KindSession), "", func(id string, raw []byte) error {
+		_, s, err := decodePair[Session](nil, raw)
+		if err != nil {
+			return err
+		}
+		return tx.bucket(bSessExpiry).Put(expiryKey(s.ExpiresAt, id), []byte{})
+	})
 }
 
 func indexToken(tx *Tx, id string, before, after []byte) error {
@@ -201,8 +221,14 @@ func indexSession(tx *Tx, id string, before, after []byte) error {
 		if err := tx.delKey(bUserSessions, key(o.UserID, id)); err != nil {
 			return err
 		}
+		if err := tx.bucket(bSessExpiry).Delete(expiryKey(o.ExpiresAt, id)); err != nil {
+			return err
+		}
 	}
 	if n != nil {
+		if err := tx.bucket(bSessExpiry).Put(expiryKey(n.ExpiresAt, id), []byte{}); err != nil {
+			return err
+		}
 		return tx.setKey(bUserSessions, key(n.UserID, id))
 	}
 	return nil
