@@ -292,6 +292,16 @@ func (o *Origin) referencedBlobs(after string, limit int) (page []string, next s
 	return page, next, err
 }
 
+// referencedSince lists the digests referenced after a log index: what
+// an incremental repair pass checks.
+func (o *Origin) referencedSince(after uint64, limit int) (page []string, next uint64, err error) {
+	err = o.store.View(func(tx *meta.Tx) error {
+		page, next = tx.ReferencedSince(after, limit)
+		return nil
+	})
+	return page, next, err
+}
+
 // Origins are the API URLs of the origins gossip finds alive (with an
 // external URL each has its own, or the address it listens on).
 func (c originCluster) Origins() []string {

@@ -257,7 +257,8 @@ func (o *Origin) startRaft(ctx context.Context) error {
 	o.forward = leader.NewForwarding(o.node, o.store, o.electionWait(), o.peers)
 	o.commit = o.forward
 	o.blobs = blobs.New(blobs.Config{Self: o.nodeID, Local: o.local, Members: blobs.Raft(o.node), Peers: o.peers,
-		Placement: o.placement(), MaxSize: o.cfg.MaxUploadBytes, Referenced: o.referencedBlobs, Grace: o.cfg.GCGrace,
+		Placement: o.placement(), MaxSize: o.cfg.MaxUploadBytes, Referenced: o.referencedBlobs,
+		ReferencedSince: o.referencedSince, Applied: o.store.LastApplied, Grace: o.cfg.GCGrace,
 		Now: o.now, Log: o.log})
 	o.servePeers()
 	if err := o.startMembership(ctx); err != nil {

@@ -59,6 +59,14 @@ type Config struct {
 	// from after (""), limit at a time; next is "" after the last page.
 	// Repair's list; without it Repair fetches nothing.
 	Referenced func(after string, limit int) (digests []string, next string, err error)
+	// ReferencedSince lists the digests referenced after a log index, in
+	// index order, limit or so at a time, and the index to go on after
+	// (meta.Tx.ReferencedSince); Applied is the index the store has
+	// applied. With both, a repair pass checks only what was referenced
+	// since the pass before; the first pass, and one after the voters
+	// changed, walk Referenced whole.
+	ReferencedSince func(after uint64, limit int) (digests []string, next uint64, err error)
+	Applied         func() uint64
 	// Grace is how long a copy placement does not put here stays after
 	// it was last made recent (the bound on a write, as garbage
 	// collection's grace); 0 is an hour.
@@ -86,6 +94,9 @@ type Store struct {
 	mu     sync.Mutex
 	closed bool
 	pushes sync.WaitGroup
+	// repair is where the last repair pass left off.
+	repairMu sync.Mutex
+	repair   repairMark
 }
 
 var (

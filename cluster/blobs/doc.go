@@ -16,8 +16,10 @@
 //     upload there over the peers' RPC (upload ids start with a tag of
 //     their origin, UploadIDPrefix).
 //   - Repair brings the referenced blobs placement puts here and that this
-//     origin lacks (it was down, or joined later); a copy placement does
-//     not put here is dropped once every origin it names holds the blob.
+//     origin lacks (it was down, or joined later): all of them on its
+//     first pass and when the voters change, those referenced since the
+//     pass before otherwise; a copy placement does not put here is
+//     dropped once every origin it names holds the blob.
 //
 // Stat, Keep, Delete, Walk, Sweep, Uploads and SweepUploads are the local
 // store's: garbage collection and the checks writers make are about this

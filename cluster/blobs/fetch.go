@@ -54,6 +54,9 @@ func (s *Store) fetch(ctx context.Context, digest string) error {
 		_, err = s.Local.Put(ctx, body, blob.PutOptions{Expect: expect})
 		body.Close()
 		if err == nil {
+			if members, err := s.members(); err == nil {
+				s.noteUnplaced(digest, members)
+			}
 			return nil
 		}
 		errs = append(errs, fmt.Errorf("%s: %w", p.Addr, err))

@@ -39,7 +39,7 @@ type origins struct {
 	stall   []atomic.Bool // its pushes hang until the pusher gives up
 	hits    []hits
 	clock   *blobtest.Clock
-	refs    []string // what the referrer index lists
+	refs    []string // what the referrer index lists; refs[i] was referenced at log index i+1
 }
 
 // hits counts the requests an origin's RPC served, by method.
@@ -98,7 +98,7 @@ func newOrigins(t *testing.T, n int, p blobs.Placement) *origins {
 		c.locals = append(c.locals, local)
 		s := blobs.New(blobs.Config{Self: c.members[i].ID, Local: local, Members: blobs.MembersFunc(c.membership),
 			Peers: peerrpc.NewClient(c.dial), Placement: p, MaxSize: 1 << 20, Referenced: c.referenced,
-			Grace: time.Hour, Now: c.clock.Now})
+			ReferencedSince: c.referencedSince, Applied: c.applied, Grace: time.Hour, Now: c.clock.Now})
 		c.stores = append(c.stores, s)
 		t.Cleanup(s.Close) // before the directories go
 	}
@@ -152,6 +152,21 @@ func (c *origins) referenced(after string, limit int) ([]string, string, error) 
 		return page[:limit], page[limit-1], nil
 	}
 	return page, "", nil
+}
+
+// referencedSince lists the refs after log index after.
+func (c *origins) referencedSince(after uint64, limit int) ([]string, uint64, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	from := min(int(after), len(c.refs))
+	to := min(from+limit, len(c.refs))
+	return append([]string(nil), c.refs[from:to]...), uint64(to), nil
+}
+
+func (c *origins) applied() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return uint64(len(c.refs))
 }
 
 // has reports whether origin i holds digest itself.

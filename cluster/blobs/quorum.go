@@ -29,6 +29,7 @@ func (s *Store) replicate(ctx context.Context, digest string, size int64) error 
 	if err != nil {
 		return err
 	}
+	s.noteUnplaced(digest, members)
 	voters, self := 0, false
 	var peers []Member
 	for _, m := range s.place.Holders(digest, members) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/depot-registry/depot/shared/blob"
@@ -13,7 +14,9 @@ import (
 // placement puts on it. One that missed some (it was down while they were
 // uploaded, or joined later, or placement moved them to it) fetches them
 // from its peers by digest, checked, without waiting for a download to
-// ask: shortly after it starts, then every repairEvery. Under a placement
+// ask: shortly after it starts, then every repairEvery; a pass after the
+// first checks only the blobs referenced since the one before (all of
+// them again when the voters changed). Under a placement
 // that does not put every blob everywhere, the same pass drops the copies
 // this origin holds but placement does not put on it (it took their
 // upload, or a reader asked for them here), once every origin placement
@@ -25,8 +28,42 @@ const (
 	repairPage  = 1000
 )
 
+// repairMark is where the last repair pass left off: the log index its
+// referenced blobs were complete up to, under which voters; and whether
+// copies placement does not put here came in since (uploads taken here,
+// reads fetched here).
+type repairMark struct {
+	upTo     uint64
+	voters   string
+	unplaced bool
+}
+
+// noteUnplaced records that a copy of digest came in here; one placement
+// does not put here is dropped by the next repair pass.
+func (s *Store) noteUnplaced(digest string, members []Member) {
+	if _, all := s.place.(Everywhere); all || s.placedHere(digest, members) {
+		return
+	}
+	s.repairMu.Lock()
+	s.repair.unplaced = true
+	s.repairMu.Unlock()
+}
+
+// votersOf names the voters, to tell when they change.
+func votersOf(members []Member) string {
+	var ids []string
+	for _, m := range members {
+		if m.Voter {
+			ids = append(ids, m.ID)
+		}
+	}
+	slices.Sort(ids)
+	return strings.Join(ids, ",")
+}
+
 // RepairResult is what a repair pass did.
 type RepairResult struct {
+	Full    bool       // the pass walked every referenced blob (else those referenced since the last)
 	Checked int        // referenced blobs placement puts here
 	Fetched int        // of them, fetched from a peer
 	Failed  int        // of them, no peer gave
@@ -72,10 +109,33 @@ func (s *Store) Repair(ctx context.Context) (RepairResult, error) {
 	if voters < 2 {
 		return res, nil
 	}
-	if err := s.fetchMissing(ctx, members, &res); err != nil {
+	s.repairMu.Lock()
+	mark := s.repair
+	s.repair.unplaced = false
+	s.repairMu.Unlock()
+	incremental := s.cfg.ReferencedSince != nil && s.cfg.Applied != nil
+	res.Full = !incremental || mark.upTo == 0 || mark.voters != votersOf(members)
+	var upTo uint64
+	if incremental {
+		upTo = s.cfg.Applied() // what is referenced from here on, the next pass checks
+	}
+	if res.Full {
+		err = s.fetchMissing(ctx, members, &res)
+	} else {
+		err = s.fetchSince(ctx, members, mark.upTo, &res)
+	}
+	if err != nil {
 		return res, err
 	}
-	res.Dropped, err = s.dropUnplaced(ctx, members)
+	if res.Failed == 0 {
+		// Blobs no peer gave are looked for again from the same mark.
+		s.repairMu.Lock()
+		s.repair.upTo, s.repair.voters = upTo, votersOf(members)
+		s.repairMu.Unlock()
+	}
+	if res.Full || mark.unplaced {
+		res.Dropped, err = s.dropUnplaced(ctx, members)
+	}
 	return res, err
 }
 
@@ -90,21 +150,7 @@ func (s *Store) fetchMissing(ctx context.Context, members []Member, res *RepairR
 		if err != nil {
 			return err
 		}
-		for _, d := range page {
-			if !s.placedHere(d, members) {
-				continue
-			}
-			res.Checked++
-			if _, err := s.Local.Stat(ctx, d); !errors.Is(err, blob.ErrNotFound) {
-				continue
-			}
-			if err := s.fetchOnce(ctx, d); err != nil {
-				res.Failed++
-				s.cfg.Log.Warn("blob repair: no peer gave a blob", "digest", d, "err", err)
-				continue
-			}
-			res.Fetched++
-		}
+		s.fetchPage(ctx, members, page, res)
 		if after = next; after == "" {
 			break
 		}
@@ -112,16 +158,56 @@ func (s *Store) fetchMissing(ctx context.Context, members []Member, res *RepairR
 	return ctx.Err()
 }
 
+// fetchSince fetches the blobs referenced after log index after that are
+// placed here and are not.
+func (s *Store) fetchSince(ctx context.Context, members []Member, after uint64, res *RepairResult) error {
+	for ctx.Err() == nil {
+		page, next, err := s.cfg.ReferencedSince(after, repairPage)
+		if err != nil {
+			return err
+		}
+		slices.Sort(page)
+		s.fetchPage(ctx, members, slices.Compact(page), res)
+		if next == after {
+			break
+		}
+		after = next
+	}
+	return ctx.Err()
+}
+
+func (s *Store) fetchPage(ctx context.Context, members []Member, page []string, res *RepairResult) {
+	for _, d := range page {
+		if !s.placedHere(d, members) {
+			continue
+		}
+		res.Checked++
+		if _, err := s.Local.Stat(ctx, d); !errors.Is(err, blob.ErrNotFound) {
+			continue
+		}
+		if err := s.fetchOnce(ctx, d); err != nil {
+			res.Failed++
+			s.cfg.Log.Warn("blob repair: no peer gave a blob", "digest", d, "err", err)
+			continue
+		}
+		res.Fetched++
+	}
+}
+
 // dropUnplaced drops the copies placement does not put here whose every
 // holder has them. Which to drop is decided first, asking the holders;
 // the local store's sweep then drops them with their writers held off,
 // so a write of the same blob made since (which makes it recent) keeps
 // it.
+//
+// Copies it keeps (not on their holders yet, or recent) are looked at
+// again by the next pass.
 func (s *Store) dropUnplaced(ctx context.Context, members []Member) (blob.Swept, error) {
 	if _, all := s.place.(Everywhere); all {
 		return blob.Swept{}, nil // every blob is placed everywhere
 	}
 	drop := map[string]bool{}
+	kept := 0
 	err := s.Local.Walk(ctx, func(digest string, _ int64) error {
 		holders := s.place.Holders(digest, members)
 		if len(holders) == 0 || slices.ContainsFunc(holders, func(m Member) bool { return m.ID == s.cfg.Self }) {
@@ -129,15 +215,21 @@ func (s *Store) dropUnplaced(ctx context.Context, members []Member) (blob.Swept,
 		}
 		for _, h := range holders {
 			if !s.cfg.Peers.HasBlob(ctx, h.Addr, digest) {
+				kept++
 				return nil // not yet where it belongs: keep this copy
 			}
 		}
 		drop[digest] = true
 		return nil
 	})
-	if err != nil || len(drop) == 0 {
-		return blob.Swept{}, err
+	var res blob.SweepResult
+	if err == nil && len(drop) > 0 {
+		res, err = s.Local.Sweep(ctx, s.cfg.Now().Add(-s.cfg.Grace), func(d string) (bool, error) { return drop[d], nil })
 	}
-	res, err := s.Local.Sweep(ctx, s.cfg.Now().Add(-s.cfg.Grace), func(d string) (bool, error) { return drop[d], nil })
+	if kept += len(drop) - res.Removed.Count; kept > 0 || err != nil {
+		s.repairMu.Lock()
+		s.repair.unplaced = true
+		s.repairMu.Unlock()
+	}
 	return res.Removed, err
 }

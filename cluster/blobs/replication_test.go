@@ -229,7 +229,7 @@ func TestRepair(t *testing.T) {
 		c.putHere(1, b)
 		c.refs = []string{digestOf(b), digestOf([]byte("lost"))}
 		res, err := c.stores[0].Repair(t.Context())
-		if err != nil || res != (blobs.RepairResult{Checked: 2, Fetched: 1, Failed: 1}) {
+		if err != nil || res != (blobs.RepairResult{Full: true, Checked: 2, Fetched: 1, Failed: 1}) {
 			t.Fatalf("Repair = %+v, %v", res, err)
 		}
 		if !c.has(0, digestOf(b)) {
@@ -275,6 +275,33 @@ func TestRepair(t *testing.T) {
 			t.Fatalf("Repair = %+v, %v; want the copy dropped", res, err)
 		}
 		c.waitHolding(d, 2)
+	})
+	t.Run("incremental", func(t *testing.T) {
+		c := newOrigins(t, 3, nil)
+		b1, b2 := randomBlob(t), randomBlob(t)
+		c.putHere(1, b1)
+		c.refs = []string{digestOf(b1)}
+		if res, err := c.stores[0].Repair(t.Context()); err != nil || res != (blobs.RepairResult{Full: true, Checked: 1, Fetched: 1}) {
+			t.Fatalf("the first pass = %+v, %v", res, err)
+		}
+		// Referenced since: only that is checked. A blob lost from the
+		// disk meanwhile is not looked for...
+		c.putHere(1, b2)
+		c.refs = append(c.refs, digestOf(b2))
+		if err := c.locals[0].Delete(t.Context(), digestOf(b1)); err != nil {
+			t.Fatal(err)
+		}
+		if res, err := c.stores[0].Repair(t.Context()); err != nil || res != (blobs.RepairResult{Checked: 1, Fetched: 1}) {
+			t.Fatalf("a pass after one new reference = %+v, %v", res, err)
+		}
+		if res, _ := c.stores[0].Repair(t.Context()); res != (blobs.RepairResult{}) {
+			t.Fatalf("a pass with nothing new = %+v", res)
+		}
+		// ...until the voters change: then everything is checked again.
+		c.setMembers(func(ms []blobs.Member) []blobs.Member { ms[2].Voter = false; return ms })
+		if res, _ := c.stores[0].Repair(t.Context()); res != (blobs.RepairResult{Full: true, Checked: 2, Fetched: 1}) || !c.has(0, digestOf(b1)) {
+			t.Fatalf("a pass after the voters changed = %+v", res)
+		}
 	})
 }
 

@@ -1,6 +1,7 @@
 package meta
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
@@ -318,4 +319,53 @@ func TestSessionPurge(t *testing.T) {
 	if got := left(s); !reflect.DeepEqual(got, []string{"s4"}) {
 		t.Fatalf("sessions after a purge on the rebuilt index: %v", got)
 	}
+}
+
+// TestReferencedSince: the blobs referenced after an index are listed in
+// index order, a reference made again moves to its new index, a dropped
+// one goes, and a page never cuts one index's references in two.
+func TestReferencedSince(t *testing.T) {
+	s := open(t)
+	apply := func(idx uint64, c Command) {
+		t.Helper()
+		if err := s.Apply(idx, c); err != nil {
+			t.Fatalf("%T: %v", c, err)
+		}
+	}
+	since := func(after uint64, limit int) ([]string, uint64) {
+		var ds []string
+		var next uint64
+		_ = s.View(func(tx *Tx) error { ds, next = tx.ReferencedSince(after, limit); return nil })
+		return ds, next
+	}
+	apply(1, &RepoCreate{Repo: Repository{ID: "r1", Name: "one", Format: "generic", CreatedAt: t0}})
+	apply(2, &ArtifactPut{Artifact: Artifact{ID: "a1", RepositoryID: "r1", Path: "p/1/f", PackageName: "p", Version: "1", Digest: "sha256:a1", Refs: []string{"sha256:c"}}})
+	apply(3, &ArtifactsApply{RepoID: "r1", Put: []Artifact{
+		{ID: "a2", RepositoryID: "r1", Path: "p/2/f", PackageName: "p", Version: "2", Digest: "sha256:a2", Refs: []string{"sha256:c"}},
+		{ID: "a3", RepositoryID: "r1", Path: "p/3/f", PackageName: "p", Version: "3", Digest: "sha256:a3"},
+	}})
+	apply(4, &KVApply{RepoID: "r1", Ops: []KVOp{{Key: "tag/x", Value: json.RawMessage(`"a1"`), Blobs: []string{"sha256:k"}}}})
+	if got, next := since(0, 100); !reflect.DeepEqual(got, []string{"sha256:a1", "sha256:c", "sha256:a2", "sha256:a3", "sha256:c", "sha256:k"}) || next != 4 {
+		t.Fatalf("since 0: %v, next %d", got, next)
+	}
+	if got, next := since(2, 100); !reflect.DeepEqual(got, []string{"sha256:a2", "sha256:a3", "sha256:c", "sha256:k"}) || next != 4 {
+		t.Fatalf("since 2: %v, next %d", got, next)
+	}
+	if got, next := since(0, 3); !reflect.DeepEqual(got, []string{"sha256:a1", "sha256:c", "sha256:a2", "sha256:a3", "sha256:c"}) || next != 3 {
+		t.Fatalf("a page of 3 from 0 (index 3 whole): %v, next %d", got, next)
+	}
+	if got, next := since(4, 100); len(got) != 0 || next != 4 {
+		t.Fatalf("since the last: %v, next %d", got, next)
+	}
+	apply(5, &ArtifactDelete{ID: "a3"})
+	apply(6, &KVApply{RepoID: "r1", Ops: []KVOp{{Key: "tag/x", Value: json.RawMessage(`"a2"`), Blobs: []string{"sha256:k"}}}})
+	if got, _ := since(2, 100); !reflect.DeepEqual(got, []string{"sha256:a2", "sha256:c", "sha256:k"}) {
+		t.Fatalf("since 2 after a delete and a rewrite: %v", got)
+	}
+	_ = s.View(func(tx *Tx) error {
+		if n, refs := tx.bucket(bRefOrder).Stats().KeyN, tx.bucket(bBlobRefs).Stats().KeyN; n != refs {
+			t.Errorf("%d references listed in order, %d kept", n, refs)
+		}
+		return nil
+	})
 }

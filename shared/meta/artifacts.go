@@ -21,14 +21,15 @@ const (
 
 var (
 	bPackages   = []byte("packages")    // repo \0 name -> PackageSummary JSON
-	bBlobRefs   = []byte("blob_refs")   // digest \0 kind \0 key -> ""
+	bBlobRefs   = []byte("blob_refs")   // digest \0 kind \0 key -> index of the reference
+	bRefOrder   = []byte("ref_order")   // index of the reference, digest \0 kind \0 key -> ""
 	bPkgGrams   = []byte("pkg_grams")   // trigram \0 name \0 repo -> ""
 	bGramCounts = []byte("gram_counts") // trigram -> how many packages have it (uint64)
 )
 
 func init() {
 	declareKind(KindArtifact, kindDecl{Name: "artifacts", Bucket: "artifacts", Repo: artifactRepo, Index: indexArtifact,
-		Derived: [][]byte{bPackages, bBlobRefs, bPkgGrams, bGramCounts},
+		Derived: [][]byte{bPackages, bBlobRefs, bRefOrder, bPkgGrams, bGramCounts},
 		Lookups: []lookupDecl{{SpaceArtifactPaths, "artifact paths", "artifact_paths"}, {SpaceArtifactPkgs, "package versions", "artifact_pkgs"}}})
 	declareCommand(CmdArtifactPut, func() Command { return new(ArtifactPut) })
 	declareCommand(CmdArtifactDelete, func() Command { return new(ArtifactDelete) })

@@ -13,12 +13,23 @@ import (
 
 func refKey(digest string, k Kind, id string) string { return key(digest, strconv.Itoa(int(k)), id) }
 
+// A reference keeps the log index that made it, and is listed again under
+// that index (bRefOrder), so the blobs referenced since an index are
+// found without a walk (ReferencedSince).
+
 func (tx *Tx) ref(k Kind, id string, digests ...string) error {
 	for _, d := range digests {
 		if d == "" {
 			continue
 		}
-		if err := tx.setKey(bBlobRefs, refKey(d, k, id)); err != nil {
+		if err := tx.unref(k, id, d); err != nil { // listed once, under its last index
+			return err
+		}
+		rk := []byte(refKey(d, k, id))
+		if err := tx.bucket(bBlobRefs).Put(rk, u64(tx.idx)); err != nil {
+			return err
+		}
+		if err := tx.bucket(bRefOrder).Put(append(u64(tx.idx), rk...), []byte{}); err != nil {
 			return err
 		}
 	}
@@ -27,11 +38,50 @@ func (tx *Tx) ref(k Kind, id string, digests ...string) error {
 
 func (tx *Tx) unref(k Kind, id string, digests ...string) error {
 	for _, d := range digests {
-		if err := tx.delKey(bBlobRefs, refKey(d, k, id)); err != nil {
+		rk := []byte(refKey(d, k, id))
+		v := tx.bucket(bBlobRefs).Get(rk)
+		if v == nil {
+			continue
+		}
+		// getU64 of a reference made before the order was kept is 0,
+		// where buildRefOrder listed it.
+		if err := tx.bucket(bRefOrder).Delete(append(u64(getU64(v)), rk...)); err != nil {
+			return err
+		}
+		if err := tx.bucket(bBlobRefs).Delete(rk); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// buildRefOrder lists the references of a store written before their
+// order was kept, under index 0.
+func buildRefOrder(tx *Tx) error {
+	return tx.bucket(bBlobRefs).ForEach(func(k, v []byte) error {
+		return tx.bucket(bRefOrder).Put(append(u64(getU64(v)), k...), []byte{})
+	})
+}
+
+// ReferencedSince lists the digests of the references made after log
+// index after, in index order (a digest once per index), at most about
+// limit of them without cutting one index's in two, and the index to go
+// on after (after itself when there are no more).
+func (tx *Tx) ReferencedSince(after uint64, limit int) (digests []string, next uint64) {
+	next = after
+	c := tx.bucket(bRefOrder).Cursor()
+	for k, _ := c.Seek(u64(after + 1)); k != nil && len(k) > 8; k, _ = c.Next() {
+		idx := getU64(k)
+		if len(digests) >= limit && idx != next {
+			break
+		}
+		d, _, _ := strings.Cut(string(k[8:]), "\x00")
+		if idx != next || len(digests) == 0 || digests[len(digests)-1] != d {
+			digests = append(digests, d)
+		}
+		next = idx
+	}
+	return digests, next
 }
 
 // Referenced reports whether any record keeps the blob.

@@ -54,6 +54,7 @@ var lateIndexes = []struct {
 	{bPkgGrams, buildPkgGrams}, // with bGramCounts
 	{bCounts, buildCounts},
 	{bSessExpiry, buildSessExpiry},
+	{bRefOrder, buildRefOrder},
 }
 
 func allBuckets() [][]byte {
