@@ -140,11 +140,13 @@ func TestLateIndexes(t *testing.T) {
 	}
 	if err := db.Update(func(tx *bolt.Tx) error {
 		for _, ix := range lateIndexes {
-			if err := tx.DeleteBucket(ix.bucket); err != nil {
-				return err
+			for _, b := range ix.buckets {
+				if err := tx.DeleteBucket(b); err != nil {
+					return err
+				}
 			}
 		}
-		return tx.DeleteBucket(bGramCounts)
+		return nil
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -162,6 +164,51 @@ func TestLateIndexes(t *testing.T) {
 		}
 		if got, events := tx.Count(KindRepo), tx.Count(KindEvent); got != 2 || events != 3 {
 			t.Errorf("counted %d repositories and %d events after the rebuild, want 2 and 3", got, events)
+		}
+		return nil
+	})
+}
+
+// TestLateIndexesAfterAnotherBuild: a store an older build wrote to after
+// this one (a downgrade, then an upgrade again), whose late indexes that
+// build did not keep, has them built again when opened.
+func TestLateIndexesAfterAnotherBuild(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "meta.db")
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range []Command{
+		&RepoCreate{Repo: Repository{ID: "r1", Name: "one", Format: "generic", CreatedAt: t0}},
+		&RepoCreate{Repo: Repository{ID: "r2", Name: "two", Format: "generic", CreatedAt: t0}},
+	} {
+		if err := s.Apply(uint64(i+1), c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	// What an older build's delete of r2 at index 3 leaves: the record
+	// gone, the applied index moved, the count it does not keep as it was.
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(func(tx *bolt.Tx) error {
+		if err := tx.Bucket(spaces[Space(KindRepo)].bucket).Delete([]byte("r2")); err != nil {
+			return err
+		}
+		return tx.Bucket(bSys).Put(keyLastApplied, u64(3))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if s, err = Open(path); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	_ = s.View(func(tx *Tx) error {
+		if n := tx.Count(KindRepo); n != 1 {
+			t.Errorf("%d repositories counted after another build's delete, want 1", n)
 		}
 		return nil
 	})

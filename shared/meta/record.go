@@ -45,16 +45,21 @@ var (
 )
 
 // lateIndexes are derived buckets added after stores were first written:
-// a store opened without one builds it from the records at once.
+// a store opened without one builds it from the records at once. A store
+// another build has written since this one last did (an older build that
+// does not keep them, after a downgrade) has them built again: each
+// write transaction of this build marks the index its late indexes are
+// complete to (keyIndexedTo), and an older build's writes move the
+// applied index past it.
 var lateIndexes = []struct {
-	bucket []byte
-	build  func(tx *Tx) error
+	buckets [][]byte // the first is the one that says whether it was built
+	build   func(tx *Tx) error
 }{
-	{bPublicRepos, buildPublicRepos},
-	{bPkgGrams, buildPkgGrams}, // with bGramCounts
-	{bCounts, buildCounts},
-	{bSessExpiry, buildSessExpiry},
-	{bRefOrder, buildRefOrder},
+	{[][]byte{bPublicRepos}, buildPublicRepos},
+	{[][]byte{bPkgGrams, bGramCounts}, buildPkgGrams},
+	{[][]byte{bCounts}, buildCounts},
+	{[][]byte{bSessExpiry}, buildSessExpiry},
+	{[][]byte{bRefOrder}, buildRefOrder},
 }
 
 func allBuckets() [][]byte {

@@ -245,6 +245,9 @@ func load(db *bolt.DB, r io.Reader) (uint64, error) {
 						err = btx.Bucket(bSys).Put(keyHorizon, f[1])
 					}
 					if err == nil {
+						err = btx.Bucket(bSys).Put(keyIndexedTo, f[0])
+					}
+					if err == nil {
 						err = btx.Bucket(bSys).Put(keyLastApplied, f[0])
 					}
 					return err

@@ -1,6 +1,7 @@
 package meta
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -20,6 +21,7 @@ const schemaVersion = 2
 
 var (
 	keyLastApplied = []byte("last_applied")
+	keyIndexedTo   = []byte("indexed_to") // the applied index this build's late indexes are complete to
 	keySchema      = []byte("schema")
 )
 
@@ -89,11 +91,23 @@ func openDB(path string) (*bolt.DB, error) {
 			return fmt.Errorf("meta: %s was written by an earlier development version of Depot (layout %d, this one reads %d); start from an empty data directory",
 				path, getU64(sys.Get(keySchema)), schemaVersion)
 		}
+		// Written by another build since this one last wrote: every late
+		// index is built again.
+		stale := sys != nil && !bytes.Equal(sys.Get(keyIndexedTo), sys.Get(keyLastApplied))
 		var missing []func(*Tx) error
 		for _, ix := range lateIndexes {
-			if sys != nil && tx.Bucket(ix.bucket) == nil {
-				missing = append(missing, ix.build)
+			if sys == nil || (!stale && tx.Bucket(ix.buckets[0]) != nil) {
+				continue
 			}
+			for _, b := range ix.buckets {
+				if tx.Bucket(b) == nil {
+					continue
+				}
+				if err := tx.DeleteBucket(b); err != nil {
+					return err
+				}
+			}
+			missing = append(missing, ix.build)
 		}
 		for _, b := range allBuckets() {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
@@ -105,7 +119,11 @@ func openDB(path string) (*bolt.DB, error) {
 				return fmt.Errorf("meta: building an index: %w", err)
 			}
 		}
-		return tx.Bucket(bSys).Put(keySchema, u64(schemaVersion))
+		sys = tx.Bucket(bSys)
+		if err := sys.Put(keyIndexedTo, bytes.Clone(sys.Get(keyLastApplied))); err != nil {
+			return err
+		}
+		return sys.Put(keySchema, u64(schemaVersion))
 	})
 	if err != nil {
 		db.Close()
@@ -279,6 +297,9 @@ func (tx *Tx) settle(last, retention uint64) error {
 		if err := tx.compact(last - retention); err != nil {
 			return err
 		}
+	}
+	if err := tx.tx.Bucket(bSys).Put(keyIndexedTo, u64(last)); err != nil {
+		return err
 	}
 	return tx.tx.Bucket(bSys).Put(keyLastApplied, u64(last))
 }
