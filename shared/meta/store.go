@@ -91,9 +91,14 @@ func openDB(path string) (*bolt.DB, error) {
 			return fmt.Errorf("meta: %s was written by an earlier development version of Depot (layout %d, this one reads %d); start from an empty data directory",
 				path, getU64(sys.Get(keySchema)), schemaVersion)
 		}
-		// Written by another build since this one last wrote: every late
-		// index is built again.
-		stale := sys != nil && !bytes.Equal(sys.Get(keyIndexedTo), sys.Get(keyLastApplied))
+		// Written by another build since one that marks them last wrote:
+		// every late index is built again. (Without a mark, no such build
+		// wrote here, and the builds that did kept the indexes they had.)
+		var mark []byte
+		if sys != nil {
+			mark = sys.Get(keyIndexedTo)
+		}
+		stale := mark != nil && !bytes.Equal(mark, sys.Get(keyLastApplied))
 		var missing []func(*Tx) error
 		for _, ix := range lateIndexes {
 			if sys == nil || (!stale && tx.Bucket(ix.buckets[0]) != nil) {
