@@ -14,9 +14,14 @@
 #   CONNS     wrk connections                    [64]
 #   THREADS   wrk threads                        [2]
 #   ROUNDS    interleaved rounds                 [2]
-#   OBJECTS   which objects, e.g. "1KiB,packument" [all]
+#   OBJECTS   which objects, by a word of their name, e.g. "1KiB,packument" [all]
+#   WORKSET   also a working set of this many blobs (7 in 10 of 1-16 KiB, a quarter
+#             of 64-512 KiB, the rest 4 MiB), asked for at random by USERS users
+#             with a token each (wrk with a Lua script)  [0: none]
+#   USERS     users of the working set                [50]
 # Needs wrk and nginx; on Debian they are installed when missing.
 # Quick run: DURATION=3s ROUNDS=1 bench/downloads.sh
+# The working set alone: WORKSET=2000 OBJECTS=working bench/downloads.sh
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 tmp=$(mktemp -d)
@@ -47,4 +52,4 @@ fi
 go build -o "$tmp/downloads" ./bench/cmd/downloads
 mkdir -p "$tmp/work"
 "$tmp/downloads" -depot "$depot" -dir "$tmp/work" -duration "${DURATION:-10s}" -conns "${CONNS:-64}" \
-	-threads "${THREADS:-2}" -rounds "${ROUNDS:-2}" -objects "${OBJECTS:-}"
+	-threads "${THREADS:-2}" -rounds "${ROUNDS:-2}" -objects "${OBJECTS:-}" -workingset "${WORKSET:-0}" -users "${USERS:-50}"

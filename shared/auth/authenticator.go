@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/depot-registry/depot/shared/meta"
@@ -73,7 +74,21 @@ type Authenticator struct {
 	// credential whose user or token it does not hold is ErrNotHere
 	// rather than a wrong one.
 	Partial bool
+
+	// tokens remembers who API tokens are, by the token's hash, while no
+	// token or user changes (when Meta is a *meta.Store).
+	memoOnce sync.Once
+	tokens   *meta.Memo[string, tokenMemo]
 }
+
+// tokenMemo is who an API token is, and until when.
+type tokenMemo struct {
+	p       Principal
+	expires *time.Time
+}
+
+// MaxRememberedTokens bounds the API tokens an authenticator remembers.
+const MaxRememberedTokens = 100_000
 
 // absent is the error for a credential whose record lookup failed with
 // err: ErrNotHere when the record may live only at the origins.
@@ -372,16 +387,42 @@ func (a *Authenticator) APIToken(secret string) (*Principal, error) {
 		return nil, ErrBadCredentials
 	}
 	hash := HashAPIToken(secret)
-	var p *Principal
-	err := a.Meta.View(func(tx *meta.Tx) error {
-		t, err := tx.TokenByHash(hash)
-		if err != nil {
-			return a.absent(err)
+	a.memoOnce.Do(func() {
+		if s, ok := a.Meta.(*meta.Store); ok {
+			a.tokens = meta.NewMemo[string, tokenMemo](s, MaxRememberedTokens, []meta.Kind{meta.KindToken, meta.KindUser}, nil)
 		}
-		p, err = a.tokenPrincipal(tx, t)
-		return err
 	})
-	return p, err
+	if a.tokens == nil {
+		var p *Principal
+		err := a.Meta.View(func(tx *meta.Tx) error { var err error; p, _, err = a.tokenLookup(tx, hash); return err })
+		return p, err
+	}
+	m, err := a.tokens.Get(hash, "", func(tx *meta.Tx) (tokenMemo, bool, error) {
+		p, t, err := a.tokenLookup(tx, hash)
+		if err != nil {
+			return tokenMemo{}, false, err
+		}
+		return tokenMemo{p: *p, expires: t.ExpiresAt}, true, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if m.expires != nil && !a.now().Before(*m.expires) {
+		return nil, ErrBadCredentials
+	}
+	p := m.p // the remembered one is shared
+	return &p, nil
+}
+
+// tokenLookup finds the API token whose secret hashes to hash and who it
+// is.
+func (a *Authenticator) tokenLookup(tx *meta.Tx, hash string) (*Principal, *meta.Token, error) {
+	t, err := tx.TokenByHash(hash)
+	if err != nil {
+		return nil, nil, a.absent(err)
+	}
+	p, err := a.tokenPrincipal(tx, t)
+	return p, t, err
 }
 
 // EdgeToken resolves an edge node's credential to a node principal; a

@@ -16,21 +16,32 @@ import (
 // Repo returns repository name if it has one of formats and the caller may
 // do action on it (see Access).
 func (d *Env) Repo(r *Request, name, action string, formats ...string) (*meta.Repository, error) {
-	var repo *meta.Repository
-	err := d.Meta.View(func(tx *meta.Tx) error {
-		var err error
-		repo, err = tx.RepoByName(name)
+	// Only a yes is remembered: a refusal is an error value its callers
+	// may dress further.
+	decide := func(tx *meta.Tx) (*meta.Repository, bool, error) {
+		repo, err := tx.RepoByName(name)
 		if errors.Is(err, meta.ErrNotFound) || err == nil && !slices.Contains(formats, repo.Format) {
 			repo = nil
 		} else if err != nil {
-			return err // a store failure is not "no such repository"
+			return nil, false, err // a store failure is not "no such repository"
 		}
-		return Access(tx, r.Principal, repo, name, action)
-	})
+		if err := Access(tx, r.Principal, repo, name, action); err != nil {
+			return nil, false, err
+		}
+		return repo, true, nil
+	}
+	var repo *meta.Repository
+	var err error
+	if k, ok := accessKeyOf(r.Principal, name, action, formats); ok {
+		repo, err = d.memos().access.Get(k, "", decide)
+	} else {
+		err = d.Meta.View(func(tx *meta.Tx) error { var err error; repo, _, err = decide(tx); return err })
+	}
 	if err != nil {
 		return nil, err
 	}
-	return repo, nil
+	c := *repo // the remembered one is shared
+	return &c, nil
 }
 
 // Access is the one access check of the REST API and every format: may
@@ -91,13 +102,15 @@ func (d *Env) Can(r *Request, repo *meta.Repository, action string) (bool, error
 
 // Artifact returns the artifact stored at path in repo.
 func (d *Env) Artifact(repo *meta.Repository, p string) (*meta.Artifact, error) {
-	var a *meta.Artifact
-	err := d.Meta.View(func(tx *meta.Tx) error {
-		var err error
-		a, err = tx.ArtifactByPath(repo.ID, p)
-		return err
+	a, err := d.memos().paths.Get(pathKey{repo.ID, p}, repo.ID, func(tx *meta.Tx) (*meta.Artifact, bool, error) {
+		a, err := tx.ArtifactByPath(repo.ID, p)
+		return a, err == nil, err
 	})
-	return a, err
+	if err != nil {
+		return nil, err
+	}
+	c := *a // the remembered one is shared
+	return &c, nil
 }
 
 // View runs fn on a consistent view of the metadata.

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/depot-registry/depot/shared/apierr"
@@ -254,6 +255,9 @@ type Env struct {
 	// Tokens issues registry tokens (docker's Bearer token flow); nil
 	// where none are issued.
 	Tokens TokenIssuer
+
+	memoOnce sync.Once
+	memo     *envMemos
 }
 
 // Writer is the write environment: what a write route needs besides the

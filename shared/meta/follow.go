@@ -39,8 +39,7 @@ func (s *Store) apply(changes []Change, next uint64, feed bool) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	var last uint64
-	err := s.db.Update(func(btx *bolt.Tx) error {
-		tx := &Tx{tx: btx}
+	err := s.update(func(tx *Tx) error {
 		last = tx.lastApplied()
 		var dropped []string
 		if feed {
@@ -116,8 +115,8 @@ func inApplyOrder(changes []Change) []Change {
 func (s *Store) RetainOnly(kinds []Kind, keep func(Kind, string) bool, at uint64) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	err := s.db.Update(func(btx *bolt.Tx) error {
-		tx := &Tx{tx: btx, idx: at}
+	err := s.update(func(tx *Tx) error {
+		tx.idx = at
 		// Children before parents, as inApplyOrder deletes.
 		for _, k := range slices.Backward(slices.Sorted(slices.Values(kinds))) {
 			var gone []string
@@ -209,8 +208,7 @@ func (s *Store) RewriteUsers(fix func(*User) bool) (int, error) {
 		return 0, err
 	}
 	// The follower applies nothing meanwhile: it is not running yet.
-	err = s.db.Update(func(btx *bolt.Tx) error {
-		tx := &Tx{tx: btx}
+	err = s.update(func(tx *Tx) error {
 		for _, r := range fixed {
 			body, err := json.Marshal(r.u)
 			if err != nil {
@@ -237,8 +235,8 @@ func (s *Store) Forget(users, groups []string) error {
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return s.db.Update(func(btx *bolt.Tx) error {
-		tx := &Tx{tx: btx, local: true}
+	return s.update(func(tx *Tx) error {
+		tx.local = true
 		for _, id := range users {
 			tokens, sessions := tx.Credentials(id)
 			if err := tx.delAll(KindSession, sessions); err != nil {
@@ -274,8 +272,8 @@ func (s *Store) Forget(users, groups []string) error {
 func (s *Store) SetFollowed(repoID string, on bool) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return s.db.Update(func(btx *bolt.Tx) error {
-		tx := &Tx{tx: btx, local: true}
+	return s.update(func(tx *Tx) error {
+		tx.local = true
 		tx.idx = tx.lastApplied()
 		ids, dropped := tx.followed(), tx.repoList(keyDropped)
 		other := func(id string) bool { return id == repoID }

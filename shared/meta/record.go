@@ -89,6 +89,8 @@ type Tx struct {
 	// tombstones, for the origin has not deleted them and may send them
 	// again at the index they have.
 	local bool
+	// touched collects what a write transaction changed (memo.go).
+	touched *touched
 }
 
 func u64(v uint64) []byte {
@@ -327,10 +329,22 @@ func (tx *Tx) putRaw(k Kind, id string, idx uint64, body []byte) error {
 			return err
 		}
 	}
-	if err := b.Put([]byte(id), withIndex(idx, body)); err != nil || unfed[k] {
+	if err := b.Put([]byte(id), withIndex(idx, body)); err != nil {
 		return err
 	}
-	return tx.addChange(idx, k, id, info.repo(id, body), false)
+	if unfed[k] {
+		tx.touch(k, "")
+		return nil
+	}
+	repo := info.repo(id, body)
+	tx.touch(k, repo)
+	return tx.addChange(idx, k, id, repo, false)
+}
+
+func (tx *Tx) touch(k Kind, repo string) {
+	if tx.touched != nil {
+		tx.touched.add(k, repo)
+	}
 }
 
 // delRec deletes a record, leaving a tombstone in the change feed.
@@ -351,10 +365,19 @@ func (tx *Tx) delRec(k Kind, id string) error {
 	if err := tx.addCount(k, -1); err != nil {
 		return err
 	}
-	if err := b.Delete([]byte(id)); err != nil || unfed[k] || tx.local {
+	if err := b.Delete([]byte(id)); err != nil {
 		return err
 	}
-	return tx.addTomb(tx.idx, k, id, info.repo(id, old[8:]))
+	if unfed[k] {
+		tx.touch(k, "")
+		return nil
+	}
+	repo := info.repo(id, old[8:])
+	tx.touch(k, repo)
+	if tx.local {
+		return nil
+	}
+	return tx.addTomb(tx.idx, k, id, repo)
 }
 
 // Count is how many records of kind k the store keeps, from a counter

@@ -207,6 +207,7 @@ func (s *Store) Restore(r io.Reader) error {
 	if s.db, err = openDB(s.path); err != nil {
 		return err
 	}
+	s.marks.published(s.marks.note(&touched{all: true})) // every memo decided before is stale
 	s.setApplied(last)
 	return nil
 }

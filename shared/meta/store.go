@@ -45,6 +45,9 @@ type Store struct {
 	// Observe, when set before the store applies anything, is told how
 	// long each command took to apply (metrics).
 	Observe func(c Command, d time.Duration)
+
+	// marks number the writes, for memos (memo.go).
+	marks changeMarks
 }
 
 // Options tune a store; the zero value is the default.
@@ -231,8 +234,7 @@ func (s *Store) ApplyBatch(entries []Entry) []Result {
 		results := make([]Result, len(entries))
 		var last uint64
 		failedAt := -1
-		err := s.db.Update(func(btx *bolt.Tx) error {
-			tx := &Tx{tx: btx}
+		err := s.update(func(tx *Tx) error {
 			last = tx.lastApplied()
 			for i, e := range entries {
 				idx := e.Index

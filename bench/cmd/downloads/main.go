@@ -10,6 +10,10 @@
 // API token over HTTP Basic, nginx without credentials. Per run it reads
 // req/s, MB/s and p99 from wrk and the server's CPU time from /proc, and
 // prints one markdown table with each figure's ratio to nginx's.
+//
+// With -workingset it also measures a working set (workingset.go): many
+// blobs of mixed sizes, asked for at random by many users with a token
+// each.
 package main
 
 import (
@@ -40,7 +44,9 @@ var (
 	conns    = flag.Int("conns", 64, "wrk connections")
 	threads  = flag.Int("threads", 2, "wrk threads")
 	rounds   = flag.Int("rounds", 2, "interleaved rounds over every target and object")
-	only     = flag.String("objects", "", "comma-separated objects to measure (default: all)")
+	only     = flag.String("objects", "", "comma-separated objects to measure, by a word of their name (default: all)")
+	wsBlobs  = flag.Int("workingset", 0, "also measure a working set of this many blobs asked for at random (0: none)")
+	wsUsers  = flag.Int("users", 50, "users of the working set, each with an API token of their own")
 )
 
 const (
@@ -53,6 +59,11 @@ const (
 type object struct {
 	name, path, file string
 	body             []byte
+	// A working set instead: the paths, the files under nginx's root,
+	// and the wrk scripts that draw them at random.
+	paths              []string
+	files              map[string][]byte
+	depotLua, nginxLua string
 }
 
 // target is one server measured.
@@ -109,11 +120,25 @@ func main() {
 		&object{name: "npm packument", path: "/npm/js/bench-pkg", file: "packument.json"},
 		&object{name: "npm tarball", path: "/npm/js/bench-pkg/-/bench-pkg-1.0.0.tgz", file: "bench-pkg-1.0.0.tgz", body: tarball})
 
+	if *wsBlobs > 0 {
+		id, ob := workingSet(o.URL, admin, *wsBlobs, *wsUsers)
+		repos = append(repos, id)
+		objects = append(objects, ob)
+	}
+
 	edge, err := origin.StartEdge(*depot, *dir, o.URL, admin, repos)
 	must(err)
 	defer edge.Stop()
 	log.Printf("downloads: origin %s, edge %s; warming the edge", o.URL, edge.URL)
 	for _, ob := range objects {
+		for _, p := range ob.paths {
+			if err := origin.Do("GET", edge.URL+p, admin, "", 200, nil); err != nil {
+				log.Fatalf("warming %s: %v", p, err)
+			}
+		}
+		if ob.paths != nil {
+			continue
+		}
 		for i := 0; i < 3; i++ {
 			var body []byte
 			if err := origin.Do("GET", edge.URL+ob.path, basic, "", 200, &body); err != nil {
@@ -139,8 +164,11 @@ func main() {
 	if *only != "" {
 		var keep []*object
 		for _, ob := range objects {
-			if strings.Contains(*only, strings.Fields(ob.name)[len(strings.Fields(ob.name))-1]) {
-				keep = append(keep, ob)
+			for _, w := range strings.Split(*only, ",") {
+				if w != "" && strings.Contains(ob.name, w) {
+					keep = append(keep, ob)
+					break
+				}
 			}
 		}
 		objects = keep
@@ -224,7 +252,13 @@ func startNginx(objects []*object) *nginxProc {
 	root := filepath.Join(*dir, "nginx")
 	must(os.MkdirAll(filepath.Join(root, "www"), 0o755))
 	for _, ob := range objects {
-		must(os.WriteFile(filepath.Join(root, "www", ob.file), ob.body, 0o644))
+		if ob.files == nil {
+			must(os.WriteFile(filepath.Join(root, "www", ob.file), ob.body, 0o644))
+		}
+		for f, b := range ob.files {
+			must(os.MkdirAll(filepath.Dir(filepath.Join(root, "www", f)), 0o755))
+			must(os.WriteFile(filepath.Join(root, "www", f), b, 0o644))
+		}
 	}
 	listen, err := origin.FreeAddr()
 	must(err)
@@ -277,12 +311,17 @@ var (
 
 func runWrk(tg target, ob *object) (result, error) {
 	args := []string{"-t", strconv.Itoa(*threads), "-c", strconv.Itoa(*conns), "-d", duration.String(), "--latency"}
-	if tg.auth != "" {
-		args = append(args, "-H", "Authorization: "+tg.auth)
-	}
 	path := ob.path
-	if tg.name == "nginx" {
+	switch {
+	case ob.paths != nil && tg.name == "nginx":
+		args, path = append(args, "-s", ob.nginxLua), "/"
+	case ob.paths != nil:
+		args, path = append(args, "-s", ob.depotLua), "/"
+	case tg.name == "nginx":
 		path = "/" + ob.file
+	}
+	if tg.auth != "" && ob.paths == nil {
+		args = append(args, "-H", "Authorization: "+tg.auth)
 	}
 	args = append(args, tg.base+path)
 	before := cpu(tg.pids())

@@ -1,0 +1,118 @@
+package meta
+
+import (
+	"bytes"
+	"testing"
+)
+
+// TestMemo: a remembered value holds until a write touches a kind it
+// depends on (or, for a repository's kinds, that repository); writes to
+// other kinds or repositories leave it, and a decision is not asked again
+// while it holds. A follower forgetting records, and a restore, end every
+// value.
+func TestMemo(t *testing.T) {
+	s := open(t)
+	apply := func(c Command) {
+		t.Helper()
+		if err := s.Apply(0, c); err != nil {
+			t.Fatalf("%T: %v", c, err)
+		}
+	}
+	apply(&UserCreate{User: User{ID: "u1", Username: "ann", Role: RoleUser, CreatedAt: t0, UpdatedAt: t0}})
+	apply(&RepoCreate{Repo: Repository{ID: "r1", Name: "one", Format: "generic", CreatedAt: t0}})
+	apply(&RepoCreate{Repo: Repository{ID: "r2", Name: "two", Format: "generic", CreatedAt: t0}})
+	apply(&ArtifactPut{Artifact: Artifact{ID: "a1", RepositoryID: "r1", Path: "p/1/f", PackageName: "p", Version: "1", Digest: "sha256:a"}})
+
+	users := NewMemo[string, string](s, 10, []Kind{KindUser}, nil)
+	paths := NewMemo[string, string](s, 10, nil, []Kind{KindArtifact})
+	asked := 0
+	user := func() string {
+		t.Helper()
+		v, err := users.Get("u1", "", func(tx *Tx) (string, bool, error) {
+			asked++
+			u, err := tx.User("u1")
+			if err != nil {
+				return "", false, err
+			}
+			return u.Email, true, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	path := func() string {
+		t.Helper()
+		v, err := paths.Get("p/1/f", "r1", func(tx *Tx) (string, bool, error) {
+			asked++
+			a, err := tx.ArtifactByPath("r1", "p/1/f")
+			if err != nil {
+				return "", false, err
+			}
+			return a.Digest, true, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	expect := func(what string, got, want string, wantAsked int) {
+		t.Helper()
+		if got != want || asked != wantAsked {
+			t.Fatalf("%s: %q after %d decisions, want %q after %d", what, got, asked, want, wantAsked)
+		}
+	}
+	expect("the user", user(), "", 1)
+	expect("the user again", user(), "", 1)
+	expect("the path", path(), "sha256:a", 2)
+	apply(&RepoUpdate{ID: "r1", Description: ptr("other kind"), At: t0})
+	apply(&ArtifactPut{Artifact: Artifact{ID: "a2", RepositoryID: "r2", Path: "p/1/f", PackageName: "p", Version: "1", Digest: "sha256:b"}})
+	expect("the user after writes of other kinds", user(), "", 2)
+	expect("the path after an artifact of another repository", path(), "sha256:a", 2)
+	apply(&UserUpdate{ID: "u1", Email: ptr("ann@x"), At: t0})
+	expect("the user after its change", user(), "ann@x", 3)
+	apply(&ArtifactPut{Artifact: Artifact{ID: "a3", RepositoryID: "r1", Path: "p/1/f", PackageName: "p", Version: "1", Digest: "sha256:c"}, Replace: true})
+	expect("the path after its artifact was replaced", path(), "sha256:c", 4)
+	expect("the path again", path(), "sha256:c", 4)
+
+	// A follower forgetting the user, without a new index.
+	if err := s.Forget([]string{"u1"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := users.Get("u1", "", func(tx *Tx) (string, bool, error) { _, err := tx.User("u1"); return "", err == nil, err }); err == nil {
+		t.Fatal("a forgotten user is still remembered")
+	}
+	// A restore ends every value.
+	var snap bytes.Buffer
+	sn, err := s.BeginSnapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sn.WriteTo(&snap); err != nil {
+		t.Fatal(err)
+	}
+	sn.Release()
+	before := asked
+	path()
+	if err := s.Restore(&snap); err != nil {
+		t.Fatal(err)
+	}
+	path()
+	if asked != before+1 {
+		t.Fatalf("%d decisions around a restore, want 1 (after it)", asked-before)
+	}
+}
+
+// TestMemoBound: a memo keeps at most its bound.
+func TestMemoBound(t *testing.T) {
+	s := open(t)
+	m := NewMemo[int, int](s, 3, []Kind{KindUser}, nil)
+	for i := range 10 {
+		if _, err := m.Get(i, "", func(*Tx) (int, bool, error) { return i, true, nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := m.Len(); n != 3 {
+		t.Fatalf("%d values kept, bound 3", n)
+	}
+}
