@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"hash/maphash"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -26,7 +27,10 @@ import (
 // clock is honoured at most that long after). Any change the replica
 // applies (a revoked token, a deleted version, a new grant) ends every
 // remembered answer at once. Conditional and Range requests take the
-// full path.
+// full path. An answer is remembered only when its request was seen
+// within the last second or so already (hotSeen): remembering costs more
+// than the answer it saves, and a working set of many blobs asked for by
+// many credentials rarely repeats a request within the TTL.
 
 const (
 	hotTTL       = time.Second
@@ -34,6 +38,7 @@ const (
 	hotMaxBytes  = 64 << 20  // document bytes remembered in all
 	hotMaxAnswer = 10000     // answers remembered
 	hotMaxVary   = 8         // an answer whose handling read more headers is not remembered
+	hotSeen      = 1 << 15   // slots of the table of requests seen lately
 )
 
 type hotAnswer struct {
@@ -52,6 +57,10 @@ type hotAnswers struct {
 	seed     maphash.Seed
 	valSeeds [2]maphash.Seed
 	files    fasthttp.RequestHandler // serves blob files from the cache's directory
+	// seen and seenAt are the requests seen lately, by their key's hash
+	// (one per slot; a collision only costs a remembering).
+	seen     [hotSeen]atomic.Uint64
+	seenAt   [hotSeen]atomic.Int64 // unix seconds
 	mu       sync.RWMutex
 	answers  map[uint64]*hotAnswer
 	vary     map[uint64][][]byte // per scheme, method, URI and host: the headers the last remembered answer's handling read
@@ -161,17 +170,23 @@ func (h *hotAnswers) key(ctx *fasthttp.RequestCtx, k *hotKey) uint64 {
 	return h.hash(k, true)
 }
 
-// lookup finds the answer remembered for ctx, still good at index.
-func (h *hotAnswers) lookup(ctx *fasthttp.RequestCtx, index uint64) *hotAnswer {
+// lookup finds the answer remembered for ctx, still good at index, and
+// says whether the request was seen lately (its answer is then worth
+// remembering).
+func (h *hotAnswers) lookup(ctx *fasthttp.RequestCtx, index uint64) (*hotAnswer, bool) {
 	var k hotKey
 	sum := h.key(ctx, &k)
 	h.mu.RLock()
 	a := h.answers[sum]
 	h.mu.RUnlock()
 	if a == nil || a.index != index || ctx.Time().UnixNano() >= a.until || !a.matches(&k) {
-		return nil
+		slot, now := sum&(hotSeen-1), ctx.Time().Unix()
+		again := h.seen[slot].Load() == sum && now-h.seenAt[slot].Load() <= int64(hotTTL/time.Second)
+		h.seen[slot].Store(sum)
+		h.seenAt[slot].Store(now)
+		return nil, again
 	}
-	return a
+	return a, true
 }
 
 func (h *hotAnswers) forget(ctx *fasthttp.RequestCtx) {

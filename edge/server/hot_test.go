@@ -100,6 +100,23 @@ func TestRememberedAnswers(t *testing.T) {
 	}
 }
 
+// TestRememberedOnSecondSight: an answer is remembered only for a request
+// seen lately already; one asked for once is not kept (a working set of
+// many blobs and credentials rarely repeats a request within a second).
+func TestRememberedOnSecondSight(t *testing.T) {
+	h := newHotSite(t)
+	full(h.s, h.e.Token, "GET", h.path) // into the cache
+	other := h.path + "?build=7"        // another request, the same answer
+	for i, want := range []int64{0, 0, 1, 2} {
+		if got := full(h.s, h.e.Token, "GET", other); got.status != 200 || !bytes.Equal(got.body, h.data) {
+			t.Fatalf("request %d: %d", i+1, got.status)
+		}
+		if n := h.downloads.Load(); n != want {
+			t.Fatalf("after request %d: %d answered from memory, want %d", i+1, n, want)
+		}
+	}
+}
+
 type fullAnswer struct {
 	status int
 	header http.Header

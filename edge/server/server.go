@@ -94,16 +94,18 @@ func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
 	if raw := ctx.Request.Header.Peek(minIndexHeader); len(raw) > 0 && s.CatchUp != nil && (ctx.IsGet() || ctx.IsHead()) && !s.fresh(ctx, raw) {
 		return
 	}
+	again := false // seen lately: its answer is worth remembering
 	if s.Index != nil {
 		s.hotOnce.Do(func() { s.hot = newHot(s.Cache.Dir()) })
 		if hotEligible(ctx) {
-			if a := s.hot.lookup(ctx, s.Index()); a != nil && s.hot.serve(s, ctx, a) {
+			var a *hotAnswer
+			if a, again = s.hot.lookup(ctx, s.Index()); a != nil && s.hot.serve(s, ctx, a) {
 				return
 			}
 		}
 	}
 	if m, ok := s.mount(ctx); ok {
-		s.serve(ctx, m)
+		s.serve(ctx, m, again)
 		return
 	}
 	s.Other(ctx)
@@ -221,8 +223,9 @@ func body(ctx *fasthttp.RequestCtx) io.Reader {
 }
 
 // serve answers a request under m's prefix: a write route goes to an
-// origin (Forward), anything else to the format's Server.
-func (s *Server) serve(ctx *fasthttp.RequestCtx, m Mount) {
+// origin (Forward), anything else to the format's Server; an answer is
+// remembered when remember says so.
+func (s *Server) serve(ctx *fasthttp.RequestCtx, m Mount, remember bool) {
 	req := mountRequest(ctx, m)
 	if route, _, _ := m.Server.Route(req.Method, req.Path); route != nil && route.Write != nil && s.Forward != nil {
 		if err := s.Forward(ctx); err != nil {
@@ -245,7 +248,7 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx, m Mount) {
 		_ = s.Write(ctx, m.Server.Fail(req, err))
 		return
 	}
-	if s.hot != nil && cmpStatus(resp.Status) == http.StatusOK && hotEligible(ctx) && !resp.Abort && (resp.Blob == nil || fromFile) {
+	if remember && s.hot != nil && cmpStatus(resp.Status) == http.StatusOK && hotEligible(ctx) && !resp.Abort && (resp.Blob == nil || fromFile) {
 		a := &hotAnswer{index: index}
 		if req.Downloaded != nil {
 			a.download = &Download{Artifact: req.Downloaded, Repo: req.Repo, Who: req.Principal.Actor()}
