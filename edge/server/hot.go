@@ -59,12 +59,12 @@ type hotAnswers struct {
 	files    fasthttp.RequestHandler // serves blob files from the cache's directory
 	// seen and seenAt are the requests seen lately, by their key's hash
 	// (one per slot; a collision only costs a remembering).
-	seen     [hotSeen]atomic.Uint64
-	seenAt   [hotSeen]atomic.Int64 // unix seconds
-	mu       sync.RWMutex
-	answers  map[uint64]*hotAnswer
-	vary     map[uint64][][]byte // per scheme, method, URI and host: the headers the last remembered answer's handling read
-	bytes    int
+	seen    [hotSeen]atomic.Uint64
+	seenAt  [hotSeen]atomic.Int64 // unix seconds
+	mu      sync.RWMutex
+	answers map[uint64]*hotAnswer
+	vary    map[uint64][][]byte // per scheme, method, URI and host: the headers the last remembered answer's handling read
+	bytes   int
 }
 
 // hotServing is the user value naming the answer being served, for the
