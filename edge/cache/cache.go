@@ -56,6 +56,7 @@ type Cache struct {
 	used    int64
 	pinned  map[string]bool // hex of blobs never evicted
 	flights map[string]*flight
+	files   openFiles // of cached blobs, for reuse (files.go)
 
 	hits, misses, fetched atomic.Int64
 }
@@ -153,9 +154,9 @@ func hexOf(digest string) (string, error) {
 	return hx, nil
 }
 
-// Get opens a blob: a cached one as an *os.File (which the transport can
-// send with sendfile), a missing one as a stream of the fetch from the
-// origin. Close what it returns.
+// Get opens a blob: a cached one as a *Blob (which the transport can send
+// with sendfile), a missing one as a stream of the fetch from the origin.
+// Close what it returns.
 func (c *Cache) Get(ctx context.Context, digest string) (io.ReadCloser, error) {
 	hx, err := hexOf(digest)
 	if err != nil {
@@ -165,10 +166,13 @@ func (c *Cache) Get(ctx context.Context, digest string) (io.ReadCloser, error) {
 	if el, ok := c.byHex[hx]; ok {
 		c.lru.MoveToFront(el)
 		c.mu.Unlock()
-		f, err := os.Open(c.path(hx))
+		f := c.files.take(hx)
+		if f == nil {
+			f, err = os.Open(c.path(hx))
+		}
 		if err == nil {
 			c.hits.Add(1)
-			return f, nil
+			return &Blob{f: f, hx: hx, files: &c.files}, nil
 		}
 		if !errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("cache: %w", err)
@@ -196,6 +200,7 @@ func (c *Cache) forget(hx string) {
 		c.lru.Remove(el)
 		delete(c.byHex, hx)
 	}
+	go c.files.drop(hx)
 }
 
 // Has reports whether a blob is cached.
@@ -281,6 +286,7 @@ func (c *Cache) evict() {
 	c.mu.Unlock()
 	for _, hx := range gone {
 		_ = os.Remove(c.path(hx))
+		c.files.drop(hx)
 	}
 }
 

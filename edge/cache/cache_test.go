@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -98,7 +99,7 @@ func read(t *testing.T, c *cache.Cache, d string) ([]byte, bool) {
 		t.Fatalf("Get %s: %v", d, err)
 	}
 	defer r.Close()
-	_, hit := r.(*os.File)
+	_, hit := r.(*cache.Blob)
 	b, err := io.ReadAll(r)
 	if err != nil {
 		t.Fatalf("reading %s: %v", d, err)
@@ -284,6 +285,57 @@ func TestEviction(t *testing.T) {
 	}
 	if st := c.Stats(); st.Bytes != 300 || st.Blobs != 3 {
 		t.Fatalf("stats = %+v", st)
+	}
+	// The evicted blob's file is not held open for reuse.
+	hx := strings.TrimPrefix(digest(blobs[2]), "sha256:")
+	fds, _ := os.ReadDir("/proc/self/fd")
+	for _, fd := range fds {
+		if target, _ := os.Readlink("/proc/self/fd/" + fd.Name()); strings.Contains(target, hx) {
+			t.Fatalf("the evicted blob is still open: %s", target)
+		}
+	}
+}
+
+// TestOpenFilesReused: a cached blob's file is given to one reader at a
+// time (each reads it whole from the start, however many read at once)
+// and, closed, is given again, rewound.
+func TestOpenFilesReused(t *testing.T) {
+	data := bytes.Repeat([]byte("reused "), 1000)
+	o := newOrigin(data)
+	c, err := cache.Open(t.TempDir(), 0, o.fetch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	read(t, c, digest(data))
+	for !c.Has(digest(data)) {
+		time.Sleep(time.Millisecond)
+	}
+	var open []io.ReadCloser
+	for range 3 {
+		r, err := c.Get(t.Context(), digest(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		open = append(open, r)
+	}
+	for i, r := range open {
+		half := make([]byte, len(data)/2)
+		if _, err := io.ReadFull(r, half); err != nil || !bytes.Equal(half, data[:len(half)]) {
+			t.Fatalf("reader %d: %v", i, err)
+		}
+	}
+	for _, r := range open {
+		if err := r.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Close(); err != nil { // again: nothing
+			t.Fatal(err)
+		}
+	}
+	for i := range 5 {
+		if b, hit := read(t, c, digest(data)); !hit || !bytes.Equal(b, data) {
+			t.Fatalf("read %d after the files were given back: hit %v, %d bytes", i, hit, len(b))
+		}
 	}
 }
 

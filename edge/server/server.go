@@ -13,7 +13,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -323,7 +322,7 @@ func (s *Server) write(ctx *fasthttp.RequestCtx, resp *format.Response) (fromFil
 		return false, nil
 	}
 	ctx.Response.Header.Set("Accept-Ranges", "bytes")
-	if f, ok := r.(*os.File); ok {
+	if f, ok := r.(*cache.Blob); ok {
 		n, err := serveFile(ctx, f, b.Size)
 		s.count(ctx, n)
 		return err == nil && n == b.Size, err
@@ -362,11 +361,11 @@ func (r *readCloser) Close() error { return r.c.Close() }
 
 // serveFile sends a cached blob, or the range of it asked for, and says
 // how many bytes of it go.
-func serveFile(ctx *fasthttp.RequestCtx, f *os.File, size int64) (int64, error) {
+func serveFile(ctx *fasthttp.RequestCtx, f *cache.Blob, size int64) (int64, error) {
 	rng := ctx.Request.Header.Peek("Range")
 	if len(rng) == 0 {
 		ctx.SetStatusCode(http.StatusOK)
-		ctx.SetBodyStream(f, int(size)) // an *os.File: sendfile
+		ctx.SetBodyStream(f, int(size)) // sendfile
 		return size, nil
 	}
 	start, end, err := fasthttp.ParseByteRange(rng, int(size))
