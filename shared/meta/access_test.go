@@ -116,19 +116,16 @@ func TestSearchGrams(t *testing.T) {
 	})
 }
 
-// TestLateIndexes: a store written before an index existed gets it built
-// from its records when opened.
-func TestLateIndexes(t *testing.T) {
+// reopened applies cmds to a new store, closes it, changes its file with
+// raw (what an older build would leave) and opens it again.
+func reopened(t *testing.T, cmds []Command, raw func(tx *bolt.Tx) error) *Store {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "meta.db")
 	s, err := Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []Command{
-		&RepoCreate{Repo: Repository{ID: "r1", Name: "open", Format: "generic", Public: true, CreatedAt: t0}},
-		&RepoCreate{Repo: Repository{ID: "r2", Name: "closed", Format: "generic", CreatedAt: t0}},
-		&ArtifactPut{Artifact: Artifact{ID: "a1", RepositoryID: "r1", Path: "json-parser/1/f", PackageName: "json-parser", Version: "1", Digest: "sha256:x"}},
-	} {
+	for _, c := range cmds {
 		if err := s.Apply(0, c); err != nil {
 			t.Fatal(err)
 		}
@@ -138,7 +135,25 @@ func TestLateIndexes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Update(func(tx *bolt.Tx) error {
+	if err := db.Update(raw); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if s, err = Open(path); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// TestLateIndexes: a store written before an index existed gets it built
+// from its records when opened.
+func TestLateIndexes(t *testing.T) {
+	s := reopened(t, []Command{
+		&RepoCreate{Repo: Repository{ID: "r1", Name: "open", Format: "generic", Public: true, CreatedAt: t0}},
+		&RepoCreate{Repo: Repository{ID: "r2", Name: "closed", Format: "generic", CreatedAt: t0}},
+		&ArtifactPut{Artifact: Artifact{ID: "a1", RepositoryID: "r1", Path: "json-parser/1/f", PackageName: "json-parser", Version: "1", Digest: "sha256:x"}},
+	}, func(tx *bolt.Tx) error {
 		for _, ix := range lateIndexes {
 			for _, b := range ix.buckets {
 				if err := tx.DeleteBucket(b); err != nil {
@@ -147,14 +162,7 @@ func TestLateIndexes(t *testing.T) {
 			}
 		}
 		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
-	if s, err = Open(path); err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	})
 	if got, _ := gramSearch(t, s, []string{"r1", "r2"}, "PARSER", 0, 0); !reflect.DeepEqual(got, []string{"r1/json-parser"}) {
 		t.Errorf("search after the rebuild = %v", got)
 	}
@@ -173,39 +181,17 @@ func TestLateIndexes(t *testing.T) {
 // this one (a downgrade, then an upgrade again), whose late indexes that
 // build did not keep, has them built again when opened.
 func TestLateIndexesAfterAnotherBuild(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "meta.db")
-	s, err := Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, c := range []Command{
-		&RepoCreate{Repo: Repository{ID: "r1", Name: "one", Format: "generic", CreatedAt: t0}},
-		&RepoCreate{Repo: Repository{ID: "r2", Name: "two", Format: "generic", CreatedAt: t0}},
-	} {
-		if err := s.Apply(uint64(i+1), c); err != nil {
-			t.Fatal(err)
-		}
-	}
-	s.Close()
 	// What an older build's delete of r2 at index 3 leaves: the record
 	// gone, the applied index moved, the count it does not keep as it was.
-	db, err := bolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Update(func(tx *bolt.Tx) error {
+	s := reopened(t, []Command{
+		&RepoCreate{Repo: Repository{ID: "r1", Name: "one", Format: "generic", CreatedAt: t0}},
+		&RepoCreate{Repo: Repository{ID: "r2", Name: "two", Format: "generic", CreatedAt: t0}},
+	}, func(tx *bolt.Tx) error {
 		if err := tx.Bucket(spaces[Space(KindRepo)].bucket).Delete([]byte("r2")); err != nil {
 			return err
 		}
 		return tx.Bucket(bSys).Put(keyLastApplied, u64(3))
-	}); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
-	if s, err = Open(path); err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	})
 	_ = s.View(func(tx *Tx) error {
 		if n := tx.Count(KindRepo); n != 1 {
 			t.Errorf("%d repositories counted after another build's delete, want 1", n)
