@@ -75,20 +75,9 @@ type Authenticator struct {
 	// rather than a wrong one.
 	Partial bool
 
-	// tokens remembers who API tokens are, by the token's hash, while no
-	// token or user changes (when Meta is a *meta.Store).
 	memoOnce sync.Once
-	tokens   *meta.Memo[string, tokenMemo]
+	memo     credentialMemos
 }
-
-// tokenMemo is who an API token is, and until when.
-type tokenMemo struct {
-	p       Principal
-	expires *time.Time
-}
-
-// MaxRememberedTokens bounds the API tokens an authenticator remembers.
-const MaxRememberedTokens = 100_000
 
 // absent is the error for a credential whose record lookup failed with
 // err: ErrNotHere when the record may live only at the origins.
@@ -348,24 +337,26 @@ func passwordVersion(hash string) string {
 // they stop at the origins. One the replica has not heard of yet is the
 // origin's word.
 func (a *Authenticator) session(c *Claims, via Credential, vouched bool) (*Principal, error) {
-	var p *Principal
-	err := a.Meta.View(func(tx *meta.Tx) error {
+	return recall(a, a.memos().sessions, sessionKey{c.Session, c.Subject, via, vouched}, func(tx *meta.Tx) (credential, error) {
 		s, err := tx.Session(c.Session)
 		switch {
 		case err == nil && (s.UserID != c.Subject || !s.Active(a.now())):
-			return ErrBadCredentials
+			return credential{}, ErrBadCredentials
 		case err != nil && !(vouched && errors.Is(err, meta.ErrNotFound)):
-			return ErrBadCredentials
+			return credential{}, ErrBadCredentials
 		}
 		u, err := tx.User(c.Subject)
 		if err != nil {
-			return a.absent(err)
+			return credential{}, a.absent(err)
 		}
-		p = principalOf(u)
+		p := principalOf(u)
 		p.SessionID, p.Via, p.vouched = c.Session, via, vouched
-		return nil
+		m := credential{p: *p}
+		if s != nil {
+			m.expires = &s.ExpiresAt
+		}
+		return m, nil
 	})
-	return p, err
 }
 
 // Refresh validates a refresh JWT and returns its principal (with the
@@ -387,31 +378,13 @@ func (a *Authenticator) APIToken(secret string) (*Principal, error) {
 		return nil, ErrBadCredentials
 	}
 	hash := HashAPIToken(secret)
-	a.memoOnce.Do(func() {
-		if s, ok := a.Meta.(*meta.Store); ok {
-			a.tokens = meta.NewMemo[string, tokenMemo](s, MaxRememberedTokens, []meta.Kind{meta.KindToken, meta.KindUser}, nil)
-		}
-	})
-	if a.tokens == nil {
-		var p *Principal
-		err := a.Meta.View(func(tx *meta.Tx) error { var err error; p, _, err = a.tokenLookup(tx, hash); return err })
-		return p, err
-	}
-	m, err := a.tokens.Get(hash, "", func(tx *meta.Tx) (tokenMemo, bool, error) {
+	return recall(a, a.memos().tokens, hash, func(tx *meta.Tx) (credential, error) {
 		p, t, err := a.tokenLookup(tx, hash)
 		if err != nil {
-			return tokenMemo{}, false, err
+			return credential{}, err
 		}
-		return tokenMemo{p: *p, expires: t.ExpiresAt}, true, nil
+		return credential{p: *p, expires: t.ExpiresAt}, nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	if m.expires != nil && !a.now().Before(*m.expires) {
-		return nil, ErrBadCredentials
-	}
-	p := m.p // the remembered one is shared
-	return &p, nil
 }
 
 // tokenLookup finds the API token whose secret hashes to hash and who it
