@@ -2,7 +2,6 @@ package auth
 
 import (
 	"errors"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -13,19 +12,9 @@ import (
 // remembered only while it holds: the clock passing its expiry, its
 // revocation and a change of its user are seen at the next use.
 func TestRememberedCredentials(t *testing.T) {
-	store, err := meta.Open(filepath.Join(t.TempDir(), "meta.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	store, apply := testStore(t)
 	now := time.Unix(1_800_000_000, 0)
 	clock := func() time.Time { return now }
-	apply := func(c meta.Command) {
-		t.Helper()
-		if err := store.Apply(0, c); err != nil {
-			t.Fatal(err)
-		}
-	}
 	exp := now.Add(time.Minute)
 	apply(&meta.UserCreate{User: meta.User{ID: "u1", Username: "alice", Role: meta.RoleUser}})
 	apply(&meta.TokenCreate{Token: meta.Token{ID: "t1", UserID: "u1", Scopes: []string{"repository:read"}, Hash: HashAPIToken("dpt_x"), ExpiresAt: &exp}})

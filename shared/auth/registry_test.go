@@ -3,7 +3,6 @@ package auth
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -16,22 +15,12 @@ import (
 // credential it came from, is refused to an account whose password must
 // change, never renews itself and carries exactly its access grant.
 func TestRegistryTokens(t *testing.T) {
-	store, err := meta.Open(filepath.Join(t.TempDir(), "meta.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	store, apply := testStore(t)
 	now := time.Unix(1_800_000_000, 0)
 	clock := func() time.Time { return now }
 	exp := now.Add(time.Hour)
 	cheap := PasswordParams{Memory: 64, Iterations: 1, Parallelism: 1}
 	pwHash, _ := HashPasswordWith(cheap, "first-password")
-	apply := func(c meta.Command) {
-		t.Helper()
-		if err := store.Apply(0, c); err != nil {
-			t.Fatal(err)
-		}
-	}
 	apply(&meta.UserCreate{User: meta.User{ID: "u1", Username: "alice", Role: meta.RoleUser, PasswordHash: pwHash}})
 	apply(&meta.TokenCreate{Token: meta.Token{ID: "t1", UserID: "u1", Scopes: []string{"repository:read:libs"}, Hash: HashAPIToken("dpt_x"), ExpiresAt: &exp}})
 	apply(&meta.SessionCreate{Session: meta.Session{ID: "s1", UserID: "u1", CreatedAt: now, ExpiresAt: exp}})
