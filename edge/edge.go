@@ -52,6 +52,9 @@ type Config struct {
 	TLSCert, TLSKey string
 	CacheDir        string
 	CacheSize       int64 // bytes of unpinned blobs kept; 0 = no limit
+	// Prefetch is what the node fetches ahead of demand: PrefetchAll,
+	// PrefetchNone, or comma-separated repository names.
+	Prefetch string
 
 	LogFormat string
 	LogLevel  string
@@ -65,7 +68,7 @@ type Config struct {
 
 // DefaultConfig is an edge on loopback with its cache in ./edge-cache.
 func DefaultConfig() Config {
-	return Config{Listen: "127.0.0.1:8081", CacheDir: "./edge-cache", CacheSize: 50 << 30,
+	return Config{Listen: "127.0.0.1:8081", CacheDir: "./edge-cache", CacheSize: 50 << 30, Prefetch: PrefetchAll,
 		LogFormat: "text", LogLevel: "info", Heartbeat: 5 * time.Second, HeaderTimeout: 30 * time.Second}
 }
 
@@ -79,6 +82,7 @@ func (c *Config) Bind(s *config.Set) {
 	s.String(&c.TLSKey, "tls-key", "DEPOT_TLS_KEY", "PEM private key of --tls-cert")
 	s.String(&c.CacheDir, "cache-dir", "DEPOT_CACHE_DIR", "directory of the blob cache and the metadata replica")
 	s.Bytes(&c.CacheSize, "cache-size", "DEPOT_CACHE_SIZE", "blob cache size limit (e.g. 50GiB; 0 = no limit)")
+	s.String(&c.Prefetch, "prefetch", "DEPOT_PREFETCH", "blobs fetched ahead of demand and kept from eviction: all (of the assigned repositories), none, or comma-separated repository names")
 	s.Duration(&c.Heartbeat, "heartbeat", "DEPOT_HEARTBEAT", "how often the node reports to an origin and learns its assignment (e.g. 5s)")
 	s.Duration(&c.HeaderTimeout, "header-timeout", "DEPOT_HEADER_TIMEOUT", "how long a client may take to send a request's headers")
 	s.String(&c.LogFormat, "log-format", "DEPOT_LOG_FORMAT", "log format: text or json")
@@ -187,7 +191,7 @@ func New(cfg Config, log *slog.Logger, out io.Writer) (*Edge, error) {
 		return nil, err
 	}
 	e.follower = &feed.Follower{Client: e.client, Store: e.replica}
-	e.prefetch = newPrefetcher(e.replica, e.cache, log)
+	e.prefetch = newPrefetcher(e.replica, e.cache, log, cfg.Prefetch)
 	e.ship = &shipper{client: e.client, log: log, heartbeat: cfg.Heartbeat}
 	e.beats = &heartbeat{client: e.client, follower: e.follower, cache: e.cache, ship: e.ship, prefetch: e.prefetch,
 		every: cfg.Heartbeat, log: log, out: out, reached: make(chan struct{}, 1)}

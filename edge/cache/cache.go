@@ -230,6 +230,20 @@ func (c *Cache) Pin(digests []string) {
 	c.evict()
 }
 
+// PinMore keeps these blobs from eviction too.
+func (c *Cache) PinMore(digests []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.pinned == nil {
+		c.pinned = map[string]bool{}
+	}
+	for _, d := range digests {
+		if hx, err := hexOf(d); err == nil {
+			c.pinned[hx] = true
+		}
+	}
+}
+
 // Stats are the cache's figures.
 type Stats struct {
 	Blobs   int   `json:"blobs"`
