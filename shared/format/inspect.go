@@ -23,8 +23,7 @@ import (
 // metadata store, no HTTP), within the bounds of ReadTar, ReadZip and
 // DecodeJSON/DecodeYAML/DecodeTOML, and refuses what an upload of the same
 // file would refuse for its content. The PackageInfo it answers is
-// Bounded. Each format's package also has it as a plain function,
-// Inspect, for callers that hold no Format.
+// Bounded.
 //
 // The input is the stored file, not an upload's request: what a client
 // sends besides the file (npm's publish document, cargo's publish JSON,

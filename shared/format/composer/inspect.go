@@ -9,18 +9,13 @@ import (
 
 var _ format.Inspector = (*Format)(nil)
 
-// Inspect implements format.Inspector.
-func (f *Format) Inspect(ctx context.Context, s format.Stored) (format.PackageInfo, error) {
-	return Inspect(ctx, s)
-}
-
 // Inspect reads a stored package zip as its upload does (readPackage):
 // composer.json's name, version (else the one in the artifact path,
 // <vendor>/<name>/<version>/<file>, where an upload's ?version= put it),
 // description, homepage, licences, keywords, support.source, require
 // (runtime) and require-dev (dev) with their constraints, and the zip's
 // files.
-func Inspect(ctx context.Context, s format.Stored) (format.PackageInfo, error) {
+func (f *Format) Inspect(ctx context.Context, s format.Stored) (format.PackageInfo, error) {
 	var version string
 	if parts := strings.Split(s.Path, "/"); len(parts) == 4 {
 		version = parts[2]

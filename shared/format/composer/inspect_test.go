@@ -41,7 +41,7 @@ func TestInspect(t *testing.T) {
 	}
 	// composer.json's own version wins over the path's.
 	versioned := formattest.Zip(t, map[string]string{"composer.json": `{"name":"acme/x","version":"v1.0.0-beta1","license":"MIT"}`})
-	got, err = Inspect(t.Context(), format.Stored{Path: "x.zip", File: bytes.NewReader(versioned), Size: int64(len(versioned))})
+	got, err = (&Format{}).Inspect(t.Context(), format.Stored{Path: "x.zip", File: bytes.NewReader(versioned), Size: int64(len(versioned))})
 	if err != nil || got.Version != "v1.0.0-beta1" || !reflect.DeepEqual(got.Licenses, []string{"MIT"}) {
 		t.Fatalf("got %+v, %v", got, err)
 	}
@@ -52,7 +52,7 @@ func TestInspect(t *testing.T) {
 		"an escape":        formattest.Zip(t, map[string]string{"composer.json": composerJSON, "../evil.php": ""}),
 		"not a zip":        []byte(composerJSON),
 	} {
-		if _, err := Inspect(t.Context(), format.Stored{Path: "x.zip", File: bytes.NewReader(z), Size: int64(len(z))}); err == nil {
+		if _, err := (&Format{}).Inspect(t.Context(), format.Stored{Path: "x.zip", File: bytes.NewReader(z), Size: int64(len(z))}); err == nil {
 			t.Errorf("a package with %s is inspected", what)
 		}
 	}
@@ -62,7 +62,7 @@ func FuzzInspectComposer(f *testing.F) {
 	f.Add(formattest.Zip(f, map[string]string{"composer.json": composerJSON}))
 	f.Add(formattest.Zip(f, map[string]string{"composer.json": `{"name":"a/b","version":"1.0","require":{"x/y":3},"license":[1]}`}))
 	f.Fuzz(func(t *testing.T, z []byte) {
-		info, err := Inspect(t.Context(), format.Stored{Path: "a/b/1.0.0/a-b-1.0.0.zip", File: bytes.NewReader(z), Size: int64(len(z))})
+		info, err := (&Format{}).Inspect(t.Context(), format.Stored{Path: "a/b/1.0.0/a-b-1.0.0.zip", File: bytes.NewReader(z), Size: int64(len(z))})
 		if err != nil {
 			return
 		}

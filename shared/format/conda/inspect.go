@@ -9,17 +9,12 @@ import (
 
 var _ format.Inspector = (*Format)(nil)
 
-// Inspect implements format.Inspector.
-func (f *Format) Inspect(ctx context.Context, s format.Stored) (format.PackageInfo, error) {
-	return Inspect(ctx, s)
-}
-
 // Inspect reads a stored package, a .conda or a .tar.bz2 as its path
 // says, with the reader its upload uses (readPackage): index.json's name,
 // version, licence, depends (runtime) and constrains (constraint),
 // about.json's summary, description, home and dev_url, and the files
 // paths.json lists with their sizes and sha256.
-func Inspect(ctx context.Context, s format.Stored) (format.PackageInfo, error) {
+func (f *Format) Inspect(ctx context.Context, s format.Stored) (format.PackageInfo, error) {
 	isConda := strings.HasSuffix(s.Path, ".conda")
 	if !isConda && !strings.HasSuffix(s.Path, ".tar.bz2") {
 		return format.PackageInfo{}, format.BadRequest("a conda package is a .tar.bz2 or a .conda file, not %s", s.Path)

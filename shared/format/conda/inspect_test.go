@@ -55,7 +55,7 @@ func TestInspect(t *testing.T) {
 		"another extension": {Path: "x-1-0.zip", File: bytes.NewReader(dotConda), Size: int64(len(dotConda))},
 		"a truncated one":   {Path: "tool-2.0-py_0.tar.bz2", File: bytes.NewReader(tarBz2[:300]), Size: 300},
 	} {
-		if _, err := Inspect(t.Context(), c); err == nil {
+		if _, err := (&Format{}).Inspect(t.Context(), c); err == nil {
 			t.Errorf("a package with %s is inspected", what)
 		}
 	}
@@ -89,7 +89,7 @@ func FuzzInspectConda(f *testing.F) {
 		if isConda {
 			path = "noarch/x-1-0.conda"
 		}
-		info, err := Inspect(t.Context(), format.Stored{Path: path, File: bytes.NewReader(pkg), Size: int64(len(pkg))})
+		info, err := (&Format{}).Inspect(t.Context(), format.Stored{Path: path, File: bytes.NewReader(pkg), Size: int64(len(pkg))})
 		if err != nil {
 			return
 		}

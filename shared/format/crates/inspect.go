@@ -12,11 +12,6 @@ import (
 
 var _ format.Inspector = (*Format)(nil)
 
-// Inspect implements format.Inspector.
-func (f *Format) Inspect(ctx context.Context, s format.Stored) (format.PackageInfo, error) {
-	return Inspect(ctx, s)
-}
-
 // Inspect reads a stored .crate with the reader a publish uses
 // (readCrate) and its Cargo.toml (DecodeTOML): the package's name,
 // version, description, licence, homepage, repository and keywords, its
@@ -28,7 +23,7 @@ func (f *Format) Inspect(ctx context.Context, s format.Stored) (format.PackageIn
 // A publish keeps to what cargo's publish JSON says (the index is built
 // from it) and only checks the .crate through readCrate: Cargo.toml is
 // read here, for what the index does not carry.
-func Inspect(ctx context.Context, s format.Stored) (format.PackageInfo, error) {
+func (f *Format) Inspect(ctx context.Context, s format.Stored) (format.PackageInfo, error) {
 	files := &format.FileList{}
 	raw, dir, err := readCrate(ctx, io.NewSectionReader(s.File, 0, s.Size), s.Size, "", files)
 	if err != nil {

@@ -76,7 +76,7 @@ func TestInspect(t *testing.T) {
 	// formattest's publish: a Cargo.toml without a version, which the
 	// directory gives.
 	fixture := formattest.Tgz(t, map[string]string{"Demo_Lib-0.1.0/Cargo.toml": "[package]\nname = \"Demo_Lib\"\n", "Demo_Lib-0.1.0/src/lib.rs": ""})
-	got, err = Inspect(t.Context(), format.Stored{Path: "demo_lib/0.1.0/Demo_Lib-0.1.0.crate", File: bytes.NewReader(fixture), Size: int64(len(fixture))})
+	got, err = (&Format{}).Inspect(t.Context(), format.Stored{Path: "demo_lib/0.1.0/Demo_Lib-0.1.0.crate", File: bytes.NewReader(fixture), Size: int64(len(fixture))})
 	if err != nil || got.Name != "Demo_Lib" || got.Version != "0.1.0" {
 		t.Fatalf("fixture: %+v, %v", got, err)
 	}
@@ -88,7 +88,7 @@ func TestInspect(t *testing.T) {
 		"a nameless dir":   formattest.Tgz(t, map[string]string{"demo/Cargo.toml": ""}),
 		"not a gzip'd tar": []byte(demoCargoToml),
 	} {
-		if _, err := Inspect(t.Context(), format.Stored{Path: "x.crate", File: bytes.NewReader(c), Size: int64(len(c))}); err == nil {
+		if _, err := (&Format{}).Inspect(t.Context(), format.Stored{Path: "x.crate", File: bytes.NewReader(c), Size: int64(len(c))}); err == nil {
 			t.Errorf("a crate with %s is inspected", what)
 		}
 	}
@@ -113,7 +113,7 @@ func FuzzInspectCrates(f *testing.F) {
 	f.Add(formattest.Tgz(f, map[string]string{"demo_lib-0.2.0/Cargo.toml": demoCargoToml}))
 	f.Add(formattest.Tgz(f, map[string]string{"d-1.0.0/Cargo.toml": "dependencies = 3\n[target]\nx = 1\n[dev-dependencies]\na = {version = 2}\n"}))
 	f.Fuzz(func(t *testing.T, crate []byte) {
-		info, err := Inspect(t.Context(), format.Stored{Path: "x.crate", File: bytes.NewReader(crate), Size: int64(len(crate))})
+		info, err := (&Format{}).Inspect(t.Context(), format.Stored{Path: "x.crate", File: bytes.NewReader(crate), Size: int64(len(crate))})
 		if err != nil {
 			return
 		}

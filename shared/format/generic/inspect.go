@@ -9,15 +9,10 @@ import (
 var _ format.Inspector = (*Format)(nil)
 
 // Inspect implements format.Inspector: a generic file is opaque, so its
-// package and version are its path's (ParsePath, as its upload reads
-// them) and its one file is itself.
-func (f *Format) Inspect(ctx context.Context, s format.Stored) (format.PackageInfo, error) {
-	return Inspect(ctx, s)
-}
-
-// Inspect says what a stored generic file is: s.Path is its artifact path,
-// <package>/<version>/<filename>; its bytes are not read.
-func Inspect(_ context.Context, s format.Stored) (format.PackageInfo, error) {
+// package and version are its path's, <package>/<version>/<filename>
+// (ParsePath, as its upload reads them), and its one file is itself; its
+// bytes are not read.
+func (f *Format) Inspect(_ context.Context, s format.Stored) (format.PackageInfo, error) {
 	c, err := ParsePath("repo/" + s.Path)
 	if err != nil {
 		return format.PackageInfo{}, err

@@ -20,7 +20,7 @@ func TestInspect(t *testing.T) {
 		t.Fatalf("got %+v\nwant %+v", got, want)
 	}
 	for _, p := range []string{"tool.bin", "a/b", "a/../b/c", "x/../p/1.0/f", "a/b/c/d"} {
-		if _, err := Inspect(t.Context(), format.Stored{Path: p, File: bytes.NewReader(nil)}); err == nil {
+		if _, err := (&Format{}).Inspect(t.Context(), format.Stored{Path: p, File: bytes.NewReader(nil)}); err == nil {
 			t.Errorf("%s is inspected", p)
 		}
 	}
@@ -30,7 +30,7 @@ func FuzzInspectGeneric(f *testing.F) {
 	f.Add("p/1.0/f.txt", int64(3))
 	f.Add("p/../f", int64(0))
 	f.Fuzz(func(t *testing.T, p string, size int64) {
-		info, err := Inspect(t.Context(), format.Stored{Path: p, File: bytes.NewReader(nil), Size: size})
+		info, err := (&Format{}).Inspect(t.Context(), format.Stored{Path: p, File: bytes.NewReader(nil), Size: size})
 		if err != nil {
 			return
 		}

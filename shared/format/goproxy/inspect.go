@@ -13,11 +13,6 @@ import (
 
 var _ format.Inspector = (*Format)(nil)
 
-// Inspect implements format.Inspector.
-func (f *Format) Inspect(ctx context.Context, s format.Stored) (format.PackageInfo, error) {
-	return Inspect(ctx, s)
-}
-
 // Inspect reads a stored module zip with the reader its upload uses
 // (readModule, parseGoMod): module and version from its entries, the
 // require lines of its go.mod (versions as written; "indirect" for those
@@ -25,7 +20,7 @@ func (f *Format) Inspect(ctx context.Context, s format.Stored) (format.PackageIn
 // read with the same go.mod parser. The go command's own checks of a zip's
 // files (case collisions, sizes), which need it as a file on disk, stay
 // with the upload.
-func Inspect(ctx context.Context, s format.Stored) (format.PackageInfo, error) {
+func (f *Format) Inspect(ctx context.Context, s format.Stored) (format.PackageInfo, error) {
 	var info format.PackageInfo
 	switch {
 	case strings.HasSuffix(s.Path, ".zip"):

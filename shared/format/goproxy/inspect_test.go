@@ -38,14 +38,14 @@ func TestInspect(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got  %+v\nwant %+v", got, want)
 	}
-	got, err = Inspect(t.Context(), format.Stored{Path: "example.com/demo/v2/@v/v2.1.0.mod", File: bytes.NewReader([]byte(demoGoMod)), Size: int64(len(demoGoMod))})
+	got, err = (&Format{}).Inspect(t.Context(), format.Stored{Path: "example.com/demo/v2/@v/v2.1.0.mod", File: bytes.NewReader([]byte(demoGoMod)), Size: int64(len(demoGoMod))})
 	want = format.PackageInfo{Format: "go", Name: "example.com/demo/v2", Version: "v2.1.0", Size: int64(len(demoGoMod)), Dependencies: deps}
 	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Fatalf("go.mod: %+v, %v", got, err)
 	}
 	// A +incompatible version may lack a go.mod.
 	old := formattest.Zip(t, map[string]string{"example.com/old@v3.0.0+incompatible/old.go": "package old\n"})
-	if got, err := Inspect(t.Context(), format.Stored{Path: "old.zip", File: bytes.NewReader(old), Size: int64(len(old))}); err != nil || got.Name != "example.com/old" {
+	if got, err := (&Format{}).Inspect(t.Context(), format.Stored{Path: "old.zip", File: bytes.NewReader(old), Size: int64(len(old))}); err != nil || got.Name != "example.com/old" {
 		t.Fatalf("+incompatible: %+v, %v", got, err)
 	}
 	for what, s := range map[string]format.Stored{
@@ -58,7 +58,7 @@ func TestInspect(t *testing.T) {
 		"another file":      {Path: "example.com/demo/v2/@v/v2.1.0.info", File: bytes.NewReader(zip)},
 	} {
 		s.Size = int64(s.File.(*bytes.Reader).Len())
-		if _, err := Inspect(t.Context(), s); err == nil {
+		if _, err := (&Format{}).Inspect(t.Context(), s); err == nil {
 			t.Errorf("a module with %s is inspected", what)
 		}
 	}
@@ -72,7 +72,7 @@ func FuzzInspectGo(f *testing.F) {
 		if zip {
 			path = "example.com/demo/v2/@v/v2.1.0.zip"
 		}
-		info, err := Inspect(t.Context(), format.Stored{Path: path, File: bytes.NewReader(data), Size: int64(len(data))})
+		info, err := (&Format{}).Inspect(t.Context(), format.Stored{Path: path, File: bytes.NewReader(data), Size: int64(len(data))})
 		if err != nil {
 			return
 		}

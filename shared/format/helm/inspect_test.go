@@ -68,7 +68,7 @@ func TestInspect(t *testing.T) {
 		"not an archive":  []byte("Chart.yaml"),
 		"a truncated one": tgz[:len(tgz)/2],
 	} {
-		if _, err := Inspect(t.Context(), format.Stored{Path: "charts/web-1.4.0.tgz", File: bytes.NewReader(archive), Size: int64(len(archive))}); err == nil {
+		if _, err := (&Format{}).Inspect(t.Context(), format.Stored{Path: "charts/web-1.4.0.tgz", File: bytes.NewReader(archive), Size: int64(len(archive))}); err == nil {
 			t.Errorf("a chart with %s is inspected", what)
 		}
 	}
@@ -78,7 +78,7 @@ func FuzzInspectHelm(f *testing.F) {
 	f.Add(formattest.Tgz(f, map[string]string{"web/Chart.yaml": chartYAML}))
 	f.Add(formattest.Tgz(f, map[string]string{"d/Chart.yaml": "apiVersion: v2\nname: d\nversion: 1.0.0\ndependencies: [{name: x}, 3, {name: [y]}]\nannotations: {licenses: [a]}\n"}))
 	f.Fuzz(func(t *testing.T, archive []byte) {
-		info, err := Inspect(t.Context(), format.Stored{Path: "charts/x.tgz", File: bytes.NewReader(archive), Size: int64(len(archive))})
+		info, err := (&Format{}).Inspect(t.Context(), format.Stored{Path: "charts/x.tgz", File: bytes.NewReader(archive), Size: int64(len(archive))})
 		if err != nil {
 			return
 		}

@@ -12,11 +12,6 @@ import (
 
 var _ format.Inspector = (*Format)(nil)
 
-// Inspect implements format.Inspector.
-func (f *Format) Inspect(ctx context.Context, s format.Stored) (format.PackageInfo, error) {
-	return Inspect(ctx, s)
-}
-
 // zipped are the extensions of files that are zips (a jar and its kin).
 var zipped = []string{"jar", "war", "ear", "aar", "rar", "zip", "hpi", "jpi", "nbm"}
 
@@ -28,7 +23,7 @@ var zipped = []string{"jar", "war", "ear", "aar", "rar", "zip", "hpi", "jpi", "n
 // other files (a tarball, a signature, Gradle's module metadata) are
 // their coordinates only. A deploy stores files as they come and never
 // reads a POM: one the inspector cannot read may be stored.
-func Inspect(ctx context.Context, s format.Stored) (format.PackageInfo, error) {
+func (f *Format) Inspect(ctx context.Context, s format.Stored) (format.PackageInfo, error) {
 	c, pathErr := ParsePath("repo/" + s.Path)
 	info := format.PackageInfo{Format: Name, Name: c.Package(), Version: c.Version}
 	ext := c.Extension

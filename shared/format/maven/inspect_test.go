@@ -66,7 +66,7 @@ func TestInspect(t *testing.T) {
 	// A jar carries its POM; a shaded one others' too.
 	jar := formattest.Zip(t, map[string]string{"META-INF/MANIFEST.MF": "Manifest-Version: 1.0\n", "com/example/Demo.class": "\xca\xfe\xba\xbe",
 		"META-INF/maven/com.example/demo/pom.xml": demoPOM, "META-INF/maven/org.other/lib/pom.xml": "<project/>"})
-	got, err = Inspect(t.Context(), format.Stored{Path: "com/example/demo/1.0/demo-1.0.jar", File: bytes.NewReader(jar), Size: int64(len(jar))})
+	got, err = (&Format{}).Inspect(t.Context(), format.Stored{Path: "com/example/demo/1.0/demo-1.0.jar", File: bytes.NewReader(jar), Size: int64(len(jar))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,11 +75,11 @@ func TestInspect(t *testing.T) {
 	}
 	// Other files are their coordinates; a file outside the layout is
 	// what its POM says.
-	got, err = Inspect(t.Context(), format.Stored{Path: "com/example/demo/1.0-SNAPSHOT/demo-1.0-20240101.120000-3-dist.tar.gz", File: bytes.NewReader(nil)})
+	got, err = (&Format{}).Inspect(t.Context(), format.Stored{Path: "com/example/demo/1.0-SNAPSHOT/demo-1.0-20240101.120000-3-dist.tar.gz", File: bytes.NewReader(nil)})
 	if err != nil || got.Name != "com.example:demo" || got.Version != "1.0-SNAPSHOT" || got.Files != nil {
 		t.Fatalf("tarball: %+v, %v", got, err)
 	}
-	got, err = Inspect(t.Context(), format.Stored{Path: "imports/demo.pom", File: strings.NewReader(demoPOM), Size: int64(len(demoPOM))})
+	got, err = (&Format{}).Inspect(t.Context(), format.Stored{Path: "imports/demo.pom", File: strings.NewReader(demoPOM), Size: int64(len(demoPOM))})
 	if err != nil || got.Name != "com.example:demo" || got.Version != "1.0" {
 		t.Fatalf("outside the layout: %+v, %v", got, err)
 	}
@@ -92,7 +92,7 @@ func TestInspect(t *testing.T) {
 		"a jar escaping its root": {Path: "com/example/demo/1.0/demo-1.0.jar", File: bytes.NewReader(formattest.Zip(t, map[string]string{"../x": ""}))},
 	} {
 		s.Size = s.File.(interface{ Size() int64 }).Size()
-		if _, err := Inspect(t.Context(), s); err == nil {
+		if _, err := (&Format{}).Inspect(t.Context(), s); err == nil {
 			t.Errorf("%s is inspected", what)
 		}
 	}
@@ -106,7 +106,7 @@ func FuzzInspectMaven(f *testing.F) {
 		if jar {
 			path = "com/example/demo/1.0/demo-1.0.jar"
 		}
-		info, err := Inspect(t.Context(), format.Stored{Path: path, File: bytes.NewReader(data), Size: int64(len(data))})
+		info, err := (&Format{}).Inspect(t.Context(), format.Stored{Path: path, File: bytes.NewReader(data), Size: int64(len(data))})
 		if err != nil {
 			return
 		}

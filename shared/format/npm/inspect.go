@@ -10,11 +10,6 @@ import (
 
 var _ format.Inspector = (*Format)(nil)
 
-// Inspect implements format.Inspector.
-func (f *Format) Inspect(ctx context.Context, s format.Stored) (format.PackageInfo, error) {
-	return Inspect(ctx, s)
-}
-
 // Inspect reads a stored package tarball with the reader a publish uses
 // (readTarball), and its package.json with the one manifest reader
 // (manifestFields): name, version, description, licence, homepage,
@@ -23,7 +18,7 @@ func (f *Format) Inspect(ctx context.Context, s format.Stored) (format.PackageIn
 // optionalDependencies (optional), ranges verbatim; and the tarball's
 // files. The version manifest a publish stores beside the tarball (the
 // artifact's Attrs) is the package.json npm sent, read the same way.
-func Inspect(ctx context.Context, s format.Stored) (format.PackageInfo, error) {
+func (f *Format) Inspect(ctx context.Context, s format.Stored) (format.PackageInfo, error) {
 	files := &format.FileList{}
 	raw, err := readTarball(ctx, io.NewSectionReader(s.File, 0, s.Size), s.Size, DefaultLimits, files)
 	if err != nil {

@@ -48,7 +48,7 @@ func TestInspect(t *testing.T) {
 	}
 	// The tarball of formattest's publish, and older licence shapes.
 	fixture := formattest.Tgz(t, map[string]string{"package/package.json": `{"name":"demo","version":"1.0.0","licenses":[{"type":"BSD"},{"type":"GPL"}],"repository":"github:a/b"}`})
-	got, err = Inspect(t.Context(), format.Stored{Path: "demo/-/demo-1.0.0.tgz", File: bytes.NewReader(fixture), Size: int64(len(fixture))})
+	got, err = (&Format{}).Inspect(t.Context(), format.Stored{Path: "demo/-/demo-1.0.0.tgz", File: bytes.NewReader(fixture), Size: int64(len(fixture))})
 	if err != nil || got.Name != "demo" || !reflect.DeepEqual(got.Licenses, []string{"BSD", "GPL"}) || got.Repository != "github:a/b" {
 		t.Fatalf("fixture: %+v, %v", got, err)
 	}
@@ -61,7 +61,7 @@ func TestInspect(t *testing.T) {
 		"no version":      makeTgz(t, entry{"package/package.json", tar.TypeReg, `{"name":"demo"}`}),
 		"not JSON":        makeTgz(t, entry{"package/package.json", tar.TypeReg, `{"name":`}),
 	} {
-		if _, err := Inspect(t.Context(), format.Stored{Path: "demo/-/demo-1.0.0.tgz", File: bytes.NewReader(data), Size: int64(len(data))}); err == nil {
+		if _, err := (&Format{}).Inspect(t.Context(), format.Stored{Path: "demo/-/demo-1.0.0.tgz", File: bytes.NewReader(data), Size: int64(len(data))}); err == nil {
 			t.Errorf("a tarball with %s is inspected", what)
 		}
 	}
@@ -85,7 +85,7 @@ func FuzzInspectNpm(f *testing.F) {
 	f.Add(makeTgz(f, entry{"package/package.json", tar.TypeReg, demoPackageJSON}))
 	f.Add(makeTgz(f, entry{"package/package.json", tar.TypeReg, `{"name":"a","version":"1","license":{"type":7},"dependencies":[1]}`}))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		info, err := Inspect(t.Context(), format.Stored{Path: "a/-/a-1.tgz", File: bytes.NewReader(data), Size: int64(len(data))})
+		info, err := (&Format{}).Inspect(t.Context(), format.Stored{Path: "a/-/a-1.tgz", File: bytes.NewReader(data), Size: int64(len(data))})
 		if err != nil {
 			return
 		}

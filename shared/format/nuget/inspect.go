@@ -11,18 +11,13 @@ import (
 
 var _ format.Inspector = (*Format)(nil)
 
-// Inspect implements format.Inspector.
-func (f *Format) Inspect(ctx context.Context, s format.Stored) (format.PackageInfo, error) {
-	return Inspect(ctx, s)
-}
-
 // Inspect reads a stored .nupkg with the reader its push uses
 // (readPackage), or a stored .nuspec with the same parser (parseNuspec):
 // id, normalized version, summary and description, projectUrl,
 // repository url, tags, the licence expression (or licence URL), and the
 // dependencies of every group with their version ranges, the group's
 // target framework as their condition; for a .nupkg, the zip's files.
-func Inspect(ctx context.Context, s format.Stored) (format.PackageInfo, error) {
+func (f *Format) Inspect(ctx context.Context, s format.Stored) (format.PackageInfo, error) {
 	var info format.PackageInfo
 	var err error
 	switch p := strings.ToLower(s.Path); {

@@ -54,7 +54,7 @@ func TestInspect(t *testing.T) {
 		t.Fatalf("got  %+v\nwant %+v", got, withFiles)
 	}
 	// The .nuspec stored beside it says the same.
-	got, err = Inspect(t.Context(), format.Stored{Path: "demo.lib/1.2.0-beta/demo.lib.nuspec", File: bytes.NewReader([]byte(demoNuspec)), Size: int64(len(demoNuspec))})
+	got, err = (&Format{}).Inspect(t.Context(), format.Stored{Path: "demo.lib/1.2.0-beta/demo.lib.nuspec", File: bytes.NewReader([]byte(demoNuspec)), Size: int64(len(demoNuspec))})
 	want.Size = int64(len(demoNuspec))
 	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Fatalf("nuspec: %+v, %v", got, err)
@@ -68,7 +68,7 @@ func TestInspect(t *testing.T) {
 		"another file":      {Path: "a.zip", File: bytes.NewReader(nupkg)},
 	} {
 		s.Size = int64(s.File.(*bytes.Reader).Len())
-		if _, err := Inspect(t.Context(), s); err == nil {
+		if _, err := (&Format{}).Inspect(t.Context(), s); err == nil {
 			t.Errorf("a package with %s is inspected", what)
 		}
 	}
@@ -82,7 +82,7 @@ func FuzzInspectNuget(f *testing.F) {
 		if nupkg {
 			path = "a.nupkg"
 		}
-		info, err := Inspect(t.Context(), format.Stored{Path: path, File: bytes.NewReader(data), Size: int64(len(data))})
+		info, err := (&Format{}).Inspect(t.Context(), format.Stored{Path: path, File: bytes.NewReader(data), Size: int64(len(data))})
 		if err != nil {
 			return
 		}

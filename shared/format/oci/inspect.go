@@ -23,11 +23,6 @@ const (
 	MediaDockerConfig = "application/vnd.docker.container.image.v1+json"
 )
 
-// Inspect implements format.Inspector.
-func (f *Format) Inspect(ctx context.Context, s format.Stored) (format.PackageInfo, error) {
-	return Inspect(ctx, s)
-}
-
 // Inspect reads a stored manifest (an artifact's blob) with the parser a
 // push uses (ParseManifest): its media type, config, layers, an index's
 // manifests with their platforms, its subject. s.Path, the artifact's
@@ -38,7 +33,7 @@ func (f *Format) Inspect(ctx context.Context, s format.Stored) (format.PackageIn
 // (org.opencontainers.image.*) description, licences, links, version and
 // base image (a dependency of kind "base", its digest the constraint).
 // A layer's files are read with ReadLayer.
-func Inspect(ctx context.Context, s format.Stored) (format.PackageInfo, error) {
+func (f *Format) Inspect(ctx context.Context, s format.Stored) (format.PackageInfo, error) {
 	if s.Size > MaxManifestSize {
 		return format.PackageInfo{}, format.BadRequest("a manifest is at most %d bytes", MaxManifestSize)
 	}

@@ -66,13 +66,13 @@ func TestInspect(t *testing.T) {
 	}
 	// Without blobs, the manifest alone.
 	s.Blobs = nil
-	if got, err := Inspect(t.Context(), s); err != nil || got.Image.Platform != nil || got.Summary != "An app" || got.Licenses != nil {
+	if got, err := (&Format{}).Inspect(t.Context(), s); err != nil || got.Image.Platform != nil || got.Summary != "An app" || got.Licenses != nil {
 		t.Fatalf("without blobs: %+v, %v", got, err)
 	}
 	// An index lists its images with their platforms.
 	index, _ := json.Marshal(map[string]any{"schemaVersion": 2, "mediaType": MediaOCIIndex, "manifests": []map[string]any{
 		{"mediaType": MediaOCIManifest, "digest": formattest.SHA256Digest(manifest), "size": len(manifest), "platform": map[string]string{"os": "linux", "architecture": "arm64"}}}})
-	got, err = Inspect(t.Context(), format.Stored{Path: "team/app@" + formattest.SHA256Digest(index), File: bytes.NewReader(index), Size: int64(len(index))})
+	got, err = (&Format{}).Inspect(t.Context(), format.Stored{Path: "team/app@" + formattest.SHA256Digest(index), File: bytes.NewReader(index), Size: int64(len(index))})
 	if err != nil || got.Version != formattest.SHA256Digest(index) || len(got.Image.Manifests) != 1 ||
 		*got.Image.Manifests[0].Platform != (format.Platform{OS: "linux", Architecture: "arm64"}) {
 		t.Fatalf("index: %+v, %v", got, err)
@@ -86,7 +86,7 @@ func TestInspect(t *testing.T) {
 		"a manifest too big": {Path: "a/b:1", File: bytes.NewReader(make([]byte, MaxManifestSize+1))},
 	} {
 		s.Size = int64(s.File.(*bytes.Reader).Len())
-		if _, err := Inspect(t.Context(), s); err == nil {
+		if _, err := (&Format{}).Inspect(t.Context(), s); err == nil {
 			t.Errorf("%s is inspected", what)
 		}
 	}
@@ -99,7 +99,7 @@ func FuzzInspectOCI(f *testing.F) {
 	f.Add(m)
 	f.Add([]byte(`{"schemaVersion":2,"manifests":[{"mediaType":"x","digest":"sha256:` + string(bytes.Repeat([]byte("0"), 64)) + `","size":1,"platform":{"os":7}}]}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		info, err := Inspect(t.Context(), format.Stored{Path: "a/b:1", File: bytes.NewReader(body), Size: int64(len(body)), Blobs: store})
+		info, err := (&Format{}).Inspect(t.Context(), format.Stored{Path: "a/b:1", File: bytes.NewReader(body), Size: int64(len(body)), Blobs: store})
 		if err != nil {
 			return
 		}

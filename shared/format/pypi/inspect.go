@@ -11,11 +11,6 @@ import (
 
 var _ format.Inspector = (*Format)(nil)
 
-// Inspect implements format.Inspector.
-func (f *Format) Inspect(ctx context.Context, s format.Stored) (format.PackageInfo, error) {
-	return Inspect(ctx, s)
-}
-
 // Inspect reads a stored distribution, told by its file name: a wheel
 // with the reader its upload uses (readWheel), an sdist (.tar.gz or .zip)
 // by its top directory's PKG-INFO, both through the one core metadata
@@ -27,7 +22,7 @@ func (f *Format) Inspect(ctx context.Context, s format.Stored) (format.PackageIn
 // (for a wheel, with the sha256 its RECORD gives each).
 // Twine's upload of an sdist stores it without reading it: an sdist the
 // inspector cannot read may be stored.
-func Inspect(ctx context.Context, s format.Stored) (format.PackageInfo, error) {
+func (f *Format) Inspect(ctx context.Context, s format.Stored) (format.PackageInfo, error) {
 	name := path.Base(s.Path)
 	d, err := ParseFilename(name)
 	if err != nil {

@@ -69,7 +69,7 @@ func TestInspect(t *testing.T) {
 		t.Fatalf("wheel:\ngot  %+v\nwant %+v", got, want)
 	}
 	sdist := formattest.Tgz(t, map[string]string{"legacy-0.9/PKG-INFO": legacyPKGInfo, "legacy-0.9/legacy.egg-info/PKG-INFO": legacyPKGInfo})
-	got, err = Inspect(t.Context(), format.Stored{Path: "legacy/0.9/legacy-0.9.tar.gz", File: bytes.NewReader(sdist), Size: int64(len(sdist))})
+	got, err = (&Format{}).Inspect(t.Context(), format.Stored{Path: "legacy/0.9/legacy-0.9.tar.gz", File: bytes.NewReader(sdist), Size: int64(len(sdist))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestInspect(t *testing.T) {
 		t.Fatalf("sdist: %+v", got)
 	}
 	zipSdist := formattest.Zip(t, map[string]string{"legacy-0.9/PKG-INFO": legacyPKGInfo})
-	if got, err := Inspect(t.Context(), format.Stored{Path: "legacy-0.9.zip", File: bytes.NewReader(zipSdist), Size: int64(len(zipSdist))}); err != nil || got.Summary != "Old style" {
+	if got, err := (&Format{}).Inspect(t.Context(), format.Stored{Path: "legacy-0.9.zip", File: bytes.NewReader(zipSdist), Size: int64(len(zipSdist))}); err != nil || got.Summary != "Old style" {
 		t.Fatalf("zip sdist: %+v, %v", got, err)
 	}
 	for what, s := range map[string]format.Stored{
@@ -89,7 +89,7 @@ func TestInspect(t *testing.T) {
 		"another file":               {Path: "legacy-0.9.exe", File: bytes.NewReader(zipSdist)},
 	} {
 		s.Size = int64(s.File.(*bytes.Reader).Len())
-		if _, err := Inspect(t.Context(), s); err == nil {
+		if _, err := (&Format{}).Inspect(t.Context(), s); err == nil {
 			t.Errorf("%s is inspected", what)
 		}
 	}
@@ -103,7 +103,7 @@ func FuzzInspectPypi(f *testing.F) {
 		if wheel {
 			path = "demo_pkg-1.0-py3-none-any.whl"
 		}
-		info, err := Inspect(t.Context(), format.Stored{Path: path, File: bytes.NewReader(data), Size: int64(len(data))})
+		info, err := (&Format{}).Inspect(t.Context(), format.Stored{Path: path, File: bytes.NewReader(data), Size: int64(len(data))})
 		if err != nil {
 			return
 		}

@@ -9,17 +9,12 @@ import (
 
 var _ format.Inspector = (*Format)(nil)
 
-// Inspect implements format.Inspector.
-func (f *Format) Inspect(ctx context.Context, s format.Stored) (format.PackageInfo, error) {
-	return Inspect(ctx, s)
-}
-
 // Inspect reads a stored .gem with the reader its upload uses
 // (readGemFile): the gemspec's name, version (with its platform, as the
 // artifact's), summary, description, homepage, licences, source_code_uri
 // and dependencies (runtime and dev, requirements as gem writes them),
 // and the files of data.tar.gz.
-func Inspect(ctx context.Context, s format.Stored) (format.PackageInfo, error) {
+func (f *Format) Inspect(ctx context.Context, s format.Stored) (format.PackageInfo, error) {
 	_, info, err := readGemFile(ctx, io.NewSectionReader(s.File, 0, s.Size), s.Size, &format.FileList{})
 	if err != nil {
 		return format.PackageInfo{}, err

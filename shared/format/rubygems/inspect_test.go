@@ -51,7 +51,7 @@ func TestInspect(t *testing.T) {
 	}
 	// A platform gem is its version and platform, as its artifact is.
 	native := gemFile(t, strings.Replace(gemspecYAML, "platform: ruby", "platform: x86_64-linux", 1), map[string]string{"lib/a.so": "x"})
-	if got, err := Inspect(t.Context(), format.Stored{Path: "x.gem", File: bytes.NewReader(native), Size: int64(len(native))}); err != nil || got.Version != "1.1.0-x86_64-linux" {
+	if got, err := (&Format{}).Inspect(t.Context(), format.Stored{Path: "x.gem", File: bytes.NewReader(native), Size: int64(len(native))}); err != nil || got.Version != "1.1.0-x86_64-linux" {
 		t.Fatalf("native gem: %+v, %v", got, err)
 	}
 	badDeps := strings.Replace(gemspecYAML, "version: '2'", "version: '2; rm'", 1)
@@ -67,7 +67,7 @@ func TestInspect(t *testing.T) {
 		"a broken data.tar.gz":     brokenData,
 		"an escaping file":         gemFile(t, gemspecYAML, map[string]string{"../../x.rb": ""}),
 	} {
-		if _, err := Inspect(t.Context(), format.Stored{Path: "x.gem", File: bytes.NewReader(g), Size: int64(len(g))}); err == nil {
+		if _, err := (&Format{}).Inspect(t.Context(), format.Stored{Path: "x.gem", File: bytes.NewReader(g), Size: int64(len(g))}); err == nil {
 			t.Errorf("a gem with %s is inspected", what)
 		}
 	}
@@ -77,7 +77,7 @@ func FuzzInspectRubygems(f *testing.F) {
 	f.Add(gemFile(f, fullSpec, map[string]string{"lib/a.rb": ""}))
 	f.Add(gemFile(f, "name: x\nversion: {version: '1'}\nmetadata: [1]\ndescription: {a: b}\n", nil))
 	f.Fuzz(func(t *testing.T, gem []byte) {
-		info, err := Inspect(t.Context(), format.Stored{Path: "x.gem", File: bytes.NewReader(gem), Size: int64(len(gem))})
+		info, err := (&Format{}).Inspect(t.Context(), format.Stored{Path: "x.gem", File: bytes.NewReader(gem), Size: int64(len(gem))})
 		if err != nil {
 			return
 		}
