@@ -53,15 +53,6 @@ func keys(p protocol.Page) []string {
 	return out
 }
 
-func edge(t *testing.T, s *meta.Store, id string) *meta.EdgeNode {
-	t.Helper()
-	var e *meta.EdgeNode
-	if err := s.View(func(tx *meta.Tx) error { var err error; e, err = tx.Edge(id); return err }); err != nil {
-		t.Fatal(err)
-	}
-	return e
-}
-
 func fixture(t *testing.T) *meta.Store {
 	s := store(t, meta.Options{})
 	apply(t, s,

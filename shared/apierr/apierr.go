@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -64,14 +65,7 @@ var codes = map[Code]struct {
 }
 
 // Codes lists every code, in name order.
-func Codes() []Code {
-	out := make([]Code, 0, len(codes))
-	for c := range codes {
-		out = append(out, c)
-	}
-	slices.Sort(out)
-	return out
-}
+func Codes() []Code { return slices.Sorted(maps.Keys(codes)) }
 
 // Description says what a code means.
 func (c Code) Description() string { return codes[c].description }

@@ -2,6 +2,7 @@ package meta
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 )
 
@@ -124,21 +125,7 @@ func forget(t CmdType) bool { forgotten[t] = true; return true }
 func global(string, []byte) string { return "" }
 
 // Kinds lists the record kinds in order.
-func Kinds() []Kind {
-	out := make([]Kind, 0, len(kinds))
-	for k := range kinds {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
-}
+func Kinds() []Kind { return slices.Sorted(maps.Keys(kinds)) }
 
 // CommandTypes lists every declared command type in order.
-func CommandTypes() []CmdType {
-	out := make([]CmdType, 0, len(commands))
-	for t := range commands {
-		out = append(out, t)
-	}
-	slices.Sort(out)
-	return out
-}
+func CommandTypes() []CmdType { return slices.Sorted(maps.Keys(commands)) }

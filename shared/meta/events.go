@@ -371,8 +371,6 @@ func eventRepo(_ string, body []byte) string {
 	return e.Repo
 }
 
-func noIndex(*Tx, string, []byte, []byte) error { return nil }
-
 type actorKey struct{}
 
 type acting struct {

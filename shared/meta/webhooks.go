@@ -160,8 +160,6 @@ func (tx *Tx) Webhooks() ([]Webhook, error) {
 	return out, err
 }
 
-func indexWebhook(*Tx, string, []byte, []byte) error { return nil }
-
 // Wants reports whether the webhook receives e: it is subscribed to e's
 // name (or to "*") and every filter that is set matches; a filter the
 // event has nothing for (user.created has no repository) does not match.
