@@ -18,23 +18,24 @@ func (s *Server) getArtifact(w http.ResponseWriter, r *http.Request, p *auth.Pri
 }
 
 func (s *Server) downloadArtifact(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
-	resp, err := s.app.DownloadArtifact(r.Context(), p, r.PathValue("id"), s.formatRequest(r, p, nil))
+	resp, err := s.app.DownloadArtifact(r.Context(), p, r.PathValue("id"), formatRequest(r))
 	if err != nil {
 		return err
 	}
 	return httpx.WriteResponse(w, r, resp, s.app.Blobs)
 }
 
-// formatRequest is r as a format sees it, for the REST calls that go
-// through a format (downloads, deletes).
-func (s *Server) formatRequest(r *http.Request, p *auth.Principal, repo *meta.Repository) *format.Request {
+// formatRequest is how r came, as a format sees it, for the REST calls
+// that go through a format (downloads, deletes); the use case sets who
+// asks and the repository.
+func formatRequest(r *http.Request) *format.Request {
 	return &format.Request{Method: r.Method, Query: r.URL.Query(), Header: r.Header, ContentLength: -1,
-		Principal: p, Repo: repo, BaseURL: httpx.BaseURL(r), RemoteAddr: httpx.ClientIP(r), RequestID: httpx.RequestID(r.Context())}
+		BaseURL: httpx.BaseURL(r), RemoteAddr: httpx.ClientIP(r), RequestID: httpx.RequestID(r.Context())}
 }
 
 // deleteArtifact removes an artifact, its format keeping itself
 // consistent (app.DeleteArtifact).
 func (s *Server) deleteArtifact(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
-	idx, err := s.app.DeleteArtifact(r.Context(), p, r.PathValue("id"), s.formatRequest(r, p, nil))
+	idx, err := s.app.DeleteArtifact(r.Context(), p, r.PathValue("id"), formatRequest(r))
 	return written(w, idx, err, http.StatusNoContent, nil)
 }

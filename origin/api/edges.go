@@ -63,18 +63,12 @@ func (s *Server) assignEdge(w http.ResponseWriter, r *http.Request, p *auth.Prin
 		return err
 	}
 	v, idx, err := s.app.AssignRepositories(r.Context(), p, r.PathValue("id"), req.RepositoryIDs)
-	if err != nil {
-		return written(w, idx, err, 0, nil)
-	}
-	return written(w, idx, nil, http.StatusOK, v)
+	return written(w, idx, err, http.StatusOK, v)
 }
 
 func (s *Server) unassignEdge(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
 	v, idx, err := s.app.UnassignRepository(r.Context(), p, r.PathValue("id"), r.PathValue("repo"))
-	if err != nil {
-		return written(w, idx, err, 0, nil)
-	}
-	return written(w, idx, nil, http.StatusOK, v)
+	return written(w, idx, err, http.StatusOK, v)
 }
 
 // What edge nodes send (replication/protocol) is the application

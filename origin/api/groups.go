@@ -24,10 +24,7 @@ func (s *Server) createGroup(w http.ResponseWriter, r *http.Request, p *auth.Pri
 		return err
 	}
 	g, idx, err := s.app.CreateGroup(r.Context(), p, app.NewGroup{Name: req.Name, Description: req.Description})
-	if err != nil {
-		return written(w, idx, err, 0, nil)
-	}
-	return written(w, idx, nil, http.StatusCreated, g)
+	return written(w, idx, err, http.StatusCreated, g)
 }
 
 func (s *Server) addGroupMembers(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
@@ -38,8 +35,5 @@ func (s *Server) addGroupMembers(w http.ResponseWriter, r *http.Request, p *auth
 		return err
 	}
 	g, idx, err := s.app.AddGroupMembers(r.Context(), p, r.PathValue("id"), req.UserIDs)
-	if err != nil {
-		return written(w, idx, err, 0, nil)
-	}
-	return written(w, idx, nil, http.StatusOK, g)
+	return written(w, idx, err, http.StatusOK, g)
 }

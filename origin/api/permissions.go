@@ -27,10 +27,7 @@ func (s *Server) createPermission(w http.ResponseWriter, r *http.Request, p *aut
 	}
 	perm, idx, err := s.app.CreatePermission(r.Context(), p, app.NewPermission{RepositoryID: req.RepositoryID,
 		UserID: req.UserID, GroupID: req.GroupID, Permissions: req.Permissions})
-	if err != nil {
-		return written(w, idx, err, 0, nil)
-	}
-	return written(w, idx, nil, http.StatusCreated, perm)
+	return written(w, idx, err, http.StatusCreated, perm)
 }
 
 func (s *Server) deletePermission(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"net/http"
 
 	"github.com/depot-registry/depot/shared/auth"
 	"github.com/depot-registry/depot/shared/format"
@@ -26,12 +27,15 @@ func (a *App) Artifact(_ context.Context, p *auth.Principal, id, action string) 
 
 // DownloadArtifact answers an artifact p may read the way its format's
 // path answers the file, as an attachment; via is how the request came
-// (its Principal and Repo are set here). The answer's blob is read from
+// (its Principal and Repo are set here; nil: a GET). The answer's blob is read from
 // a.Blobs.
 func (a *App) DownloadArtifact(ctx context.Context, p *auth.Principal, id string, via *format.Request) (*format.Response, error) {
 	art, repo, err := a.Artifact(ctx, p, id, meta.ActionRead)
 	if err != nil {
 		return nil, err
+	}
+	if via == nil {
+		via = &format.Request{Method: http.MethodGet}
 	}
 	via.Principal, via.Repo = p, repo
 	return a.Env.Serve(via, art, true), nil
