@@ -3,6 +3,7 @@ package npm
 import (
 	"context"
 	"net/http"
+	"sync"
 
 	"github.com/depot-registry/depot/shared/format"
 	"github.com/depot-registry/depot/shared/meta"
@@ -25,6 +26,9 @@ type Format struct {
 	// taken once the tarball is on local disk: only the node's own work
 	// holds it, never a client's upload speed.
 	publishing chan struct{}
+
+	memoOnce sync.Once
+	memo     *memos
 }
 
 // maxConcurrentPublishes is how many publishes a node checks and stores
@@ -32,6 +36,34 @@ type Format struct {
 const maxConcurrentPublishes = 4
 
 var _ format.Format = (*Format)(nil)
+
+// The read paths' memos (meta.Memo), each per repository and dropped
+// when the repository's artifacts or keys change: the search entries of
+// its packages (searchIndex) and the state of its packages (load).
+type memos struct {
+	searches *meta.Memo[string, []searchEntry]
+	packages *meta.Memo[pkgMemoKey, *pkgState]
+}
+
+type pkgMemoKey struct{ repo, name string }
+
+// Bounds on what the memos keep.
+const (
+	maxSearchRepos        = 1_000
+	maxRememberedPackages = 5_000
+	maxRememberedVersions = 500
+)
+
+func (f *Format) memos() *memos {
+	f.memoOnce.Do(func() {
+		watch := []meta.Kind{meta.KindArtifact, meta.KindKV}
+		f.memo = &memos{
+			searches: meta.NewMemo[string, []searchEntry](f.Env.Meta, maxSearchRepos, nil, watch),
+			packages: meta.NewMemo[pkgMemoKey, *pkgState](f.Env.Meta, maxRememberedPackages, nil, watch),
+		}
+	})
+	return f.memo
+}
 
 // New returns the npm format over env.
 func New(env *format.Env) *Format {

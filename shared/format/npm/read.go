@@ -117,39 +117,30 @@ func (f *Format) search(r *format.Request, e Endpoint) (*format.Response, error)
 	size := queryInt(r, "size", searchDefaultSize)
 	size = max(1, min(size, searchMaxSize))
 	from := max(0, queryInt(r, "from", 0))
-	// One view for the listing and the packages shown: a consistent
-	// answer. Packages are matched on their names and search records; only
-	// the page's packages are loaded, so an answer costs one small record
-	// per package of the repository plus its own page.
+	// Packages are matched on their names and search records, remembered
+	// per repository (searchIndex); only the page's packages are loaded.
+	index, err := f.searchIndex(repo)
+	if err != nil {
+		return nil, err
+	}
+	terms := strings.Fields(text)
 	var states []*pkgState
 	total := 0
-	if err := f.Env.View(func(tx *meta.Tx) error {
-		terms := strings.Fields(text)
-		var err error
-		tx.PackageNames(repo.ID, func(name string) bool {
-			if !searchMatch(tx, repo, name, terms) {
-				return true
+	for _, e := range index {
+		if !e.matches(terms) {
+			continue
+		}
+		if total >= from && len(states) < size {
+			st, err := f.load(repo, e.name)
+			if err != nil {
+				return nil, err
 			}
-			n, perr := ParseName(name)
-			if perr != nil {
-				return true // a foreign record: nothing npm can show
+			if len(st.Versions) == 0 {
+				continue // a foreign record: nothing npm can show
 			}
-			if total >= from && len(states) < size {
-				var st *pkgState
-				if st, err = loadTx(tx, repo, n); err != nil {
-					return false
-				}
-				if len(st.Versions) == 0 {
-					return true // a foreign record: nothing npm can show
-				}
-				states = append(states, st)
-			}
-			total++
-			return true
-		})
-		return err
-	}); err != nil {
-		return nil, err
+			states = append(states, st)
+		}
+		total++
 	}
 	var hits []searchHit
 	for _, st := range states {
@@ -173,39 +164,55 @@ func (f *Format) search(r *format.Request, e Endpoint) (*format.Response, error)
 		"time": npmTime(f.Env.Time())}), nil
 }
 
-// searchMatch reports whether every term occurs in the name (lower
-// case), description or keywords of a package. A name that holds every
-// term needs no record; a package published before search records were
-// kept is read from its package record.
-func searchMatch(tx *meta.Tx, repo *meta.Repository, name string, terms []string) bool {
-	lname := strings.ToLower(name)
-	rest := terms[:0:0]
+// searchEntry is what search matches one package on: its name in lower
+// case and its search record (description and keywords, lower case).
+type searchEntry struct {
+	name  Name
+	lname string
+	hay   string
+}
+
+// matches reports whether every term occurs in the name, description or
+// keywords.
+func (e *searchEntry) matches(terms []string) bool {
 	for _, t := range terms {
-		if !strings.Contains(lname, t) {
-			rest = append(rest, t)
-		}
-	}
-	if len(rest) == 0 {
-		return true
-	}
-	var hay string
-	if raw, ok := tx.KV(repo.ID, keyFind+name); ok {
-		if hay, ok = readFindText(raw); !ok {
-			return false
-		}
-	} else {
-		var m pkgMeta
-		if raw, ok := tx.KV(repo.ID, keyPkg+name); !ok || json.Unmarshal(raw, &m) != nil {
-			return false
-		}
-		hay = findText(m)
-	}
-	for _, t := range rest {
-		if !strings.Contains(hay, t) {
+		if !strings.Contains(e.lname, t) && !strings.Contains(e.hay, t) {
 			return false
 		}
 	}
 	return true
+}
+
+// maxRememberedSearch bounds the packages of a repository whose search
+// entries are remembered; a larger repository is read at each search.
+const maxRememberedSearch = 200_000
+
+// searchIndex is the search entries of repo's packages in name order,
+// remembered while its packages and their records stay the same. A
+// package published before search records were kept is read from its
+// package record; a name npm cannot parse is left out.
+func (f *Format) searchIndex(repo *meta.Repository) ([]searchEntry, error) {
+	return f.memos().searches.Get(repo.ID, repo.ID, func(tx *meta.Tx) ([]searchEntry, bool, error) {
+		var out []searchEntry
+		tx.PackageNames(repo.ID, func(name string) bool {
+			n, err := ParseName(name)
+			if err != nil {
+				return true
+			}
+			e := searchEntry{name: n, lname: strings.ToLower(name)}
+			if raw, ok := tx.KV(repo.ID, keyFind+name); ok {
+				e.hay, _ = readFindText(raw)
+			} else if raw, ok := tx.KV(repo.ID, keyPkg+name); ok {
+				var m pkgMeta
+				if json.Unmarshal(raw, &m) == nil {
+					e.hay = findText(m)
+				}
+			}
+			out = append(out, e)
+			return true
+		})
+		return out, len(out) <= maxRememberedSearch, nil
+	})
 }
 
 func queryInt(r *format.Request, key string, def int) int {

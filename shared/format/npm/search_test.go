@@ -111,6 +111,15 @@ func TestSearch(t *testing.T) {
 		t.Errorf("a hit shows its latest version and package record: %+v", a.Objects)
 	}
 
+	// What search remembers follows publishes at once: a new package is
+	// found, a new version is the hit's.
+	publish("toml-kit", "0.1.0", "Reads TOML", "parser")
+	publish("json-kit", "1.2.0", "Parses JSON fast", "parser")
+	if a := search("text=parser"); !reflect.DeepEqual(a.names(), []string{"json-kit", "toml-kit"}) || a.Total != 2 ||
+		a.Objects[0].Package.Version != "1.2.0" || a.Objects[0].Package.Description != "Parses JSON fast" {
+		t.Errorf("after two publishes: %+v (total %d)", a.Objects, a.Total)
+	}
+
 	// A package whose search record is missing (published before search
 	// records were kept) is found through its package record.
 	if _, err := e.Apply(context.Background(), &meta.KVApply{RepoID: repo.ID, Ops: []meta.KVOp{{Key: "find/json-kit"}}}); err != nil {

@@ -81,15 +81,16 @@ type pkgState struct {
 	Deprecated map[string]string
 }
 
-// load reads a package's versions and keyspace entries consistently.
+// load reads a package's versions and keyspace entries consistently, for
+// answering reads: the state is remembered while the repository's
+// artifacts and keys stay the same (a package of more than
+// maxRememberedVersions versions is read each time), and must not be
+// changed. Writes decide from loadTx in their own view.
 func (f *Format) load(repo *meta.Repository, n Name) (*pkgState, error) {
-	var st *pkgState
-	err := f.Env.View(func(tx *meta.Tx) error {
-		var err error
-		st, err = loadTx(tx, repo, n)
-		return err
+	return f.memos().packages.Get(pkgMemoKey{repo.ID, n.String()}, repo.ID, func(tx *meta.Tx) (*pkgState, bool, error) {
+		st, err := loadTx(tx, repo, n)
+		return st, err == nil && len(st.Versions) <= maxRememberedVersions, err
 	})
-	return st, err
 }
 
 // loadTx reads a package's versions and keyspace entries from tx.

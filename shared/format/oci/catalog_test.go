@@ -131,4 +131,20 @@ func TestCatalogPages(t *testing.T) {
 	if got, _ := get("admin", e.Token, "/v2/_catalog?last=a/y.z&n=2"); !reflect.DeepEqual(got, []string{"a/y/z", "b/one"}) {
 		t.Errorf("after a/y.z: %v", got)
 	}
+
+	// What the catalog remembers follows every change at once: an image
+	// pushed, a repository created and one deleted, a grant revoked.
+	apply(&meta.KVApply{RepoID: "id-b", Ops: []meta.KVOp{{Key: "m/three@" + digest, Value: json.RawMessage(`{"addr":"` + digest + `"}`)}}})
+	apply(&meta.RepoCreate{Repo: meta.Repository{ID: "id-c", Name: "c", Format: "docker", Public: true, CreatedAt: now}})
+	apply(&meta.KVApply{RepoID: "id-c", Ops: []meta.KVOp{{Key: "m/new@" + digest, Value: json.RawMessage(`{"addr":"` + digest + `"}`)}}})
+	apply(&meta.RepoDelete{ID: "id-a-b"})
+	apply(&meta.PermissionDelete{ID: "p1"})
+	changed := []string{"a.c/img", "a/x", "a/y-z", "a/y.z", "a/y/z", "b/one", "b/three", "b/two", "c/new", "granted/shown", "private/hidden"}
+	if got, _ := get("admin", e.Token, "/v2/_catalog"); !reflect.DeepEqual(got, changed) {
+		t.Errorf("after the changes, as admin: %v, want %v", got, changed)
+	}
+	changed = slices.DeleteFunc(changed, func(s string) bool { return s == "private/hidden" || s == "granted/shown" })
+	if got, _ := get("carol", secret, "/v2/_catalog"); !reflect.DeepEqual(got, changed) {
+		t.Errorf("after the changes, as carol: %v, want %v", got, changed)
+	}
 }

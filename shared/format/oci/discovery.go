@@ -82,6 +82,8 @@ func (f *Format) tags(_ context.Context, r *format.Request) (*format.Response, e
 // page visits repositories in catalog order from the one ?last= is in,
 // and stops once it has one name more than it shows: its cost is the
 // repositories it reads (their images' keys only), not the registry.
+// The repositories in catalog order and each one's images are remembered
+// while they stay the same (catalogMemos).
 func (f *Format) catalog(_ context.Context, r *format.Request) (*format.Response, error) {
 	if !r.Principal.Granted("registry", "catalog", "*") {
 		return nil, errf(http.StatusUnauthorized, codeUnauthorized, "the token does not grant the catalog")
@@ -91,50 +93,99 @@ func (f *Format) catalog(_ context.Context, r *format.Request) (*format.Response
 		return nil, err
 	}
 	last := r.Query.Get("last")
-	var names []string
-	err = f.Env.View(func(tx *meta.Tx) error {
-		all, err := tx.Repos()
-		if err != nil {
-			return err
-		}
-		// Every name of a repository starts with "<repository>/", and no
-		// such prefix starts another: in prefix order, each repository's
-		// names are one run of the sorted catalog.
-		var repos []meta.Repository
-		for _, repo := range all {
-			if repo.Format == Name {
-				repos = append(repos, repo)
-			}
-		}
-		prefix := func(repo *meta.Repository) string { return strings.ToLower(repo.Name) + "/" }
-		sort.Slice(repos, func(i, j int) bool { return prefix(&repos[i]) < prefix(&repos[j]) })
-		for i := range repos {
-			repo, p := &repos[i], prefix(&repos[i])
-			if last >= p && !strings.HasPrefix(last, p) {
-				continue // the whole run sorts before last
-			}
-			if ok, err := auth.Can(tx, r.Principal, repo, meta.ActionRead); err != nil {
-				return err
-			} else if !ok {
-				continue
-			}
-			imgs := (view{tx: tx, repo: repo}).images()
-			sort.Strings(imgs)
-			for _, img := range imgs {
-				if name := p + img; name > last {
-					names = append(names, name)
-				}
-			}
-			if len(names) > n {
-				break
-			}
-		}
-		return nil
-	})
+	repos, err := f.catalogRepos()
 	if err != nil {
 		return nil, err
 	}
+	var names []string
+	for i := range repos {
+		repo, p := &repos[i].repo, repos[i].prefix
+		if last >= p && !strings.HasPrefix(last, p) {
+			continue // the whole run sorts before last
+		}
+		var ok bool
+		if err := f.Env.View(func(tx *meta.Tx) error { ok, err = auth.Can(tx, r.Principal, repo, meta.ActionRead); return err }); err != nil {
+			return nil, err
+		} else if !ok {
+			continue
+		}
+		imgs, err := f.images(repo.ID)
+		if err != nil {
+			return nil, err
+		}
+		for _, img := range imgs {
+			if name := p + img; name > last {
+				names = append(names, name)
+			}
+		}
+		if len(names) > n {
+			break
+		}
+	}
 	return paged(r, format.URL(r, Prefix, "_catalog"), "repositories", names, map[string]any{})
+}
+
+// The catalog's memos: the repositories of this format in catalog order
+// (while no repository changes), and the sorted images of each (while its
+// manifests stay the same; a repository of more than maxRememberedImages
+// images is read each time, bounding what is kept).
+type catalogMemos struct {
+	repos  *meta.Memo[string, []catalogRepo]
+	images *meta.Memo[string, []string]
+}
+
+const (
+	maxRememberedImages = 10_000
+	maxRememberedRepos  = 1_000
+)
+
+// catalogRepo is a repository with its names' prefix in the catalog.
+type catalogRepo struct {
+	repo   meta.Repository // without its counts
+	prefix string
+}
+
+func (f *Format) memos() *catalogMemos {
+	f.memoOnce.Do(func() {
+		f.memo = &catalogMemos{
+			repos:  meta.NewMemo[string, []catalogRepo](f.Env.Meta, 1, []meta.Kind{meta.KindRepo}, nil),
+			images: meta.NewMemo[string, []string](f.Env.Meta, maxRememberedRepos, nil, []meta.Kind{meta.KindKV}),
+		}
+	})
+	return f.memo
+}
+
+// catalogRepos are this format's repositories in catalog order: every
+// name of a repository starts with "<repository>/", and no such prefix
+// starts another, so in prefix order each repository's names are one run
+// of the sorted catalog.
+func (f *Format) catalogRepos() ([]catalogRepo, error) {
+	return f.memos().repos.Get("", "", func(tx *meta.Tx) ([]catalogRepo, bool, error) {
+		all, err := tx.Repos()
+		if err != nil {
+			return nil, false, err
+		}
+		var out []catalogRepo
+		for _, repo := range all {
+			if repo.Format == Name {
+				// The counts change with every artifact, which this
+				// memo does not follow: leave them out.
+				repo.ArtifactCount, repo.SizeBytes = 0, 0
+				out = append(out, catalogRepo{repo: repo, prefix: strings.ToLower(repo.Name) + "/"})
+			}
+		}
+		sort.Slice(out, func(i, j int) bool { return out[i].prefix < out[j].prefix })
+		return out, true, nil
+	})
+}
+
+// images are the sorted image names of repository id.
+func (f *Format) images(id string) ([]string, error) {
+	return f.memos().images.Get(id, id, func(tx *meta.Tx) ([]string, bool, error) {
+		imgs := (view{tx: tx, repo: &meta.Repository{ID: id}}).images()
+		sort.Strings(imgs)
+		return imgs, len(imgs) <= maxRememberedImages, nil
+	})
 }
 
 // referrers lists the manifests whose subject is the digest, as an OCI

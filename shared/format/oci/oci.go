@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/depot-registry/depot/shared/format"
@@ -34,6 +35,9 @@ type Format struct {
 	// serialises the manifest writes of one image (each reads the tags,
 	// decides and commits one command).
 	sessions, imageWrites format.KeyLock
+
+	memoOnce sync.Once
+	memo     *catalogMemos
 }
 
 var (
