@@ -151,20 +151,47 @@ func NewMemo[K comparable, V any](s *Store, max int, kinds, repoKinds []Kind) *M
 // the store and remembered when keep says so (an error is never
 // remembered).
 func (m *Memo[K, V]) Get(k K, repo string, decide func(tx *Tx) (v V, keep bool, err error)) (V, error) {
+	if v, ok := m.lookup(k, repo); ok {
+		return v, nil
+	}
+	var v V
+	err := m.s.View(func(tx *Tx) error {
+		var err error
+		v, err = m.decideIn(tx, k, repo, decide)
+		return err
+	})
+	return v, err
+}
+
+// In is Get within a view the caller has open (Store.View); in any other
+// transaction (a write's) it only decides.
+func (m *Memo[K, V]) In(tx *Tx, k K, repo string, decide func(tx *Tx) (v V, keep bool, err error)) (V, error) {
+	if !tx.viewed {
+		v, _, err := decide(tx)
+		return v, err
+	}
+	if v, ok := m.lookup(k, repo); ok {
+		return v, nil
+	}
+	return m.decideIn(tx, k, repo, decide)
+}
+
+func (m *Memo[K, V]) lookup(k K, repo string) (V, bool) {
 	m.mu.RLock()
 	e, ok := m.m[k]
 	m.mu.RUnlock()
 	if ok && e.repo == repo && m.holds(e) {
-		return e.v, nil
+		return e.v, true
 	}
-	at := m.s.marks.visible.Load() // before the view: the value is at least this fresh
-	var v V
-	var keep bool
-	err := m.s.View(func(tx *Tx) error {
-		var err error
-		v, keep, err = decide(tx)
-		return err
-	})
+	var zero V
+	return zero, false
+}
+
+// decideIn decides k in tx, a view opened when the visible change number
+// was tx.viewedAt (so the value is at least that fresh), and remembers it
+// when keep says so.
+func (m *Memo[K, V]) decideIn(tx *Tx, k K, repo string, decide func(tx *Tx) (v V, keep bool, err error)) (V, error) {
+	v, keep, err := decide(tx)
 	if err != nil || !keep {
 		return v, err
 	}
@@ -175,7 +202,7 @@ func (m *Memo[K, V]) Get(k K, repo string, decide func(tx *Tx) (v V, keep bool, 
 			break
 		}
 	}
-	m.m[k] = memoEntry[V]{v: v, repo: repo, at: at}
+	m.m[k] = memoEntry[V]{v: v, repo: repo, at: tx.viewedAt}
 	m.mu.Unlock()
 	return v, nil
 }

@@ -116,3 +116,49 @@ func TestMemoBound(t *testing.T) {
 		t.Fatalf("%d values kept, bound 3", n)
 	}
 }
+
+// TestRememberedTotals: a repository's totals read in views are
+// remembered, and every write that changes them (an artifact stored,
+// replaced or deleted, in that repository only) is seen by the next view;
+// a write transaction reads them from the store.
+func TestRememberedTotals(t *testing.T) {
+	s := open(t)
+	apply := func(c Command) {
+		t.Helper()
+		if err := s.Apply(0, c); err != nil {
+			t.Fatalf("%T: %v", c, err)
+		}
+	}
+	apply(&RepoCreate{Repo: Repository{ID: "r1", Name: "one", Format: "generic", CreatedAt: t0}})
+	apply(&RepoCreate{Repo: Repository{ID: "r2", Name: "two", Format: "generic", CreatedAt: t0}})
+	totals := func(id string) (int64, int64) {
+		t.Helper()
+		var r *Repository
+		if err := s.View(func(tx *Tx) error { var err error; r, err = tx.Repo(id); return err }); err != nil {
+			t.Fatal(err)
+		}
+		return r.ArtifactCount, r.SizeBytes
+	}
+	want := func(what, id string, n, size int64) {
+		t.Helper()
+		for range 2 { // the second read is the remembered one
+			if gn, gs := totals(id); gn != n || gs != size {
+				t.Fatalf("%s: %s holds %d artifacts of %d bytes, want %d of %d", what, id, gn, gs, n, size)
+			}
+		}
+	}
+	want("empty", "r1", 0, 0)
+	apply(&ArtifactPut{Artifact: Artifact{ID: "a1", RepositoryID: "r1", Path: "p/1/f", PackageName: "p", Version: "1", Digest: "sha256:a", SizeBytes: 10}})
+	want("one stored", "r1", 1, 10)
+	want("the other repository", "r2", 0, 0)
+	apply(&ArtifactPut{Artifact: Artifact{ID: "a2", RepositoryID: "r1", Path: "p/2/f", PackageName: "p", Version: "2", Digest: "sha256:b", SizeBytes: 5}})
+	want("two stored", "r1", 2, 15)
+	apply(&ArtifactPut{Artifact: Artifact{ID: "a3", RepositoryID: "r2", Path: "q/1/f", PackageName: "q", Version: "1", Digest: "sha256:c", SizeBytes: 7}})
+	want("one in the other repository", "r2", 1, 7)
+	want("untouched", "r1", 2, 15)
+	apply(&ArtifactDelete{ID: "a1"})
+	want("one deleted", "r1", 1, 5)
+	if s.statsMemo().Len() != 2 {
+		t.Errorf("the totals of %d repositories are remembered, want 2", s.statsMemo().Len())
+	}
+}

@@ -91,6 +91,12 @@ type Tx struct {
 	local bool
 	// touched collects what a write transaction changed (memo.go).
 	touched *touched
+	// viewed marks a view opened by Store.View, and viewedAt is the
+	// visible change number when it was, for memos decided in it
+	// (memo.go).
+	viewed   bool
+	viewedAt uint64
+	store    *Store
 }
 
 func u64(v uint64) []byte {

@@ -190,15 +190,26 @@ func indexRepo(tx *Tx, id string, before, after []byte) error {
 	return tx.delKey(bRepoStats, id)
 }
 
+// repoStats are repository id's totals; in a view they are remembered
+// until the repository's artifacts change (setRepoStats notes that).
 func (tx *Tx) repoStats(id string) repoStats {
-	var s repoStats
-	if raw := tx.bucket(bRepoStats).Get([]byte(id)); raw != nil {
-		_ = json.Unmarshal(raw, &s)
+	read := func(tx *Tx) (repoStats, bool, error) {
+		var s repoStats
+		if raw := tx.bucket(bRepoStats).Get([]byte(id)); raw != nil {
+			_ = json.Unmarshal(raw, &s)
+		}
+		return s, true, nil
 	}
+	if tx.store == nil {
+		s, _, _ := read(tx)
+		return s
+	}
+	s, _ := tx.store.statsMemo().In(tx, id, id, read)
 	return s
 }
 
 func (tx *Tx) setRepoStats(id string, s repoStats) error {
+	tx.touch(KindArtifact, id) // what the remembered totals follow
 	if s == (repoStats{}) {
 		return tx.delKey(bRepoStats, id)
 	}

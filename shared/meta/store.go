@@ -48,6 +48,21 @@ type Store struct {
 
 	// marks number the writes, for memos (memo.go).
 	marks changeMarks
+
+	// stats remembers repositories' totals (repoStats), read by every
+	// repository record and package listing.
+	statsOnce sync.Once
+	stats     *Memo[string, repoStats]
+}
+
+// maxRememberedStats bounds the repositories whose totals are remembered.
+const maxRememberedStats = 100_000
+
+func (s *Store) statsMemo() *Memo[string, repoStats] {
+	s.statsOnce.Do(func() {
+		s.stats = NewMemo[string, repoStats](s, maxRememberedStats, []Kind{KindRepo}, []Kind{KindArtifact})
+	})
+	return s.stats
 }
 
 // Options tune a store; the zero value is the default.
@@ -151,7 +166,8 @@ func (s *Store) Close() error {
 func (s *Store) View(fn func(*Tx) error) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return s.db.View(func(btx *bolt.Tx) error { return fn(&Tx{tx: btx}) })
+	at := s.marks.visible.Load() // before the view: what memos decide in it is at least this fresh
+	return s.db.View(func(btx *bolt.Tx) error { return fn(&Tx{tx: btx, viewed: true, viewedAt: at, store: s}) })
 }
 
 // ViewTracked runs fn on a consistent view that remembers what fn read,
