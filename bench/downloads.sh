@@ -19,9 +19,12 @@
 #             of 64-512 KiB, the rest 4 MiB), asked for at random by USERS users
 #             with a token each (wrk with a Lua script)  [0: none]
 #   USERS     users of the working set                [50]
+#   COLD      1: also a cold edge's first pass over the working set, beside its
+#             second (needs WORKSET)                  [0]
 # Needs wrk and nginx; on Debian they are installed when missing.
 # Quick run: DURATION=3s ROUNDS=1 bench/downloads.sh
 # The working set alone: WORKSET=2000 OBJECTS=working bench/downloads.sh
+# With a cold edge's first pass: WORKSET=2000 COLD=1 OBJECTS=working bench/downloads.sh
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 tmp=$(mktemp -d)
@@ -51,5 +54,7 @@ else
 fi
 go build -o "$tmp/downloads" ./bench/cmd/downloads
 mkdir -p "$tmp/work"
+cold=false
+[ "${COLD:-0}" = 1 ] && cold=true
 "$tmp/downloads" -depot "$depot" -dir "$tmp/work" -duration "${DURATION:-10s}" -conns "${CONNS:-64}" \
-	-threads "${THREADS:-2}" -rounds "${ROUNDS:-2}" -objects "${OBJECTS:-}" -workingset "${WORKSET:-0}" -users "${USERS:-50}"
+	-threads "${THREADS:-2}" -rounds "${ROUNDS:-2}" -objects "${OBJECTS:-}" -workingset "${WORKSET:-0}" -users "${USERS:-50}" -cold="$cold"

@@ -47,6 +47,7 @@ var (
 	only     = flag.String("objects", "", "comma-separated objects to measure, by a word of their name (default: all)")
 	wsBlobs  = flag.Int("workingset", 0, "also measure a working set of this many blobs asked for at random (0: none)")
 	wsUsers  = flag.Int("users", 50, "users of the working set, each with an API token of their own")
+	cold     = flag.Bool("cold", false, "also a cold edge's first pass over the working set, beside its second")
 )
 
 const (
@@ -62,6 +63,8 @@ type object struct {
 	// A working set instead: the paths, the files under nginx's root,
 	// and the wrk scripts that draw them at random.
 	paths              []string
+	sizes              []int
+	auths              []string // the users' credentials
 	files              map[string][]byte
 	depotLua, nginxLua string
 }
@@ -124,6 +127,9 @@ func main() {
 		id, ob := workingSet(o.URL, admin, *wsBlobs, *wsUsers)
 		repos = append(repos, id)
 		objects = append(objects, ob)
+		if *cold {
+			coldPass(o.URL, admin, id, ob)
+		}
 	}
 
 	edge, err := origin.StartEdge(*depot, *dir, o.URL, admin, repos)

@@ -69,10 +69,11 @@ func workingSet(originURL, admin string, n, users int) (repoID string, ob *objec
 		file := fmt.Sprintf("ws/blob-%d.bin", i)
 		ob.files[file] = b
 		paths, files = append(paths, p), append(files, "/"+file)
+		ob.sizes = append(ob.sizes, size)
 		total += int64(size)
 	}
 	log.Printf("downloads: working set: %d MB", total>>20)
-	ob.paths = paths
+	ob.paths, ob.auths = paths, auths
 	ob.depotLua = luaScript(filepath.Join(*dir, "ws-depot.lua"), paths, auths)
 	ob.nginxLua = luaScript(filepath.Join(*dir, "ws-nginx.lua"), files, nil)
 	return repo.ID, ob

@@ -82,13 +82,13 @@ func (e *Edge) Stop() { _ = e.cmd.Process.Signal(syscall.SIGTERM); _ = e.cmd.Wai
 // an administrator's Authorization), assigns it the repositories (ids),
 // starts it with its cache and log in dir, and waits until it serves
 // them.
-func StartEdge(bin, dir, originURL, admin string, repos []string) (*Edge, error) {
+func StartEdge(bin, dir, originURL, admin string, repos []string, args ...string) (*Edge, error) {
 	listen, err := FreeAddr()
 	if err != nil {
 		return nil, err
 	}
 	var node struct{ ID, Token string }
-	if err := Do("POST", originURL+"/api/v1/edge-nodes", admin, `{"name":"bench-edge","url":"http://`+listen+`"}`, 201, &node); err != nil {
+	if err := Do("POST", originURL+"/api/v1/edge-nodes", admin, `{"name":"bench-edge-`+listen[strings.LastIndex(listen, ":")+1:]+`","url":"http://`+listen+`"}`, 201, &node); err != nil {
 		return nil, err
 	}
 	quoted := make([]string, len(repos))
@@ -103,8 +103,8 @@ func StartEdge(bin, dir, originURL, admin string, repos []string) (*Edge, error)
 		return nil, err
 	}
 	defer logf.Close()
-	cmd := exec.Command(bin, "edge", "--origin", originURL, "--node-id", node.ID, "--listen", listen,
-		"--cache-dir", filepath.Join(dir, "edge"), "--heartbeat", "1s", "--log-level", "warn")
+	cmd := exec.Command(bin, append([]string{"edge", "--origin", originURL, "--node-id", node.ID, "--listen", listen,
+		"--cache-dir", filepath.Join(dir, "edge"), "--heartbeat", "1s", "--log-level", "warn"}, args...)...)
 	cmd.Env = append(os.Environ(), "DEPOT_NODE_TOKEN="+node.Token)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
