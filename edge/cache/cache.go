@@ -56,14 +56,15 @@ type Cache struct {
 	used    int64
 	pinned  map[string]bool // hex of blobs never evicted
 	flights map[string]*flight
-	files   openFiles // of cached blobs, for reuse (files.go)
+	spare   int // open files kept on the entries, in all (files.go)
 
 	hits, misses, fetched atomic.Int64
 }
 
 type entry struct {
-	hex  string
-	size int64
+	hex   string
+	size  int64
+	spare []*os.File // open files for the next readers (files.go)
 }
 
 // Open opens (creating it) the cache in dir, holding at most limit bytes
@@ -96,7 +97,7 @@ func Open(dir string, limit int64, fetch Fetcher) (*Cache, error) {
 		if err != nil {
 			return err
 		}
-		all = append(all, found{entry{d.Name(), fi.Size()}, fi.ModTime()})
+		all = append(all, found{entry{hex: d.Name(), size: fi.Size()}, fi.ModTime()})
 		return nil
 	})
 	if err != nil {
@@ -162,45 +163,47 @@ func (c *Cache) Get(ctx context.Context, digest string) (io.ReadCloser, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.mu.Lock()
-	if el, ok := c.byHex[hx]; ok {
-		c.lru.MoveToFront(el)
-		c.mu.Unlock()
-		f := c.files.take(hx)
-		if f == nil {
-			f, err = os.Open(c.path(hx))
-		}
-		if err == nil {
+	for {
+		b, cached, err := c.openCached(hx)
+		switch {
+		case cached && err == nil:
 			c.hits.Add(1)
-			return &Blob{f: f, hx: hx, files: &c.files}, nil
-		}
-		if !errors.Is(err, fs.ErrNotExist) {
+			return b, nil
+		case cached && !errors.Is(err, fs.ErrNotExist):
 			return nil, fmt.Errorf("cache: %w", err)
+		case cached:
+			c.forget(hx) // removed from under us: fetch it again
 		}
-		c.forget(hx) // removed from under us: fetch it again
 		c.mu.Lock()
-	}
-	fl := c.flights[hx]
-	if fl == nil {
-		if fl, err = c.start(hx); err != nil {
+		if _, placed := c.byHex[hx]; placed { // by a flight that ended meanwhile
 			c.mu.Unlock()
-			return nil, err
+			continue
 		}
+		fl := c.flights[hx]
+		if fl == nil {
+			if fl, err = c.start(hx); err != nil {
+				c.mu.Unlock()
+				return nil, err
+			}
+		}
+		c.mu.Unlock()
+		c.misses.Add(1)
+		return fl.reader(ctx)
 	}
-	c.mu.Unlock()
-	c.misses.Add(1)
-	return fl.reader(ctx)
 }
 
 func (c *Cache) forget(hx string) {
+	var spare []*os.File
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if el, ok := c.byHex[hx]; ok {
-		c.used -= el.Value.(*entry).size
+		e := el.Value.(*entry)
+		c.used -= e.size
 		c.lru.Remove(el)
 		delete(c.byHex, hx)
+		spare = c.dropSpare(e)
 	}
-	go c.files.drop(hx)
+	c.mu.Unlock()
+	closeAll(spare)
 }
 
 // Has reports whether a blob is cached.
@@ -264,7 +267,7 @@ func (c *Cache) Stats() Stats {
 func (c *Cache) keep(hx string, size int64) {
 	c.mu.Lock()
 	if _, ok := c.byHex[hx]; !ok {
-		c.byHex[hx] = c.lru.PushFront(&entry{hx, size})
+		c.byHex[hx] = c.lru.PushFront(&entry{hex: hx, size: size})
 		c.used += size
 	}
 	c.mu.Unlock()
@@ -280,6 +283,7 @@ func (c *Cache) evict() {
 	}
 	c.mu.Lock()
 	var gone []string
+	var spare []*os.File
 	var unpinned int64
 	for el := c.lru.Front(); el != nil; el = el.Next() {
 		if e := el.Value.(*entry); !c.pinned[e.hex] {
@@ -294,13 +298,14 @@ func (c *Cache) evict() {
 			c.lru.Remove(el)
 			delete(c.byHex, e.hex)
 			gone = append(gone, e.hex)
+			spare = append(spare, c.dropSpare(e)...)
 		}
 		el = prev
 	}
 	c.mu.Unlock()
+	closeAll(spare)
 	for _, hx := range gone {
 		_ = os.Remove(c.path(hx))
-		c.files.drop(hx)
 	}
 }
 
@@ -450,7 +455,10 @@ func (fl *flight) reader(ctx context.Context) (io.ReadCloser, error) {
 		if ferr != nil {
 			return nil, ferr
 		}
-		return os.Open(fl.c.path(fl.hex))
+		if b, cached, err := fl.c.openCached(fl.hex); cached {
+			return b, err
+		}
+		return os.Open(fl.c.path(fl.hex)) // evicted meanwhile: the file, if it is still there
 	}
 	st := &stream{fl: fl, f: f, ctx: ctx}
 	// A reader waiting for bytes wakes when its request ends.

@@ -253,7 +253,8 @@ func TestFetchFails(t *testing.T) {
 }
 
 // TestEviction: past the limit, the least recently used unpinned blobs go;
-// pinned ones stay whatever their age.
+// pinned ones stay whatever their age; an evicted blob's files are closed,
+// also the one a reader was reading when it went.
 func TestEviction(t *testing.T) {
 	var blobs [][]byte
 	for i := range 4 {
@@ -275,6 +276,11 @@ func TestEviction(t *testing.T) {
 	get(0) // pinned
 	get(1)
 	get(2)
+	// A reader of 2 still reading when it is evicted.
+	reading, err := c.Get(t.Context(), digest(blobs[2]))
+	if err != nil {
+		t.Fatal(err)
+	}
 	get(1) // now more recent than 2
 	get(3) // over the limit: 2 is the least recently used unpinned blob
 	want := map[int]bool{0: true, 1: true, 2: false, 3: true}
@@ -286,19 +292,40 @@ func TestEviction(t *testing.T) {
 	if st := c.Stats(); st.Bytes != 300 || st.Blobs != 3 {
 		t.Fatalf("stats = %+v", st)
 	}
-	// The evicted blob's file is not held open for reuse.
-	hx := strings.TrimPrefix(digest(blobs[2]), "sha256:")
-	fds, _ := os.ReadDir("/proc/self/fd")
+	// The reader still reads the evicted blob; its file is not kept for
+	// reuse when the reader is done, nor are the ones kept before.
+	if b, err := io.ReadAll(reading); err != nil || !bytes.Equal(b, blobs[2]) {
+		t.Fatalf("the reader of the evicted blob: %v", err)
+	}
+	if err := reading.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := openFilesOf(t, digest(blobs[2])); n != 0 {
+		t.Fatalf("the evicted blob is still open %d times", n)
+	}
+}
+
+// openFilesOf counts this process's open files of the blob.
+func openFilesOf(t *testing.T, d string) int {
+	t.Helper()
+	hx := strings.TrimPrefix(d, "sha256:")
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
 	for _, fd := range fds {
 		if target, _ := os.Readlink("/proc/self/fd/" + fd.Name()); strings.Contains(target, hx) {
-			t.Fatalf("the evicted blob is still open: %s", target)
+			n++
 		}
 	}
+	return n
 }
 
 // TestOpenFilesReused: a cached blob's file is given to one reader at a
 // time (each reads it whole from the start, however many read at once)
-// and, closed, is given again, rewound.
+// and, closed, is kept and given again, rewound, instead of opening
+// another.
 func TestOpenFilesReused(t *testing.T) {
 	data := bytes.Repeat([]byte("reused "), 1000)
 	o := newOrigin(data)
@@ -332,10 +359,16 @@ func TestOpenFilesReused(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if n := openFilesOf(t, digest(data)); n != 3 {
+		t.Fatalf("%d files kept after three readers closed theirs, want 3", n)
+	}
 	for i := range 5 {
 		if b, hit := read(t, c, digest(data)); !hit || !bytes.Equal(b, data) {
 			t.Fatalf("read %d after the files were given back: hit %v, %d bytes", i, hit, len(b))
 		}
+	}
+	if n := openFilesOf(t, digest(data)); n != 3 {
+		t.Fatalf("%d files open after five more reads, want the 3 kept (reused, none opened)", n)
 	}
 }
 

@@ -3,7 +3,6 @@ package cache
 import (
 	"io"
 	"os"
-	"sync"
 	"syscall"
 )
 
@@ -11,64 +10,70 @@ import (
 // once and handed to one reader at a time (sendfile moves the file's
 // position, so a descriptor is never shared), and given back rewound when
 // the reader closes it. A blob asked for again and again costs no open
-// and close per request. The descriptors kept are bounded; those of an
-// evicted blob are closed (until then they read the same bytes, a blob
-// being named by its digest).
+// and close per request. The spare descriptors are kept on the blob's
+// entry, under the cache's lock, so that a blob leaving the cache (evicted
+// or forgotten) takes them with it, and one given back after it left is
+// closed. They are bounded in all and per blob.
 
 const (
-	maxOpenFiles    = 512 // descriptors kept in all
-	maxOpenFilesPer = 16  // descriptors kept per blob
+	maxOpenFiles    = 512 // spare descriptors kept in all
+	maxOpenFilesPer = 16  // spare descriptors kept per blob
 )
 
-type openFiles struct {
-	mu   sync.Mutex
-	free map[string][]*os.File // by hex digest
-	n    int
+// openCached opens a cached blob for one reader, reusing a spare file;
+// ok is false when hx is not cached. A file removed from under the cache
+// is forgotten (fs.ErrNotExist), to be fetched again.
+func (c *Cache) openCached(hx string) (b *Blob, ok bool, err error) {
+	c.mu.Lock()
+	el, ok := c.byHex[hx]
+	if !ok {
+		c.mu.Unlock()
+		return nil, false, nil
+	}
+	c.lru.MoveToFront(el)
+	e := el.Value.(*entry)
+	var f *os.File
+	if n := len(e.spare); n > 0 {
+		f, e.spare = e.spare[n-1], e.spare[:n-1]
+		c.spare--
+	}
+	c.mu.Unlock()
+	if f == nil {
+		if f, err = os.Open(c.path(hx)); err != nil {
+			return nil, true, err
+		}
+	}
+	return &Blob{f: f, e: e, c: c}, true, nil
 }
 
-func (o *openFiles) take(hx string) *os.File {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	fs := o.free[hx]
-	if len(fs) == 0 {
-		return nil
-	}
-	f := fs[len(fs)-1]
-	if len(fs) == 1 {
-		delete(o.free, hx)
-	} else {
-		o.free[hx] = fs[:len(fs)-1]
-	}
-	o.n--
-	return f
-}
-
-// give keeps f for the next reader of hx, or closes it.
-func (o *openFiles) give(hx string, f *os.File) error {
+// giveBack keeps f for the next reader of e's blob while the blob is
+// cached and the bounds allow, or closes it.
+func (c *Cache) giveBack(e *entry, f *os.File) error {
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return f.Close()
 	}
-	o.mu.Lock()
-	if o.n >= maxOpenFiles || len(o.free[hx]) >= maxOpenFilesPer {
-		o.mu.Unlock()
+	c.mu.Lock()
+	el, cached := c.byHex[e.hex]
+	if !cached || el.Value.(*entry) != e || c.spare >= maxOpenFiles || len(e.spare) >= maxOpenFilesPer {
+		c.mu.Unlock()
 		return f.Close()
 	}
-	if o.free == nil {
-		o.free = map[string][]*os.File{}
-	}
-	o.free[hx] = append(o.free[hx], f)
-	o.n++
-	o.mu.Unlock()
+	e.spare = append(e.spare, f)
+	c.spare++
+	c.mu.Unlock()
 	return nil
 }
 
-// drop closes the files kept for hx (its blob left the cache).
-func (o *openFiles) drop(hx string) {
-	o.mu.Lock()
-	fs := o.free[hx]
-	delete(o.free, hx)
-	o.n -= len(fs)
-	o.mu.Unlock()
+// dropSpare takes e's spare files as e leaves the cache; the caller holds
+// c.mu and closes them (closeAll) after releasing it.
+func (c *Cache) dropSpare(e *entry) []*os.File {
+	fs := e.spare
+	e.spare = nil
+	c.spare -= len(fs)
+	return fs
+}
+
+func closeAll(fs []*os.File) {
 	for _, f := range fs {
 		_ = f.Close()
 	}
@@ -79,8 +84,8 @@ func (o *openFiles) drop(hx string) {
 // file back for the next reader.
 type Blob struct {
 	f      *os.File
-	hx     string
-	files  *openFiles
+	e      *entry
+	c      *Cache
 	closed bool
 }
 
@@ -98,5 +103,5 @@ func (b *Blob) Close() error {
 		return nil
 	}
 	b.closed = true
-	return b.files.give(b.hx, b.f)
+	return b.c.giveBack(b.e, b.f)
 }
