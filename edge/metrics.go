@@ -25,6 +25,8 @@ func (e *Edge) metrics() fasthttp.RequestHandler {
 		counter("depot_edge_cache_fetched_bytes_total", "Bytes fetched from the origins and verified into the cache.",
 			func() int64 { return e.cache.Stats().Fetched }),
 		gauge("depot_edge_cache_bytes", "Bytes of blobs in the edge's cache.", func() int64 { return e.cache.Stats().Bytes }),
+		gauge("depot_edge_cache_pinned_blobs", "Blobs kept from eviction: those of the prefetched repositories.",
+			func() int64 { return int64(e.cache.Stats().Pinned) }),
 		gauge("depot_edge_cache_missing_blobs", "Blobs of the assigned repositories not cached yet.", e.prefetch.missing.Load),
 		gauge("depot_edge_replica_applied_index", "The last log index the replica has applied.",
 			func() int64 { return int64(e.replica.LastApplied()) }),

@@ -6,13 +6,17 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/depot-registry/depot/edge/cache"
 	"github.com/depot-registry/depot/shared/meta"
 )
 
-// prefetchParallel bounds the blobs fetched at once ahead of demand.
-const prefetchParallel = 4
+const (
+	prefetchParallel   = 4                // blobs fetched at once ahead of demand
+	prefetchPage       = 1000             // blobs referenced since the last pass, looked at together
+	prefetchWholeEvery = 10 * time.Minute // see prefetcher
+)
 
 // What a node fetches ahead of demand (--prefetch): every blob of its
 // repositories, none, or those of the repositories it names.
@@ -25,9 +29,9 @@ const (
 // those not cached yet, each time a heartbeat brings the assignment. A
 // pass after one that left nothing missing, with the same repositories
 // caught up on, looks only at the blobs referenced since
-// (meta.Tx.ReferencedSince),
-// adding their pins; blobs no longer referenced stay pinned until the
-// next whole pass (a change of the assignment, or a restart).
+// (meta.Tx.ReferencedSince), adding their pins; blobs no longer referenced
+// stay pinned until the next whole pass, which comes with a change of the
+// assignment, a restart, or prefetchWholeEvery after the last.
 type prefetcher struct {
 	replica  *meta.Store
 	cache    *cache.Cache
@@ -37,14 +41,16 @@ type prefetcher struct {
 	assigned chan []string // the latest assignment, taken when the prefetcher is free
 	missing  atomic.Int64  // blobs of the prefetched repositories not cached yet
 
-	lastRepos []string
-	lastIndex uint64
+	wholeEvery time.Duration
+	lastRepos  []string
+	lastIndex  uint64
+	lastWhole  time.Time // of the last whole pass
 }
 
 // newPrefetcher prefetches as setting says: PrefetchAll, PrefetchNone,
 // or comma-separated repository names.
 func newPrefetcher(replica *meta.Store, c *cache.Cache, log *slog.Logger, setting string) *prefetcher {
-	p := &prefetcher{replica: replica, cache: c, log: log, assigned: make(chan []string, 1)}
+	p := &prefetcher{replica: replica, cache: c, log: log, assigned: make(chan []string, 1), wholeEvery: prefetchWholeEvery}
 	switch setting {
 	case "", PrefetchAll:
 	case PrefetchNone:
@@ -109,23 +115,36 @@ func (p *prefetcher) pass(ctx context.Context, repos []string) {
 		p.log.Warn("listing the blobs to prefetch", "err", err)
 		return
 	}
-	// The same repositories as a pass that left nothing missing: only what
-	// was referenced since, if anything.
-	same := slices.Equal(chosen, p.lastRepos) && p.missing.Load() == 0 && p.lastIndex > 0
+	// The same repositories as a recent whole pass that left nothing
+	// missing: only what was referenced since, if anything.
+	same := slices.Equal(chosen, p.lastRepos) && p.missing.Load() == 0 && p.lastIndex > 0 &&
+		time.Since(p.lastWhole) < p.wholeEvery
 	if same && index == p.lastIndex {
 		return
 	}
+	var missing int
+	if same {
+		missing, err = p.since(ctx, chosen)
+	} else {
+		missing, err = p.whole(ctx, chosen)
+	}
+	if err != nil {
+		p.log.Warn("listing the blobs to prefetch", "err", err)
+		return
+	}
+	p.missing.Store(int64(missing))
+	p.lastRepos, p.lastIndex = chosen, index
+	if missing > 0 && ctx.Err() == nil {
+		p.log.Warn("blobs of assigned repositories not cached yet; trying again at the next heartbeat", "missing", missing)
+	}
+}
+
+// whole pins exactly the blobs of the chosen repositories (unpinning
+// those no longer referenced) and fetches those missing; it reports how
+// many are still missing.
+func (p *prefetcher) whole(ctx context.Context, chosen []string) (int, error) {
 	var digests []string
-	err = p.replica.View(func(tx *meta.Tx) error {
-		if same {
-			since, _ := tx.ReferencedSince(p.lastIndex, 1<<30)
-			for _, d := range since {
-				if slices.ContainsFunc(tx.BlobRepos(d), func(id string) bool { _, ok := slices.BinarySearch(chosen, id); return ok }) {
-					digests = append(digests, d)
-				}
-			}
-			return nil
-		}
+	err := p.replica.View(func(tx *meta.Tx) error {
 		for _, id := range chosen {
 			ds, err := tx.RepoBlobs(id)
 			if err != nil {
@@ -136,18 +155,37 @@ func (p *prefetcher) pass(ctx context.Context, repos []string) {
 		return nil
 	})
 	if err != nil {
-		p.log.Warn("listing the blobs to prefetch", "err", err)
-		return
+		return 0, err
 	}
-	if same {
+	p.cache.Pin(digests)
+	p.lastWhole = time.Now()
+	return p.cache.Prefetch(ctx, digests, prefetchParallel), nil
+}
+
+// since pins and fetches, a page at a time, the blobs of the chosen
+// repositories (sorted) referenced since the last pass; it reports how
+// many are still missing.
+func (p *prefetcher) since(ctx context.Context, chosen []string) (int, error) {
+	missing := 0
+	for after := p.lastIndex; ctx.Err() == nil; {
+		var digests []string
+		next := after
+		err := p.replica.View(func(tx *meta.Tx) error {
+			var since []string
+			since, next = tx.ReferencedSince(after, prefetchPage)
+			for _, d := range since {
+				if slices.ContainsFunc(tx.BlobRepos(d), func(id string) bool { _, ok := slices.BinarySearch(chosen, id); return ok }) {
+					digests = append(digests, d)
+				}
+			}
+			return nil
+		})
+		if err != nil || next == after {
+			return missing, err
+		}
 		p.cache.PinMore(digests)
-	} else {
-		p.cache.Pin(digests)
+		missing += p.cache.Prefetch(ctx, digests, prefetchParallel)
+		after = next
 	}
-	missing := p.cache.Prefetch(ctx, digests, prefetchParallel)
-	p.missing.Store(int64(missing))
-	p.lastRepos, p.lastIndex = chosen, index
-	if missing > 0 && ctx.Err() == nil {
-		p.log.Warn("blobs of assigned repositories not cached yet; trying again at the next heartbeat", "missing", missing)
-	}
+	return missing, nil
 }

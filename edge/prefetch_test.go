@@ -10,14 +10,16 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/depot-registry/depot/edge/cache"
 	"github.com/depot-registry/depot/shared/meta"
 )
 
-// TestPrefetchSetting: --prefetch all fetches the blobs of every assigned
-// repository, a list those of the repositories it names, none nothing;
-// a later pass fetches a blob referenced since.
+// TestPrefetchSetting: --prefetch all fetches and pins the blobs of every
+// assigned repository, a list those of the repositories it names, none
+// nothing; a later pass fetches and pins a blob referenced since, keeping
+// the pin of one no longer referenced, until the next whole pass.
 func TestPrefetchSetting(t *testing.T) {
 	bodies := map[string][]byte{}
 	digestOf := func(b []byte) string {
@@ -30,10 +32,11 @@ func TestPrefetchSetting(t *testing.T) {
 	for _, c := range []struct {
 		setting string
 		want    map[string]bool
+		pinned  [3]int // after the first pass, the one after it, and a whole pass
 	}{
-		{"all", map[string]bool{one: true, two: true}},
-		{"two", map[string]bool{two: true}},
-		{"none", map[string]bool{}},
+		{"all", map[string]bool{one: true, two: true}, [3]int{2, 3, 2}},
+		{"two", map[string]bool{two: true}, [3]int{1, 1, 1}},
+		{"none", map[string]bool{}, [3]int{0, 0, 0}},
 	} {
 		t.Run(c.setting, func(t *testing.T) {
 			replica, err := meta.Open(filepath.Join(t.TempDir(), "meta.db"))
@@ -74,13 +77,29 @@ func TestPrefetchSetting(t *testing.T) {
 					t.Errorf("%s: cached %v, fetched %v, want %v", d, c2.Has(d), fetched[d], c.want[d])
 				}
 			}
-			if err := replica.Apply(0, &meta.ArtifactPut{Artifact: meta.Artifact{ID: "a3", RepositoryID: "r1", Path: "p/2/f", PackageName: "p", Version: "2", Digest: three}}); err != nil {
-				t.Fatal(err)
+			pinned := func(pass int) {
+				t.Helper()
+				if got := c2.Stats().Pinned; got != c.pinned[pass] {
+					t.Errorf("after pass %d: %d blobs pinned, want %d", pass+1, got, c.pinned[pass])
+				}
+			}
+			pinned(0)
+			for _, cmd := range []meta.Command{
+				&meta.ArtifactPut{Artifact: meta.Artifact{ID: "a3", RepositoryID: "r1", Path: "p/2/f", PackageName: "p", Version: "2", Digest: three}},
+				&meta.ArtifactDelete{ID: "a1"}, // one is no longer referenced
+			} {
+				if err := replica.Apply(0, cmd); err != nil {
+					t.Fatal(err)
+				}
 			}
 			p.pass(t.Context(), []string{"r1", "r2"})
 			if want := c.setting == "all"; c2.Has(three) != want {
 				t.Errorf("a blob of one referenced after the first pass: cached %v, want %v", c2.Has(three), want)
 			}
+			pinned(1)
+			p.lastWhole = time.Time{} // as if prefetchWholeEvery had passed
+			p.pass(t.Context(), []string{"r1", "r2"})
+			pinned(2)
 		})
 	}
 }

@@ -221,23 +221,17 @@ func (c *Cache) Has(digest string) bool {
 // Pin keeps exactly these blobs from eviction (the blobs of the node's
 // repositories); others pinned before are unpinned.
 func (c *Cache) Pin(digests []string) {
-	pinned := map[string]bool{}
-	for _, d := range digests {
-		if hx, err := hexOf(d); err == nil {
-			pinned[hx] = true
-		}
-	}
-	c.mu.Lock()
-	c.pinned = pinned
-	c.mu.Unlock()
+	c.pin(digests, true)
 	c.evict()
 }
 
 // PinMore keeps these blobs from eviction too.
-func (c *Cache) PinMore(digests []string) {
+func (c *Cache) PinMore(digests []string) { c.pin(digests, false) }
+
+func (c *Cache) pin(digests []string, replace bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.pinned == nil {
+	if replace {
 		c.pinned = map[string]bool{}
 	}
 	for _, d := range digests {
@@ -251,6 +245,7 @@ func (c *Cache) PinMore(digests []string) {
 type Stats struct {
 	Blobs   int   `json:"blobs"`
 	Bytes   int64 `json:"bytes"`
+	Pinned  int   `json:"pinned"`        // blobs kept from eviction (prefetched, cached or not yet)
 	Hits    int64 `json:"hits"`          // Gets answered from disk
 	Misses  int64 `json:"misses"`        // Gets that needed the origin
 	Fetched int64 `json:"fetched_bytes"` // bytes fetched and verified
@@ -260,7 +255,7 @@ type Stats struct {
 func (c *Cache) Stats() Stats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return Stats{Blobs: len(c.byHex), Bytes: c.used, Hits: c.hits.Load(), Misses: c.misses.Load(), Fetched: c.fetched.Load()}
+	return Stats{Blobs: len(c.byHex), Bytes: c.used, Pinned: len(c.pinned), Hits: c.hits.Load(), Misses: c.misses.Load(), Fetched: c.fetched.Load()}
 }
 
 // keep records a blob just placed, then evicts past the limit.
