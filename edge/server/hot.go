@@ -179,7 +179,10 @@ func (h *hotAnswers) lookup(ctx *fasthttp.RequestCtx, index uint64) (*hotAnswer,
 	h.mu.RLock()
 	a := h.answers[sum]
 	h.mu.RUnlock()
-	if a == nil || a.index != index || ctx.Time().UnixNano() >= a.until || !a.matches(&k) {
+	if a != nil && a.matches(&k) && (a.index != index || ctx.Time().UnixNano() >= a.until) {
+		return nil, true // remembered for this very request, but stale: worth remembering again
+	}
+	if a == nil || !a.matches(&k) {
 		slot, now := sum&(hotSeen-1), ctx.Time().Unix()
 		again := h.seen[slot].Load() == sum && now-h.seenAt[slot].Load() <= int64(hotTTL/time.Second)
 		h.seen[slot].Store(sum)

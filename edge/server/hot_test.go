@@ -9,8 +9,10 @@ import (
 	"strconv"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/valyala/fasthttp"
+	"github.com/valyala/fasthttp/fasthttputil"
 
 	"github.com/depot-registry/depot/edge/server"
 	"github.com/depot-registry/depot/shared/auth"
@@ -114,6 +116,42 @@ func TestRememberedOnSecondSight(t *testing.T) {
 		if n := h.downloads.Load(); n != want {
 			t.Fatalf("after request %d: %d answered from memory, want %d", i+1, n, want)
 		}
+	}
+}
+
+// TestRememberedAgainWhenStale: an answer remembered for a request and
+// gone stale (its second passed) is remembered again at the next sight of
+// that request, however long ago the request was first seen. Served over
+// a real listener: a request's time is the server's.
+func TestRememberedAgainWhenStale(t *testing.T) {
+	h := newHotSite(t)
+	ln := fasthttputil.NewInmemoryListener()
+	srv := &fasthttp.Server{Handler: h.s.Handle}
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Shutdown()
+	client := &fasthttp.Client{Dial: func(string) (net.Conn, error) { return ln.Dial() }}
+	get := func() {
+		t.Helper()
+		req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+		defer fasthttp.ReleaseRequest(req)
+		defer fasthttp.ReleaseResponse(resp)
+		req.SetRequestURI("http://edge.example" + h.path)
+		req.Header.Set("Authorization", "Basic "+authHeader("admin", h.e.Token))
+		if err := client.Do(req, resp); err != nil || resp.StatusCode() != 200 || !bytes.Equal(resp.Body(), h.data) {
+			t.Fatalf("GET: %v %d", err, resp.StatusCode())
+		}
+	}
+	get()
+	get() // seen lately: remembered
+	get() // from memory
+	if n := h.downloads.Load(); n != 1 {
+		t.Fatalf("%d answered from memory, want 1", n)
+	}
+	time.Sleep(2100 * time.Millisecond) // the answer, and the request's first sight, are older than a second
+	get()                               // stale: answered in full, and remembered again
+	get()                               // from memory
+	if n := h.downloads.Load(); n != 2 {
+		t.Fatalf("after the remembered answer went stale: %d answered from memory, want 2", n)
 	}
 }
 

@@ -247,7 +247,9 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx, m Mount, remember bool) {
 		_ = s.Write(ctx, m.Server.Fail(req, err))
 		return
 	}
-	if remember && s.hot != nil && cmpStatus(resp.Status) == http.StatusOK && hotEligible(ctx) && !resp.Abort && (resp.Blob == nil || fromFile) {
+	// remember: the request was seen lately, so s.hot is there and the
+	// request eligible.
+	if remember && cmpStatus(resp.Status) == http.StatusOK && !resp.Abort && (resp.Blob == nil || fromFile) {
 		a := &hotAnswer{index: index}
 		if req.Downloaded != nil {
 			a.download = &Download{Artifact: req.Downloaded, Repo: req.Repo, Who: req.Principal.Actor()}
