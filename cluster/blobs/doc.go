@@ -17,7 +17,7 @@
 //     their origin, UploadIDPrefix).
 //   - Repair brings the referenced blobs placement puts here and that this
 //     origin lacks (it was down, or joined later): all of them on its
-//     first pass and when the voters change, those referenced since the
+//     first pass, when the voters change and every hour, those referenced since the
 //     pass before otherwise; a copy placement does not put here is
 //     dropped once every origin it names holds the blob.
 //

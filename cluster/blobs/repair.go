@@ -16,26 +16,30 @@ import (
 // from its peers by digest, checked, without waiting for a download to
 // ask: shortly after it starts, then every repairEvery; a pass after the
 // first checks only the blobs referenced since the one before (all of
-// them again when the voters changed). Under a placement
+// them again when the voters changed, and every repairWholeEvery). Under a placement
 // that does not put every blob everywhere, the same pass drops the copies
 // this origin holds but placement does not put on it (it took their
 // upload, or a reader asked for them here), once every origin placement
 // names holds them and they have not been made recent for Grace.
 
 const (
-	repairEvery = 10 * time.Minute
-	repairFirst = 5 * time.Second // after start: the replica catches up first
-	repairPage  = 1000
+	repairEvery      = 10 * time.Minute
+	repairFirst      = 5 * time.Second // after start: the replica catches up first
+	repairWholeEvery = time.Hour       // a pass walks every referenced blob again (one lost from disk is fetched)
+	repairPage       = 1000
 )
 
 // repairMark is where the last repair pass left off: the log index its
-// referenced blobs were complete up to, under which voters; and whether
-// copies placement does not put here came in since (uploads taken here,
-// reads fetched here).
+// referenced blobs were complete up to, under which voters, and when it
+// last walked them all; and how many copies placement does not put here
+// came in (uploads taken here, pushes from peers, reads fetched here),
+// against how many of those the last drop of such copies had seen.
 type repairMark struct {
-	upTo     uint64
-	voters   string
-	unplaced bool
+	upTo            uint64
+	voters          string
+	wholeAt         time.Time
+	unplaced        uint64
+	unplacedDropped uint64
 }
 
 // noteUnplaced records that a copy of digest came in here; one placement
@@ -45,7 +49,7 @@ func (s *Store) noteUnplaced(digest string, members []Member) {
 		return
 	}
 	s.repairMu.Lock()
-	s.repair.unplaced = true
+	s.repair.unplaced++
 	s.repairMu.Unlock()
 }
 
@@ -111,10 +115,10 @@ func (s *Store) Repair(ctx context.Context) (RepairResult, error) {
 	}
 	s.repairMu.Lock()
 	mark := s.repair
-	s.repair.unplaced = false
 	s.repairMu.Unlock()
 	incremental := s.cfg.ReferencedSince != nil && s.cfg.Applied != nil
-	res.Full = !incremental || mark.upTo == 0 || mark.voters != votersOf(members)
+	res.Full = !incremental || mark.upTo == 0 || mark.voters != votersOf(members) ||
+		s.cfg.Now().Sub(mark.wholeAt) >= repairWholeEvery
 	var upTo uint64
 	if incremental {
 		upTo = s.cfg.Applied() // what is referenced from here on, the next pass checks
@@ -131,10 +135,18 @@ func (s *Store) Repair(ctx context.Context) (RepairResult, error) {
 		// Blobs no peer gave are looked for again from the same mark.
 		s.repairMu.Lock()
 		s.repair.upTo, s.repair.voters = upTo, votersOf(members)
+		if res.Full {
+			s.repair.wholeAt = s.cfg.Now()
+		}
 		s.repairMu.Unlock()
 	}
-	if res.Full || mark.unplaced {
-		res.Dropped, err = s.dropUnplaced(ctx, members)
+	if res.Full || mark.unplaced > mark.unplacedDropped {
+		if res.Dropped, err = s.dropUnplaced(ctx, members); err == nil {
+			// Copies that came in while it ran wait for the next pass.
+			s.repairMu.Lock()
+			s.repair.unplacedDropped = mark.unplaced
+			s.repairMu.Unlock()
+		}
 	}
 	return res, err
 }
@@ -228,7 +240,7 @@ func (s *Store) dropUnplaced(ctx context.Context, members []Member) (blob.Swept,
 	}
 	if kept += len(drop) - res.Removed.Count; kept > 0 || err != nil {
 		s.repairMu.Lock()
-		s.repair.unplaced = true
+		s.repair.unplaced++ // kept for now: the next pass looks again
 		s.repairMu.Unlock()
 	}
 	return res.Removed, err

@@ -302,6 +302,17 @@ func TestRepair(t *testing.T) {
 		if res, _ := c.stores[0].Repair(t.Context()); res != (blobs.RepairResult{Full: true, Checked: 2, Fetched: 1}) || !c.has(0, digestOf(b1)) {
 			t.Fatalf("a pass after the voters changed = %+v", res)
 		}
+		// ...and once an hour.
+		if err := c.locals[0].Delete(t.Context(), digestOf(b1)); err != nil {
+			t.Fatal(err)
+		}
+		if res, _ := c.stores[0].Repair(t.Context()); res != (blobs.RepairResult{}) {
+			t.Fatalf("a pass with nothing new = %+v", res)
+		}
+		c.clock.Set(c.clock.Now().Add(time.Hour))
+		if res, _ := c.stores[0].Repair(t.Context()); res != (blobs.RepairResult{Full: true, Checked: 2, Fetched: 1}) || !c.has(0, digestOf(b1)) {
+			t.Fatalf("a pass an hour after the last whole one = %+v", res)
+		}
 	})
 }
 

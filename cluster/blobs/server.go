@@ -42,6 +42,9 @@ func (v Server) Take(ctx context.Context, digest string, body io.Reader) (bool, 
 	if _, err := v.s.Local.Put(ctx, body, blob.PutOptions{MaxSize: v.s.cfg.MaxSize, Expect: expect}); err != nil {
 		return false, err
 	}
+	if members, err := v.s.members(); err == nil {
+		v.s.noteUnplaced(digest, members) // a peer placing blobs otherwise (another --blob-copies)
+	}
 	return true, nil
 }
 
