@@ -343,14 +343,9 @@ func (o *Origin) serve(context.Context) error {
 			formats = append(formats, mk(env))
 		}
 	}
-	// Keyed by every repository format served (gradle -> maven): the API
-	// refuses repositories of a format no handler serves.
-	byName := map[string]format.Format{}
-	for _, f := range formats {
-		for _, name := range format.RepoFormats(f) {
-			byName[name] = f
-		}
-	}
+	// Keyed by every repository format served: the API refuses
+	// repositories of a format no handler serves.
+	byName := format.ByRepoFormat(formats)
 	apiSrv := api.New(api.Config{
 		DemoMode:  cfg.DemoMode,
 		RateLimit: int(cfg.RateLimit), RateLimitLogin: int(cfg.RateLimitLogin), RateWindow: cfg.RateWindow,

@@ -122,6 +122,18 @@ func RepoFormats(f Format) []string {
 	return []string{f.Name()}
 }
 
+// ByRepoFormat keys formats by every repository format each serves
+// (gradle -> maven).
+func ByRepoFormat(formats []Format) map[string]Format {
+	by := map[string]Format{}
+	for _, f := range formats {
+		for _, name := range RepoFormats(f) {
+			by[name] = f
+		}
+	}
+	return by
+}
+
 // Configurable is implemented by formats whose repositories have
 // settings: each setting's allowed values, the first being the default.
 type Configurable interface {
