@@ -461,15 +461,15 @@ func pageOf(r *http.Request) (app.Page, error) {
 	pg := app.DefaultPage
 	if v := r.URL.Query().Get("page"); v != "" {
 		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 1_000_000 {
-			return pg, apierr.Invalid("page", "page must be a positive integer")
+		if err != nil || n < 1 || n > app.MaxPageNumber {
+			return pg, apierr.Invalid("page", "page must be an integer from 1 to %d", app.MaxPageNumber)
 		}
 		pg.Number = n
 	}
 	if v := r.URL.Query().Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 100 {
-			return pg, apierr.Invalid("limit", "limit must be an integer from 1 to 100")
+		if err != nil || n < 1 || n > app.MaxPageLimit {
+			return pg, apierr.Invalid("limit", "limit must be an integer from 1 to %d", app.MaxPageLimit)
 		}
 		pg.Limit = n
 	}

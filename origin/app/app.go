@@ -108,16 +108,33 @@ type Page struct {
 // DefaultPage is the first 20.
 var DefaultPage = Page{Number: 1, Limit: 20}
 
-// MaxPageLimit bounds the items of one page.
-const MaxPageLimit = 100
+// Bounds of a page: the items of one, and the page number.
+const (
+	MaxPageLimit  = 100
+	MaxPageNumber = 1_000_000
+)
 
-// window bounds [from, to) of the page in a listing of n; a page out of
-// bounds is clamped (the first page, 1..MaxPageLimit items).
+// clamped is pg with its number in 1..MaxPageNumber and its limit in
+// 1..MaxPageLimit (DefaultPage's when unset): what every listing answers.
+func (pg Page) clamped() Page {
+	if pg.Limit <= 0 {
+		pg.Limit = DefaultPage.Limit
+	}
+	pg.Limit = min(pg.Limit, MaxPageLimit)
+	pg.Number = min(max(pg.Number, 1), MaxPageNumber)
+	return pg
+}
+
+// offset is the index of the clamped page's first item.
+func (pg Page) offset() int {
+	pg = pg.clamped()
+	return (pg.Number - 1) * pg.Limit
+}
+
+// window bounds [from, to) of the clamped page in a listing of n.
 func (pg Page) window(n int) (int, int) {
-	lim := min(max(pg.Limit, 1), MaxPageLimit)
-	from := min(max(pg.Number-1, 0), n/lim+1) * lim
-	from = min(from, n)
-	return from, min(from+lim, n)
+	from := min(pg.offset(), n)
+	return from, min(from+pg.clamped().Limit, n)
 }
 
 // Listing is one page of a listing and the listing's total.

@@ -16,13 +16,9 @@ import (
 	"github.com/depot-registry/depot/shared/meta"
 )
 
-// formatsOver are every format over e's store.
+// formatsOver are every format over e's store, as the origin keys them.
 func formatsOver(e *formattest.Env) map[string]format.Format {
-	formats := map[string]format.Format{}
-	for _, f := range all.Build(&format.Env{Meta: e.Store, Now: time.Now}) {
-		formats[f.Name()] = f
-	}
-	return formats
+	return format.ByRepoFormat(all.Build(&format.Env{Meta: e.Store, Now: time.Now}))
 }
 
 func code(err error) apierr.Code {
@@ -95,6 +91,23 @@ func TestUseCasesWithoutHTTP(t *testing.T) {
 	}
 	if _, err := a.DeleteUser(ctx, admin, "root"); code(err) != apierr.Conflict {
 		t.Fatalf("deleting oneself: %v", err)
+	}
+
+	// A page left unset (a caller that is not the HTTP API) is the
+	// default page of every listing.
+	if l, err := a.ListRepositories(ctx, admin, app.RepoFilter{}); err != nil || l.Total != 1 || len(l.Items) != 1 || l.Page != app.DefaultPage {
+		t.Errorf("repositories, no page: %+v %v", l, err)
+	}
+	if l, err := a.ListPackages(ctx, admin, app.PackageFilter{}); err != nil || l.Page != app.DefaultPage {
+		t.Errorf("packages, no page: %+v %v", l, err)
+	}
+	url := "https://hooks.example.com/depot"
+	hook, _, err := a.CreateWebhook(ctx, admin, app.WebhookInput{URL: &url, Events: []string{"artifact.uploaded"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l, err := a.ListDeliveries(ctx, admin, hook.ID, app.Page{}); err != nil || l.Total != 0 || l.Page != app.DefaultPage {
+		t.Errorf("deliveries, no page: %+v %v", l, err)
 	}
 }
 

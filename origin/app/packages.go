@@ -34,14 +34,14 @@ type PackageFilter struct {
 
 // ListPackages lists the packages of the repositories p may read.
 func (a *App) ListPackages(_ context.Context, p *auth.Principal, in PackageFilter) (Listing[meta.PackageSummary], error) {
-	out := Listing[meta.PackageSummary]{Page: in.Page}
+	out := Listing[meta.PackageSummary]{Page: in.Page.clamped()}
 	if in.Format != "" && !all.Known(in.Format) {
 		return out, apierr.Invalid("format", "unknown format %q; known: %s", in.Format, strings.Join(all.Names(), ", "))
 	}
 	if len(in.Query) > 256 {
 		return out, apierr.Invalid("query", "query is longer than 256 characters")
 	}
-	f := meta.PackageFilter{Format: in.Format, Query: in.Query, Offset: (in.Page.Number - 1) * in.Page.Limit, Limit: in.Page.Limit}
+	f := meta.PackageFilter{Format: in.Format, Query: in.Query, Offset: out.Page.offset(), Limit: out.Page.Limit}
 	err := a.view(func(tx *meta.Tx) error {
 		var err error
 		if f.RepoIDs, err = readableRepos(tx, p, in.RepositoryID); err != nil {

@@ -50,7 +50,7 @@ type RepoFilter struct {
 
 // ListRepositories lists, in name order, the repositories p may read.
 func (a *App) ListRepositories(_ context.Context, p *auth.Principal, f RepoFilter) (Listing[meta.Repository], error) {
-	out := Listing[meta.Repository]{Items: []meta.Repository{}, Page: f.Page}
+	out := Listing[meta.Repository]{Items: []meta.Repository{}, Page: f.Page.clamped()}
 	if f.Format != "" && !all.Known(f.Format) {
 		return out, apierr.Invalid("format", "unknown format %q; known: %s", f.Format, strings.Join(all.Names(), ", "))
 	}

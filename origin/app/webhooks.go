@@ -259,7 +259,7 @@ func (a *App) Delivery(_ context.Context, p *auth.Principal, webhookID, id strin
 // ListDeliveries pages through a webhook's deliveries, newest first
 // (administrators only).
 func (a *App) ListDeliveries(_ context.Context, p *auth.Principal, webhookID string, pg Page) (Listing[meta.Delivery], error) {
-	out := Listing[meta.Delivery]{Page: pg}
+	out := Listing[meta.Delivery]{Page: pg.clamped()}
 	if err := requireAdmin(p); err != nil {
 		return out, err
 	}
@@ -268,7 +268,7 @@ func (a *App) ListDeliveries(_ context.Context, p *auth.Principal, webhookID str
 			return err
 		}
 		var err error
-		out.Items, out.Total, err = tx.DeliveriesOf(webhookID, (pg.Number-1)*pg.Limit, pg.Limit)
+		out.Items, out.Total, err = tx.DeliveriesOf(webhookID, out.Page.offset(), out.Page.Limit)
 		return err
 	})
 	return out, err
