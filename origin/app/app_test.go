@@ -209,7 +209,8 @@ func (c *interloper) Apply(ctx context.Context, cmd meta.Command) (uint64, error
 // TestDecisionsCarryWhatTheyRead: a repository administrator whose admin
 // grant is revoked between the read that authorised a write and its
 // commit does not get the write: the command carries the grant it read,
-// is refused as stale, and decided again without the grant.
+// is refused as stale, and decided again without the grant. Likewise a
+// password change decided from a password changed meanwhile.
 func TestDecisionsCarryWhatTheyRead(t *testing.T) {
 	e := formattest.New(t)
 	formats := formatsOver(e)
@@ -258,5 +259,21 @@ func TestDecisionsCarryWhatTheyRead(t *testing.T) {
 	}
 	if r, err := a.GetRepository(ctx, admin, repo.ID); err != nil || r.Description == desc {
 		t.Fatalf("the repository after the refused writes: %+v %v", r, err)
+	}
+
+	// A password changed meanwhile refuses a password change decided from
+	// the old one, not an email change.
+	changed := func(hash string) *interloper {
+		return &interloper{Committer: e, first: &meta.UserUpdate{ID: ann.ID, PasswordHash: &hash, At: time.Now()}}
+	}
+	a.Commit = changed("$argon2id$elsewhere")
+	next := "a-long-password-9"
+	if _, _, err := a.UpdateMe(ctx, p, app.AccountChange{CurrentPassword: "a-long-password-2", Password: &next}); code(err) != apierr.Conflict {
+		t.Fatalf("a password change decided from a password changed meanwhile: %v", err)
+	}
+	a.Commit = changed("$argon2id$elsewhere-again")
+	email := "ann@new.example.com"
+	if u, _, err := a.UpdateMe(ctx, p, app.AccountChange{Email: &email}); err != nil || u.Email != email {
+		t.Fatalf("an email change while the password changed: %+v %v", u, err)
 	}
 }

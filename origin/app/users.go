@@ -156,14 +156,15 @@ func (a *App) UpdateMe(ctx context.Context, p *auth.Principal, in AccountChange)
 		cmd.PasswordHash, cmd.MustChangePassword = &hash, &no
 		cmd.RevokeSessions, cmd.KeepSession = true, p.SessionID
 	}
-	// The current password was checked against the hash read above: the
-	// change is committed only while that is still the user's.
+	// A new password was decided from the current one checked against the
+	// hash read above: it is committed only while that is still the
+	// user's.
 	idx, err := a.decide(ctx, func(tx *meta.Tx) (meta.Command, error) {
 		now, err := tx.User(p.UserID)
 		if err != nil {
 			return nil, err
 		}
-		if now.PasswordHash != u.PasswordHash {
+		if in.Password != nil && now.PasswordHash != u.PasswordHash {
 			return nil, apierr.New(apierr.Conflict, "the password was changed meanwhile; sign in again with the new one")
 		}
 		return cmd, nil

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/depot-registry/depot/origin/service/webhooks"
 	"github.com/depot-registry/depot/shared/apierr"
 	"github.com/depot-registry/depot/shared/auth"
 	"github.com/depot-registry/depot/shared/meta"
@@ -164,9 +165,18 @@ func (a *App) DeleteWebhook(ctx context.Context, p *auth.Principal, id string) (
 	return a.commit(ctx, &meta.WebhookDelete{ID: id})
 }
 
+// webhookConfig is the delivery loop's settings (the defaults without
+// one).
+func (a *App) webhookConfig() webhooks.Config {
+	if a.Webhooks == nil {
+		return webhooks.Defaults()
+	}
+	return a.Webhooks.Config()
+}
+
 // webhooksOn refuses manual deliveries while deliveries are off.
 func (a *App) webhooksOn() error {
-	if a.Webhooks != nil && !a.Webhooks.Config().Enabled {
+	if !a.webhookConfig().Enabled {
 		return apierr.New(apierr.Conflict, "webhook deliveries are disabled on this server (WEBHOOKS_ENABLED=false)")
 	}
 	return nil
@@ -215,11 +225,7 @@ func (a *App) Redeliver(ctx context.Context, p *auth.Principal, webhookID, id st
 // delivery's attempt after the first `after`, and returns the delivery
 // and whether that attempt was made.
 func (a *App) AwaitAttempt(ctx context.Context, id string, after int) (*meta.Delivery, bool, error) {
-	wait := 35 * time.Second
-	if a.Webhooks != nil {
-		wait = a.Webhooks.Config().Timeout + 5*time.Second
-	}
-	ctx, cancel := context.WithTimeout(ctx, wait)
+	ctx, cancel := context.WithTimeout(ctx, a.webhookConfig().Timeout+5*time.Second)
 	defer cancel()
 	for {
 		applied := a.Store.LastApplied()
