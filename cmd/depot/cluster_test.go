@@ -43,6 +43,26 @@ type cluster struct {
 	view       clusterView
 }
 
+// byNodeID maps the members' node ids to their index in c.nodes.
+func (c *cluster) byNodeID() map[string]int {
+	ids := map[string]int{}
+	for _, m := range c.view.Members {
+		for i, n := range c.nodes {
+			if m.RaftAddr == n.raftAddr {
+				ids[m.ID] = i
+			}
+		}
+	}
+	return ids
+}
+
+// hasBlob reports whether origin i holds the blob in its store.
+func (c *cluster) hasBlob(i int, digest string) bool {
+	hx := strings.TrimPrefix(digest, "sha256:")
+	_, err := os.Stat(filepath.Join(c.nodes[i].dataDir, "blobs", "sha256", hx[:2], hx))
+	return err == nil
+}
+
 func startCluster(t *testing.T) *cluster {
 	t.Helper()
 	bin := buildDepot(t)
@@ -106,15 +126,10 @@ func startClusterOn(t *testing.T, bin string, place func(i int) site) *cluster {
 func TestClusterFormsAndFailsOver(t *testing.T) {
 	c := startCluster(t)
 	bin, nodes, procs, tok, basic, v := c.bin, c.nodes, c.procs, c.tok, c.basic, c.view
-	ids := map[string]int{}
+	ids := c.byNodeID()
 	for _, m := range v.Members {
-		for i, n := range nodes {
-			if m.RaftAddr == n.raftAddr {
-				ids[m.ID] = i
-				if m.APIURL != procs[i].url {
-					t.Errorf("member %s: api_url %q, want %q", m.ID, m.APIURL, procs[i].url)
-				}
-			}
+		if i, ok := ids[m.ID]; ok && m.APIURL != procs[i].url {
+			t.Errorf("member %s: api_url %q, want %q", m.ID, m.APIURL, procs[i].url)
 		}
 	}
 	if len(ids) != 3 || ids[v.LeaderID] != 0 {
@@ -215,10 +230,8 @@ func TestClusterFormsAndFailsOver(t *testing.T) {
 	waitFor(t, 20*time.Second, "the restarted node to catch up", func() bool { return hasVersion(procs[0].url, tok, "2.0") })
 	// It also fetches, by itself, the blob uploaded while it was down.
 	sum := sha256.Sum256([]byte("after"))
-	hx := hex.EncodeToString(sum[:])
 	waitFor(t, 30*time.Second, "the restarted origin to repair the blob it missed", func() bool {
-		_, err := os.Stat(filepath.Join(nodes[0].dataDir, "blobs", "sha256", hx[:2], hx))
-		return err == nil
+		return c.hasBlob(0, "sha256:"+hex.EncodeToString(sum[:]))
 	})
 	waitFor(t, 20*time.Second, "three healthy members again", func() bool {
 		w, ok := viewOf(t, lead.url, tok)
