@@ -351,11 +351,11 @@ func (o *Origin) serve(context.Context) error {
 		RateLimit: int(cfg.RateLimit), RateLimitLogin: int(cfg.RateLimitLogin), RateWindow: cfg.RateWindow,
 		CORSOrigins: splitList(cfg.CORSOrigins),
 	}, api.Deps{App: &app.App{
-		Store: o.store, Commit: o.commit, Blobs: o.blobs, Authn: authn, JWT: jwt, Hasher: authn.Hasher,
+		Store: o.store, Commit: o.commit, Blobs: o.blobs, Authn: authn, Hasher: authn.Hasher,
 		Formats: byName, Env: env, Writer: writer, Now: now, NewID: auth.NewID,
 		AccessTTL: cfg.AccessTTL, RefreshTTL: cfg.RefreshTTL, UsersCreateRepo: cfg.UsersCreateRepo, RequireHTTPS: cfg.RequireHTTPS,
 		Webhooks: o.webhooks, Downloads: clusterDownloads{o}, EventLog: eventLog{o.events, o.recordDownloads}, GC: o.gc, Cluster: originCluster{o},
-	}, Authn: authn, Audit: o.audit, Log: log, Health: o.health})
+	}, Audit: o.audit, Log: log, Health: o.health})
 
 	o.api = apiSrv
 	mux := http.NewServeMux()

@@ -43,7 +43,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request, _ *auth.Principal
 }
 
 func (s *Server) auditLogin(r *http.Request, username, userID, outcome string, status int) {
-	s.d.Audit.Record(audit.Event{Time: s.now().UTC(), Actor: username, ActorID: userID, Action: "auth.login",
+	s.auditLog.Record(audit.Event{Time: s.now().UTC(), Actor: username, ActorID: userID, Action: "auth.login",
 		Target: Prefix + "/auth/login", Remote: httpx.ClientIP(r), Via: httpx.ForwardedBy(r), Outcome: outcome, Status: status,
 		RequestID: httpx.RequestID(r.Context())})
 }
@@ -73,8 +73,8 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request, p *auth.Principa
 func (s *Server) health(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
 	body := map[string]any{"status": "ok"}
 	code := http.StatusOK
-	if s.d.Health != nil {
-		reasons, details := s.d.Health()
+	if s.healthOf != nil {
+		reasons, details := s.healthOf()
 		if !p.Anonymous() {
 			for k, v := range details {
 				body[k] = v

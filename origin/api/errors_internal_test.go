@@ -21,7 +21,7 @@ import (
 // TestWriteErrNoSpace: a full disk reaching the API, as a blob sentinel
 // or as a format's 507, answers 507 INSUFFICIENT_STORAGE (it was a 500).
 func TestWriteErrNoSpace(t *testing.T) {
-	s := &Server{d: Deps{Log: slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil))}}
+	s := &Server{log: slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil))}
 	full := blob.NoSpace(&os.PathError{Op: "write", Path: "raft.db", Err: syscall.ENOSPC})
 	for _, err := range []error{fmt.Errorf("storing: %w", full), format.InsufficientStorage()} {
 		rec := httptest.NewRecorder()
@@ -40,7 +40,7 @@ func TestWriteErrNoSpace(t *testing.T) {
 // logged as an error nor answered; the request is aborted as a 499.
 func TestWriteErrClientGone(t *testing.T) {
 	var log bytes.Buffer
-	s := &Server{d: Deps{Log: slog.New(slog.NewTextHandler(&log, nil))}}
+	s := &Server{log: slog.New(slog.NewTextHandler(&log, nil))}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	r := httptest.NewRequest("GET", Prefix+"/repositories", nil).WithContext(ctx)

@@ -44,8 +44,7 @@ type Health func() (reasons []string, details map[string]any)
 // transport for, and what a transport does itself (who is calling, the
 // audit log, the node's health).
 type Deps struct {
-	App    *app.App
-	Authn  *auth.Authenticator
+	App    *app.App // its Authn says who is calling
 	Audit  *audit.Log
 	Log    *slog.Logger
 	Health Health
@@ -54,7 +53,6 @@ type Deps struct {
 // Server is the REST API handler.
 type Server struct {
 	cfg        Config
-	d          Deps
 	mux        *http.ServeMux
 	apiLimit   *ratelimit.Limiter
 	nodeLimit  *ratelimit.Limiter // edge nodes' own requests (see NodeRateFactor)
@@ -65,7 +63,10 @@ type Server struct {
 	drain    context.CancelFunc
 	// app is the application layer the handlers call: they decode, call
 	// and encode.
-	app *app.App
+	app      *app.App
+	auditLog *audit.Log
+	log      *slog.Logger
+	healthOf Health
 }
 
 // Drain ends the long polls in progress and those to come (they answer
@@ -77,8 +78,10 @@ func New(cfg Config, d Deps) *Server {
 	now := d.App.Now
 	s := &Server{
 		cfg:        cfg,
-		d:          d,
 		app:        d.App,
+		auditLog:   d.Audit,
+		log:        d.Log,
+		healthOf:   d.Health,
 		mux:        http.NewServeMux(),
 		apiLimit:   ratelimit.New(cfg.RateLimit, cfg.RateWindow, now),
 		nodeLimit:  ratelimit.New(cfg.RateLimit*NodeRateFactor, cfg.RateWindow, now),
@@ -215,7 +218,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ip := httpx.ClientIP(r)
-	p, authErr := s.d.Authn.Authenticate(r.Context(), r.Header.Get("Authorization"), ip)
+	p, authErr := s.app.Authn.Authenticate(r.Context(), r.Header.Get("Authorization"), ip)
 	if authErr == nil && !p.AcceptedOn(Prefix) {
 		// Registry tokens serve their format's paths only.
 		p, authErr = nil, auth.ErrBadCredentials
@@ -370,7 +373,7 @@ func (s *Server) audit(p *auth.Principal, action, target, remote, requestID stri
 	if !p.Anonymous() {
 		e.ActorID = p.UserID
 	}
-	s.d.Audit.Record(e)
+	s.auditLog.Record(e)
 }
 
 // writeErr renders err; unknown errors are logged with the request id and
@@ -381,11 +384,11 @@ func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	e := apierr.As(err, format.Domain)
 	if e != nil && e.Code == apierr.InsufficientStorage {
-		s.d.Log.Warn("api request refused: insufficient storage", "request_id", httpx.RequestID(r.Context()), "err", err)
+		s.log.Warn("api request refused: insufficient storage", "request_id", httpx.RequestID(r.Context()), "err", err)
 	}
 	if e == nil {
 		id := httpx.RequestID(r.Context())
-		s.d.Log.Error("api request failed", "request_id", id, "method", r.Method, "path", r.URL.Path, "err", err)
+		s.log.Error("api request failed", "request_id", id, "method", r.Method, "path", r.URL.Path, "err", err)
 		e = apierr.InternalError(id)
 	}
 	if e.Code == apierr.Unauthorized {

@@ -32,8 +32,7 @@ type App struct {
 	Store  *meta.Store
 	Commit meta.Committer
 	Blobs  blob.Store          // the artifacts' bytes
-	Authn  *auth.Authenticator // sign-in, and the checks edge nodes ask for
-	JWT    *auth.JWT           // login sessions' tokens
+	Authn  *auth.Authenticator // sign-in (its JWT issues login sessions' tokens), and the checks edge nodes ask for
 	Hasher *auth.Hasher        // passwords
 	// Formats are the format handlers by repository format; Env and
 	// Writer their read and write environments (downloads, deletes).

@@ -119,7 +119,7 @@ func TestSignInAndNodesWithoutHTTP(t *testing.T) {
 	hasher := auth.NewHasher(1)
 	authn := &auth.Authenticator{Meta: e.Store, JWT: jwt, Cache: auth.NewCredCache(time.Minute, 100, time.Now), Now: time.Now, Hasher: hasher,
 		Guard: auth.NewGuard(100, 100, time.Minute, time.Now)}
-	a := &app.App{Store: e.Store, Commit: e, Authn: authn, JWT: jwt, Hasher: hasher, Formats: formatsOver(e), Now: time.Now, NewID: auth.NewID,
+	a := &app.App{Store: e.Store, Commit: e, Authn: authn, Hasher: hasher, Formats: formatsOver(e), Now: time.Now, NewID: auth.NewID,
 		AccessTTL: time.Minute, RefreshTTL: time.Hour}
 	ctx := t.Context()
 	admin := &auth.Principal{UserID: "root", Username: "root", Role: meta.RoleAdmin}

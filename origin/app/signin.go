@@ -92,13 +92,13 @@ func (a *App) SignOut(ctx context.Context, p *auth.Principal) (uint64, error) {
 }
 
 func (a *App) issue(userID, sessionID string, withRefresh bool) (*TokenPair, error) {
-	access, _, err := a.JWT.Issue(auth.AccessToken, userID, sessionID, a.AccessTTL)
+	access, _, err := a.Authn.JWT.Issue(auth.AccessToken, userID, sessionID, a.AccessTTL)
 	if err != nil {
 		return nil, fmt.Errorf("issuing an access token: %w", err)
 	}
 	pair := &TokenPair{AccessToken: access, ExpiresIn: int64(a.AccessTTL / time.Second), TokenType: "Bearer"}
 	if withRefresh {
-		if pair.RefreshToken, _, err = a.JWT.Issue(auth.RefreshToken, userID, sessionID, a.RefreshTTL); err != nil {
+		if pair.RefreshToken, _, err = a.Authn.JWT.Issue(auth.RefreshToken, userID, sessionID, a.RefreshTTL); err != nil {
 			return nil, fmt.Errorf("issuing a refresh token: %w", err)
 		}
 	}
