@@ -231,13 +231,15 @@ func (a *App) Feed(ctx context.Context, p *auth.Principal, id string, q protocol
 		return protocol.Page{}, err
 	}
 	page, err := feed.Read(ctx, a.Store, id, q)
-	if errors.Is(err, feed.ErrNotAssigned) {
+	switch {
+	case errors.Is(err, feed.ErrNotAssigned):
 		return page, apierr.Invalid("repository_id", "repository %s is not assigned to this edge node", q.Repo)
+	case err != nil:
+		return page, err
+	case page.Changes == nil:
+		page.Changes = []meta.Change{} // a page of none, not of null
 	}
-	if page.Changes == nil {
-		page.Changes = []meta.Change{}
-	}
-	return page, err
+	return page, nil
 }
 
 // NodeBlob opens a blob for node id when a record of one of its
@@ -256,11 +258,10 @@ func (a *App) NodeBlob(ctx context.Context, p *auth.Principal, id, digest string
 		if err != nil {
 			return err
 		}
-		for _, repo := range tx.BlobRepos(digest) {
-			if _, ok := slices.BinarySearch(e.Repositories, repo); ok {
-				allowed = true
-			}
-		}
+		allowed = slices.ContainsFunc(tx.BlobRepos(digest), func(repo string) bool {
+			_, ok := slices.BinarySearch(e.Repositories, repo)
+			return ok
+		})
 		return nil
 	})
 	if err != nil {
