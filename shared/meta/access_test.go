@@ -179,22 +179,55 @@ func TestLateIndexes(t *testing.T) {
 
 // TestLateIndexesAfterAnotherBuild: a store an older build wrote to after
 // this one (a downgrade, then an upgrade again), whose late indexes that
-// build did not keep, has them built again when opened.
+// build did not keep, has them built again when opened: whether or not
+// its write moved the applied index, and, for a build that marks which it
+// kept, only those it did not.
 func TestLateIndexesAfterAnotherBuild(t *testing.T) {
-	// What an older build's delete of r2 at index 3 leaves: the record
-	// gone, the applied index moved, the count it does not keep as it was.
-	s := reopened(t, []Command{
+	repos := []Command{
 		&RepoCreate{Repo: Repository{ID: "r1", Name: "one", Format: "generic", CreatedAt: t0}},
 		&RepoCreate{Repo: Repository{ID: "r2", Name: "two", Format: "generic", CreatedAt: t0}},
-	}, func(tx *bolt.Tx) error {
-		if err := tx.Bucket(spaces[Space(KindRepo)].bucket).Delete([]byte("r2")); err != nil {
-			return err
-		}
-		return tx.Bucket(bSys).Put(keyLastApplied, u64(3))
-	})
+	}
+	for name, moved := range map[string]bool{"applied at index 3": true, "a follower's own delete": false} {
+		// The record gone, the count that build does not keep as it was.
+		s := reopened(t, repos, func(tx *bolt.Tx) error {
+			if err := tx.Bucket(spaces[Space(KindRepo)].bucket).Delete([]byte("r2")); err != nil {
+				return err
+			}
+			if !moved {
+				return nil
+			}
+			return tx.Bucket(bSys).Put(keyLastApplied, u64(3))
+		})
+		_ = s.View(func(tx *Tx) error {
+			if n := tx.Count(KindRepo); n != 1 {
+				t.Errorf("%s: %d repositories counted after another build's delete, want 1", name, n)
+			}
+			return nil
+		})
+	}
+
+	// A build that kept all but the last late index (the reference
+	// order): that one is built again, the others are kept as they are.
+	s := reopened(t, append(repos,
+		&ArtifactPut{Artifact: Artifact{ID: "a1", RepositoryID: "r1", Path: "p/1/f", PackageName: "p", Version: "1", Digest: "sha256:x"}}),
+		func(tx *bolt.Tx) error {
+			if err := tx.DeleteBucket(bRefOrder); err != nil {
+				return err
+			}
+			if _, err := tx.CreateBucket(bRefOrder); err != nil {
+				return err
+			}
+			if err := tx.Bucket(bCounts).Put([]byte{byte(KindRepo)}, u64(7)); err != nil { // kept by it: left alone
+				return err
+			}
+			return tx.Bucket(bSys).Put(keyIndexedTo, append(u64(uint64(tx.ID())), u64(uint64(len(lateIndexes)-1))...))
+		})
 	_ = s.View(func(tx *Tx) error {
-		if n := tx.Count(KindRepo); n != 1 {
-			t.Errorf("%d repositories counted after another build's delete, want 1", n)
+		if refs, _ := tx.ReferencedSince(0, 10); len(refs) != 1 {
+			t.Errorf("references after a build that did not keep their order: %v", refs)
+		}
+		if n := tx.Count(KindRepo); n != 7 {
+			t.Errorf("%d repositories counted, want the 7 the last build kept", n)
 		}
 		return nil
 	})

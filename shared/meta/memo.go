@@ -105,6 +105,9 @@ func (s *Store) update(fn func(tx *Tx) error) error {
 		if err := fn(tx); err != nil {
 			return err
 		}
+		if err := markIndexed(btx); err != nil {
+			return err
+		}
 		n = s.marks.note(t)
 		return nil
 	})

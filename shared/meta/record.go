@@ -48,9 +48,8 @@ var (
 // a store opened without one builds it from the records at once. A store
 // another build has written since this one last did (an older build that
 // does not keep them, after a downgrade) has them built again: each
-// write transaction of this build marks the index its late indexes are
-// complete to (keyIndexedTo), and an older build's writes move the
-// applied index past it.
+// write transaction of this build marks itself and how many of them it
+// keeps (markIndexed). New ones are appended.
 var lateIndexes = []struct {
 	buckets [][]byte // the first is the one that says whether it was built
 	build   func(tx *Tx) error

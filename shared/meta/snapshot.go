@@ -228,6 +228,9 @@ func load(db *bolt.DB, r io.Reader) (uint64, error) {
 		var last uint64
 		done := false
 		err := db.Update(func(btx *bolt.Tx) error {
+			if err := markIndexed(btx); err != nil {
+				return err
+			}
 			tx := &Tx{tx: btx}
 			for n := 0; n < restoreBatch; n++ {
 				typ, f, err := readFrame(br)
@@ -244,9 +247,6 @@ func load(db *bolt.DB, r io.Reader) (uint64, error) {
 					last, done = getU64(f[0]), true
 					if getU64(f[1]) > 0 {
 						err = btx.Bucket(bSys).Put(keyHorizon, f[1])
-					}
-					if err == nil {
-						err = btx.Bucket(bSys).Put(keyIndexedTo, f[0])
 					}
 					if err == nil {
 						err = btx.Bucket(bSys).Put(keyLastApplied, f[0])

@@ -1,7 +1,6 @@
 package meta
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -21,7 +20,7 @@ const schemaVersion = 2
 
 var (
 	keyLastApplied = []byte("last_applied")
-	keyIndexedTo   = []byte("indexed_to") // the applied index this build's late indexes are complete to
+	keyIndexedTo   = []byte("indexed_to") // which write kept which late indexes (markIndexed)
 	keySchema      = []byte("schema")
 )
 
@@ -109,17 +108,22 @@ func openDB(path string) (*bolt.DB, error) {
 			return fmt.Errorf("meta: %s was written by an earlier development version of Depot (layout %d, this one reads %d); start from an empty data directory",
 				path, getU64(sys.Get(keySchema)), schemaVersion)
 		}
-		// Written by another build since one that marks them last wrote:
-		// every late index is built again. (Without a mark, no such build
-		// wrote here, and the builds that did kept the indexes they had.)
-		var mark []byte
+		// Which late indexes the last write kept (see markIndexed): all
+		// of them again when another build wrote since; those after the
+		// ones it kept; those missing. (Without a mark, no build that
+		// marks wrote here, and the builds that did kept what they had.)
+		kept := len(lateIndexes)
 		if sys != nil {
-			mark = sys.Get(keyIndexedTo)
+			if mark := sys.Get(keyIndexedTo); mark != nil {
+				kept = 0
+				if len(mark) == 16 && getU64(mark[:8]) == uint64(tx.ID()-1) {
+					kept = int(getU64(mark[8:]))
+				}
+			}
 		}
-		stale := mark != nil && !bytes.Equal(mark, sys.Get(keyLastApplied))
 		var missing []func(*Tx) error
-		for _, ix := range lateIndexes {
-			if sys == nil || (!stale && tx.Bucket(ix.buckets[0]) != nil) {
+		for i, ix := range lateIndexes {
+			if sys == nil || (i < kept && tx.Bucket(ix.buckets[0]) != nil) {
 				continue
 			}
 			for _, b := range ix.buckets {
@@ -142,17 +146,26 @@ func openDB(path string) (*bolt.DB, error) {
 				return fmt.Errorf("meta: building an index: %w", err)
 			}
 		}
-		sys = tx.Bucket(bSys)
-		if err := sys.Put(keyIndexedTo, bytes.Clone(sys.Get(keyLastApplied))); err != nil {
+		if err := markIndexed(tx); err != nil {
 			return err
 		}
-		return sys.Put(keySchema, u64(schemaVersion))
+		return tx.Bucket(bSys).Put(keySchema, u64(schemaVersion))
 	})
 	if err != nil {
 		db.Close()
 		return nil, err
 	}
 	return db, nil
+}
+
+// markIndexed records, in every write transaction of this build, that the
+// first len(lateIndexes) late indexes are complete as of this
+// transaction (its bbolt id). A store opened with a mark naming another
+// transaction than the last was written since by a build that does not
+// mark (older): its late indexes are built again; one whose mark names
+// fewer late indexes was last written by a build that kept only those.
+func markIndexed(btx *bolt.Tx) error {
+	return btx.Bucket(bSys).Put(keyIndexedTo, append(u64(uint64(btx.ID())), u64(uint64(len(lateIndexes)))...))
 }
 
 // Close closes the store.
@@ -320,9 +333,6 @@ func (tx *Tx) settle(last, retention uint64) error {
 		if err := tx.compact(last - retention); err != nil {
 			return err
 		}
-	}
-	if err := tx.tx.Bucket(bSys).Put(keyIndexedTo, u64(last)); err != nil {
-		return err
 	}
 	return tx.tx.Bucket(bSys).Put(keyLastApplied, u64(last))
 }
