@@ -13,8 +13,8 @@ import (
 // What every format shares: finding the repository a request names and
 // checking access, and reading its artifacts.
 
-// Repo returns repository name if it has one of formats and the caller may
-// do action on it (see Access).
+// Repo returns repository name, without its totals, if it has one of
+// formats and the caller may do action on it (see Access).
 func (d *Env) Repo(r *Request, name, action string, formats ...string) (*meta.Repository, error) {
 	// Only a yes is remembered: a refusal is an error value its callers
 	// may dress further.
@@ -28,7 +28,8 @@ func (d *Env) Repo(r *Request, name, action string, formats ...string) (*meta.Re
 		if err := Access(tx, r.Principal, repo, name, action); err != nil {
 			return nil, false, err
 		}
-		return repo, true, nil
+		c := repo.WithoutTotals() // remembered while the record stays the same
+		return &c, true, nil
 	}
 	var repo *meta.Repository
 	var err error

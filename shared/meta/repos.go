@@ -45,6 +45,14 @@ type Repository struct {
 	SizeBytes     int64             `json:"size_bytes"`
 }
 
+// WithoutTotals is r as its record keeps it, without the totals read with
+// it: what is remembered for as long as the record stays the same (the
+// totals change with every artifact).
+func (r Repository) WithoutTotals() Repository {
+	r.ArtifactCount, r.SizeBytes = 0, 0
+	return r
+}
+
 // repoStats are a repository's totals, kept by the artifact index hook.
 type repoStats struct {
 	Artifacts int64 `json:"artifacts"`
@@ -118,9 +126,7 @@ func (c *RepoCreate) apply(tx *Tx) error {
 }
 
 func (tx *Tx) putRepo(r *Repository) error {
-	rec := *r
-	rec.ArtifactCount, rec.SizeBytes = 0, 0
-	return tx.putRec(KindRepo, rec.ID, rec)
+	return tx.putRec(KindRepo, r.ID, r.WithoutTotals())
 }
 
 func (c *RepoUpdate) apply(tx *Tx) error {

@@ -141,7 +141,7 @@ const (
 
 // catalogRepo is a repository with its names' prefix in the catalog.
 type catalogRepo struct {
-	repo   meta.Repository // without its counts
+	repo   meta.Repository // without its totals
 	prefix string
 }
 
@@ -168,10 +168,7 @@ func (f *Format) catalogRepos() ([]catalogRepo, error) {
 		var out []catalogRepo
 		for _, repo := range all {
 			if repo.Format == Name {
-				// The counts change with every artifact, which this
-				// memo does not follow: leave them out.
-				repo.ArtifactCount, repo.SizeBytes = 0, 0
-				out = append(out, catalogRepo{repo: repo, prefix: strings.ToLower(repo.Name) + "/"})
+				out = append(out, catalogRepo{repo: repo.WithoutTotals(), prefix: strings.ToLower(repo.Name) + "/"})
 			}
 		}
 		sort.Slice(out, func(i, j int) bool { return out[i].prefix < out[j].prefix })
