@@ -121,7 +121,8 @@ func (s *Store) update(fn func(tx *Tx) error) error {
 // by a function given to Get, while nothing they depend on changed: any
 // record of Kinds, or of RepoKinds in the repository the value was asked
 // for. At most Max values are kept (an arbitrary one goes to make room).
-// A value must not be changed by those it is given to.
+// A value must not be changed by those it is given to, nor anything it
+// shares (maps, slices) by copies of it.
 type Memo[K comparable, V any] struct {
 	s         *Store
 	kinds     []Kind
@@ -154,7 +155,7 @@ func NewMemo[K comparable, V any](s *Store, max int, kinds, repoKinds []Kind) *M
 // the store and remembered when keep says so (an error is never
 // remembered).
 func (m *Memo[K, V]) Get(k K, repo string, decide func(tx *Tx) (v V, keep bool, err error)) (V, error) {
-	if v, ok := m.lookup(k, repo); ok {
+	if v, ok := m.lookup(k, repo, math.MaxUint64); ok {
 		return v, nil
 	}
 	var v V
@@ -166,24 +167,29 @@ func (m *Memo[K, V]) Get(k K, repo string, decide func(tx *Tx) (v V, keep bool, 
 	return v, err
 }
 
-// In is Get within a view the caller has open (Store.View); in any other
-// transaction (a write's) it only decides.
+// In is Get within a view of m's store the caller has open (Store.View):
+// a value remembered is used only if it is what that view sees (decided
+// no later than the view was opened). In any other transaction (a
+// write's, or a view that tracks its reads for a decision) it only
+// decides.
 func (m *Memo[K, V]) In(tx *Tx, k K, repo string, decide func(tx *Tx) (v V, keep bool, err error)) (V, error) {
-	if !tx.viewed {
+	if tx.store != m.s || tx.reads != nil {
 		v, _, err := decide(tx)
 		return v, err
 	}
-	if v, ok := m.lookup(k, repo); ok {
+	if v, ok := m.lookup(k, repo, tx.viewedAt); ok {
 		return v, nil
 	}
 	return m.decideIn(tx, k, repo, decide)
 }
 
-func (m *Memo[K, V]) lookup(k K, repo string) (V, bool) {
+// lookup is the value remembered for k in repo, if it holds and was
+// decided at change number at most upTo.
+func (m *Memo[K, V]) lookup(k K, repo string, upTo uint64) (V, bool) {
 	m.mu.RLock()
 	e, ok := m.m[k]
 	m.mu.RUnlock()
-	if ok && e.repo == repo && m.holds(e) {
+	if ok && e.repo == repo && e.at <= upTo && m.holds(e) {
 		return e.v, true
 	}
 	var zero V

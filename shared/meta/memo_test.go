@@ -3,6 +3,8 @@ package meta
 import (
 	"bytes"
 	"testing"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // TestMemo: a remembered value holds until a write touches a kind it
@@ -161,4 +163,10 @@ func TestRememberedTotals(t *testing.T) {
 	if s.statsMemo().Len() != 2 {
 		t.Errorf("the totals of %d repositories are remembered, want 2", s.statsMemo().Len())
 	}
+	// Remembered, not read again: totals changed under the store's back
+	// (no write of it notes them) are not seen.
+	if err := s.db.Update(func(btx *bolt.Tx) error { return btx.Bucket(bRepoStats).Put([]byte("r1"), []byte(`{"artifacts":9}`)) }); err != nil {
+		t.Fatal(err)
+	}
+	want("remembered", "r1", 1, 5)
 }

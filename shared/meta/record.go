@@ -90,12 +90,10 @@ type Tx struct {
 	local bool
 	// touched collects what a write transaction changed (memo.go).
 	touched *touched
-	// viewed marks a view opened by Store.View, and viewedAt is the
-	// visible change number when it was, for memos decided in it
-	// (memo.go).
-	viewed   bool
-	viewedAt uint64
+	// store is set in a view opened by Store.View, and viewedAt is the
+	// visible change number when it was: memos decide in it (memo.go).
 	store    *Store
+	viewedAt uint64
 }
 
 func u64(v uint64) []byte {

@@ -214,8 +214,10 @@ func (tx *Tx) repoStats(id string) repoStats {
 	return s
 }
 
+// setRepoStats changes the totals, always within a write of the
+// repository's artifacts (indexArtifact), which notes KindArtifact for it:
+// what the remembered totals follow.
 func (tx *Tx) setRepoStats(id string, s repoStats) error {
-	tx.touch(KindArtifact, id) // what the remembered totals follow
 	if s == (repoStats{}) {
 		return tx.delKey(bRepoStats, id)
 	}

@@ -180,7 +180,7 @@ func (s *Store) View(fn func(*Tx) error) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	at := s.marks.visible.Load() // before the view: what memos decide in it is at least this fresh
-	return s.db.View(func(btx *bolt.Tx) error { return fn(&Tx{tx: btx, viewed: true, viewedAt: at, store: s}) })
+	return s.db.View(func(btx *bolt.Tx) error { return fn(&Tx{tx: btx, store: s, viewedAt: at}) })
 }
 
 // ViewTracked runs fn on a consistent view that remembers what fn read,
