@@ -239,9 +239,12 @@ func (d *Writer) ChangeCmd(r *Request, repo *meta.Repository, drop []*meta.Artif
 // goes alone. Formats with other rules, or state beside their artifacts,
 // delete through their own ArtifactDeleter instead.
 func (d *Writer) DeleteArtifact(ctx context.Context, r *Request, repo *meta.Repository, id string) (uint64, error) {
-	return d.DeleteWith(ctx, r, repo, id, wholeIf(func(_ *meta.Artifact, files []meta.Artifact) bool {
-		return slices.ContainsFunc(files, func(f meta.Artifact) bool { return f.Companion })
-	}))
+	return d.DeleteWith(ctx, r, repo, id, func(a *meta.Artifact, files []meta.Artifact) []*meta.Artifact {
+		if !slices.ContainsFunc(files, func(f meta.Artifact) bool { return f.Companion }) {
+			return nil
+		}
+		return otherFiles(a, files)
+	})
 }
 
 // DeleteVersion deletes the version of an artifact the REST API names,
@@ -249,7 +252,7 @@ func (d *Writer) DeleteArtifact(ctx context.Context, r *Request, repo *meta.Repo
 // whole (a module zip and its go.mod, a .nupkg and its .nuspec), however
 // old the files.
 func (d *Writer) DeleteVersion(ctx context.Context, r *Request, a *meta.Artifact) (uint64, error) {
-	return d.DeleteWith(ctx, r, r.Repo, a.ID, wholeIf(func(*meta.Artifact, []meta.Artifact) bool { return true }))
+	return d.DeleteWith(ctx, r, r.Repo, a.ID, otherFiles)
 }
 
 // DeleteWith deletes artifact id and the files of its version that with
@@ -280,21 +283,15 @@ func (d *Writer) DeleteWith(ctx context.Context, r *Request, repo *meta.Reposito
 	})
 }
 
-// wholeIf is a DeleteWith choice: every other file of the version when
-// whole says so, none otherwise.
-func wholeIf(whole func(a *meta.Artifact, files []meta.Artifact) bool) func(*meta.Artifact, []meta.Artifact) []*meta.Artifact {
-	return func(a *meta.Artifact, files []meta.Artifact) []*meta.Artifact {
-		if !whole(a, files) {
-			return nil
+// otherFiles is a DeleteWith choice: every other file of the version.
+func otherFiles(a *meta.Artifact, files []meta.Artifact) []*meta.Artifact {
+	var out []*meta.Artifact
+	for i := range files {
+		if files[i].ID != a.ID {
+			out = append(out, &files[i])
 		}
-		var out []*meta.Artifact
-		for i := range files {
-			if files[i].ID != a.ID {
-				out = append(out, &files[i])
-			}
-		}
-		return out
 	}
+	return out
 }
 
 // Decide reads, decides and commits one command that carries what it read
