@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/depot-registry/depot/bench/internal/origin"
+	"github.com/depot-registry/depot/bench/internal/stat"
 	"github.com/depot-registry/depot/cluster/peerauth"
 )
 
@@ -315,15 +316,9 @@ func body() []byte {
 	return b
 }
 
-// pct is the p-th percentile of d (p 100: the largest).
+// pct is the p-th percentile of d (p 100: the largest), rounded to print.
 func pct(d []time.Duration, p int) time.Duration {
-	if len(d) == 0 {
-		return 0
-	}
-	s := slices.Clone(d)
-	slices.Sort(s)
-	i := (len(s) - 1) * p / 100
-	return s[i].Round(10 * time.Microsecond)
+	return stat.Percentile(d, p).Round(10 * time.Microsecond)
 }
 
 func must(err error) {

@@ -8,12 +8,12 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/depot-registry/depot/bench/internal/origin"
+	"github.com/depot-registry/depot/bench/internal/stat"
 )
 
 // coldPass starts an edge of its own with an empty cache that prefetches
@@ -73,8 +73,7 @@ func coldPass(originURL, admin, repoID string, ob *object) {
 		}
 		wg.Wait()
 		took := time.Since(start)
-		slices.Sort(lat)
-		p := func(q int) float64 { return float64(lat[(len(lat)-1)*q/100]) / 1e6 }
+		p := func(q int) float64 { return float64(stat.Percentile(lat, q)) / 1e6 }
 		fmt.Printf("| %s | %.0f | %.1f | %.2f | %.2f | %.2f |\n", pass, float64(len(lat))/took.Seconds(),
 			float64(bytes.Load())/took.Seconds()/1e6, p(50), p(99), p(100))
 	}

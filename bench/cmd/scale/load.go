@@ -7,10 +7,11 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
-	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/depot-registry/depot/bench/internal/stat"
 )
 
 // who is one principal the routes are measured as.
@@ -235,7 +236,7 @@ func (b *bench) measure() []row {
 			}
 			rw := b.run(w, r)
 			b.log.Info("measured", "route", r.name, "as", w.name, "status", rw.status,
-				"p50_ms", ms(pct(rw.seq, 50)), "conc_p50_ms", ms(pct(rw.conc, 50)))
+				"p50_ms", ms(stat.Percentile(rw.seq, 50)), "conc_p50_ms", ms(stat.Percentile(rw.conc, 50)))
 			rows = append(rows, rw)
 		}
 	}
@@ -295,23 +296,13 @@ func (b *bench) run(w *who, r route) row {
 	return rw
 }
 
-func pct(ds []time.Duration, p int) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	i := (len(s)*p + 99) / 100
-	return s[max(0, min(i-1, len(s)-1))]
-}
-
 func ms(d time.Duration) string { return fmt.Sprintf("%.2f", float64(d)/float64(time.Millisecond)) }
 
 func printRows(rows []row) {
 	fmt.Println("| route | as | status | p50 ms | p90 ms | p99 ms | concurrent p50 / p90 / p99 ms | req/s | p50 < 10 ms |")
 	fmt.Println("|---|---|---|---|---|---|---|---|---|")
 	for _, r := range rows {
-		ok := verdict(len(r.seq) > 0 && pct(r.seq, 50) < 10*time.Millisecond)
+		ok := verdict(len(r.seq) > 0 && stat.Percentile(r.seq, 50) < 10*time.Millisecond)
 		rate := 0.0
 		if r.concWall > 0 {
 			rate = float64(len(r.conc)) / r.concWall.Seconds()
@@ -321,7 +312,7 @@ func printRows(rows []row) {
 			note = " (" + r.note + ")"
 		}
 		fmt.Printf("| %s%s | %s | %d | %s | %s | %s | %s / %s / %s | %.0f | %s |\n", r.route, note, r.who, r.status,
-			ms(pct(r.seq, 50)), ms(pct(r.seq, 90)), ms(pct(r.seq, 99)),
-			ms(pct(r.conc, 50)), ms(pct(r.conc, 90)), ms(pct(r.conc, 99)), rate, ok)
+			ms(stat.Percentile(r.seq, 50)), ms(stat.Percentile(r.seq, 90)), ms(stat.Percentile(r.seq, 99)),
+			ms(stat.Percentile(r.conc, 50)), ms(stat.Percentile(r.conc, 90)), ms(stat.Percentile(r.conc, 99)), rate, ok)
 	}
 }
