@@ -58,9 +58,15 @@ func (tx *Tx) unref(k Kind, id string, digests ...string) error {
 // buildRefOrder lists the references of a store written before their
 // order was kept, under index 0.
 func buildRefOrder(tx *Tx) error {
-	return tx.bucket(bBlobRefs).ForEach(func(k, v []byte) error {
-		return tx.bucket(bRefOrder).Put(append(u64(getU64(v)), k...), []byte{})
+	var keys [][]byte
+	err := tx.bucket(bBlobRefs).ForEach(func(k, v []byte) error {
+		keys = append(keys, append(u64(getU64(v)), k...))
+		return nil
 	})
+	if err != nil {
+		return err
+	}
+	return putInOrder(tx.bucket(bRefOrder), keys)
 }
 
 // ReferencedSince lists the digests of the references made after log

@@ -2,6 +2,8 @@ package meta
 
 import (
 	"bytes"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -94,10 +96,22 @@ func (tx *Tx) searchGrams(repos []string, q string, want func(int) bool) ([]Pack
 
 // buildPkgGrams fills the trigram index from the package summaries.
 func buildPkgGrams(tx *Tx) error {
+	// What indexGrams adds for each package, put in key order.
+	var keys [][]byte
+	counts := map[string]uint64{}
 	cur := tx.bucket(bPackages).Cursor()
 	for k, _ := cur.First(); k != nil; k, _ = cur.Next() {
 		repo, name, _ := strings.Cut(string(k), "\x00")
-		if err := tx.indexGrams(repo, name, true); err != nil {
+		for _, g := range grams(lower(name)) {
+			keys = append(keys, []byte(key(g, name, repo)))
+			counts[g]++
+		}
+	}
+	if err := putInOrder(tx.bucket(bPkgGrams), keys); err != nil {
+		return err
+	}
+	for _, g := range slices.Sorted(maps.Keys(counts)) {
+		if err := tx.bucket(bGramCounts).Put([]byte(g), u64(counts[g])); err != nil {
 			return err
 		}
 	}

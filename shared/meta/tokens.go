@@ -181,13 +181,18 @@ func expiryKey(t time.Time, id string) []byte {
 // buildSessExpiry indexes the sessions of a store written before the
 // expiry index.
 func buildSessExpiry(tx *Tx) error {
-	return tx.scan(Space(KindSession), "", func(id string, raw []byte) error {
+	var keys [][]byte
+	err := tx.scan(Space(KindSession), "", func(id string, raw []byte) error {
 		_, s, err := decodePair[Session](nil, raw)
-		if err != nil {
-			return err
+		if err == nil {
+			keys = append(keys, expiryKey(s.ExpiresAt, id))
 		}
-		return tx.bucket(bSessExpiry).Put(expiryKey(s.ExpiresAt, id), []byte{})
+		return err
 	})
+	if err != nil {
+		return err
+	}
+	return putInOrder(tx.bucket(bSessExpiry), keys)
 }
 
 func indexToken(tx *Tx, id string, before, after []byte) error {
