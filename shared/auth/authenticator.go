@@ -379,23 +379,16 @@ func (a *Authenticator) APIToken(secret string) (*Principal, error) {
 	}
 	hash := HashAPIToken(secret)
 	return recall(a, a.memos().tokens, hash, func(tx *meta.Tx) (credential, error) {
-		p, t, err := a.tokenLookup(tx, hash)
+		t, err := tx.TokenByHash(hash)
+		if err != nil {
+			return credential{}, a.absent(err)
+		}
+		p, err := a.tokenPrincipal(tx, t)
 		if err != nil {
 			return credential{}, err
 		}
 		return credential{p: *p, expires: t.ExpiresAt}, nil
 	})
-}
-
-// tokenLookup finds the API token whose secret hashes to hash and who it
-// is.
-func (a *Authenticator) tokenLookup(tx *meta.Tx, hash string) (*Principal, *meta.Token, error) {
-	t, err := tx.TokenByHash(hash)
-	if err != nil {
-		return nil, nil, a.absent(err)
-	}
-	p, err := a.tokenPrincipal(tx, t)
-	return p, t, err
 }
 
 // EdgeToken resolves an edge node's credential to a node principal; a
