@@ -21,6 +21,14 @@ func formatsOver(e *formattest.Env) map[string]format.Format {
 	return format.ByRepoFormat(all.Build(&format.Env{Meta: e.Store, Now: time.Now}))
 }
 
+// newApp is the application layer over a new store with every format,
+// and an administrator's principal (root, not yet a user).
+func newApp(t *testing.T) (*formattest.Env, *app.App, *auth.Principal) {
+	e := formattest.New(t)
+	a := &app.App{Store: e.Store, Commit: e, Hasher: auth.NewHasher(1), Formats: formatsOver(e), Now: time.Now, NewID: auth.NewID}
+	return e, a, &auth.Principal{UserID: "root", Username: "root", Role: meta.RoleAdmin}
+}
+
 func code(err error) apierr.Code {
 	var e *apierr.Error
 	if errors.As(err, &e) {
@@ -33,11 +41,8 @@ func code(err error) apierr.Code {
 // UI, the CLI and importers will make them: who may create what, what a
 // user sees of repositories and grants, and what a write returns.
 func TestUseCasesWithoutHTTP(t *testing.T) {
-	e := formattest.New(t)
-	formats := formatsOver(e)
-	a := &app.App{Store: e.Store, Commit: e, Hasher: auth.NewHasher(1), Formats: formats, Now: time.Now, NewID: auth.NewID}
+	_, a, admin := newApp(t)
 	ctx := t.Context()
-	admin := &auth.Principal{UserID: "root", Username: "root", Role: meta.RoleAdmin}
 	if _, _, err := a.CreateUser(ctx, admin, app.NewUser{Username: "root", Email: "root@example.com", Password: "a-long-password-1", Role: meta.RoleAdmin}); err != nil {
 		t.Fatal(err)
 	}
@@ -212,11 +217,8 @@ func (c *interloper) Apply(ctx context.Context, cmd meta.Command) (uint64, error
 // is refused as stale, and decided again without the grant. Likewise a
 // password change decided from a password changed meanwhile.
 func TestDecisionsCarryWhatTheyRead(t *testing.T) {
-	e := formattest.New(t)
-	formats := formatsOver(e)
-	a := &app.App{Store: e.Store, Commit: e, Hasher: auth.NewHasher(1), Formats: formats, Now: time.Now, NewID: auth.NewID}
+	e, a, admin := newApp(t)
 	ctx := t.Context()
-	admin := &auth.Principal{UserID: "root", Username: "root", Role: meta.RoleAdmin}
 	ann, _, err := a.CreateUser(ctx, admin, app.NewUser{Username: "ann", Email: "ann@example.com", Password: "a-long-password-2"})
 	if err != nil {
 		t.Fatal(err)
