@@ -152,6 +152,18 @@ type Edge struct {
 	syncing      chan struct{}           // one catch-up read of the feed at a time (catchUp)
 }
 
+// originTransport is the edge's connection pool to its origins. It keeps
+// as many idle connections per origin as misses and forwarded requests
+// run at once under load: with the default two, nearly every miss of a
+// busy edge dialled a connection of its own (a twentieth of the edge's
+// CPU on a cold pass, and the origin's accepting them).
+func originTransport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = 64
+	t.MaxIdleConns = 256
+	return t
+}
+
 // New opens the cache directory (replica and blobs).
 func New(cfg Config, log *slog.Logger, out io.Writer) (*Edge, error) {
 	if err := cfg.check(); err != nil {
@@ -160,10 +172,10 @@ func New(cfg Config, log *slog.Logger, out io.Writer) (*Edge, error) {
 	if err := os.MkdirAll(cfg.CacheDir, 0o750); err != nil {
 		return nil, fmt.Errorf("cache dir: %w", err)
 	}
+	toOrigins := &http.Client{Transport: originTransport()}
 	e := &Edge{cfg: cfg, log: log, out: out, syncing: make(chan struct{}, 1),
-		client: &protocol.Client{Origins: cfg.origins(), NodeID: cfg.NodeID, Token: cfg.NodeToken,
-			HTTP: &http.Client{Timeout: 0}}}
-	e.upstream = &upstream.Upstream{Origins: e.client.OriginList, HTTP: &http.Client{}, Credential: cfg.NodeToken}
+		client: &protocol.Client{Origins: cfg.origins(), NodeID: cfg.NodeID, Token: cfg.NodeToken, HTTP: toOrigins}}
+	e.upstream = &upstream.Upstream{Origins: e.client.OriginList, HTTP: toOrigins, Credential: cfg.NodeToken}
 	var err error
 	if e.replica, err = meta.Open(filepath.Join(cfg.CacheDir, "replica.db")); err != nil {
 		return nil, err

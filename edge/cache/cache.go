@@ -174,22 +174,48 @@ func (c *Cache) Get(ctx context.Context, digest string) (io.ReadCloser, error) {
 		case cached:
 			c.forget(hx) // removed from under us: fetch it again
 		}
-		c.mu.Lock()
-		if _, placed := c.byHex[hx]; placed { // by a flight that ended meanwhile
-			c.mu.Unlock()
+		fl, placed := c.flight(hx, nil)
+		if placed {
 			continue
 		}
-		fl := c.flights[hx]
 		if fl == nil {
-			if fl, err = c.start(hx); err != nil {
-				c.mu.Unlock()
-				return nil, err
+			// The fetch's file is made without the lock: creating a file
+			// can take a while (the filesystem finding a free inode), and
+			// hits wait for nothing. Another Get may start the same
+			// fetch meanwhile; then this file goes.
+			f, err := os.CreateTemp(c.tmp(), hx+"-*")
+			if err != nil {
+				return nil, fmt.Errorf("cache: %w", err)
+			}
+			if fl, placed = c.flight(hx, f); placed || fl.path != f.Name() {
+				f.Close()
+				_ = os.Remove(f.Name())
+			}
+			if placed {
+				continue
 			}
 		}
-		c.mu.Unlock()
 		c.misses.Add(1)
 		return fl.reader(ctx)
 	}
+}
+
+// flight is the fetch of hx under way, started with f when there is
+// none and f is not nil; placed when hx has been cached meanwhile (by a
+// flight that ended).
+func (c *Cache) flight(hx string, f *os.File) (fl *flight, placed bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, placed := c.byHex[hx]; placed {
+		return nil, true
+	}
+	if fl = c.flights[hx]; fl == nil && f != nil {
+		fl = &flight{c: c, hex: hx, path: f.Name()}
+		fl.grew = sync.NewCond(&fl.mu)
+		c.flights[hx] = fl
+		go fl.run(f)
+	}
+	return fl, false
 }
 
 func (c *Cache) forget(hx string) {
@@ -318,19 +344,6 @@ type flight struct {
 	err     error // set when done: the fetch failed or the digest did not match
 }
 
-// start begins fetching hx; the caller holds c.mu.
-func (c *Cache) start(hx string) (*flight, error) {
-	f, err := os.CreateTemp(c.tmp(), hx+"-*")
-	if err != nil {
-		return nil, fmt.Errorf("cache: %w", err)
-	}
-	fl := &flight{c: c, hex: hx, path: f.Name()}
-	fl.grew = sync.NewCond(&fl.mu)
-	c.flights[hx] = fl
-	go fl.run(f)
-	return fl, nil
-}
-
 func (fl *flight) run(f *os.File) {
 	err := fl.fetch(f)
 	if cerr := f.Close(); err == nil {
@@ -362,9 +375,10 @@ func (fl *flight) fetch(f *os.File) error {
 	ctx, cancel := context.WithTimeout(context.Background(), FetchTimeout)
 	defer cancel()
 	h := sha256.New()
-	buf := make([]byte, 256<<10)
+	buf := buffers.Get().(*[]byte)
+	defer buffers.Put(buf)
 	for attempt := 1; ; attempt++ {
-		err := fl.copyFrom(ctx, f, h, buf)
+		err := fl.copyFrom(ctx, f, h, *buf)
 		if err == nil {
 			break
 		}
@@ -383,6 +397,10 @@ func (fl *flight) fetch(f *os.File) error {
 	}
 	return f.Sync()
 }
+
+// buffers are the fetches' copy buffers: one per fetch running, not one
+// per miss for the collector to clear away.
+var buffers = sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b }}
 
 // brokenError is a transfer that broke after it started: it may resume.
 type brokenError struct{ err error }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -149,7 +150,8 @@ func TestOneFetchManyReaders(t *testing.T) {
 	o := newOrigin(data)
 	release := make(chan struct{})
 	o.slow[digest(data)] = release
-	c, err := cache.Open(t.TempDir(), 0, o.fetch)
+	dir := t.TempDir()
+	c, err := cache.Open(dir, 0, o.fetch)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,6 +193,11 @@ func TestOneFetchManyReaders(t *testing.T) {
 	wg.Wait()
 	if n := o.fetches.Load(); n != 1 {
 		t.Fatalf("%d fetches for %d readers, want 1", n, readers)
+	}
+	// The readers that made a file for a fetch another had started
+	// removed it.
+	if left, err := os.ReadDir(filepath.Join(dir, "tmp")); err != nil || len(left) != 0 {
+		t.Fatalf("files left in tmp: %v, %v", left, err)
 	}
 }
 

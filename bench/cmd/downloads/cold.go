@@ -22,7 +22,7 @@ import (
 // with a random user's token: every answer is a miss, streamed from the
 // origin while the edge stores it. Then the same pass again, every answer
 // a hit. Prints both passes as one markdown table.
-func coldPass(originURL, admin, repoID string, ob *object) {
+func coldPass(originURL string, originPID int, admin, repoID string, ob *object) {
 	at := filepath.Join(*dir, "cold")
 	must(os.MkdirAll(at, 0o755))
 	edge, err := origin.StartEdge(*depot, at, originURL, admin, []string{repoID}, "--prefetch", "none")
@@ -31,8 +31,8 @@ func coldPass(originURL, admin, repoID string, ob *object) {
 	order := mrand.Perm(len(ob.paths))
 	client := &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: *conns}}
 	fmt.Printf("\n### A cold edge (empty cache, --prefetch none): each of the %d blobs once, %d clients\n\n", len(ob.paths), *conns)
-	fmt.Println("| pass | req/s | MB/s | p50 ms | p99 ms | max ms |")
-	fmt.Println("|---|---|---|---|---|---|")
+	fmt.Println("| pass | req/s | MB/s | p50 ms | p99 ms | max ms | edge CPU µs/req | origin CPU µs/req |")
+	fmt.Println("|---|---|---|---|---|---|---|---|")
 	for _, pass := range []string{"first (every blob a miss)", "second (every blob cached)"} {
 		var (
 			next  atomic.Int64
@@ -41,6 +41,7 @@ func coldPass(originURL, admin, repoID string, ob *object) {
 			lat   []time.Duration
 			wg    sync.WaitGroup
 		)
+		edgeCPU, originCPU := cpu([]int{edge.PID()}), cpu([]int{originPID})
 		start := time.Now()
 		for range *conns {
 			wg.Go(func() {
@@ -73,9 +74,11 @@ func coldPass(originURL, admin, repoID string, ob *object) {
 		}
 		wg.Wait()
 		took := time.Since(start)
+		edgeCPU, originCPU = cpu([]int{edge.PID()})-edgeCPU, cpu([]int{originPID})-originCPU
 		p := func(q int) float64 { return float64(stat.Percentile(lat, q)) / 1e6 }
-		fmt.Printf("| %s | %.0f | %.1f | %.2f | %.2f | %.2f |\n", pass, float64(len(lat))/took.Seconds(),
-			float64(bytes.Load())/took.Seconds()/1e6, p(50), p(99), p(100))
+		perReq := func(s float64) float64 { return s / float64(len(lat)) * 1e6 }
+		fmt.Printf("| %s | %.0f | %.1f | %.2f | %.2f | %.2f | %.0f | %.0f |\n", pass, float64(len(lat))/took.Seconds(),
+			float64(bytes.Load())/took.Seconds()/1e6, p(50), p(99), p(100), perReq(edgeCPU), perReq(originCPU))
 	}
 	fmt.Println()
 }

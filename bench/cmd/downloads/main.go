@@ -128,7 +128,7 @@ func main() {
 		repos = append(repos, id)
 		objects = append(objects, ob)
 		if *cold {
-			coldPass(o.URL, admin, id, ob)
+			coldPass(o.URL, o.PID(), admin, id, ob)
 		}
 	}
 
