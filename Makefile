@@ -1,20 +1,26 @@
 # Depot: build, run and test.
 GO      ?= go
-# The binary goes where `go install` puts binaries, not into the source tree.
-BINDIR  ?= $(shell $(GO) env GOBIN)
-ifeq ($(BINDIR),)
-BINDIR  := $(shell $(GO) env GOPATH)/bin
+# build and run use ./bin/depot (ignored by git); install puts the binary
+# where `go install` puts binaries.
+BIN     ?= bin/depot
+INSTALLDIR ?= $(shell $(GO) env GOBIN)
+ifeq ($(INSTALLDIR),)
+INSTALLDIR := $(shell $(GO) env GOPATH)/bin
 endif
-BIN     ?= $(BINDIR)/depot
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X github.com/depot-registry/depot/shared/version.Version=$(VERSION)
 FUZZTIME ?= 20s
 
-.PHONY: build run test test-short lint fuzz bench bench-cluster clean
+.PHONY: build install run test test-short lint fuzz bench bench-cluster clean
 
-build: ## build the depot binary (into $(BINDIR))
+build: ## build the depot binary (into ./bin)
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/depot
 	@echo "built $(BIN)"
+
+install: build ## copy the binary to $(INSTALLDIR) (where go install puts binaries)
+	install -d $(INSTALLDIR)
+	install -m 0755 $(BIN) $(INSTALLDIR)/depot
+	@echo "installed $(INSTALLDIR)/depot"
 
 run: build ## run a single-node origin with its data in ./data
 	$(BIN) origin --data-dir ./data

@@ -21,7 +21,7 @@ func clusterKey(cfg Config) (peerauth.Key, error) {
 		}
 		return k, nil
 	}
-	if !loopback(cfg.RaftAddr) || !loopback(cfg.GossipAddr) {
+	if !loopback(cfg.RaftAddr) || (cfg.GossipAddr != "" && !loopback(cfg.GossipAddr)) {
 		return peerauth.Key{}, fmt.Errorf("raft address %q or gossip address %q is reachable from other hosts, so origin peers must prove a shared cluster key: "+
 			"set DEPOT_CLUSTER_KEY (or --cluster-key) to the same key on every origin; 'depot keygen' prints a new one", cfg.RaftAddr, cfg.GossipAddr)
 	}

@@ -23,7 +23,8 @@ type Config struct {
 	// GossipAddr is where the node gossips membership (memberlist, UDP
 	// and TCP); Join lists gossip addresses of running origins to join
 	// (comma-separated); BootstrapExpect forms a new cluster once that
-	// many fresh origins started with it see each other.
+	// many fresh origins started with it see each other. RaftAddr and
+	// GossipAddr left empty: see resolveAddrs.
 	GossipAddr      string
 	Join            string
 	BootstrapExpect int64
@@ -109,13 +110,46 @@ type Config struct {
 	BlobCopies int64
 }
 
+// The raft and gossip addresses of an origin of a cluster started
+// without them (origins on one host, as in a demonstration).
+const (
+	clusterRaftAddr   = "127.0.0.1:8300"
+	clusterGossipAddr = "127.0.0.1:8301"
+)
+
+// alone reports whether the origin forms a cluster of its own and knows
+// of no other: started without --join or --bootstrap-expect, and never a
+// member of a cluster (no other origins kept in its data directory).
+func (cfg *Config) alone() bool {
+	return cfg.Join == "" && cfg.BootstrapExpect <= 1 && len(keptPeers(cfg.DataDir)) == 0
+}
+
+// resolveAddrs fills in the raft and gossip addresses not given. An
+// origin alone needs neither port reachable: raft listens on a loopback
+// port of the system's choice and nothing gossips, so a first start
+// cannot trip over another program's ports (8300 and 8301 are Consul's
+// too). It becomes a cluster's first member when started again with
+// --raft-addr and --gossip-addr (see the README). Any other origin gets
+// the cluster defaults.
+func (cfg *Config) resolveAddrs() {
+	alone := cfg.alone()
+	switch {
+	case cfg.RaftAddr != "":
+	case alone:
+		cfg.RaftAddr = "127.0.0.1:0"
+	default:
+		cfg.RaftAddr = clusterRaftAddr
+	}
+	if cfg.GossipAddr == "" && !alone {
+		cfg.GossipAddr = clusterGossipAddr
+	}
+}
+
 // DefaultConfig is a single-node origin on loopback with data in ./data.
 func DefaultConfig() Config {
 	return Config{
 		Listen:           "127.0.0.1:8080",
 		DataDir:          "./data",
-		RaftAddr:         "127.0.0.1:8300",
-		GossipAddr:       "127.0.0.1:8301",
 		RaftTimeout:      600 * time.Millisecond,
 		AccessTTL:        900 * time.Second,
 		RefreshTTL:       604800 * time.Second,
@@ -141,9 +175,9 @@ func DefaultConfig() Config {
 func (c *Config) Bind(s *config.Set) {
 	s.String(&c.Listen, "listen", "DEPOT_LISTEN", "HTTP address to serve the API and package formats on")
 	s.String(&c.DataDir, "data-dir", "DEPOT_DATA_DIR", "directory for metadata, raft log and blobs")
-	s.String(&c.RaftAddr, "raft-addr", "DEPOT_RAFT_ADDR", "address for raft traffic between origin peers")
+	s.String(&c.RaftAddr, "raft-addr", "DEPOT_RAFT_ADDR", "address for raft traffic between origin peers (default "+clusterRaftAddr+" in a cluster; an origin alone uses a loopback port of the system's choice)")
 	s.String(&c.NodeID, "node-id", "DEPOT_NODE_ID", "stable node id (generated once and kept in the data dir when empty)")
-	s.String(&c.GossipAddr, "gossip-addr", "DEPOT_GOSSIP_ADDR", "address (UDP and TCP) for membership gossip between cluster nodes, encrypted with the cluster key")
+	s.String(&c.GossipAddr, "gossip-addr", "DEPOT_GOSSIP_ADDR", "address (UDP and TCP) for membership gossip between cluster nodes, encrypted with the cluster key (default "+clusterGossipAddr+" in a cluster; an origin alone gossips only when it is given)")
 	s.String(&c.Join, "join", "DEPOT_JOIN", "gossip address(es) of running origins to join, comma-separated; a node that joins never forms a cluster of its own")
 	s.Int(&c.BootstrapExpect, "bootstrap-expect", "DEPOT_BOOTSTRAP_EXPECT", "form a new cluster once this many fresh origins started with the same value see each other (with --join among them); 0: a node without --join forms a one-node cluster")
 	s.String(&c.TLSCert, "tls-cert", "DEPOT_TLS_CERT", "PEM certificate (with its chain) to serve HTTPS with, and --tls-key; without them the origin serves plain HTTP")

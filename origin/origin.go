@@ -95,6 +95,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) (o *O
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
+	cfg.resolveAddrs()
 	if err := cfg.probeAddrs(); err != nil {
 		return nil, err // before anything is written to the data directory
 	}
@@ -241,6 +242,13 @@ func (o *Origin) startRaft(ctx context.Context) error {
 	}, machine)
 	if err != nil {
 		return err
+	}
+	if o.cfg.GossipAddr == "" {
+		// Alone by its settings: not if its raft log says otherwise.
+		if servers, err := o.node.Servers(); err == nil && len(servers) > 1 {
+			return fmt.Errorf("this origin is a member of a cluster of %d origins (its raft log says so), but it was started without "+
+				"--gossip-addr (DEPOT_GOSSIP_ADDR): start it with the --raft-addr and --gossip-addr it had in the cluster", len(servers))
+		}
 	}
 	o.node.OnLeaderChange(o.metrics.Raft.LeaderChanges.Inc)
 	for name, read := range map[string]func() float64{
@@ -461,14 +469,18 @@ func (o *Origin) Run(ctx context.Context, ln net.Listener) error {
 	srv.RegisterOnShutdown(o.api.Drain) // long polls answer now rather than hold the shutdown up
 	abs, _ := filepath.Abs(o.cfg.DataDir)
 	o.log.Info("depot origin started", "listen", ln.Addr().String(), "data_dir", abs, "node_id", o.nodeID,
-		"raft_addr", o.cfg.RaftAddr, "version", version.Version, "gc_interval", o.cfg.GCInterval.String(), "gc_grace", o.cfg.GCGrace.String())
+		"raft_addr", o.node.Addr(), "gossip_addr", o.pool.Addr(), "version", version.Version, "gc_interval", o.cfg.GCInterval.String(), "gc_grace", o.cfg.GCGrace.String())
 	if o.pool != nil && o.cfg.ExternalURL == "" {
 		url := scheme + "://" + o.reachableAt(ln.Addr())
 		o.pool.Update(func(m *membership.Meta) { m.APIURL = url })
 	}
 	leaderID, _ := o.node.Leader()
-	fmt.Fprintf(o.out, "Depot origin %s listening on %s://%s (API at %s://%s%s)\n  data directory: %s\n  node id: %s, raft on %s, gossip on %s\n  cluster: %d voter(s), leader %s\n",
-		version.Version, scheme, ln.Addr(), scheme, ln.Addr(), api.Prefix, abs, o.nodeID, o.cfg.RaftAddr, o.pool.Addr(), o.node.Voters(), leaderID)
+	gossip := "gossip on " + o.pool.Addr()
+	if o.cfg.GossipAddr == "" {
+		gossip = "no gossip (an origin alone; to make it a cluster's first member, start it with --raft-addr and --gossip-addr)"
+	}
+	fmt.Fprintf(o.out, "Depot origin %s listening on %s://%s (API at %s://%s%s)\n  data directory: %s\n  node id: %s, raft on %s, %s\n  cluster: %d voter(s), leader %s\n",
+		version.Version, scheme, ln.Addr(), scheme, ln.Addr(), api.Prefix, abs, o.nodeID, o.node.Addr(), gossip, o.node.Voters(), leaderID)
 	if o.cfg.DemoMode {
 		o.log.Warn("demo mode is on: every write is refused except login, refresh, logout and a pending initial password change")
 		fmt.Fprint(o.out, "  demo mode: every write is refused (403 DEMO_MODE) except login, refresh, logout\n"+

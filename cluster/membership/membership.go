@@ -13,6 +13,7 @@ import (
 	"crypto/hkdf"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log"
 	"log/slog"
@@ -78,8 +79,11 @@ type Member struct {
 
 // Config of a node's place in the pool.
 type Config struct {
-	NodeID    string
-	BindAddr  string // host:port for gossip (UDP and TCP); port 0 picks one
+	NodeID string
+	// BindAddr is host:port for gossip (UDP and TCP); port 0 picks one.
+	// Empty: the node gossips with nobody (an origin alone), and the
+	// pool is this node.
+	BindAddr  string
 	Advertise string // host:port others reach it at; BindAddr when empty
 	Key       peerauth.Key
 	Meta      Meta
@@ -107,10 +111,18 @@ type Pool struct {
 	done    chan struct{}
 }
 
+// ErrAlone is Join on a node that gossips with nobody.
+var ErrAlone = errors.New("this node gossips with nobody (it was started without a gossip address)")
+
 // Start joins nobody yet: the node is a pool of one until Join.
 func Start(cfg Config) (*Pool, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.BindAddr == "" {
+		p := &Pool{id: cfg.NodeID, meta: cfg.Meta, members: map[string]Member{}, log: cfg.Logger, done: make(chan struct{})}
+		p.members[p.id] = Member{ID: p.id, Status: Alive, Meta: p.meta}
+		return p, nil
 	}
 	mc := memberlist.DefaultLANConfig()
 	if cfg.Fast {
@@ -196,6 +208,9 @@ func (p *Pool) Addr() string {
 // Join contacts the given pool members (host:port); it succeeds when one
 // answered.
 func (p *Pool) Join(addrs []string) error {
+	if p.ml == nil {
+		return ErrAlone
+	}
 	n, err := p.ml.Join(addrs)
 	if n == 0 && err != nil {
 		return fmt.Errorf("joining %v: %w", addrs, err)
@@ -240,8 +255,13 @@ func (p *Pool) Update(change func(*Meta)) {
 	before := p.meta
 	change(&p.meta)
 	same := p.meta == before
+	if p.ml == nil {
+		self := p.members[p.id]
+		self.Meta = p.meta
+		p.members[p.id] = self
+	}
 	p.mu.Unlock()
-	if !same {
+	if !same && p.ml != nil {
 		_ = p.ml.UpdateNode(time.Second)
 	}
 }
@@ -249,6 +269,9 @@ func (p *Pool) Update(change func(*Meta)) {
 // Leave tells the pool this node is going (it is then "left", not
 // "dead") and stops gossiping.
 func (p *Pool) Leave(timeout time.Duration) error {
+	if p.ml == nil {
+		return p.Shutdown()
+	}
 	p.mu.Lock()
 	p.meta.Leaving = true
 	p.mu.Unlock()
@@ -268,6 +291,9 @@ func (p *Pool) Shutdown() error {
 		return nil
 	default:
 		close(p.done)
+	}
+	if p.ml == nil {
+		return nil
 	}
 	return p.ml.Shutdown()
 }

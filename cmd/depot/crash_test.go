@@ -47,13 +47,25 @@ func newSite(t *testing.T) site {
 	return site{bin: buildDepot(t), dataDir: t.TempDir(), listen: clienttest.FreeAddr(t), raftAddr: clienttest.FreeAddr(t), gossipAddr: clienttest.FreeAddr(t)}
 }
 
+// args are the origin's flags for the site; an address left empty is
+// not given.
+func (s site) args() []string {
+	// --min-free-bytes 0: these tests are about other things than a host
+	// that happens to be short of disk.
+	args := []string{"origin", "--data-dir", s.dataDir, "--listen", s.listen, "--min-free-bytes", "0"}
+	if s.raftAddr != "" {
+		args = append(args, "--raft-addr", s.raftAddr)
+	}
+	if s.gossipAddr != "" {
+		args = append(args, "--gossip-addr", s.gossipAddr)
+	}
+	return args
+}
+
 // start runs the origin and waits until it answers.
 func (s site) start(t *testing.T) *proc {
 	t.Helper()
-	// --min-free-bytes 0: these tests are about other things than a host
-	// that happens to be short of disk.
-	cmd := exec.Command(s.bin, append([]string{"origin", "--data-dir", s.dataDir, "--listen", s.listen, "--raft-addr", s.raftAddr,
-		"--gossip-addr", s.gossipAddr, "--min-free-bytes", "0"}, s.flags...)...)
+	cmd := exec.Command(s.bin, append(s.args(), s.flags...)...)
 	cmd.Env = append(append(os.Environ(), "DEPOT_ADMIN_PASSWORD=initial-pw-123", "JWT_SECRET=crash-test-secret-crash-test-secret-0123"), s.env...)
 	out := &clienttest.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
