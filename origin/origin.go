@@ -159,6 +159,9 @@ func (cfg *Config) check() error {
 	if cfg.GCGrace <= 0 || cfg.GCInterval < 0 {
 		return fmt.Errorf("--gc-grace must be positive and --gc-interval not negative, got %v and %v", cfg.GCGrace, cfg.GCInterval)
 	}
+	if err := checkJoin(cfg.Join); err != nil {
+		return err
+	}
 	if (cfg.TLSCert == "") != (cfg.TLSKey == "") {
 		return errors.New("--tls-cert and --tls-key go together: give both to serve HTTPS, or neither")
 	}
@@ -168,6 +171,20 @@ func (cfg *Config) check() error {
 		}
 	}
 	return cfg.Webhooks.Check()
+}
+
+// checkJoin refuses a --join that is not a list of gossip addresses (an
+// API URL, say, which the origin would otherwise try to reach for ever).
+func checkJoin(join string) error {
+	for _, a := range splitList(join) {
+		host, port, err := net.SplitHostPort(a)
+		n, perr := strconv.Atoi(port)
+		if strings.Contains(a, "://") || err != nil || host == "" || perr != nil || n < 1 || n > 65535 {
+			return fmt.Errorf("--join %q: give the gossip address (host:port, the --gossip-addr) of one or more running origins, "+
+				"comma-separated, such as 10.0.0.11:8301; not their API URL", a)
+		}
+	}
+	return nil
 }
 
 // openData opens what lives in the data directory: the node's identity

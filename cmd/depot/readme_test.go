@@ -34,14 +34,16 @@ func TestREADMENamesEverySetting(t *testing.T) {
 	}
 }
 
-// TestBadWebhookSettingsRefused: a webhook setting no origin can run with
-// stops the start with a message naming it, before the data directory is
-// touched.
-func TestBadWebhookSettingsRefused(t *testing.T) {
+// TestBadSettingsRefused: a webhook setting no origin can run with, or a
+// --join that names no gossip address, stops the start with a message
+// naming it, before the data directory is touched.
+func TestBadSettingsRefused(t *testing.T) {
 	for _, c := range []struct{ env, want string }{
 		{"WEBHOOK_RETRY_BACKOFF=fibonacci", "webhook retry backoff"},
 		{"WEBHOOK_CONCURRENCY=0", "webhook concurrency"},
 		{"WEBHOOK_QUEUE_SIZE=-3", "WEBHOOK_QUEUE_SIZE"},
+		{"DEPOT_JOIN=http://10.0.0.11:8080", "gossip address (host:port"},
+		{"DEPOT_JOIN=10.0.0.11:8301,10.0.0.12", "10.0.0.12\\\": give the gossip address"},
 	} {
 		name, value, _ := strings.Cut(c.env, "=")
 		t.Setenv(name, value)
