@@ -192,3 +192,16 @@ func BenchmarkDecryptFailureLine(b *testing.B) {
 		})
 	}
 }
+
+// TestRefutingIsDebug: memberlist refuting a suspicion of this node is
+// logged at debug; its other warnings stay warnings.
+func TestRefutingIsDebug(t *testing.T) {
+	var out bytes.Buffer
+	l := stdlog.New(memberlistLog(logx.New(&out, "text", "debug")), "", 0)
+	l.Printf("[WARN] memberlist: Refuting a suspect message (from: origin-2)")
+	l.Printf("[WARN] memberlist: Was able to connect to origin-2 over TCP but UDP probes failed, network may be misconfigured")
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], "level=DEBUG") || !strings.Contains(lines[1], "level=WARN") {
+		t.Fatalf("log:\n%s", out.String())
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log"
 	"log/slog"
 	"net"
@@ -151,8 +152,7 @@ func Start(cfg Config) (*Pool, error) {
 	}
 	mc.GossipVerifyIncoming, mc.GossipVerifyOutgoing = true, true
 	// A stranger's packets each make memberlist log a line: see throttle.
-	mc.Logger = log.New(newThrottle(logx.HCLog(cfg.Logger, "memberlist").StandardWriter(&hclog.StandardLoggerOptions{InferLevels: true}),
-		logEvery, time.Now), "", 0)
+	mc.Logger = log.New(newThrottle(memberlistLog(cfg.Logger), logEvery, time.Now), "", 0)
 	p := &Pool{id: cfg.NodeID, meta: cfg.Meta, members: map[string]Member{}, log: cfg.Logger, changed: make(chan struct{}, 1), done: make(chan struct{})}
 	mc.Delegate = delegate{p}
 	mc.Events = events{p}
@@ -172,6 +172,19 @@ func Start(cfg Config) (*Pool, error) {
 		}()
 	}
 	return p, nil
+}
+
+// memberlistLog is where memberlist's lines go: into l, at the level
+// each line names, but for what gossip says in a cluster's normal life.
+func memberlistLog(l *slog.Logger) io.Writer {
+	return logx.HCLogDemoting(l, "memberlist", chatter).StandardWriter(&hclog.StandardLoggerOptions{InferLevels: true})
+}
+
+// chatter is memberlist's warning that this node, suspected or declared
+// dead by another (a slow probe, a restart, a healed partition), tells
+// the pool it is alive: the protocol doing its work.
+func chatter(msg string) bool {
+	return strings.Contains(msg, "Refuting a suspect message") || strings.Contains(msg, "Refuting a dead message")
 }
 
 // splitHostPort splits addr, resolving a host name to its address

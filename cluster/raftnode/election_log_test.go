@@ -83,3 +83,25 @@ func TestElectionWarning(t *testing.T) {
 		t.Fatalf("a voter of a two-voter cluster starts an election without a warning:\n%s", out)
 	}
 }
+
+// TestChatter: raft's lines of a cluster's normal life are told from
+// real failures.
+func TestChatter(t *testing.T) {
+	for _, c := range []struct {
+		msg    string
+		voters int
+		want   bool
+	}{
+		{"appendEntries rejected, sending older logs", 3, true},
+		{"failed to make requestVote RPC", 3, true},
+		{electionWarning, 1, true},
+		{electionWarning, 3, false},
+		{"failed to contact quorum of nodes, stepping down", 3, false},
+		{"failed to heartbeat to", 3, false},
+		{"failed to appendEntries to", 3, false},
+	} {
+		if got := chatter(c.msg, func() int { return c.voters }); got != c.want {
+			t.Errorf("%q with %d voters: chatter %v, want %v", c.msg, c.voters, got, c.want)
+		}
+	}
+}

@@ -66,13 +66,14 @@ func New(cfg Config, fsm raft.FSM) (*Node, error) {
 	}
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(cfg.NodeID)
-	// A lone voter's every start times out waiting for a leader it cannot
-	// have and elects itself: raft's warning about it is noise there, and
-	// stays a warning when other voters should have been heard from.
 	var self atomic.Pointer[raft.Raft]
 	rc.Logger = logx.HCLogDemoting(cfg.Logger, "raft", func(msg string) bool {
-		r := self.Load()
-		return msg == electionWarning && r != nil && voters(r) == 1
+		return chatter(msg, func() int {
+			if r := self.Load(); r != nil {
+				return voters(r)
+			}
+			return 0
+		})
 	})
 	// The store is durable on its own and knows its last applied index, so
 	// replaying a snapshot into it at every start would only cost time.
@@ -164,6 +165,25 @@ func (n *Node) DialRPC(ctx context.Context, addr string) (net.Conn, error) {
 // electionWarning is what raft logs when a follower's heartbeat timeout
 // starts an election.
 const electionWarning = "heartbeat timeout reached, starting election"
+
+// chatter is what raft logs as a warning or an error in a cluster's
+// normal life, logged at debug here: a follower that joined or fell
+// behind is sent older entries; an election asks every voter for its
+// vote, and one that is down (the old leader, in a failover) fails to
+// answer; a lone voter's every start times out waiting for a leader it
+// cannot have and elects itself (voters tells how many there are; a
+// voter of a larger cluster that lost its leader still warns). Real
+// failures stay loud: a leader that cannot reach a quorum, heartbeats
+// and entries that do not reach a follower.
+func chatter(msg string, voters func() int) bool {
+	switch msg {
+	case "appendEntries rejected, sending older logs", "failed to make requestVote RPC":
+		return true
+	case electionWarning:
+		return voters() == 1
+	}
+	return false
+}
 
 // voters counts the voters of r's latest configuration. GetConfiguration
 // reads a copy, so raft's own goroutines may call it (from the logger).
