@@ -51,10 +51,14 @@ func (o *Origin) startMembership(ctx context.Context) error {
 		deadline := time.Now().Add(30 * time.Second)
 		for {
 			err = pool.Join(join)
-			if err == nil || time.Now().After(deadline) || ctx.Err() != nil {
+			if err == nil || errors.Is(err, membership.ErrOtherKey) || time.Now().After(deadline) || ctx.Err() != nil {
 				break
 			}
 			time.Sleep(500 * time.Millisecond)
+		}
+		if errors.Is(err, membership.ErrOtherKey) {
+			return fmt.Errorf("this origin's DEPOT_CLUSTER_KEY (--cluster-key) differs from the cluster's: the origin at %v cannot read "+
+				"its gossip, nor it theirs. Give it the key the cluster's origins have", join)
 		}
 		if err != nil {
 			return fmt.Errorf("--join: no origin answered at %v: %w", join, err)

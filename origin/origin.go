@@ -106,9 +106,16 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) (o *O
 	o = &Origin{cfg: cfg, log: log, out: out, now: now, poolChanged: make(chan struct{}, 1), downloads: downloads.New(now)}
 	// Every error return sets o to nil: close what was built through a copy.
 	built := o
+	// A first start that fails leaves no data directory behind: the next
+	// start is a first start again (not an origin with a node id, an
+	// admin and a raft log of its own that cannot join the cluster).
+	fresh, existed := emptyDir(cfg.DataDir)
 	defer func() {
 		if err != nil {
 			built.close()
+			if fresh {
+				removeFresh(cfg.DataDir, existed)
+			}
 		}
 	}()
 	for _, stage := range []func(context.Context) error{o.openData, o.startRaft, o.serve, o.startJobs} {
@@ -171,6 +178,31 @@ func (cfg *Config) check() error {
 		}
 	}
 	return cfg.Webhooks.Check()
+}
+
+// emptyDir reports whether dir is missing or empty (fresh), and whether
+// it exists.
+func emptyDir(dir string) (fresh, exists bool) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return errors.Is(err, os.ErrNotExist), false
+	}
+	defer f.Close()
+	names, err := f.Readdirnames(1)
+	return len(names) == 0 && errors.Is(err, io.EOF), true
+}
+
+// removeFresh removes what a failed first start wrote in dir: dir itself when
+// the start made it.
+func removeFresh(dir string, existed bool) {
+	if !existed {
+		_ = os.RemoveAll(dir)
+		return
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		_ = os.RemoveAll(filepath.Join(dir, e.Name()))
+	}
 }
 
 // checkJoin refuses a --join that is not a list of gossip addresses (an

@@ -16,6 +16,10 @@ import (
 // it holds back, so a flood of such packets costs a map lookup each, not
 // a log line (nor the JSON round trip of the hclog bridge).
 
+// errUndecryptable is memberlist's word for a message sealed with
+// another key.
+const errUndecryptable = "no installed keys could decrypt the message"
+
 // logEvery is how often a kind of memberlist line may be logged.
 const logEvery = time.Minute
 
@@ -71,8 +75,12 @@ func (t *throttle) Write(p []byte) (int, error) {
 	k.next, k.dropped = now.Add(t.every), 0
 	t.mu.Unlock()
 	line := p
+	if bytes.Contains(p, []byte(errUndecryptable)) {
+		line = fmt.Appendf(nil, "%s (sent by a node whose DEPOT_CLUSTER_KEY differs from this one's, or by a stranger: check the key of the node at that address)\n",
+			bytes.TrimRight(line, "\n"))
+	}
 	if dropped > 0 {
-		line = fmt.Appendf(nil, "%s (and %d more like it since the last one logged)\n", bytes.TrimRight(p, "\n"), dropped)
+		line = fmt.Appendf(nil, "%s (and %d more like it since the last one logged)\n", bytes.TrimRight(line, "\n"), dropped)
 	}
 	if _, err := t.w.Write(line); err != nil {
 		return 0, err

@@ -23,7 +23,8 @@ import (
 
 // TestThrottle: each kind of line passes once per interval whatever the
 // address, number or label in it; the next one after the interval says
-// how many were held back; other kinds pass on their own.
+// how many were held back (and a message sealed with another key says
+// what that means); other kinds pass on their own.
 func TestThrottle(t *testing.T) {
 	var out bytes.Buffer
 	now := time.Unix(1000, 0)
@@ -45,7 +46,9 @@ func TestThrottle(t *testing.T) {
 	now = now.Add(time.Second)
 	out.Reset()
 	write("[ERR] memberlist: Decrypt packet failed: no installed keys could decrypt the message from=10.9.9.9:1")
-	if want := "[ERR] memberlist: Decrypt packet failed: no installed keys could decrypt the message from=10.9.9.9:1 (and 1000 more like it since the last one logged)\n"; out.String() != want {
+	if want := "[ERR] memberlist: Decrypt packet failed: no installed keys could decrypt the message from=10.9.9.9:1 " +
+		"(sent by a node whose DEPOT_CLUSTER_KEY differs from this one's, or by a stranger: check the key of the node at that address) " +
+		"(and 1000 more like it since the last one logged)\n"; out.String() != want {
 		t.Fatalf("after the interval: %q, want %q", out.String(), want)
 	}
 }

@@ -112,6 +112,10 @@ type Pool struct {
 	done    chan struct{}
 }
 
+// ErrOtherKey is Join answered by a pool whose messages this node cannot
+// read, nor they its: their cluster key is not this node's.
+var ErrOtherKey = errors.New("this node's cluster key differs from the pool's")
+
 // ErrAlone is Join on a node that gossips with nobody.
 var ErrAlone = errors.New("this node gossips with nobody (it was started without a gossip address)")
 
@@ -226,6 +230,9 @@ func (p *Pool) Join(addrs []string) error {
 	}
 	n, err := p.ml.Join(addrs)
 	if n == 0 && err != nil {
+		if strings.Contains(err.Error(), errUndecryptable) {
+			return fmt.Errorf("joining %v: %w (%v)", addrs, ErrOtherKey, err)
+		}
 		return fmt.Errorf("joining %v: %w", addrs, err)
 	}
 	return nil

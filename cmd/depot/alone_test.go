@@ -107,3 +107,33 @@ func TestOriginAloneNeedsNoClusterPorts(t *testing.T) {
 		t.Fatalf("started alone: %v\n%s", err, got)
 	}
 }
+
+// TestWrongClusterKeyJoin: an origin joining with another cluster key
+// fails at the first answer, saying so, and leaves no data directory;
+// the origin it tried says what it saw.
+func TestWrongClusterKeyJoin(t *testing.T) {
+	bin := buildDepot(t)
+	first := site{bin: bin, dataDir: t.TempDir(), listen: clienttest.FreeAddr(t), raftAddr: clienttest.FreeAddr(t),
+		gossipAddr: clienttest.FreeAddr(t), env: []string{"DEPOT_CLUSTER_KEY=" + peerauth.NewKey().Encode()}}
+	p := first.start(t)
+	dir := filepath.Join(t.TempDir(), "data")
+	second := site{bin: bin, dataDir: dir, listen: clienttest.FreeAddr(t), raftAddr: clienttest.FreeAddr(t), gossipAddr: clienttest.FreeAddr(t)}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, append(second.args(), "--join", first.gossipAddr)...)
+	cmd.Env = append(os.Environ(), "DEPOT_CLUSTER_KEY="+peerauth.NewKey().Encode(), "JWT_SECRET=crash-test-secret-crash-test-secret-0123")
+	start := time.Now()
+	got, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(got), "DEPOT_CLUSTER_KEY (--cluster-key) differs from the cluster's") {
+		t.Fatalf("joined with another key: %v\n%s", err, got)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("the wrong key was found after %v", took)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("the failed first start left its data directory: %v", err)
+	}
+	waitFor(t, 5*time.Second, "the joined origin's word on the other key", func() bool {
+		return strings.Contains(p.out.String(), "DEPOT_CLUSTER_KEY differs from this one's")
+	})
+}
