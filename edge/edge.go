@@ -219,6 +219,9 @@ func (e *Edge) Run(ctx context.Context, ln net.Listener) error {
 	defer bg.Wait()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	if err := e.firstContact(ctx); err != nil {
+		return err
+	}
 	abs, _ := filepath.Abs(e.cfg.CacheDir)
 	held := "none yet (the first heartbeat brings the assignment)"
 	if ids, _ := e.replica.Followed(); len(ids) > 0 {
@@ -267,6 +270,25 @@ func (e *Edge) Run(ctx context.Context, ln net.Listener) error {
 	sctx, scancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer scancel()
 	return srv.ShutdownWithContext(sctx)
+}
+
+// firstContact reports the node once before it says it listens. An edge
+// with nothing replicated yet that every origin refuses can serve
+// nothing, and never will with the credential it has: it stops, saying
+// what to check. With a replica it serves what it has whatever the
+// origins say; an origin it cannot reach may be starting (the heartbeat
+// goes on trying).
+func (e *Edge) firstContact(ctx context.Context) error {
+	if e.replica.LastApplied() > 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	if err := e.beats.beat(ctx); errors.Is(err, protocol.ErrRefused) {
+		return fmt.Errorf("the origins refused this edge node (node id %s): check --node-id (DEPOT_NODE_ID) and DEPOT_NODE_TOKEN "+
+			"against what POST /api/v1/edge-nodes answered when the node was registered, and that it was not deleted since: %w", e.cfg.NodeID, err)
+	}
+	return nil
 }
 
 func sizeText(n int64) string {

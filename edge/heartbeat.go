@@ -2,6 +2,7 @@ package edge
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -43,8 +44,19 @@ func (h *heartbeat) run(ctx context.Context) {
 	t := time.NewTicker(h.every)
 	defer t.Stop()
 	failing := false
+	var refusedLogged time.Time
 	for {
 		switch err := h.beat(ctx); {
+		case err != nil && errors.Is(err, protocol.ErrRefused):
+			// The credential, not the network: the same answer every
+			// time, said loudly but once a minute.
+			failing = true
+			h.failures.Add(1)
+			if time.Since(refusedLogged) >= time.Minute {
+				refusedLogged = time.Now()
+				h.log.Error("the origins refuse this edge node's heartbeat; it serves what it has replicated. Check --node-id and DEPOT_NODE_TOKEN "+
+					"against the node's registration (POST /api/v1/edge-nodes), and that it was not deleted", "err", err)
+			}
 		case err != nil && ctx.Err() == nil:
 			failing = true
 			h.failures.Add(1)

@@ -73,10 +73,13 @@ func (n *nodeBudgets) countable(node string, count int64, now time.Time) int64 {
 
 // requireNode refuses a caller that is not edge node id.
 func requireNode(p *auth.Principal, id, what string) error {
-	if p.Edge() != id {
-		return apierr.New(apierr.Forbidden, "an edge node %s", what)
+	switch owner := p.Edge(); {
+	case owner == id:
+		return nil
+	case owner != "":
+		return apierr.New(apierr.Forbidden, "an edge node %s: this token is edge node %s's, not %s's (check the edge's --node-id)", what, owner, id)
 	}
-	return nil
+	return apierr.New(apierr.Forbidden, "an edge node %s", what)
 }
 
 // Heartbeat takes node id's report of itself and answers what it should

@@ -123,8 +123,13 @@ func (c *Client) SetOrigins(cluster []string) {
 	c.learned.Store(&list)
 }
 
+// ErrRefused is the origins refusing the node's credential (401), or
+// what it asked for this node id (403).
+var ErrRefused = errors.New("protocol: the origin refused this node")
+
 // do sends req with the node's credential. A 2xx answer is returned to
-// be read and closed; 410 is ErrResync, 404 blob.ErrNotFound, and any
+// be read and closed; 410 is ErrResync, 404 blob.ErrNotFound, 401 and
+// 403 ErrRefused, and any
 // other 4xx a refusal another origin would repeat (Final); a 5xx or a
 // failed connection lets Each try the next origin.
 func (c *Client) do(req *http.Request) (*http.Response, error) {
@@ -152,6 +157,8 @@ func (c *Client) do(req *http.Request) (*http.Response, error) {
 		return nil, final{fmt.Errorf("%w (%w)", ErrResync, err)}
 	case resp.StatusCode == http.StatusNotFound:
 		return nil, final{fmt.Errorf("%w (%w)", blob.ErrNotFound, err)}
+	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
+		return nil, final{fmt.Errorf("%w (%w)", ErrRefused, err)}
 	case resp.StatusCode/100 == 4:
 		return nil, final{err}
 	}
