@@ -20,10 +20,17 @@ func (d *Env) Repo(r *Request, name, action string, formats ...string) (*meta.Re
 	// may dress further.
 	decide := func(tx *meta.Tx) (*meta.Repository, bool, error) {
 		repo, err := tx.RepoByName(name)
-		if errors.Is(err, meta.ErrNotFound) || err == nil && !slices.Contains(formats, repo.Format) {
+		switch {
+		case errors.Is(err, meta.ErrNotFound):
 			repo = nil
-		} else if err != nil {
+		case err != nil:
 			return nil, false, err // a store failure is not "no such repository"
+		case !slices.Contains(formats, repo.Format):
+			// Not here; but one who may see it is told where it is.
+			if Access(tx, r.Principal, repo, name, meta.ActionRead) == nil {
+				return nil, false, &RepoNotFoundError{Name: name, Wanted: formats, Format: repo.Format, URL: d.repoURL(r, repo)}
+			}
+			repo = nil
 		}
 		if err := Access(tx, r.Principal, repo, name, action); err != nil {
 			return nil, false, err
@@ -43,6 +50,16 @@ func (d *Env) Repo(r *Request, name, action string, formats ...string) (*meta.Re
 	}
 	c := *repo // the remembered one is shared
 	return &c, nil
+}
+
+// repoURL is where repo's own format serves it, when a server of that
+// format was built over d.
+func (d *Env) repoURL(r *Request, repo *meta.Repository) string {
+	prefix, ok := d.prefixes.Load(repo.Format)
+	if !ok {
+		return ""
+	}
+	return r.BaseURL + prefix.(string) + "/" + repo.Name + "/"
 }
 
 // Access is the one access check of the REST API and every format: may

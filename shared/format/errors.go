@@ -27,10 +27,27 @@ func Errorf(code apierr.Code, format string, args ...any) *Error {
 // RepoNotFoundError is a repository that does not exist, or that the
 // caller may not see (the two are indistinguishable on purpose). Formats
 // whose clients have a code of their own for it (docker's NAME_UNKNOWN)
-// render it so.
-type RepoNotFoundError struct{ Name string }
+// render it so. A repository the caller may see, of another format than
+// the path's, is not found there either, but the error says what it is
+// and where it is served (Format and URL).
+type RepoNotFoundError struct {
+	Name string
+	// Wanted are the formats the path serves; Format and URL are the
+	// repository's own (set only for a caller who may read it).
+	Wanted      []string
+	Format, URL string
+}
 
-func (e *RepoNotFoundError) Error() string { return "repository " + e.Name + " not found" }
+func (e *RepoNotFoundError) Error() string {
+	if e.Format == "" {
+		return "repository " + e.Name + " not found"
+	}
+	msg := "repository " + e.Name + " is a " + e.Format + " repository, not " + strings.Join(e.Wanted, " or ")
+	if e.URL != "" {
+		msg += ": it is served at " + e.URL
+	}
+	return msg
+}
 
 // NotServedError is a request no route of the format serves: 405 when
 // the path is served under other methods (or only on nodes that take

@@ -270,6 +270,7 @@ type Env struct {
 
 	memoOnce sync.Once
 	memo     *envMemos
+	prefixes sync.Map // repository format name -> URL prefix of the servers built over it
 }
 
 // Writer is the write environment: what a write route needs besides the

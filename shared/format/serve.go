@@ -41,6 +41,9 @@ type Server struct {
 // no writes: write routes answer 405 (an edge forwards them before they
 // get here).
 func NewServer(f Format, env *Env, w *Writer, authn Authenticator, log *slog.Logger) *Server {
+	for _, name := range RepoFormats(f) {
+		env.prefixes.Store(name, f.Prefix())
+	}
 	return &Server{format: f, env: env, writer: w, authn: authn, log: log, routes: f.Routes()}
 }
 

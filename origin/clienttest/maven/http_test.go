@@ -201,7 +201,8 @@ func TestAuthorization(t *testing.T) {
 	wantText(t, e.Do("PUT", "/maven2/libs/com/example/demo/1.1/demo-1.1.jar", basic(bob.Name, bob.Password), "jar"), 403, "may not write")
 	// carol cannot read libs: to her it looks like a repository that does not exist.
 	wantText(t, e.Do("GET", "/maven2/libs/"+file, basic(carol.Name, carol.Password), nil), 404, "repository libs not found")
-	wantText(t, e.Do("GET", "/maven2/npmjs/"+file, basic(alice.Name, alice.Password), nil), 404, "repository npmjs not found")
+	// A repository of another format alice may read: not here, and where it is.
+	wantText(t, e.Do("GET", "/maven2/npmjs/"+file, basic(alice.Name, alice.Password), nil), 404, "repository npmjs is a npm repository, not maven or gradle: it is served at ")
 	wantText(t, e.Do("GET", "/maven2/nosuch/"+file, basic(alice.Name, alice.Password), nil), 404, "repository nosuch not found")
 	if n, _ := e.RepoCounters(privID); n != 1 {
 		t.Errorf("artifact_count %d after refused writes, want 1", n)

@@ -200,8 +200,8 @@ func TestAuthorization(t *testing.T) {
 		call(t, "GET", e.URL+"/pypi/py/simple/", bob.Name, bob.Token, nil, nil).want(t, 200, "Simple index")
 	})
 	t.Run("wrong format", func(t *testing.T) {
-		call(t, "GET", e.URL+"/pypi/js/simple/", "admin", origintest.AdminPassword, nil, nil).want(t, http.StatusNotFound, "repository js not found")
-		call(t, "POST", e.URL+"/pypi/js/", alice.Name, alice.Token, h, body).want(t, http.StatusNotFound, "repository js not found")
+		call(t, "GET", e.URL+"/pypi/js/simple/", "admin", origintest.AdminPassword, nil, nil).want(t, http.StatusNotFound, "repository js is a npm repository, not pypi: it is served at ")
+		call(t, "POST", e.URL+"/pypi/js/", alice.Name, alice.Token, h, body).want(t, http.StatusNotFound, "repository js not found") // she may not read it
 	})
 	if n, _ := e.RepoCounters(priv); n != 0 {
 		t.Fatalf("refused uploads left %d artifacts", n)
