@@ -112,6 +112,11 @@ func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
 
 const minIndexHeader = "X-Depot-Min-Index"
 
+// ForwardedHeader marks a read the edge did not answer from its replica
+// but had an origin answer (a repository not assigned to the node, a
+// credential it does not hold).
+const ForwardedHeader = "X-Depot-Forwarded"
+
 // minIndexWait bounds how long a read waits for the replica to reach the
 // index a client asks for (the origin waits an election's worth).
 const minIndexWait = 5 * time.Second
@@ -239,6 +244,7 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx, m Mount, remember bool) {
 	}
 	resp := m.Server.Serve(ctx, req)
 	if resp.Upstream && s.Forward != nil && s.Forward(ctx) == nil {
+		ctx.Response.Header.Set(ForwardedHeader, "origin")
 		return
 	}
 	fromFile, err := s.write(ctx, resp)

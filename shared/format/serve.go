@@ -3,6 +3,7 @@ package format
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 
@@ -98,6 +99,12 @@ func (s *Server) serve(ctx context.Context, r *Request, route *Route) *Response 
 	}
 	if route.Action != "" {
 		if r.Repo, err = s.env.Repo(r, r.Param("repo"), route.Action, RepoFormats(s.format)...); err != nil {
+			if rnf := (*RepoNotFoundError)(nil); s.writer == nil && errors.As(err, &rnf) && rnf.Format == "" {
+				// A node that holds no writes (an edge) holds only the
+				// repositories assigned to it: an origin answers for
+				// the others (and says whether there is one).
+				err = fmt.Errorf("%w: %w", ErrUpstream, err)
+			}
 			return s.Fail(r, err)
 		}
 	}

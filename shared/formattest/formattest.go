@@ -197,12 +197,26 @@ func (e *Env) Node(build func(*format.Env) []format.Format) *httptest.Server {
 }
 
 // ReadNode serves only the read routes of the formats build makes, with
-// no write environment at all, as an edge does: write routes answer 405.
+// no write environment at all, as an edge does: write routes answer 405,
+// and what only an origin can answer (a repository the node does not
+// hold) a node that writes answers, as an edge forwards it.
 func (e *Env) ReadNode(build func(*format.Env) []format.Format) *httptest.Server {
 	return e.serve(build, false)
 }
 
 func (e *Env) serve(build func(*format.Env) []format.Format, writes bool) *httptest.Server {
+	srv := httptest.NewServer(httpx.Forwarded(e.handler(build, writes), httpx.Proxies{}, ""))
+	e.t.Cleanup(srv.Close)
+	return srv
+}
+
+// handler is one node's handlers: writes, or reads with a writing node
+// behind them.
+func (e *Env) handler(build func(*format.Env) []format.Format, writes bool) http.Handler {
+	var origin http.Handler
+	if !writes {
+		origin = e.handler(build, true)
+	}
 	b := Backend{Store: e.Store, Commit: e}
 	if e.backends != nil {
 		b = e.backends[e.next%len(e.backends)]
@@ -219,7 +233,9 @@ func (e *Env) serve(build func(*format.Env) []format.Format, writes bool) *httpt
 	for _, f := range build(env) {
 		srv := format.NewServer(f, env, w, authn, log)
 		for _, prefix := range format.Prefixes(f) {
-			mux.Handle(prefix+"/", httpx.NewFormatHandler(srv, prefix, e.Blobs))
+			h := httpx.NewFormatHandler(srv, prefix, e.Blobs)
+			h.Upstream = origin
+			mux.Handle(prefix+"/", h)
 		}
 	}
 	var h http.Handler = mux
@@ -235,10 +251,8 @@ func (e *Env) serve(build func(*format.Env) []format.Format, writes bool) *httpt
 		})
 	}
 	// As an origin serves with no external URL: base URLs from the
-	// request, and a Vary that says so.
-	srv := httptest.NewServer(httpx.Forwarded(h, httpx.Proxies{}, ""))
-	e.t.Cleanup(srv.Close)
-	return srv
+	// request, and a Vary that says so (see serve).
+	return h
 }
 
 // Fataler is the part of testing.TB the content builders need (a

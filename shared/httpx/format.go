@@ -19,6 +19,9 @@ type FormatHandler struct {
 	Server *format.Server
 	Prefix string
 	Blobs  blob.Opener
+	// Upstream, when set, answers the requests the server says only an
+	// origin can (a Response marked Upstream), as an edge forwards them.
+	Upstream http.Handler
 }
 
 // NewFormatHandler mounts s under prefix (its format's prefix or an
@@ -44,6 +47,10 @@ func (h *FormatHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Interrupted:   func(err error) error { return interrupted(r, body, err) },
 	}
 	resp := h.Server.Serve(r.Context(), req)
+	if resp.Upstream && h.Upstream != nil {
+		h.Upstream.ServeHTTP(w, r)
+		return
+	}
 	if err := WriteResponse(w, r, resp, h.Blobs); err != nil {
 		_ = WriteResponse(w, r, h.Server.Fail(req, err), nil)
 	}
