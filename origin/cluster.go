@@ -379,8 +379,8 @@ func (o *Origin) freshness(h http.Handler) http.Handler {
 // that this one has not applied yet (a client behind a load balancer
 // pushes at one origin and pulls at another). The follower catches up
 // with the leader first and, if that brought anything new, serves the
-// read again; otherwise (or when no leader answers) the 404 goes out as
-// it was.
+// read again; otherwise the 404 goes out as it was. When no leader
+// answers in time, the answer is 503 with Retry-After.
 func (o *Origin) readAgainIfMissing(h http.Handler, w http.ResponseWriter, r *http.Request, applied uint64, wait time.Duration) {
 	hw := &hold404{w: w, header: w.Header().Clone()}
 	h.ServeHTTP(hw, r)
@@ -392,7 +392,13 @@ func (o *Origin) readAgainIfMissing(h http.Handler, w http.ResponseWriter, r *ht
 	ctx, cancel := context.WithTimeout(r.Context(), min(wait, time.Second))
 	err := o.forward.Sync(ctx)
 	cancel()
-	if err == nil && o.store.LastApplied() > applied {
+	if err != nil {
+		// Not caught up: a "not found" this origin cannot vouch for.
+		apierr.Write(w, apierr.New(apierr.Unavailable, "this origin has applied the log up to %d and cannot reach the leader to catch up "+
+			"before answering that this is not found; retry", o.store.LastApplied()).With(apierr.RetryAfter, 1))
+		return
+	}
+	if o.store.LastApplied() > applied {
 		w.Header().Set("X-Depot-Index", strconv.FormatUint(o.store.LastApplied(), 10))
 		h.ServeHTTP(w, r)
 		return

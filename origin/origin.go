@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -69,10 +70,13 @@ type Origin struct {
 	commit leader.Applier
 	// The cluster: the gossip pool, its change signal, and the loop that
 	// reconciles raft with it (stopped by close).
-	pool      *membership.Pool
-	peerSrv   *http.Server    // the peers' RPC on the raft port
-	peers     *peerrpc.Client // calls the peers' RPC
-	forward   *leader.Forwarding
+	pool    *membership.Pool
+	peerSrv *http.Server    // the peers' RPC on the raft port
+	peers   *peerrpc.Client // calls the peers' RPC
+	forward *leader.Forwarding
+	// caughtUp: since it started, this origin has applied what the
+	// leader had committed when asked (health says catching_up until).
+	caughtUp  atomic.Bool
 	downloads *downloads.Counter // served here and by the edges reporting here
 	events    *events.Recorder   // download events, batched into the log
 	// recordDownloads says whether downloads are events now.
@@ -650,8 +654,33 @@ func (o *Origin) startJobs(context.Context) error {
 	var jobs sync.WaitGroup
 	jobs.Go(func() { leader.Loop(ctx, o.node, o.log, o.leaderJobs) })
 	jobs.Go(func() { o.events.Run(ctx) })
+	if o.node.IsLeader() {
+		o.caughtUp.Store(true) // at once: its health is ok when New returns
+	}
+	jobs.Go(func() { o.catchUp(ctx) })
 	o.stopJobs = func() { stop(); jobs.Wait() }
 	return nil
+}
+
+// catchUp asks the leader how far the log is committed and waits until
+// this origin has applied that far, once after the start, trying again
+// until it can; meanwhile health says catching_up, so a load balancer
+// sends no reads to an origin that would answer from an old state.
+func (o *Origin) catchUp(ctx context.Context) {
+	for {
+		wctx, cancel := context.WithTimeout(ctx, time.Minute)
+		err := o.forward.Sync(wctx)
+		cancel()
+		if err == nil {
+			o.caughtUp.Store(true)
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 func (o *Origin) close() {
@@ -694,6 +723,10 @@ func (o *Origin) Close() { o.close() }
 // other node took over), so no write can commit.
 const reasonNoLeader = "no_leader"
 
+// reasonCatchingUp: this origin has not yet applied what the leader had
+// committed when it asked, after its start.
+const reasonCatchingUp = "catching_up"
+
 // health says what makes the node degraded (raft without a leader,
 // storage low or failing) and, for signed-in callers, its details.
 func (o *Origin) health() ([]string, map[string]any) {
@@ -701,6 +734,9 @@ func (o *Origin) health() ([]string, map[string]any) {
 	addr, id := o.node.Raft.LeaderWithID()
 	if addr == "" {
 		reasons = append(reasons, reasonNoLeader)
+	}
+	if !o.caughtUp.Load() {
+		reasons = append(reasons, reasonCatchingUp)
 	}
 	st := o.space.Status()
 	reasons = append(reasons, st.Reasons...)
