@@ -73,6 +73,19 @@ func TestWebhookCRUD(t *testing.T) {
 	e.Do("GET", "/api/v1/webhooks", u.token, nil).Want(403)
 	e.Do("POST", "/api/v1/webhooks", u.token, map[string]any{"url": "https://x/y", "events": []string{"*"}}).Want(403)
 
+	// An internal address, given or resolved (localhost), is refused
+	// at once, naming the setting that allows it.
+	for _, hook := range []string{"http://127.0.0.1:9000/hook", "http://10.1.2.3/hook", "http://[::1]/hook", "http://localhost:9000/hook"} {
+		r := e.Do("POST", "/api/v1/webhooks", e.Admin, map[string]any{"url": hook, "events": []string{"*"}})
+		if r.Status != 400 || !strings.Contains(string(r.Body), "--webhook-allow-private-networks") {
+			t.Errorf("creating a webhook to %s: %d %s", hook, r.Status, r.Body)
+		}
+	}
+	if r := e.Do("PUT", "/api/v1/webhooks/"+h.ID, e.Admin, map[string]any{"url": "http://192.168.1.20/hook"}); r.Status != 400 ||
+		!strings.Contains(string(r.Body), "WEBHOOK_ALLOW_PRIVATE_NETWORKS") {
+		t.Errorf("changing a webhook to a private address: %d %s", r.Status, r.Body)
+	}
+
 	e.Do("DELETE", "/api/v1/webhooks/"+h.ID, e.Admin, nil).Want(204)
 	e.Do("GET", "/api/v1/webhooks/"+h.ID, e.Admin, nil).Want(404)
 	e.Do("DELETE", "/api/v1/webhooks/"+h.ID, e.Admin, nil).Want(404)

@@ -15,6 +15,7 @@ package app
 
 import (
 	"context"
+	"net/netip"
 	"time"
 
 	"github.com/depot-registry/depot/origin/service/gc"
@@ -49,6 +50,9 @@ type App struct {
 	UsersCreateRepo bool
 	// RequireHTTPS refuses webhook URLs that are not https.
 	RequireHTTPS bool
+	// LookupHost resolves a webhook's host name (the system's resolver
+	// when nil).
+	LookupHost func(ctx context.Context, host string) ([]netip.Addr, error)
 
 	// Webhooks is the delivery loop, whose settings the webhook use cases
 	// read (nil: deliveries on, default timeout).

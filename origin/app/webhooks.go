@@ -3,6 +3,8 @@ package app
 import (
 	"context"
 	"encoding/json"
+	"net"
+	"net/netip"
 	"net/url"
 	"slices"
 	"time"
@@ -29,6 +31,43 @@ type WebhookInput struct {
 	Secret      *string
 	Active      *bool
 	Filters     *meta.WebhookFilters
+}
+
+// checkWebhookHost refuses a webhook URL whose host is an internal
+// address (webhooks.Internal), or a name resolving to one, unless the
+// settings allow them (WEBHOOK_ALLOW_PRIVATE_NETWORKS): every delivery
+// to it would be refused. A name that does not resolve now is let be (a
+// receiver may come later; each delivery checks the address it dials).
+func (a *App) checkWebhookHost(ctx context.Context, in *WebhookInput) error {
+	if in.URL == nil || a.webhookConfig().AllowPrivate {
+		return nil
+	}
+	u, err := url.Parse(*in.URL)
+	if err != nil {
+		return nil // checkWebhook says what is wrong with it
+	}
+	host := u.Hostname()
+	addrs := []netip.Addr{}
+	if ip, err := netip.ParseAddr(host); err == nil {
+		addrs = append(addrs, ip)
+	} else {
+		lookup := a.LookupHost
+		if lookup == nil {
+			lookup = func(ctx context.Context, host string) ([]netip.Addr, error) {
+				return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+			}
+		}
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		addrs, _ = lookup(ctx, host)
+	}
+	for _, ip := range addrs {
+		if webhooks.Internal(ip) {
+			return apierr.Invalid("url", "url %s reaches an internal address (%s): webhooks are delivered there only when the origins run with "+
+				"--webhook-allow-private-networks (WEBHOOK_ALLOW_PRIVATE_NETWORKS=true)", host, ip)
+		}
+	}
+	return nil
 }
 
 // checkWebhook validates the fields given.
@@ -103,6 +142,9 @@ func (a *App) CreateWebhook(ctx context.Context, p *auth.Principal, in WebhookIn
 	if err := a.view(func(tx *meta.Tx) error { return a.checkWebhook(tx, &in) }); err != nil {
 		return nil, 0, err
 	}
+	if err := a.checkWebhookHost(ctx, &in); err != nil {
+		return nil, 0, err
+	}
 	now := a.now()
 	h := meta.Webhook{ID: a.NewID(), URL: *in.URL, Events: in.Events, Active: true, CreatedAt: now, UpdatedAt: now}
 	if in.Description != nil {
@@ -145,6 +187,9 @@ func (a *App) UpdateWebhook(ctx context.Context, p *auth.Principal, id string, i
 		}
 		return a.checkWebhook(tx, &in)
 	})
+	if err == nil {
+		err = a.checkWebhookHost(ctx, &in)
+	}
 	if err != nil {
 		return nil, 0, err
 	}
