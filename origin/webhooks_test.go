@@ -357,6 +357,11 @@ func TestEventLog(t *testing.T) {
 	if got := strings.Join(names, " "); !strings.HasSuffix(got, "repository.created repository.created user.created artifact.uploaded artifact.uploaded") {
 		t.Errorf("admin sees %s", got)
 	}
+	var fromZero page // since=0 is the oldest, as the edges' feed takes it
+	e.Do("GET", "/api/v1/events?since=0", e.Admin, nil).Want(200).JSON(&fromZero)
+	if len(fromZero.Events) != len(all.Events) {
+		t.Errorf("since=0 answered %d events, without since %d", len(fromZero.Events), len(all.Events))
+	}
 	carolTok := e.Login("carol", "carol-Password-1")
 	var hers page
 	e.Do("GET", "/api/v1/events", carolTok, nil).Want(200).JSON(&hers)

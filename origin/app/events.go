@@ -49,8 +49,11 @@ type Event struct {
 // admin role; a download's address is for admins.
 func (a *App) Events(ctx context.Context, p *auth.Principal, q EventQuery) (EventPage, error) {
 	since := q.Since
+	if since == "0" {
+		since = "" // from the oldest kept, as the edges' change feed takes 0
+	}
 	if since != "" && since != "latest" && !meta.ValidCursor(since) {
-		return EventPage{}, apierr.Invalid("since", "since must be a cursor from an earlier answer, or latest")
+		return EventPage{}, apierr.Invalid("since", "since must be a cursor from an earlier answer, 0 (the oldest) or latest")
 	}
 	for _, t := range q.Types {
 		if !slices.Contains(meta.EventNames, t) {

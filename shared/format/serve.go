@@ -157,7 +157,9 @@ func (s *Server) Fail(r *Request, err error) *Response {
 func (s *Server) authError(r *Request, err error) *Response {
 	switch {
 	case errors.Is(err, auth.ErrBadCredentials):
-		return s.format.Error(r, Unauthorized())
+		// Credentials were sent: say they were not accepted, not that
+		// none came.
+		return s.format.Error(r, Domain(err))
 	case errors.Is(err, auth.ErrNotHere):
 		// An edge that does not hold the credential's user has an origin
 		// answer; with none reachable it cannot tell the credential from

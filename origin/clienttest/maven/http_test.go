@@ -192,7 +192,7 @@ func TestAuthorization(t *testing.T) {
 	}
 	wantText(t, e.Do("GET", "/maven2/libs/com/example/demo/maven-metadata.xml", "", nil), 401, "authentication required")
 	r := e.Do("GET", "/maven2/libs/"+file, basic(alice.Name, "wrong-password"), nil)
-	wantText(t, r, 401, "authentication required")
+	wantText(t, r, 401, "invalid credentials")
 	if r.Header.Get("WWW-Authenticate") == "" {
 		t.Error("bad credentials: no challenge")
 	}

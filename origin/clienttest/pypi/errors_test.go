@@ -174,26 +174,26 @@ func TestAuthorization(t *testing.T) {
 	content := []byte("sdist bytes")
 	body, h := uploadForm(t, fieldsFor("demo", "1.0", "sdist", content), "demo-1.0.tar.gz", content)
 
-	challenge := func(t *testing.T, r reply) {
+	challenge := func(t *testing.T, r reply, why string) {
 		t.Helper()
-		r.want(t, http.StatusUnauthorized, "authentication required")
+		r.want(t, http.StatusUnauthorized, why)
 		if got := r.Header.Get("WWW-Authenticate"); got != `Basic realm="Depot"` {
 			t.Fatalf("WWW-Authenticate %q", got)
 		}
 	}
 	t.Run("anonymous on private", func(t *testing.T) {
-		challenge(t, call(t, "GET", e.URL+"/pypi/py/simple/", "", "", nil, nil))
-		challenge(t, call(t, "GET", e.URL+"/pypi/py/simple/demo/", "", "", nil, nil))
-		challenge(t, call(t, "GET", e.URL+"/pypi/py/files/demo/1.0/demo-1.0.tar.gz", "", "", nil, nil))
-		challenge(t, call(t, "POST", e.URL+"/pypi/py/", "", "", h, body))
+		challenge(t, call(t, "GET", e.URL+"/pypi/py/simple/", "", "", nil, nil), "authentication required")
+		challenge(t, call(t, "GET", e.URL+"/pypi/py/simple/demo/", "", "", nil, nil), "authentication required")
+		challenge(t, call(t, "GET", e.URL+"/pypi/py/files/demo/1.0/demo-1.0.tar.gz", "", "", nil, nil), "authentication required")
+		challenge(t, call(t, "POST", e.URL+"/pypi/py/", "", "", h, body), "authentication required")
 	})
 	t.Run("bad credentials", func(t *testing.T) {
-		challenge(t, call(t, "GET", e.URL+"/pypi/py/simple/", alice.Name, "wrong", nil, nil))
-		challenge(t, call(t, "POST", e.URL+"/pypi/py/", alice.Name, "wrong", h, body))
+		challenge(t, call(t, "GET", e.URL+"/pypi/py/simple/", alice.Name, "wrong", nil, nil), "invalid credentials")
+		challenge(t, call(t, "POST", e.URL+"/pypi/py/", alice.Name, "wrong", h, body), "invalid credentials")
 	})
 	t.Run("anonymous on public", func(t *testing.T) {
 		call(t, "GET", e.URL+"/pypi/pub/simple/", "", "", nil, nil).want(t, 200, "Simple index")
-		challenge(t, call(t, "POST", e.URL+"/pypi/pub/", "", "", h, body))
+		challenge(t, call(t, "POST", e.URL+"/pypi/pub/", "", "", h, body), "authentication required")
 	})
 	t.Run("read-only user uploads", func(t *testing.T) {
 		call(t, "POST", e.URL+"/pypi/py/", bob.Name, bob.Token, h, body).want(t, http.StatusForbidden, "bob may not write")
