@@ -2,6 +2,7 @@ package origin_test
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -30,4 +31,23 @@ func TestMinIndex(t *testing.T) {
 		t.Fatalf("an index not reached: Retry-After %q after %v", late.Header.Get("Retry-After"), time.Since(start))
 	}
 	e.DoHeader("GET", "/api/v1/repositories", e.Admin, nil, map[string]string{"X-Depot-Min-Index": "soon"}).WantError(400, "VALIDATION_FAILED")
+}
+
+// TestUncleanAPIPaths: the API's prefix alone, or an API path with an
+// empty or dot segment, is answered in the API's JSON (404 saying where
+// to go), not with the HTML redirect of path cleaning.
+func TestUncleanAPIPaths(t *testing.T) {
+	e := origintest.Start(t, origintest.Options{})
+	for p, want := range map[string]string{
+		"/api/v1":            "the endpoints are under /api/v1/",
+		"/api/v1//health":    "did you mean /api/v1/health?",
+		"/api/v1/./health":   "did you mean /api/v1/health?",
+		"/api/v1/users/../x": "did you mean /api/v1/x?",
+	} {
+		r := e.Do("GET", p, e.Admin, nil).WantError(404, "NOT_FOUND")
+		if !strings.Contains(string(r.Body), want) || !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
+			t.Errorf("GET %s: %s %s", p, r.Header.Get("Content-Type"), r.Body)
+		}
+	}
+	e.Do("GET", "/api/v1/health", "", nil).Want(200)
 }

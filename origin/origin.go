@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -454,6 +455,10 @@ func (o *Origin) serve(context.Context) error {
 		if node := httpx.ForwardedBy(r); node != "" {
 			r = r.WithContext(auth.ThroughNode(r.Context(), node))
 		}
+		if e := uncleanAPIPath(r.URL.Path); e != nil {
+			apierr.Write(w, e) // JSON, not the mux's HTML redirect
+			return
+		}
 		mux.ServeHTTP(w, r)
 	})
 	h = o.freshness(h)
@@ -476,6 +481,26 @@ func (o *Origin) serve(context.Context) error {
 }
 
 // splitList splits a comma-separated setting, dropping empty items.
+// uncleanAPIPath refuses, in the API's own words, an API path the mux
+// would answer with an HTML redirect: the prefix alone, or a path with
+// empty, "." or ".." segments.
+func uncleanAPIPath(p string) *apierr.Error {
+	if p == api.Prefix {
+		return apierr.New(apierr.NotFound, "no API endpoint at %s; the endpoints are under %s/, e.g. %s/health", p, p, p)
+	}
+	if !strings.HasPrefix(p, api.Prefix+"/") {
+		return nil
+	}
+	clean := path.Clean(p)
+	if strings.HasSuffix(p, "/") && clean != "/" {
+		clean += "/"
+	}
+	if clean != p {
+		return apierr.New(apierr.NotFound, "no API endpoint at %s; did you mean %s?", p, clean)
+	}
+	return nil
+}
+
 func splitList(s string) []string {
 	var out []string
 	for _, f := range strings.Split(s, ",") {
