@@ -470,13 +470,10 @@ func (c originCluster) RemoveMember(ctx context.Context, id string) error {
 	if !slices.ContainsFunc(servers, func(s raftnode.Server) bool { return s.ID == id }) {
 		return apierr.New(apierr.NotFound, "%s is not a member of the cluster", id)
 	}
-	if id == o.nodeID {
-		return apierr.New(apierr.Conflict, "%s is this origin: ask another one to remove it", id)
-	}
-	for _, m := range o.pool.Members() {
-		if m.ID == id && m.Status == membership.Alive {
-			return apierr.New(apierr.Conflict, "%s is alive: stop it and it leaves the cluster by itself; remove-peer is for an origin that is gone", id)
-		}
+	// Liveness first: an origin asked to remove itself is alive, and the
+	// answer is to stop it, not to ask another.
+	if id == o.nodeID || slices.ContainsFunc(o.pool.Members(), func(m membership.Member) bool { return m.ID == id && m.Status == membership.Alive }) {
+		return apierr.New(apierr.Conflict, "%s is alive: stop it and it leaves the cluster by itself; remove-peer is for an origin that is gone", id)
 	}
 	if err := o.forward.RemovePeer(ctx, id); err != nil {
 		return err

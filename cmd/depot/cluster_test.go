@@ -272,6 +272,9 @@ func TestClusterFormsAndFailsOver(t *testing.T) {
 	if out, err := removePeer(liveID); err == nil || !strings.Contains(out, "alive") {
 		t.Fatalf("remove-peer of a live origin: %v %s", err, out)
 	}
+	if out, err := removePeer(newLeader); err == nil || !strings.Contains(out, newLeader+" is alive: stop it") {
+		t.Fatalf("remove-peer of the origin asked: %v %s", err, out)
+	}
 	waitFor(t, 30*time.Second, "the killed origin to be found dead", func() bool {
 		w, _ := viewOf(t, lead.url, tok)
 		for _, m := range w.Members {
