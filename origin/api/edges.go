@@ -56,11 +56,17 @@ func (s *Server) deleteEdge(w http.ResponseWriter, r *http.Request, p *auth.Prin
 }
 
 func (s *Server) assignEdge(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	// One repository (the spec's "assign a repository") or several; each
+	// by id or name.
 	var req struct {
+		RepositoryID  string   `json:"repository_id"`
 		RepositoryIDs []string `json:"repository_ids"`
 	}
 	if err := decode(r, &req); err != nil {
 		return err
+	}
+	if req.RepositoryID != "" {
+		req.RepositoryIDs = append(req.RepositoryIDs, req.RepositoryID)
 	}
 	v, idx, err := s.app.AssignRepositories(r.Context(), p, r.PathValue("id"), req.RepositoryIDs)
 	return written(w, idx, err, http.StatusOK, v)

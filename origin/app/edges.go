@@ -166,19 +166,23 @@ func (a *App) AssignRepositories(ctx context.Context, p *auth.Principal, id stri
 		return nil, 0, err
 	}
 	if len(repoIDs) == 0 || len(repoIDs) > MaxAssign {
-		return nil, 0, apierr.Invalid("repository_ids", "repository_ids must list 1 to %d repository ids", MaxAssign)
+		return nil, 0, apierr.Invalid("repository_ids", "give repository_id, or repository_ids listing 1 to %d repository ids or names", MaxAssign)
 	}
+	ids := make([]string, len(repoIDs)) // names given are taken as their repositories' ids
 	err := a.view(func(tx *meta.Tx) error {
 		if _, err := tx.Edge(id); err != nil {
 			return err
 		}
-		for _, rid := range repoIDs {
-			if _, err := tx.Repo(rid); err != nil {
-				return apierr.Invalid("repository_ids", "no repository with id %q", rid).With("repository_id", rid)
+		for i, rid := range repoIDs {
+			repo, err := tx.RepoByRef(rid)
+			if err != nil {
+				return apierr.Invalid("repository_ids", "no repository with id or name %q", rid).With("repository_id", rid)
 			}
+			ids[i] = repo.ID
 		}
 		return nil
 	})
+	repoIDs = ids
 	if err != nil {
 		return nil, 0, err
 	}
@@ -196,6 +200,12 @@ func (a *App) UnassignRepository(ctx context.Context, p *auth.Principal, id, rep
 	if err := requireAdmin(p); err != nil {
 		return nil, 0, err
 	}
+	_ = a.view(func(tx *meta.Tx) error { // a name given is taken as its repository's id
+		if repo, err := tx.RepoByRef(repoID); err == nil {
+			repoID = repo.ID
+		}
+		return nil
+	})
 	idx, err := a.commit(ctx, &meta.EdgeUnassign{ID: id, RepoID: repoID, At: a.now()})
 	if err != nil {
 		return nil, idx, err

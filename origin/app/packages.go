@@ -14,10 +14,11 @@ import (
 // when only is set (then it must be readable).
 func readableRepos(tx *meta.Tx, p *auth.Principal, only string) ([]string, error) {
 	if only != "" {
-		if _, err := RepoAccess(tx, p, only, meta.ActionRead); err != nil {
+		repo, err := RepoAccess(tx, p, only, meta.ActionRead)
+		if err != nil {
 			return nil, err
 		}
-		return []string{only}, nil
+		return []string{repo.ID}, nil
 	}
 	ids, err := auth.Readable(tx, p)
 	if ids == nil {

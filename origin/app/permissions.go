@@ -78,10 +78,11 @@ func (a *App) CreatePermission(ctx context.Context, p *auth.Principal, in NewPer
 	perm := meta.Permission{ID: a.NewID(), RepositoryID: in.RepositoryID, UserID: in.UserID, GroupID: in.GroupID,
 		Permissions: actions, CreatedAt: a.now()}
 	idx, err := a.decide(ctx, func(tx *meta.Tx) (meta.Command, error) {
-		repo, err := tx.Repo(in.RepositoryID)
+		repo, err := tx.RepoByRef(in.RepositoryID)
 		if err != nil {
-			return nil, apierr.Invalid("repository_id", "no repository with id %q", in.RepositoryID)
+			return nil, apierr.Invalid("repository_id", "no repository with id or name %q", in.RepositoryID)
 		}
+		perm.RepositoryID = repo.ID
 		if err := mayAdmin(tx, p, repo); err != nil {
 			return nil, err
 		}

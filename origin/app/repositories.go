@@ -24,19 +24,24 @@ const maxDescription = 4096
 // repository and edge node names.
 func PortableName(name string) bool { return repoNameRE.MatchString(name) }
 
-// RepoAccess loads a repository by id and checks that p may do action on
-// it with the one access check (format.Access). Unlike a name on a
-// package path, an id is not guessable, so a signed-in caller who may not
-// read an existing repository is refused (403) rather than told it is not
-// there.
-func RepoAccess(tx *meta.Tx, p *auth.Principal, id, action string) (*meta.Repository, error) {
-	repo, err := tx.Repo(id)
+// RepoAccess loads a repository by id (or by name: tx.RepoByRef) and
+// checks that p may do action on it with the one access check
+// (format.Access). Unlike a name on a package path, an id is not
+// guessable, so a signed-in caller who may not read an existing
+// repository it names by id is refused (403) rather than told it is not
+// there; named by name, it is not found, as on a package path.
+func RepoAccess(tx *meta.Tx, p *auth.Principal, ref, action string) (*meta.Repository, error) {
+	repo, err := tx.RepoByRef(ref)
 	if errors.Is(err, meta.ErrNotFound) {
 		repo = nil
 	} else if err != nil {
 		return nil, err
 	}
-	if err := format.AccessByID(tx, p, repo, id, action); err != nil {
+	check := format.AccessByID
+	if repo != nil && repo.ID != ref {
+		check = format.Access
+	}
+	if err := check(tx, p, repo, ref, action); err != nil {
 		return nil, err
 	}
 	return repo, nil
@@ -200,6 +205,7 @@ func (a *App) UpdateRepository(ctx context.Context, p *auth.Principal, id string
 		if err := format.CheckRepo(a.Formats[repo.Format], "", in.Settings); err != nil {
 			return nil, err
 		}
+		id = repo.ID // it may have been named by its name
 		return &meta.RepoUpdate{ID: id, Description: in.Description, Public: in.Public, Settings: in.Settings, At: a.now()}, nil
 	})
 	if err != nil {
@@ -214,9 +220,10 @@ func (a *App) UpdateRepository(ctx context.Context, p *auth.Principal, id string
 // artifacts.
 func (a *App) DeleteRepository(ctx context.Context, p *auth.Principal, id string) (uint64, error) {
 	return a.decide(ctx, func(tx *meta.Tx) (meta.Command, error) {
-		if _, err := RepoAccess(tx, p, id, meta.ActionAdmin); err != nil {
+		repo, err := RepoAccess(tx, p, id, meta.ActionAdmin)
+		if err != nil {
 			return nil, err
 		}
-		return &meta.RepoDelete{ID: id}, nil
+		return &meta.RepoDelete{ID: repo.ID}, nil
 	})
 }

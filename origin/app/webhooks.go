@@ -99,9 +99,11 @@ func (a *App) checkWebhook(tx *meta.Tx, in *WebhookInput) error {
 	}
 	if f := in.Filters; f != nil {
 		if f.RepositoryID != "" {
-			if _, err := tx.Repo(f.RepositoryID); err != nil {
+			repo, err := tx.RepoByRef(f.RepositoryID)
+			if err != nil {
 				return apierr.Invalid("filters", "filters.repository_id: no repository %s", f.RepositoryID)
 			}
+			f.RepositoryID = repo.ID // a name given is kept as the id
 		}
 		if f.UserID != "" {
 			if _, err := tx.User(f.UserID); err != nil {

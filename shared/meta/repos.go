@@ -2,6 +2,7 @@ package meta
 
 import (
 	"encoding/json"
+	"errors"
 	"time"
 )
 
@@ -246,6 +247,18 @@ func (tx *Tx) RepoByName(name string) (*Repository, error) {
 		return nil, NotFoundf("repository %s", name)
 	}
 	return tx.Repo(string(id))
+}
+
+// RepoByRef returns a repository by id or, when no repository has that
+// id, by name (names are unique): the REST API takes either.
+func (tx *Tx) RepoByRef(ref string) (*Repository, error) {
+	r, err := tx.Repo(ref)
+	if errors.Is(err, ErrNotFound) {
+		if byName, nerr := tx.RepoByName(ref); nerr == nil {
+			return byName, nil
+		}
+	}
+	return r, err
 }
 
 // Repos lists repositories ordered by name.
