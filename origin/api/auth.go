@@ -68,17 +68,21 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request, p *auth.Principa
 }
 
 // health answers anyone {status: "ok"} (200) or {status: "degraded",
-// reasons} (503, so that load balancers take the node out); a signed-in
-// caller also gets the node's details.
+// reasons} (503, so that load balancers take the node out), with
+// warnings when there are; a signed-in caller also gets the node's
+// details.
 func (s *Server) health(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
 	body := map[string]any{"status": "ok"}
 	code := http.StatusOK
 	if s.healthOf != nil {
-		reasons, details := s.healthOf()
+		reasons, warnings, details := s.healthOf()
 		if !p.Anonymous() {
 			for k, v := range details {
 				body[k] = v
 			}
+		}
+		if len(warnings) > 0 {
+			body["warnings"] = warnings
 		}
 		if len(reasons) > 0 {
 			body["status"], body["reasons"] = "degraded", reasons

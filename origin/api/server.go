@@ -37,8 +37,10 @@ type Config struct {
 }
 
 // Health reports on the node: why it is degraded (stable reason codes,
-// none when healthy; shown to anyone) and details for signed-in callers.
-type Health func() (reasons []string, details map[string]any)
+// none when healthy; shown to anyone, with a 503), what an operator
+// should know of while it serves (warnings, stable codes too, shown to
+// anyone with a 200), and details for signed-in callers.
+type Health func() (reasons, warnings []string, details map[string]any)
 
 // Deps are the API's collaborators: the application layer it is a
 // transport for, and what a transport does itself (who is calling, the
