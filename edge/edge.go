@@ -74,17 +74,22 @@ func DefaultConfig() Config {
 
 // Bind registers the settings on a flag set.
 func (c *Config) Bind(s *config.Set) {
+	s.Group("Origins and registration")
 	s.String(&c.Origins, "origin", "DEPOT_ORIGIN", "origin base URL(s), comma-separated, e.g. http://origin-1:8080,http://origin-2:8080")
 	s.String(&c.NodeID, "node-id", "DEPOT_NODE_ID", "this edge node's id, from its registration (POST /api/v1/edge-nodes)")
 	s.String(&c.NodeToken, "node-token", "DEPOT_NODE_TOKEN", "this edge node's credential (dpe_...), from its registration; prefer the environment variable")
+	s.Group("Network and TLS")
 	s.String(&c.Listen, "listen", "DEPOT_LISTEN", "HTTP address to serve on")
 	s.String(&c.TLSCert, "tls-cert", "DEPOT_TLS_CERT", "PEM certificate (with its chain) to serve HTTPS with, and --tls-key; without them the edge serves plain HTTP")
 	s.String(&c.TLSKey, "tls-key", "DEPOT_TLS_KEY", "PEM private key of --tls-cert")
+	s.Group("Cache and replica")
 	s.String(&c.CacheDir, "cache-dir", "DEPOT_CACHE_DIR", "directory of the blob cache and the metadata replica")
 	s.Bytes(&c.CacheSize, "cache-size", "DEPOT_CACHE_SIZE", "blob cache size limit (e.g. 50GiB; 0 = no limit)")
 	s.String(&c.Prefetch, "prefetch", "DEPOT_PREFETCH", "blobs fetched ahead of demand and kept from eviction: all (of the assigned repositories), none, or comma-separated repository names")
+	s.Group("Timing")
 	s.Duration(&c.Heartbeat, "heartbeat", "DEPOT_HEARTBEAT", "how often the node reports to an origin and learns its assignment (e.g. 5s)")
 	s.Duration(&c.HeaderTimeout, "header-timeout", "DEPOT_HEADER_TIMEOUT", "how long a client may take to send a request's headers")
+	s.Group("Logging")
 	s.String(&c.LogFormat, "log-format", "DEPOT_LOG_FORMAT", "log format: text or json")
 	s.String(&c.LogLevel, "log-level", "DEPOT_LOG_LEVEL", "log level: debug, info, warn, error")
 }

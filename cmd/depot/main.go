@@ -41,6 +41,17 @@ Run 'depot help origin' for the origin's flags and environment variables,
 'depot help admin' for the administration commands.
 `
 
+const keygenUsage = `Usage: depot keygen
+
+Prints a new cluster key: 32 random bytes in standard base64, only the
+key on standard output, so it can go straight into a secret store:
+
+  export DEPOT_CLUSTER_KEY=$(depot keygen)
+
+Give every origin of one cluster the same key, and nothing else: it
+proves a peer on the raft and gossip ports.
+`
+
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
@@ -56,6 +67,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "edge":
 		return runEdge(args[1:], stdout, stderr)
 	case "keygen":
+		if len(args) == 2 && (args[1] == "-h" || args[1] == "--help") {
+			fmt.Fprint(stdout, keygenUsage)
+			return 0
+		}
 		if len(args) > 1 {
 			fmt.Fprintf(stderr, "depot keygen takes no arguments\n\n%s", usage)
 			return 2
@@ -65,6 +80,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, peerauth.NewKey().Encode())
 		return 0
 	case "version", "--version", "-v":
+		if len(args) > 1 && (args[1] == "-h" || args[1] == "--help") {
+			fmt.Fprint(stdout, "Usage: depot version\n\nPrints the version of this binary.\n")
+			return 0
+		}
 		fmt.Fprintln(stdout, "depot", version.Version)
 		return 0
 	case "admin":
@@ -79,7 +98,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		switch args[1] {
 		case "origin", "edge", "admin", "cluster":
 			return run([]string{args[1], "--help"}, stdout, stderr)
-		case "keygen", "version", "help":
+		case "keygen", "version":
+			return run([]string{args[1], "--help"}, stdout, stderr)
+		case "help":
 			fmt.Fprint(stdout, usage)
 			return 0
 		}
@@ -129,7 +150,7 @@ func runNode(k nodeKind, args []string, stdout, stderr io.Writer) int {
 	k.bind(set)
 	if err := set.Parse(args); err != nil {
 		if config.IsHelp(err) {
-			fmt.Fprintf(stdout, "Usage: depot %s [flags]\n\n%s\nEvery setting is a flag, an environment variable, or both:\n\n", k.name, k.about)
+			fmt.Fprintf(stdout, "Usage: depot %s [flags]\n\n%s\nEvery setting is a flag, an environment variable, or both (the flag wins):\n", k.name, k.about)
 			set.PrintUsage(stdout)
 			return 0
 		}

@@ -55,6 +55,36 @@ func TestHelp(t *testing.T) {
 	if code := run([]string{"origin", "--rate-limit-window", "abc"}, &out, &errb); code != 2 || !strings.Contains(errb.String(), "rate-limit-window") {
 		t.Errorf("bad flag: exit %d, %q", code, errb.String())
 	}
+	// Flags are named as --help names them.
+	errb.Reset()
+	if code := run([]string{"edge", "--lisen", ":0"}, &out, &errb); code != 2 || !strings.Contains(errb.String(), "not defined: --lisen") {
+		t.Errorf("unknown flag: exit %d, %q", code, errb.String())
+	}
+	// Every command takes --help.
+	for _, cmd := range []string{"origin", "edge", "admin", "cluster", "keygen", "version"} {
+		out.Reset()
+		if code := run([]string{cmd, "--help"}, &out, &errb); code != 0 || !strings.Contains(out.String(), "depot "+cmd) {
+			t.Errorf("%s --help: exit %d, %q", cmd, code, out.String())
+		}
+	}
+	// The settings in their groups, no line past 100 columns.
+	for cmd, groups := range map[string][]string{
+		"origin": {"Network:", "Cluster:", "TLS and proxies:", "Sign-in and accounts:", "Limits:", "Storage and garbage collection:", "Webhooks and events:", "Logging:"},
+		"edge":   {"Origins and registration:", "Network and TLS:", "Cache and replica:", "Logging:"},
+	} {
+		out.Reset()
+		run([]string{"help", cmd}, &out, &errb)
+		for _, g := range groups {
+			if !strings.Contains(out.String(), "\n"+g+"\n") {
+				t.Errorf("help %s has no group %q", cmd, g)
+			}
+		}
+		for _, line := range strings.Split(out.String(), "\n") {
+			if len(line) > 100 {
+				t.Errorf("help %s: a line of %d columns: %s", cmd, len(line), line)
+			}
+		}
+	}
 }
 
 func TestKeygen(t *testing.T) {

@@ -23,7 +23,7 @@ func TestREADMENamesEverySetting(t *testing.T) {
 		t.Fatalf("origin --help exit %d", code)
 	}
 	flags := regexp.MustCompile(`(?m)^  (--[a-z0-9-]+)`).FindAllStringSubmatch(out.String(), -1)
-	envs := regexp.MustCompile(`\[\$([A-Z0-9_]+)\]`).FindAllStringSubmatch(out.String(), -1)
+	envs := regexp.MustCompile(`  \$([A-Z0-9_]+)`).FindAllStringSubmatch(out.String(), -1)
 	if len(flags) < 20 || len(envs) < 20 {
 		t.Fatalf("read %d flags and %d variables from --help:\n%s", len(flags), len(envs), out.String())
 	}

@@ -4,11 +4,13 @@
 package config
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"math"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -20,9 +22,14 @@ type Set struct {
 	lookup  func(string) (string, bool)
 	errs    []error
 	entries []entry
+	group   string // of the settings bound next (Group)
 }
 
-type entry struct{ name, env, usage, def string }
+type entry struct{ group, name, env, usage, def string }
+
+// Group starts a group of settings: those bound after it, until the next
+// Group, are listed under title by PrintUsage.
+func (s *Set) Group(title string) { s.group = title }
 
 // New returns a set for a subcommand; lookup nil reads the process env.
 func New(name string, lookup func(string) (string, bool)) *Set {
@@ -46,7 +53,7 @@ func (s *Set) env(name, env string, def string) string {
 }
 
 func (s *Set) add(name, env, usage, def string) {
-	s.entries = append(s.entries, entry{name, env, usage, def})
+	s.entries = append(s.entries, entry{s.group, name, env, usage, def})
 }
 
 // String binds a string setting. An empty flag name makes it
@@ -178,34 +185,75 @@ func ParseBytes(v string) (int64, error) {
 	return n * mult, nil
 }
 
-// Parse parses args; environment errors are reported first.
+// Parse parses args; environment errors are reported first. Errors name
+// flags as --help shows them (--name; the flag package says -name).
 func (s *Set) Parse(args []string) error {
 	if len(s.errs) > 0 {
 		return s.errs[0]
 	}
-	return s.fs.Parse(args)
+	err := s.fs.Parse(args)
+	if err == nil || err == flag.ErrHelp {
+		return err
+	}
+	return errors.New(flagName.ReplaceAllString(err.Error(), "${1}--$2"))
 }
+
+// flagName is a flag as the flag package's errors name it.
+var flagName = regexp.MustCompile(`(^|: |flag |for )-([A-Za-z])`)
 
 // Args are the arguments left after the flags.
 func (s *Set) Args() []string { return s.fs.Args() }
 
-// PrintUsage writes one line per setting: flag, variable, default, meaning.
+// usageWidth is the width PrintUsage wraps at.
+const usageWidth = 100
+
+// PrintUsage lists the settings by group, in the order they were bound:
+// for each, its flag, variable and default on a line, then its meaning,
+// wrapped.
 func (s *Set) PrintUsage(w io.Writer) {
-	for _, e := range s.entries {
-		name := "(environment only)"
+	group := ""
+	for i, e := range s.entries {
+		if e.group != group || i == 0 && e.group != "" {
+			group = e.group
+			fmt.Fprintf(w, "\n%s:\n", group)
+		}
+		head := "(environment only)"
 		if e.name != "" {
-			name = "--" + e.name
+			head = "--" + e.name
 		}
-		def := ""
-		if e.def != "" && e.def != "0" && e.def != "false" {
-			def = " (default " + e.def + ")"
-		}
-		env := ""
 		if e.env != "" {
-			env = "  [$" + e.env + "]"
+			head += "  $" + e.env
 		}
-		fmt.Fprintf(w, "  %-22s %s%s%s\n", name, e.usage, def, env)
+		if e.def != "" && e.def != "0" && e.def != "false" {
+			head += "  (default " + e.def + ")"
+		}
+		fmt.Fprintf(w, "  %s\n", head)
+		for _, line := range wrap(e.usage, usageWidth-8) {
+			fmt.Fprintf(w, "        %s\n", line)
+		}
 	}
+}
+
+// wrap breaks text into lines of at most width characters at spaces (a
+// longer word stands on its own line).
+func wrap(text string, width int) []string {
+	var lines []string
+	line := ""
+	for _, word := range strings.Fields(text) {
+		switch {
+		case line == "":
+			line = word
+		case len(line)+1+len(word) <= width:
+			line += " " + word
+		default:
+			lines = append(lines, line)
+			line = word
+		}
+	}
+	if line != "" {
+		lines = append(lines, line)
+	}
+	return lines
 }
 
 // IsHelp reports whether err is the flag package's answer to -h/--help.
