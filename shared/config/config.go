@@ -43,13 +43,35 @@ func New(name string, lookup func(string) (string, bool)) *Set {
 	return s
 }
 
+// env is the value of a setting's variable, def when it is not set.
 func (s *Set) env(name, env string, def string) string {
-	if env != "" {
-		if v, ok := s.lookup(env); ok && v != "" {
-			return v
+	v, _ := s.envNamed(env, def)
+	return v
+}
+
+// envNamed is env's value and the name it was read under: a variable
+// named without the DEPOT_ prefix (the spec's names, as JWT_SECRET) is
+// read with it first, so a shared environment's REQUIRE_HTTPS or
+// WEBHOOK_* meant for something else can be overridden, and Depot's own
+// settings be told apart (DEPOT_JWT_SECRET).
+func (s *Set) envNamed(env, def string) (string, string) {
+	for _, k := range envNames(env) {
+		if v, ok := s.lookup(k); ok && v != "" {
+			return v, k
 		}
 	}
-	return def
+	return def, env
+}
+
+// envNames are the variables a setting reads, in order.
+func envNames(env string) []string {
+	switch {
+	case env == "":
+		return nil
+	case strings.HasPrefix(env, "DEPOT_"):
+		return []string{env}
+	}
+	return []string{"DEPOT_" + env, env}
 }
 
 func (s *Set) add(name, env, usage, def string) {
@@ -70,10 +92,10 @@ func (s *Set) String(p *string, name, env, usage string) {
 // Bool binds a boolean setting.
 func (s *Set) Bool(p *bool, name, env, usage string) {
 	def := strconv.FormatBool(*p)
-	if v := s.env(name, env, ""); v != "" {
+	if v, k := s.envNamed(env, ""); v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
-			s.errs = append(s.errs, fmt.Errorf("%s=%q: want true or false", env, v))
+			s.errs = append(s.errs, fmt.Errorf("%s=%q: want true or false", k, v))
 		}
 		*p = b
 	}
@@ -86,9 +108,9 @@ func (s *Set) Bool(p *bool, name, env, usage string) {
 // bind binds a setting read by parse from its environment variable and
 // its flag (the flag wins); def is the default as --help shows it.
 func bind[T any](s *Set, p *T, name, env, usage, def string, parse func(string) (T, error)) {
-	if v := s.env(name, env, ""); v != "" {
+	if v, k := s.envNamed(env, ""); v != "" {
 		if x, err := parse(v); err != nil {
-			s.errs = append(s.errs, fmt.Errorf("%s=%q: %w", env, v, err))
+			s.errs = append(s.errs, fmt.Errorf("%s=%q: %w", k, v, err))
 		} else {
 			*p = x
 		}
@@ -221,14 +243,18 @@ func (s *Set) PrintUsage(w io.Writer) {
 		if e.name != "" {
 			head = "--" + e.name
 		}
-		if e.env != "" {
-			head += "  $" + e.env
+		usage := e.usage
+		if names := envNames(e.env); len(names) > 0 {
+			head += "  $" + names[0]
+			if len(names) > 1 {
+				usage += " (also read from $" + names[1] + ")"
+			}
 		}
 		if e.def != "" && e.def != "0" && e.def != "false" {
 			head += "  (default " + e.def + ")"
 		}
 		fmt.Fprintf(w, "  %s\n", head)
-		for _, line := range wrap(e.usage, usageWidth-8) {
+		for _, line := range wrap(usage, usageWidth-8) {
 			fmt.Fprintf(w, "        %s\n", line)
 		}
 	}

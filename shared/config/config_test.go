@@ -1,6 +1,7 @@
 package config
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -49,6 +50,36 @@ func TestParseBytes(t *testing.T) {
 	for _, bad := range []string{"", "-1", "5XB", "GiB", "99999999999TiB", "1.5GB"} {
 		if _, err := ParseBytes(bad); err == nil {
 			t.Errorf("ParseBytes(%q): no error", bad)
+		}
+	}
+}
+
+// TestPrefixedNames: a setting named without DEPOT_ reads DEPOT_<name>
+// first, then its own name; an error names the variable it read.
+func TestPrefixedNames(t *testing.T) {
+	for _, tc := range []struct {
+		env     map[string]string
+		want    bool
+		wantErr string
+	}{
+		{env: map[string]string{}, want: false},
+		{env: map[string]string{"REQUIRE_HTTPS": "true"}, want: true},
+		{env: map[string]string{"DEPOT_REQUIRE_HTTPS": "true"}, want: true},
+		{env: map[string]string{"REQUIRE_HTTPS": "true", "DEPOT_REQUIRE_HTTPS": "false"}, want: false},
+		{env: map[string]string{"DEPOT_REQUIRE_HTTPS": "maybe"}, wantErr: `DEPOT_REQUIRE_HTTPS="maybe"`},
+	} {
+		s := New("test", func(k string) (string, bool) { v, ok := tc.env[k]; return v, ok })
+		var got bool
+		s.Bool(&got, "require-https", "REQUIRE_HTTPS", "https only")
+		err := s.Parse(nil)
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("%v: error %v, want one naming %s", tc.env, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("%v: %v, %v; want %v", tc.env, got, err, tc.want)
 		}
 	}
 }
