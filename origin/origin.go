@@ -243,8 +243,8 @@ func (o *Origin) openData(context.Context) error {
 		return err
 	}
 	if generated {
-		fmt.Fprintf(o.out, "WARNING: JWT_SECRET was not set; generated one and kept it in %s.\n"+
-			"         Every origin of a cluster must share one secret: set JWT_SECRET on each.\n", filepath.Join(cfg.DataDir, "jwt-secret"))
+		fmt.Fprintf(o.out, "WARNING: DEPOT_JWT_SECRET (or JWT_SECRET) was not set; generated one and kept it in %s.\n"+
+			"         Every origin of a cluster must share one secret: set DEPOT_JWT_SECRET on each.\n", filepath.Join(cfg.DataDir, "jwt-secret"))
 	}
 	if o.store, err = meta.Open(filepath.Join(cfg.DataDir, "meta.db")); err != nil {
 		return err
