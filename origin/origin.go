@@ -19,7 +19,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -129,99 +128,6 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) (o *O
 		}
 	}
 	return o, nil
-}
-
-// probeAddrs binds the raft and gossip addresses a moment (then lets them
-// go for raft and gossip to bind), so a port another program holds (8300
-// and 8301 are Consul's defaults too) stops the start before the data
-// directory is touched, naming the setting to change.
-func (cfg *Config) probeAddrs() error {
-	for _, a := range []struct{ addr, flag, env string }{
-		{cfg.RaftAddr, "--raft-addr", "DEPOT_RAFT_ADDR"}, {cfg.GossipAddr, "--gossip-addr", "DEPOT_GOSSIP_ADDR"},
-	} {
-		if _, port, err := net.SplitHostPort(a.addr); err != nil || port == "0" {
-			continue // checked where it is used
-		}
-		var err error
-		var tcp net.Listener
-		if tcp, err = net.Listen("tcp", a.addr); err == nil {
-			tcp.Close()
-			if a.flag == "--gossip-addr" { // gossip speaks UDP on the same port
-				var udp net.PacketConn
-				if udp, err = net.ListenPacket("udp", a.addr); err == nil {
-					udp.Close()
-				}
-			}
-		}
-		if errors.Is(err, syscall.EADDRINUSE) { // other failures are reported where the address is used
-			return fmt.Errorf("cannot listen on %s: another program is using it; choose another address with %s (or %s)", a.addr, a.flag, a.env)
-		}
-	}
-	return nil
-}
-
-// check refuses settings no origin can run with.
-func (cfg *Config) check() error {
-	if cfg.MinFreeBytes < 0 {
-		return fmt.Errorf("--min-free-bytes must not be negative, got %d", cfg.MinFreeBytes)
-	}
-	if cfg.BlobCopies < 0 || cfg.BlobCopies > maxBlobCopies {
-		return fmt.Errorf("--blob-copies must be from 0 (every origin) to %d, got %d", maxBlobCopies, cfg.BlobCopies)
-	}
-	if cfg.GCGrace <= 0 || cfg.GCInterval < 0 {
-		return fmt.Errorf("--gc-grace must be positive and --gc-interval not negative, got %v and %v", cfg.GCGrace, cfg.GCInterval)
-	}
-	if err := checkJoin(cfg.Join); err != nil {
-		return err
-	}
-	if (cfg.TLSCert == "") != (cfg.TLSKey == "") {
-		return errors.New("--tls-cert and --tls-key go together: give both to serve HTTPS, or neither")
-	}
-	if cfg.TLSCert != "" {
-		if _, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey); err != nil {
-			return fmt.Errorf("--tls-cert/--tls-key: %w", err)
-		}
-	}
-	return cfg.Webhooks.Check()
-}
-
-// emptyDir reports whether dir is missing or empty (fresh), and whether
-// it exists.
-func emptyDir(dir string) (fresh, exists bool) {
-	f, err := os.Open(dir)
-	if err != nil {
-		return errors.Is(err, os.ErrNotExist), false
-	}
-	defer f.Close()
-	names, err := f.Readdirnames(1)
-	return len(names) == 0 && errors.Is(err, io.EOF), true
-}
-
-// removeFresh removes what a failed first start wrote in dir: dir itself when
-// the start made it.
-func removeFresh(dir string, existed bool) {
-	if !existed {
-		_ = os.RemoveAll(dir)
-		return
-	}
-	entries, _ := os.ReadDir(dir)
-	for _, e := range entries {
-		_ = os.RemoveAll(filepath.Join(dir, e.Name()))
-	}
-}
-
-// checkJoin refuses a --join that is not a list of gossip addresses (an
-// API URL, say, which the origin would otherwise try to reach for ever).
-func checkJoin(join string) error {
-	for _, a := range splitList(join) {
-		host, port, err := net.SplitHostPort(a)
-		n, perr := strconv.Atoi(port)
-		if strings.Contains(a, "://") || err != nil || host == "" || perr != nil || n < 1 || n > 65535 {
-			return fmt.Errorf("--join %q: give the gossip address (host:port, the --gossip-addr) of one or more running origins, "+
-				"comma-separated, such as 10.0.0.11:8301; not their API URL", a)
-		}
-	}
-	return nil
 }
 
 // openData opens what lives in the data directory: the node's identity
@@ -687,27 +593,6 @@ func (o *Origin) startJobs(context.Context) error {
 	return nil
 }
 
-// catchUp asks the leader how far the log is committed and waits until
-// this origin has applied that far, once after the start, trying again
-// until it can; meanwhile health says catching_up, so a load balancer
-// sends no reads to an origin that would answer from an old state.
-func (o *Origin) catchUp(ctx context.Context) {
-	for {
-		wctx, cancel := context.WithTimeout(ctx, time.Minute)
-		err := o.forward.Sync(wctx)
-		cancel()
-		if err == nil {
-			o.caughtUp.Store(true)
-			return
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(time.Second):
-		}
-	}
-}
-
 func (o *Origin) close() {
 	if o.stopJobs != nil { // while raft still takes their last writes
 		o.stopJobs()
@@ -743,71 +628,6 @@ func (o *Origin) close() {
 
 // Close releases everything without serving (for tests that used Handler).
 func (o *Origin) Close() { o.close() }
-
-// reasonNoLeader: raft has no leader (this node lost leadership and no
-// other node took over), so no write can commit.
-const reasonNoLeader = "no_leader"
-
-// warnPeerUnreachable: a voter of the cluster does not answer gossip
-// (the cluster serves, with less fault tolerance).
-const warnPeerUnreachable = "peer_unreachable"
-
-// faultTolerance is how many more voters the cluster can lose and keep a
-// quorum, counting those gossip finds alive (this origin is), and whether
-// any voter is not.
-func (o *Origin) faultTolerance() (tolerance int, unreachable bool) {
-	servers, err := o.node.Servers()
-	if err != nil {
-		return 0, false
-	}
-	alive := map[string]bool{o.nodeID: true}
-	for _, m := range o.pool.Members() {
-		if m.Status == membership.Alive {
-			alive[m.ID] = true
-		}
-	}
-	voters, up := 0, 0
-	for _, s := range servers {
-		if !s.Voter {
-			continue
-		}
-		voters++
-		if alive[s.ID] {
-			up++
-		} else {
-			unreachable = true
-		}
-	}
-	return max(up-(voters/2+1), 0), unreachable
-}
-
-// reasonCatchingUp: this origin has not yet applied what the leader had
-// committed when it asked, after its start.
-const reasonCatchingUp = "catching_up"
-
-// health says what makes the node degraded (raft without a leader,
-// storage low or failing) and, for signed-in callers, its details.
-func (o *Origin) health() (reasons, warnings []string, details map[string]any) {
-	addr, id := o.node.Raft.LeaderWithID()
-	if addr == "" {
-		reasons = append(reasons, reasonNoLeader)
-	}
-	if !o.caughtUp.Load() {
-		reasons = append(reasons, reasonCatchingUp)
-	}
-	st := o.space.Status()
-	reasons = append(reasons, st.Reasons...)
-	tolerance, unreachable := o.faultTolerance()
-	if unreachable {
-		warnings = append(warnings, warnPeerUnreachable)
-	}
-	return reasons, warnings, map[string]any{
-		"fault_tolerance": tolerance,
-		"node_id":         o.nodeID, "raft_state": o.node.Raft.State().String(), "leader_id": string(id),
-		"leader_addr": string(addr), "last_applied": o.store.LastApplied(), "version": version.Version, "blob_copies": o.cfg.BlobCopies,
-		"storage": map[string]any{"free_bytes": st.Free, "total_bytes": st.Total, "min_free_bytes": st.MinFree},
-	}
-}
 
 // ensureAdmin creates the default admin on a new installation. Its
 // password must be changed before the account can do anything else.
