@@ -34,6 +34,12 @@ func TestPublishInstallView(t *testing.T) {
 		if out := c.npm(c.home, "view", "@acme/widget", "dist.tarball"); strings.TrimSpace(out) != c.registry+"@acme/widget/-/widget-2.0.0.tgz" {
 			t.Errorf("scoped tarball URL = %q", out)
 		}
+		// npm shows the publisher and maintainers as "name <email>": the
+		// account's email, recorded when it published.
+		if out := c.npm(c.home, "view", "demo-pkg"); !strings.Contains(out, "- alice <alice@example.com>") ||
+			!strings.Contains(out, "by alice <alice@example.com>") {
+			t.Errorf("npm view does not name alice with her email:\n%s", out)
+		}
 		shasum := strings.TrimSpace(c.npm(c.home, "view", "demo-pkg@1.0.0", "dist.shasum"))
 
 		dir := c.project()

@@ -50,11 +50,26 @@ func versionDoc(r *format.Request, repo string, st *pkgState, v *version) map[st
 	m["name"] = mustJSON(st.Name.String())
 	m["version"] = mustJSON(v.Raw)
 	m["_id"] = mustJSON(st.Name.String() + "@" + v.Raw)
-	m["_npmUser"] = mustJSON(map[string]string{"name": v.A.UploadedBy})
+	m["_npmUser"] = mustJSON(publisher(m, v))
 	if msg := st.Deprecated[v.Raw]; msg != "" {
 		m["deprecated"] = mustJSON(msg)
 	}
 	return m
+}
+
+// publisher is who published v, as npm shows a person: the uploader's
+// name, and the email their account had then (recorded at publish; none
+// for versions published before it was).
+func publisher(m map[string]json.RawMessage, v *version) map[string]string {
+	var stored struct {
+		Email string `json:"email"`
+	}
+	_ = json.Unmarshal(m["_npmUser"], &stored)
+	p := map[string]string{"name": v.A.UploadedBy}
+	if stored.Email != "" {
+		p["email"] = stored.Email
+	}
+	return p
 }
 
 // packument renders the full document (npm view, publish, unpublish) or
@@ -70,7 +85,7 @@ func packument(r *format.Request, repo string, st *pkgState, abbreviated bool) m
 		times[v.Raw] = npmTime(v.A.UploadedAt)
 		if !seen[v.A.UploadedBy] {
 			seen[v.A.UploadedBy] = true
-			maintainers = append(maintainers, map[string]string{"name": v.A.UploadedBy})
+			maintainers = append(maintainers, publisher(m, v))
 		}
 		if abbreviated {
 			versions[v.Raw] = abbreviate(m)

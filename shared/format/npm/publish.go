@@ -147,6 +147,26 @@ type Publish struct {
 	SHA512     string  // hex, verified
 }
 
+// SetPublisher records the publishing account's email in the manifest
+// (npm shows it beside the publisher's name and among the maintainers);
+// "" records none.
+func (p *Publish) SetPublisher(email string) error {
+	if email == "" {
+		return nil
+	}
+	m := map[string]json.RawMessage{}
+	if err := json.Unmarshal(p.Manifest, &m); err != nil {
+		return err
+	}
+	m["_npmUser"] = mustJSON(map[string]string{"email": email})
+	b, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	p.Manifest = b
+	return nil
+}
+
 // Publish validates a publish of name: exactly one version and its
 // tarball, whose integrity and shasum match the decoded bytes.
 func (d *Document) Publish(name Name, lim Limits) (*Publish, error) {
@@ -195,6 +215,7 @@ func (d *Document) Publish(name Name, lim Limits) (*Publish, error) {
 		p.Readme = s
 	}
 	delete(m, "readmeFilename")
+	delete(m, "_npmUser") // who published is the registry's to say (SetPublisher)
 	p.Deprecated, _ = takeString(m, "deprecated")
 	for tag, v := range d.DistTags {
 		if v != p.Version {

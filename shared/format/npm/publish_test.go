@@ -106,6 +106,35 @@ func TestPublish(t *testing.T) {
 	}
 }
 
+// TestPublisherIsTheRegistrys: a publisher the document names is dropped;
+// the email stored is the one SetPublisher gives (the account's).
+func TestPublisherIsTheRegistrys(t *testing.T) {
+	data := pkgTgz(t)
+	n := Name{Base: "demo"}
+	in := doc(t, "demo", "1.0.0", data)
+	in["versions"].(map[string]any)["1.0.0"].(map[string]any)["_npmUser"] = map[string]string{"name": "root", "email": "forged@example.com"}
+	d, err := ParseDocument(encode(t, in), n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := d.Publish(n, testLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(p.Manifest), "forged") || strings.Contains(string(p.Manifest), "_npmUser") {
+		t.Fatalf("the document's publisher was kept: %s", p.Manifest)
+	}
+	if err := p.SetPublisher("alice@example.com"); err != nil {
+		t.Fatal(err)
+	}
+	var m struct {
+		User map[string]string `json:"_npmUser"`
+	}
+	if err := json.Unmarshal(p.Manifest, &m); err != nil || m.User["email"] != "alice@example.com" || len(m.User) != 1 {
+		t.Fatalf("stored publisher %v (%v) in %s", m.User, err, p.Manifest)
+	}
+}
+
 func TestPublishRejects(t *testing.T) {
 	data := pkgTgz(t)
 	n := Name{Base: "demo"}

@@ -10,10 +10,28 @@ import (
 	"unicode/utf8"
 
 	"github.com/depot-registry/depot/shared/apierr"
+	"github.com/depot-registry/depot/shared/auth"
 	"github.com/depot-registry/depot/shared/blob"
 	"github.com/depot-registry/depot/shared/format"
 	"github.com/depot-registry/depot/shared/meta"
 )
+
+// publisherEmail is the email of the account publishing, "" when it has
+// none (or the request is not a user's).
+func publisherEmail(w *format.Writer, p *auth.Principal) string {
+	if p == nil || p.UserID == "" || w.Meta == nil {
+		return ""
+	}
+	var email string
+	_ = w.Meta.View(func(tx *meta.Tx) error {
+		u, err := tx.User(p.UserID)
+		if err == nil {
+			email = u.Email
+		}
+		return err
+	})
+	return email
+}
 
 // maxTagBody bounds a dist-tag PUT body (a JSON string holding a version).
 const maxTagBody = 4 << 10
@@ -52,6 +70,9 @@ func (f *Format) publish(ctx context.Context, r *format.Request, w *format.Write
 	}
 	p, err := doc.Publish(e.Name, lim)
 	if err != nil {
+		return nil, err
+	}
+	if err := p.SetPublisher(publisherEmail(w, r.Principal)); err != nil {
 		return nil, err
 	}
 	defer f.lock(e)()
