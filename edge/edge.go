@@ -321,7 +321,8 @@ func (e *Edge) health() (reasons []string, details map[string]any) {
 		followed = []string{}
 	}
 	details = map[string]any{"node_id": e.cfg.NodeID, "applied_index": applied, "origin_index": origin,
-		"repository_ids": followed, "origins": e.client.OriginList(), "cache": e.cache.Stats(), "version": version.Version}
+		"repository_ids": followed, "origins": e.client.OriginList(), "cache": e.cache.Stats(), "version": version.Version,
+		"sync": e.prefetch.sync()}
 	if last := e.beats.lastContact.Load(); last != 0 {
 		details["last_contact"] = time.Unix(0, last).UTC()
 	}

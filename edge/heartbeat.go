@@ -80,7 +80,7 @@ func (h *heartbeat) beat(ctx context.Context) error {
 	replica := h.follower.Store
 	served := h.ship.counted()
 	a, err := h.client.Heartbeat(ctx, protocol.Report{AppliedIndex: replica.LastApplied(), CachedBytes: h.cache.Stats().Bytes,
-		MissingBlobs: h.prefetch.missing.Load(), Version: version.Version, Downloads: served})
+		MissingBlobs: h.prefetch.missing.Load(), Version: version.Version, Downloads: served, Sync: h.prefetch.sync()})
 	if err != nil {
 		h.ship.uncount(served) // reported with the next heartbeat that goes through
 		return err

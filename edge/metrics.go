@@ -21,8 +21,14 @@ func (e *Edge) metrics() fasthttp.RequestHandler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
 		counter("depot_edge_cache_hits_total", "Blob reads answered from the edge's cache.", func() int64 { return e.cache.Stats().Hits }),
-		counter("depot_edge_cache_misses_total", "Blob reads that needed a fetch from an origin.", func() int64 { return e.cache.Stats().Misses }),
-		counter("depot_edge_cache_fetched_bytes_total", "Bytes fetched from the origins and verified into the cache.",
+		counter("depot_edge_cache_misses_total", "Blob reads that needed a fetch from an origin (prefetches not counted).",
+			func() int64 { return e.cache.Stats().Misses }),
+		counter("depot_edge_cache_prefetches_total", "Blobs fetched from an origin ahead of demand (--prefetch).",
+			func() int64 { return e.cache.Stats().Prefetches }),
+		gauge("depot_edge_prefetch_running", "1 while a prefetch pass fetches blobs.", func() int64 {
+			return map[bool]int64{true: 1}[e.prefetch.progress.Status().Running]
+		}),
+		counter("depot_edge_cache_fetched_bytes_total", "Bytes fetched from the origins and verified into the cache (misses and prefetches).",
 			func() int64 { return e.cache.Stats().Fetched }),
 		gauge("depot_edge_cache_bytes", "Bytes of blobs in the edge's cache.", func() int64 { return e.cache.Stats().Bytes }),
 		gauge("depot_edge_cache_pinned_blobs", "Blobs kept from eviction: those of the prefetched repositories.",

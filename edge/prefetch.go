@@ -10,6 +10,7 @@ import (
 
 	"github.com/depot-registry/depot/edge/cache"
 	"github.com/depot-registry/depot/shared/meta"
+	"github.com/depot-registry/depot/shared/progress"
 )
 
 const (
@@ -40,6 +41,7 @@ type prefetcher struct {
 	none     bool          // fetch nothing ahead of demand
 	assigned chan []string // the latest assignment, taken when the prefetcher is free
 	missing  atomic.Int64  // blobs of the prefetched repositories not cached yet
+	progress *progress.Tracker
 
 	wholeEvery time.Duration
 	lastRepos  []string
@@ -50,7 +52,8 @@ type prefetcher struct {
 // newPrefetcher prefetches as setting says: PrefetchAll, PrefetchNone,
 // or comma-separated repository names.
 func newPrefetcher(replica *meta.Store, c *cache.Cache, log *slog.Logger, setting string) *prefetcher {
-	p := &prefetcher{replica: replica, cache: c, log: log, assigned: make(chan []string, 1), wholeEvery: prefetchWholeEvery}
+	p := &prefetcher{replica: replica, cache: c, log: log, assigned: make(chan []string, 1), wholeEvery: prefetchWholeEvery,
+		progress: progress.New("prefetch", log)}
 	switch setting {
 	case "", PrefetchAll:
 	case PrefetchNone:
@@ -123,11 +126,13 @@ func (p *prefetcher) pass(ctx context.Context, repos []string) {
 		return
 	}
 	var missing int
+	p.progress.Start(0) // each Prefetch adds what it has to fetch
 	if same {
 		missing, err = p.since(ctx, chosen)
 	} else {
 		missing, err = p.whole(ctx, chosen)
 	}
+	p.progress.End()
 	if err != nil {
 		p.log.Warn("listing the blobs to prefetch", "err", err)
 		return
@@ -159,7 +164,7 @@ func (p *prefetcher) whole(ctx context.Context, chosen []string) (int, error) {
 	}
 	p.cache.Pin(digests)
 	p.lastWhole = time.Now()
-	return p.cache.Prefetch(ctx, digests, prefetchParallel), nil
+	return p.cache.Prefetch(ctx, digests, prefetchParallel, p.progress), nil
 }
 
 // since pins and fetches, a page at a time, the blobs of the chosen
@@ -184,8 +189,14 @@ func (p *prefetcher) since(ctx context.Context, chosen []string) (int, error) {
 			return missing, err
 		}
 		p.cache.PinMore(digests)
-		missing += p.cache.Prefetch(ctx, digests, prefetchParallel)
+		missing += p.cache.Prefetch(ctx, digests, prefetchParallel, p.progress)
 		after = next
 	}
 	return missing, nil
+}
+
+// sync is how far the node is from holding every blob it prefetches: the
+// progress of the running pass (or of the last), with what is missing.
+func (p *prefetcher) sync() *progress.Sync {
+	return progress.SyncOf(p.progress.Status(), p.missing.Load())
 }

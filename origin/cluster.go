@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/depot-registry/depot/cluster/blobs"
 	"github.com/depot-registry/depot/cluster/leader"
 	"github.com/depot-registry/depot/cluster/membership"
 	"github.com/depot-registry/depot/cluster/peerrpc"
@@ -131,7 +132,8 @@ func (o *Origin) clusterLoop(ctx context.Context) {
 		}
 		applied := o.store.LastApplied()
 		downloads := o.downloads.Last24h()
-		o.pool.Update(func(m *membership.Meta) { m.Applied, m.Downloads = applied, downloads })
+		sync := membership.SyncOf(o.sync())
+		o.pool.Update(func(m *membership.Meta) { m.Applied, m.Downloads, m.Sync = applied, downloads, sync })
 		if addrs := gossipPeers(members, o.nodeID); !slices.Equal(addrs, saved) && len(addrs) > 0 {
 			if err := o.savePeers(addrs); err != nil {
 				o.log.Warn("keeping the cluster's gossip addresses", "err", err)
@@ -249,9 +251,10 @@ func (c originCluster) View() app.ClusterView {
 		}
 		if known {
 			c.APIURL, c.AppliedIndex, c.Gossip, c.Healthy = m.APIURL, m.Applied, m.Status, m.Status == membership.Alive
+			c.Sync = m.Sync.Progress(blobs.RepairOperation)
 		}
 		if s.ID == o.nodeID {
-			c.AppliedIndex, c.Healthy = o.store.LastApplied(), true
+			c.AppliedIndex, c.Healthy, c.Sync = o.store.LastApplied(), true, o.sync()
 		}
 		v.Members = append(v.Members, c)
 		seen[s.ID] = true
@@ -265,7 +268,7 @@ func (c originCluster) View() app.ClusterView {
 			role = "edge"
 		}
 		v.Members = append(v.Members, app.ClusterMember{ID: m.ID, APIURL: m.APIURL, RaftAddr: m.RaftAddr, Role: role,
-			AppliedIndex: m.Applied, Gossip: m.Status, Healthy: m.Status == membership.Alive})
+			AppliedIndex: m.Applied, Gossip: m.Status, Healthy: m.Status == membership.Alive, Sync: m.Sync.Progress(blobs.RepairOperation)})
 	}
 	slices.SortFunc(v.Members, func(a, b app.ClusterMember) int { return strings.Compare(a.ID, b.ID) })
 	return v

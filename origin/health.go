@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/depot-registry/depot/cluster/membership"
+	"github.com/depot-registry/depot/shared/progress"
 	"github.com/depot-registry/depot/shared/version"
 )
 
@@ -94,5 +95,12 @@ func (o *Origin) health() (reasons, warnings []string, details map[string]any) {
 		"node_id":         o.nodeID, "raft_state": o.node.Raft.State().String(), "leader_id": string(id),
 		"leader_addr": string(addr), "last_applied": o.store.LastApplied(), "version": version.Version, "blob_copies": o.cfg.BlobCopies,
 		"storage": map[string]any{"free_bytes": st.Free, "total_bytes": st.Total, "min_free_bytes": st.MinFree},
+		"sync":    o.sync(),
 	}
+}
+
+// sync is how far this origin is from holding every blob placed on it:
+// the progress of its repair pass, running or last.
+func (o *Origin) sync() *progress.Sync {
+	return progress.SyncOf(o.blobs.RepairStatus(), o.blobs.RepairFigures().Missing)
 }

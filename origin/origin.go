@@ -21,7 +21,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/depot-registry/depot/cluster/blobs"
@@ -61,7 +60,7 @@ type Origin struct {
 	key    peerauth.Key
 	secret []byte // JWT
 	store  *meta.Store
-	local  blobs.Local // this origin's own blobs, on its disk
+	local  *fs.FS // this origin's own blobs, on its disk
 	// blobs is local with replication: what every part of the origin
 	// uses (writes reach a quorum, reads fetch what is missing here).
 	blobs  *blobs.Store
@@ -210,15 +209,6 @@ func (o *Origin) startRaft(ctx context.Context) error {
 				"--gossip-addr (DEPOT_GOSSIP_ADDR): start it with the --raft-addr and --gossip-addr it had in the cluster", len(servers))
 		}
 	}
-	o.node.OnLeaderChange(o.metrics.Raft.LeaderChanges.Inc)
-	for name, read := range map[string]func() float64{
-		"depot_raft_leader":        func() float64 { return map[bool]float64{true: 1}[o.node.IsLeader()] },
-		"depot_raft_term":          func() float64 { return o.node.Stat("term") },
-		"depot_raft_commit_index":  func() float64 { return o.node.Stat("commit_index") },
-		"depot_raft_applied_index": func() float64 { return float64(o.store.LastApplied()) },
-	} {
-		o.metrics.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: raftGauges[name]}, read))
-	}
 	// A write arriving here is decided here and committed through the
 	// leader, waiting out an election's worth of time without one.
 	o.peers = leader.PeerClient(o.node)
@@ -301,9 +291,11 @@ func (o *Origin) serve(context.Context) error {
 	// fetched from a peer); garbage collection and upload sessions are
 	// this origin's own (cluster/blobs).
 	writer := &format.Writer{Env: env, Blobs: o.blobs, Commit: o.commit, NewID: auth.NewID, MaxUpload: cfg.MaxUploadBytes,
-		ScratchDir: scratch, Ingest: o.blobs, Space: o.space}
+		ScratchDir: scratch, Ingest: o.blobs, Space: o.space,
+		OnUploaded: func(format string, n int) { m.Uploads.WithLabelValues(format).Add(float64(n)) }}
 	o.gc = gc.New(gc.Config{Meta: o.store, Blobs: o.blobs, Uploads: o.blobs, UploadTTL: oci.SessionTTL, Scratch: scratch,
-		Grace: cfg.GCGrace, Now: now, Log: log.With("component", "gc"), Metrics: &m.GC})
+		Grace: cfg.GCGrace, Now: now, Log: log.With("component", "gc"), Metrics: &m.GC,
+		Stored: func() int64 { n, _, _ := o.local.Usage(); return n }})
 	formats := all.Build(env)
 	if cfg.Formats != nil {
 		formats = formats[:0]
@@ -314,16 +306,18 @@ func (o *Origin) serve(context.Context) error {
 	// Keyed by every repository format served: the API refuses
 	// repositories of a format no handler serves.
 	byName := format.ByRepoFormat(formats)
-	apiSrv := api.New(api.Config{
-		DemoMode:  cfg.DemoMode,
-		RateLimit: int(cfg.RateLimit), RateLimitLogin: int(cfg.RateLimitLogin), RateWindow: cfg.RateWindow,
-		CORSOrigins: splitList(cfg.CORSOrigins),
-	}, api.Deps{App: &app.App{
+	application := &app.App{
 		Store: o.store, Commit: o.commit, Blobs: o.blobs, Authn: authn, Hasher: authn.Hasher,
 		Formats: byName, Env: env, Writer: writer, Now: now, NewID: auth.NewID,
 		AccessTTL: cfg.AccessTTL, RefreshTTL: cfg.RefreshTTL, UsersCreateRepo: cfg.UsersCreateRepo, RequireHTTPS: cfg.RequireHTTPS,
 		Webhooks: o.webhooks, Downloads: clusterDownloads{o}, EventLog: eventLog{o.events, o.recordDownloads}, GC: o.gc, Cluster: originCluster{o},
-	}, Audit: o.audit, Log: log, Health: o.health})
+	}
+	apiSrv := api.New(api.Config{
+		DemoMode:  cfg.DemoMode,
+		RateLimit: int(cfg.RateLimit), RateLimitLogin: int(cfg.RateLimitLogin), RateWindow: cfg.RateWindow,
+		CORSOrigins: splitList(cfg.CORSOrigins),
+	}, api.Deps{App: application, Audit: o.audit, Log: log, Health: o.health})
+	o.registerMetrics(application)
 
 	o.api = apiSrv
 	mux := http.NewServeMux()
@@ -494,6 +488,12 @@ func (o *Origin) Run(ctx context.Context, ln net.Listener) error {
 	}()
 	bg.Go(func() { o.gc.Every(ctx, o.cfg.GCInterval) })
 	bg.Go(func() { o.blobs.RepairLoop(ctx) })
+	bg.Go(func() {
+		// The blob count and bytes metrics start from a walk of the store.
+		if err := o.local.Count(ctx); err != nil && ctx.Err() == nil {
+			o.log.Warn("counting the stored blobs", "err", err)
+		}
+	})
 	select {
 	case err := <-errc:
 		return err
@@ -734,12 +734,4 @@ func requireHTTPS(h http.Handler) http.Handler {
 		}
 		h.ServeHTTP(w, r)
 	})
-}
-
-// raftGauges are the raft figures an origin exports, read when scraped.
-var raftGauges = map[string]string{
-	"depot_raft_leader":        "1 when this origin leads the cluster, else 0.",
-	"depot_raft_term":          "The raft term this origin is in.",
-	"depot_raft_commit_index":  "The last log index this origin knows to be committed.",
-	"depot_raft_applied_index": "The last log index applied to this origin's store.",
 }

@@ -6,12 +6,14 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/singleflight"
 
 	"github.com/depot-registry/depot/cluster/peerrpc"
 	"github.com/depot-registry/depot/shared/blob"
+	"github.com/depot-registry/depot/shared/progress"
 )
 
 // Local is the store an origin keeps its own blobs in, which Store
@@ -97,6 +99,9 @@ type Store struct {
 	// repair is where the last repair pass left off.
 	repairMu sync.Mutex
 	repair   repairMark
+	// The repair's progress and counts (RepairStatus, RepairFigures).
+	progress                                          *progress.Tracker
+	missing, repairFetched, repairBytes, repairFailed atomic.Int64
 }
 
 var (
@@ -123,7 +128,7 @@ func New(cfg Config) *Store {
 		place = Everywhere{}
 	}
 	life, end := context.WithCancel(context.Background())
-	return &Store{Local: cfg.Local, cfg: cfg, place: place, life: life, end: end}
+	return &Store{Local: cfg.Local, cfg: cfg, place: place, life: life, end: end, progress: progress.New(RepairOperation, cfg.Log)}
 }
 
 // Close stops the pushes still running beyond a quorum (repair brings

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/depot-registry/depot/shared/blob"
+	"github.com/depot-registry/depot/shared/progress"
 )
 
 // Background repair: an origin holds every blob a record keeps that
@@ -21,6 +22,9 @@ import (
 // this origin holds but placement does not put on it (it took their
 // upload, or a reader asked for them here), once every origin placement
 // names holds them and they have not been made recent for Grace.
+
+// RepairOperation names the repair in progress reports.
+const RepairOperation = "blob_repair"
 
 const (
 	repairEvery      = 10 * time.Minute
@@ -97,7 +101,9 @@ func (s *Store) RepairLoop(ctx context.Context) {
 
 // Repair is one pass: it fetches every referenced blob placement puts
 // here that this origin lacks, then drops the copies placement does not
-// put here. With fewer than two voters there is nothing to do.
+// put here. With fewer than two voters there is nothing to do. It counts
+// what is missing before it fetches, so its progress (RepairStatus, and a
+// log line every so often) says n of N.
 func (s *Store) Repair(ctx context.Context) (RepairResult, error) {
 	var res RepairResult
 	members, err := s.members()
@@ -111,6 +117,7 @@ func (s *Store) Repair(ctx context.Context) (RepairResult, error) {
 		}
 	}
 	if voters < 2 {
+		s.missing.Store(0)
 		return res, nil
 	}
 	s.repairMu.Lock()
@@ -123,11 +130,23 @@ func (s *Store) Repair(ctx context.Context) (RepairResult, error) {
 	if incremental {
 		upTo = s.cfg.Applied() // what is referenced from here on, the next pass checks
 	}
-	if res.Full {
-		err = s.fetchMissing(ctx, members, &res)
-	} else {
-		err = s.fetchSince(ctx, members, mark.upTo, &res)
+	var missing int64
+	err = s.eachReferenced(ctx, res.Full, mark.upTo, func(page []string) {
+		for _, d := range page {
+			if s.placedHere(d, members) && s.lacks(ctx, d) {
+				missing++
+			}
+		}
+	})
+	if err != nil {
+		return res, err
 	}
+	// A pass covers every blob still missing: those a pass before failed
+	// to fetch kept the mark where it was, so they are counted again.
+	s.missing.Store(missing)
+	s.progress.Start(missing)
+	err = s.eachReferenced(ctx, res.Full, mark.upTo, func(page []string) { s.fetchPage(ctx, members, page, &res) })
+	s.progress.End()
 	if err != nil {
 		return res, err
 	}
@@ -151,35 +170,33 @@ func (s *Store) Repair(ctx context.Context) (RepairResult, error) {
 	return res, err
 }
 
-// fetchMissing fetches the referenced blobs placed here that are not.
-func (s *Store) fetchMissing(ctx context.Context, members []Member, res *RepairResult) error {
-	if s.cfg.Referenced == nil {
-		return nil
-	}
-	after := ""
-	for ctx.Err() == nil {
-		page, next, err := s.cfg.Referenced(after, repairPage)
-		if err != nil {
-			return err
+// eachReferenced gives fn the referenced digests a page at a time: every
+// one (whole), or those referenced after log index after.
+func (s *Store) eachReferenced(ctx context.Context, whole bool, after uint64, fn func(page []string)) error {
+	if whole {
+		if s.cfg.Referenced == nil {
+			return nil
 		}
-		s.fetchPage(ctx, members, page, res)
-		if after = next; after == "" {
-			break
+		from := ""
+		for ctx.Err() == nil {
+			page, next, err := s.cfg.Referenced(from, repairPage)
+			if err != nil {
+				return err
+			}
+			fn(page)
+			if from = next; from == "" {
+				break
+			}
 		}
+		return ctx.Err()
 	}
-	return ctx.Err()
-}
-
-// fetchSince fetches the blobs referenced after log index after that are
-// placed here and are not.
-func (s *Store) fetchSince(ctx context.Context, members []Member, after uint64, res *RepairResult) error {
 	for ctx.Err() == nil {
 		page, next, err := s.cfg.ReferencedSince(after, repairPage)
 		if err != nil {
 			return err
 		}
 		slices.Sort(page)
-		s.fetchPage(ctx, members, slices.Compact(page), res)
+		fn(slices.Compact(page))
 		if next == after {
 			break
 		}
@@ -188,23 +205,61 @@ func (s *Store) fetchSince(ctx context.Context, members []Member, after uint64, 
 	return ctx.Err()
 }
 
+// lacks reports whether the local store does not hold digest.
+func (s *Store) lacks(ctx context.Context, digest string) bool {
+	_, err := s.Local.Stat(ctx, digest)
+	return errors.Is(err, blob.ErrNotFound)
+}
+
 func (s *Store) fetchPage(ctx context.Context, members []Member, page []string, res *RepairResult) {
 	for _, d := range page {
+		if ctx.Err() != nil {
+			return
+		}
 		if !s.placedHere(d, members) {
 			continue
 		}
 		res.Checked++
-		if _, err := s.Local.Stat(ctx, d); !errors.Is(err, blob.ErrNotFound) {
+		if !s.lacks(ctx, d) {
 			continue
 		}
 		if err := s.fetchOnce(ctx, d); err != nil {
 			res.Failed++
+			s.progress.Add(1, 1, 0)
+			s.repairFailed.Add(1)
 			s.cfg.Log.Warn("blob repair: no peer gave a blob", "digest", d, "err", err)
 			continue
 		}
+		size, _ := s.Local.Stat(ctx, d)
 		res.Fetched++
+		s.progress.Add(1, 0, size)
+		s.repairFetched.Add(1)
+		s.repairBytes.Add(size)
+		if s.missing.Add(-1) < 0 {
+			s.missing.Store(0)
+		}
 	}
 }
+
+// RepairFigures are the repair's counts since the start, for metrics.
+type RepairFigures struct {
+	// Missing is how many blobs placed here this origin lacks, as the
+	// last pass counted them, less those fetched since.
+	Missing      int64
+	Fetched      int64
+	FetchedBytes int64
+	Failed       int64
+}
+
+// RepairFigures reads the repair's counts.
+func (s *Store) RepairFigures() RepairFigures {
+	return RepairFigures{Missing: s.missing.Load(), Fetched: s.repairFetched.Load(), FetchedBytes: s.repairBytes.Load(),
+		Failed: s.repairFailed.Load()}
+}
+
+// RepairStatus is the progress of the running repair pass, or of the
+// last one.
+func (s *Store) RepairStatus() progress.Status { return s.progress.Status() }
 
 // dropUnplaced drops the copies placement does not put here whose every
 // holder has them. Which to drop is decided first, asking the holders;

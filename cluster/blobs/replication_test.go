@@ -235,8 +235,20 @@ func TestRepair(t *testing.T) {
 		if !c.has(0, digestOf(b)) {
 			t.Fatal("the repaired blob is not here")
 		}
+		// What the pass counted and did, for health and metrics: two
+		// missing, one fetched (its bytes), one still missing.
+		st := c.stores[0].RepairStatus()
+		if st.Running || st.Total != 2 || st.Done != 2 || st.Failed != 1 || st.Bytes != int64(len(b)) || st.Operation != "blob_repair" {
+			t.Errorf("RepairStatus = %+v", st)
+		}
+		if f := c.stores[0].RepairFigures(); f != (blobs.RepairFigures{Missing: 1, Fetched: 1, FetchedBytes: int64(len(b)), Failed: 1}) {
+			t.Errorf("RepairFigures = %+v", f)
+		}
 		if res, _ = c.stores[0].Repair(t.Context()); res.Fetched != 0 || res.Failed != 1 {
 			t.Fatalf("a second pass = %+v", res)
+		}
+		if f := c.stores[0].RepairFigures(); f.Missing != 1 || f.Failed != 2 {
+			t.Errorf("after a second pass RepairFigures = %+v", f)
 		}
 		// Alone among the voters, an origin has nowhere to fetch from.
 		c.setMembers(func(ms []blobs.Member) []blobs.Member { ms[1].Voter, ms[2].Voter = false, false; return ms })

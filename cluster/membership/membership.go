@@ -30,6 +30,7 @@ import (
 
 	"github.com/depot-registry/depot/cluster/peerauth"
 	"github.com/depot-registry/depot/shared/logx"
+	"github.com/depot-registry/depot/shared/progress"
 )
 
 // Roles of members.
@@ -68,6 +69,40 @@ type Meta struct {
 	// the node as left rather than dead (memberlist's own event does not
 	// tell them apart).
 	Leaving bool `json:"leaving,omitempty"`
+	// Sync is the origin's blob repair progress, refreshed like Applied
+	// (nil from a build before it was said).
+	Sync *Sync `json:"sync,omitempty"`
+}
+
+// Sync is a progress.Sync in few bytes (a node's meta is bounded).
+type Sync struct {
+	State   string `json:"s"`
+	Missing int64  `json:"m,omitempty"`
+	Done    int64  `json:"d,omitempty"`
+	Total   int64  `json:"t,omitempty"`
+	Failed  int64  `json:"f,omitempty"`
+	Bytes   int64  `json:"b,omitempty"`
+	Rate    int64  `json:"r,omitempty"`
+	ETA     *int64 `json:"e,omitempty"`
+}
+
+// SyncOf is s in few bytes.
+func SyncOf(s *progress.Sync) *Sync {
+	if s == nil {
+		return nil
+	}
+	return &Sync{State: s.State, Missing: s.Missing, Done: s.Done, Total: s.Total, Failed: s.Failed, Bytes: s.Bytes,
+		Rate: s.BytesPerSecond, ETA: s.ETASeconds}
+}
+
+// Progress is the sync said, of operation (nil when none was said).
+func (s *Sync) Progress(operation string) *progress.Sync {
+	if s == nil {
+		return nil
+	}
+	return &progress.Sync{State: s.State, Missing: s.Missing, Status: progress.Status{Operation: operation,
+		Running: s.State == progress.Syncing, Done: s.Done, Total: s.Total, Failed: s.Failed, Bytes: s.Bytes,
+		BytesPerSecond: s.Rate, ETASeconds: s.ETA}}
 }
 
 // Member is one node of the pool.

@@ -243,6 +243,32 @@ func TestClusterFormsAndFailsOver(t *testing.T) {
 		}
 		return ok && len(w.Members) == 3 && healthy == 3
 	})
+	// Its repair shows as its sync: in its health, and in the cluster
+	// listing of another origin (told by gossip).
+	var health struct {
+		Sync struct {
+			State     string `json:"state"`
+			Operation string `json:"operation"`
+			Done      int64  `json:"done"`
+			Total     int64  `json:"total"`
+			Bytes     int64  `json:"bytes"`
+		} `json:"sync"`
+	}
+	if err := json.Unmarshal(call(t, "GET", procs[0].url+"/api/v1/health", tok, nil, 200), &health); err != nil {
+		t.Fatal(err)
+	}
+	if s := health.Sync; s.Operation != "blob_repair" || s.Done < 1 || s.Total < s.Done || s.Bytes < int64(len("after")) {
+		t.Errorf("the repaired origin's health says sync %+v, want its repair pass (at least 1 blob)", s)
+	}
+	waitFor(t, 10*time.Second, "the leader to list the repaired origin's sync", func() bool {
+		w, _ := viewOf(t, lead.url, tok)
+		for _, m := range w.Members {
+			if m.ID == v.LeaderID {
+				return m.Sync != nil && m.Sync.Operation == "blob_repair" && m.Sync.State == "synced" && m.Sync.Done >= 1
+			}
+		}
+		return false
+	})
 
 	// An acknowledged upload is on a quorum of the origins: the origin
 	// that took it is killed the moment it answered, and the others serve

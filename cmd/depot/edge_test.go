@@ -145,11 +145,40 @@ func TestEdgeProcess(t *testing.T) {
 	var missing struct {
 		MissingBlobs int64 `json:"missing_blobs"`
 		CachedBytes  int64 `json:"cached_bytes"`
+		Sync         *struct {
+			State     string `json:"state"`
+			Operation string `json:"operation"`
+			Done      int64  `json:"done"`
+			Total     int64  `json:"total"`
+			Bytes     int64  `json:"bytes"`
+		} `json:"sync"`
 	}
-	waitFor(t, 20*time.Second, "the edge to report its cache", func() bool {
+	waitFor(t, 20*time.Second, "the edge to report its cache and its prefetch", func() bool {
 		_ = json.Unmarshal(call(t, "GET", o.url+"/api/v1/edge-nodes/"+node.ID, tok, nil, 200), &missing)
-		return missing.CachedBytes == 5 && missing.MissingBlobs == 0
+		return missing.CachedBytes == 5 && missing.MissingBlobs == 0 && missing.Sync != nil && missing.Sync.Done == 1
 	})
+	if s := *missing.Sync; s.State != "synced" || s.Operation != "prefetch" || s.Total != 1 || s.Bytes != 5 {
+		t.Errorf("the edge's sync as the origin lists it = %+v, want synced after a prefetch of 1 blob of 5 bytes", s)
+	}
+	// The edge counts its prefetch apart from misses; the origin exports
+	// what the edge reported, the upload and its storage.
+	edgeMetrics := string(call(t, "GET", e.url+"/metrics", "", nil, 200))
+	for _, m := range []string{"depot_edge_cache_prefetches_total 1", "depot_edge_cache_misses_total 0", "depot_edge_prefetch_running 0"} {
+		if !strings.Contains(edgeMetrics, m+"\n") {
+			t.Errorf("the edge's metrics lack %q", m)
+		}
+	}
+	originMetrics := string(call(t, "GET", o.url+"/metrics", "", nil, 200))
+	edgeLabels := `{edge_id="` + node.ID + `",edge_name="near"}`
+	for _, m := range []string{`depot_edge_nodes{status="online"} 1`, "depot_edge_node_cached_bytes" + edgeLabels + " 5",
+		"depot_edge_node_missing_blobs" + edgeLabels + " 0", "depot_edge_node_lag_entries" + edgeLabels,
+		"depot_edge_node_last_contact_timestamp_seconds" + edgeLabels, `depot_artifacts_uploaded_total{format="generic"} 1`,
+		"depot_storage_free_bytes", "depot_storage_min_free_bytes", "depot_blobs_stored ", "depot_blob_repair_missing 0",
+		"depot_raft_fault_tolerance 0"} {
+		if !strings.Contains(originMetrics, m) {
+			t.Errorf("the origin's metrics lack %q", m)
+		}
+	}
 
 	// Reads are served by the edge, from its replica and cache, as the
 	// origin answers them.

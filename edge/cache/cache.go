@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/depot-registry/depot/shared/blob"
+	"github.com/depot-registry/depot/shared/progress"
 )
 
 // Fetcher opens a blob at an origin from byte offset on (a fetch that
@@ -58,7 +59,7 @@ type Cache struct {
 	flights map[string]*flight
 	spare   int // open files kept on the entries, in all (files.go)
 
-	hits, misses, fetched atomic.Int64
+	hits, misses, prefetches, fetched atomic.Int64
 }
 
 type entry struct {
@@ -159,6 +160,12 @@ func hexOf(digest string) (string, error) {
 // with sendfile), a missing one as a stream of the fetch from the origin.
 // Close what it returns.
 func (c *Cache) Get(ctx context.Context, digest string) (io.ReadCloser, error) {
+	return c.get(ctx, digest, &c.misses)
+}
+
+// get is Get, counting a fetch it starts or joins in fetches (misses, or
+// prefetches).
+func (c *Cache) get(ctx context.Context, digest string, fetches *atomic.Int64) (io.ReadCloser, error) {
 	hx, err := hexOf(digest)
 	if err != nil {
 		return nil, err
@@ -195,7 +202,7 @@ func (c *Cache) Get(ctx context.Context, digest string) (io.ReadCloser, error) {
 				continue
 			}
 		}
-		c.misses.Add(1)
+		fetches.Add(1)
 		return fl.reader(ctx)
 	}
 }
@@ -269,19 +276,22 @@ func (c *Cache) pin(digests []string, replace bool) {
 
 // Stats are the cache's figures.
 type Stats struct {
-	Blobs   int   `json:"blobs"`
-	Bytes   int64 `json:"bytes"`
-	Pinned  int   `json:"pinned"`        // blobs kept from eviction (prefetched, cached or not yet)
-	Hits    int64 `json:"hits"`          // Gets answered from disk
-	Misses  int64 `json:"misses"`        // Gets that needed the origin
-	Fetched int64 `json:"fetched_bytes"` // bytes fetched and verified
+	Blobs  int   `json:"blobs"`
+	Bytes  int64 `json:"bytes"`
+	Pinned int   `json:"pinned"` // blobs kept from eviction (prefetched, cached or not yet)
+	Hits   int64 `json:"hits"`   // Gets answered from disk
+	Misses int64 `json:"misses"` // Gets that needed the origin
+	// Prefetches are the fetches Prefetch started ahead of demand.
+	Prefetches int64 `json:"prefetches"`
+	Fetched    int64 `json:"fetched_bytes"` // bytes fetched and verified
 }
 
 // Stats reads the figures.
 func (c *Cache) Stats() Stats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return Stats{Blobs: len(c.byHex), Bytes: c.used, Pinned: len(c.pinned), Hits: c.hits.Load(), Misses: c.misses.Load(), Fetched: c.fetched.Load()}
+	return Stats{Blobs: len(c.byHex), Bytes: c.used, Pinned: len(c.pinned), Hits: c.hits.Load(), Misses: c.misses.Load(),
+		Prefetches: c.prefetches.Load(), Fetched: c.fetched.Load()}
 }
 
 // keep records a blob just placed, then evicts past the limit.
@@ -533,22 +543,37 @@ func (s *stream) Close() error {
 // Prefetch fetches the blobs of digests that are not cached, at most
 // parallel at a time, and returns how many are still missing (a fetch
 // that failed is tried again next time: nothing half-fetched is kept).
-func (c *Cache) Prefetch(ctx context.Context, digests []string, parallel int) int {
+// Its fetches count as prefetches, not misses; track (nil: none) grows
+// by the blobs it has to fetch and hears of each one fetched or failed.
+func (c *Cache) Prefetch(ctx context.Context, digests []string, parallel int, track *progress.Tracker) int {
+	var todo []string
+	for _, d := range digests {
+		if !c.Has(d) {
+			todo = append(todo, d)
+		}
+	}
+	track.Grow(int64(len(todo)))
 	sem := make(chan struct{}, max(parallel, 1))
 	var wg sync.WaitGroup
-	for _, d := range digests {
-		if c.Has(d) || ctx.Err() != nil {
-			continue
+	for _, d := range todo {
+		if ctx.Err() != nil {
+			break
 		}
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			r, err := c.Get(ctx, d)
+			r, err := c.get(ctx, d, &c.prefetches)
 			if err != nil {
+				track.Add(1, 1, 0)
 				return
 			}
-			_, _ = io.Copy(io.Discard, r)
+			n, err := io.Copy(io.Discard, r)
 			r.Close()
+			if err != nil {
+				track.Add(1, 1, 0)
+				return
+			}
+			track.Add(1, 0, n)
 		})
 	}
 	wg.Wait()

@@ -18,6 +18,7 @@ import (
 
 	"github.com/depot-registry/depot/edge/cache"
 	"github.com/depot-registry/depot/shared/blob"
+	"github.com/depot-registry/depot/shared/progress"
 )
 
 func digest(b []byte) string {
@@ -423,16 +424,30 @@ func TestPrefetch(t *testing.T) {
 		t.Fatal(err)
 	}
 	absent := digest([]byte("not at the origin"))
-	if missing := c.Prefetch(t.Context(), append(digests, absent), 3); missing != 1 {
+	track := progress.New("prefetch", nil)
+	track.Start(0)
+	if missing := c.Prefetch(t.Context(), append(digests, absent), 3, track); missing != 1 {
 		t.Fatalf("missing after prefetch = %d, want 1", missing)
 	}
+	track.End()
 	for _, d := range digests {
 		if !c.Has(d) {
 			t.Fatalf("%s not cached", d)
 		}
 	}
+	// Counted as prefetches, not misses; their progress n of N.
+	if st := c.Stats(); st.Prefetches != 11 || st.Misses != 0 {
+		t.Errorf("prefetches %d, misses %d; want 11, 0", st.Prefetches, st.Misses)
+	}
+	var size int64
+	for _, b := range blobs {
+		size += int64(len(b))
+	}
+	if st := track.Status(); st.Done != 11 || st.Total != 11 || st.Failed != 1 || st.Bytes != size {
+		t.Errorf("progress = %+v, want 11 of 11, 1 failed, %d bytes", st, size)
+	}
 	before := o.fetches.Load()
-	if missing := c.Prefetch(t.Context(), digests, 3); missing != 0 || o.fetches.Load() != before {
+	if missing := c.Prefetch(t.Context(), digests, 3, nil); missing != 0 || o.fetches.Load() != before {
 		t.Fatalf("a second prefetch fetched %d more, missing %d", o.fetches.Load()-before, missing)
 	}
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/depot-registry/depot/shared/apierr"
 	"github.com/depot-registry/depot/shared/auth"
+	"github.com/depot-registry/depot/shared/progress"
 )
 
 // Cluster is the origin cluster this origin belongs to, as far as the use
@@ -38,6 +39,9 @@ type ClusterMember struct {
 	// Gossip is what the gossip pool says of the node: alive, dead, left,
 	// or unknown (a raft member the pool has not heard of).
 	Gossip string `json:"gossip"`
+	// Sync is the origin's blob repair progress, as it last told the pool
+	// (null: not told; an edge, or a build from before).
+	Sync *progress.Sync `json:"sync"`
 }
 
 func (a *App) cluster(p *auth.Principal) error {

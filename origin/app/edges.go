@@ -9,6 +9,7 @@ import (
 	"github.com/depot-registry/depot/shared/apierr"
 	"github.com/depot-registry/depot/shared/auth"
 	"github.com/depot-registry/depot/shared/meta"
+	"github.com/depot-registry/depot/shared/progress"
 )
 
 // Edge nodes are registered and given repositories by administrators; a
@@ -27,21 +28,24 @@ const (
 // EdgeNode is an edge node as administrators see it: its record, the
 // state its last report gave, and its repositories.
 type EdgeNode struct {
-	ID            string     `json:"id"`
-	Name          string     `json:"name"`
-	URL           string     `json:"url"`
-	Region        string     `json:"region"`
-	Status        string     `json:"status"` // online, stale or offline
-	LastContact   *time.Time `json:"last_contact"`
-	AppliedIndex  uint64     `json:"applied_index"`
-	Lag           *uint64    `json:"lag"` // log entries behind this origin; null before the first report
-	CachedBytes   int64      `json:"cached_bytes"`
-	MissingBlobs  int64      `json:"missing_blobs"`
-	Version       string     `json:"version"`
-	RepositoryIDs []string   `json:"repository_ids"`
-	Repositories  []RepoRef  `json:"repositories"`
-	CreatedAt     time.Time  `json:"created_at"`
-	UpdatedAt     time.Time  `json:"updated_at"`
+	ID           string     `json:"id"`
+	Name         string     `json:"name"`
+	URL          string     `json:"url"`
+	Region       string     `json:"region"`
+	Status       string     `json:"status"` // online, stale or offline
+	LastContact  *time.Time `json:"last_contact"`
+	AppliedIndex uint64     `json:"applied_index"`
+	Lag          *uint64    `json:"lag"` // log entries behind this origin; null before the first report
+	CachedBytes  int64      `json:"cached_bytes"`
+	MissingBlobs int64      `json:"missing_blobs"`
+	// Sync is the node's prefetch progress as of its last report (null
+	// before one that carried it).
+	Sync          *progress.Sync `json:"sync"`
+	Version       string         `json:"version"`
+	RepositoryIDs []string       `json:"repository_ids"`
+	Repositories  []RepoRef      `json:"repositories"`
+	CreatedAt     time.Time      `json:"created_at"`
+	UpdatedAt     time.Time      `json:"updated_at"`
 }
 
 // RepoRef names a repository.
@@ -64,6 +68,7 @@ func (a *App) edgeNode(tx *meta.Tx, e *meta.EdgeNode) (*EdgeNode, error) {
 	if rep := e.Report; rep != nil {
 		at := rep.At
 		v.LastContact, v.AppliedIndex, v.CachedBytes, v.MissingBlobs, v.Version = &at, rep.AppliedIndex, rep.CachedBytes, rep.MissingBlobs, rep.Version
+		v.Sync = rep.Sync
 		applied := a.Store.LastApplied()
 		lag := applied - min(rep.AppliedIndex, applied)
 		v.Lag = &lag
@@ -82,6 +87,10 @@ func (a *App) ListEdgeNodes(_ context.Context, p *auth.Principal) ([]EdgeNode, e
 	if err := requireAdmin(p); err != nil {
 		return nil, err
 	}
+	return a.edgeNodes()
+}
+
+func (a *App) edgeNodes() ([]EdgeNode, error) {
 	out := []EdgeNode{}
 	err := a.view(func(tx *meta.Tx) error {
 		edges, err := tx.Edges()
@@ -96,6 +105,10 @@ func (a *App) ListEdgeNodes(_ context.Context, p *auth.Principal) ([]EdgeNode, e
 	})
 	return out, err
 }
+
+// EdgeNodeStates lists the edge nodes for the origin's own reports
+// (metrics): no caller to check.
+func (a *App) EdgeNodeStates(context.Context) ([]EdgeNode, error) { return a.edgeNodes() }
 
 // GetEdgeNode reads one edge node (administrators only).
 func (a *App) GetEdgeNode(_ context.Context, p *auth.Principal, id string) (*EdgeNode, error) {

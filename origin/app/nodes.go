@@ -14,6 +14,7 @@ import (
 	"github.com/depot-registry/depot/shared/auth"
 	"github.com/depot-registry/depot/shared/blob"
 	"github.com/depot-registry/depot/shared/meta"
+	"github.com/depot-registry/depot/shared/progress"
 	"github.com/depot-registry/depot/shared/ratelimit"
 )
 
@@ -91,6 +92,9 @@ func (a *App) Heartbeat(ctx context.Context, p *auth.Principal, id string, rep p
 	if rep.CachedBytes < 0 || rep.MissingBlobs < 0 || rep.Downloads < 0 || rep.Downloads > 1<<40 || len(rep.Version) > 64 {
 		return protocol.Assignment{}, 0, apierr.Invalid("report", "cached_bytes, missing_blobs and downloads must not be negative, version at most 64 characters")
 	}
+	if err := checkSync(rep.Sync); err != nil {
+		return protocol.Assignment{}, 0, err
+	}
 	now := a.now()
 	if a.Downloads != nil {
 		a.Downloads.AddN(a.budgets().countable(id, rep.Downloads, now))
@@ -101,7 +105,8 @@ func (a *App) Heartbeat(ctx context.Context, p *auth.Principal, id string, rep p
 	}
 	var idx uint64
 	if last := e.Report; last == nil || now.Sub(last.At) >= edgeReportEvery || last.Version != rep.Version {
-		r := meta.EdgeReport{At: now, AppliedIndex: rep.AppliedIndex, CachedBytes: rep.CachedBytes, MissingBlobs: rep.MissingBlobs, Version: rep.Version}
+		r := meta.EdgeReport{At: now, AppliedIndex: rep.AppliedIndex, CachedBytes: rep.CachedBytes, MissingBlobs: rep.MissingBlobs,
+			Version: rep.Version, Sync: rep.Sync}
 		var err error
 		if idx, err = a.commit(ctx, &meta.EdgeHeartbeat{ID: id, Report: r}); err != nil {
 			return protocol.Assignment{}, idx, err
@@ -115,6 +120,18 @@ func (a *App) Heartbeat(ctx context.Context, p *auth.Principal, id string, rep p
 		out.Origins = a.Cluster.Origins()
 	}
 	return out, idx, nil
+}
+
+// checkSync bounds a node's report of its sync (it is kept in the log).
+func checkSync(s *progress.Sync) error {
+	if s == nil {
+		return nil
+	}
+	if !slices.Contains([]string{progress.Synced, progress.Syncing, progress.Behind}, s.State) || len(s.Operation) > 32 ||
+		min(s.Missing, s.Done, s.Total, s.Failed, s.Bytes, s.BytesPerSecond) < 0 || (s.ETASeconds != nil && *s.ETASeconds < 0) {
+		return apierr.Invalid("sync", "sync must have a known state, an operation of at most 32 characters and no negative figures")
+	}
+	return nil
 }
 
 // NodeEvents takes the download events node id served (a batch of at

@@ -10,6 +10,7 @@ import (
 	"github.com/depot-registry/depot/shared/apierr"
 	"github.com/depot-registry/depot/shared/auth"
 	"github.com/depot-registry/depot/shared/meta"
+	"github.com/depot-registry/depot/shared/progress"
 )
 
 // Bounds of one feed read.
@@ -136,6 +137,9 @@ type Report struct {
 	// Downloads the node served since its last report: the origin counts
 	// them in one go, never a log entry per download.
 	Downloads int64 `json:"downloads"`
+	// Sync is the progress of the node's prefetch (absent from nodes
+	// before it was reported).
+	Sync *progress.Sync `json:"sync,omitempty"`
 }
 
 // MaxEvents bounds one batch of downloads a node sends.

@@ -44,3 +44,28 @@ type SweepResult struct {
 	Removed Swept // blobs removed
 	Temp    Swept // leftovers removed
 }
+
+// SweepTrace observes a sweep as it goes, the way net/http/httptrace
+// observes a request: a caller that shows progress puts one in the
+// context it passes to Sweep (WithSweepTrace), and stores report to it
+// (TraceScanned).
+type SweepTrace struct {
+	// Scanned is called after each blob the sweep looked at, with its
+	// size, from the goroutine that called Sweep.
+	Scanned func(size int64)
+}
+
+type sweepTraceKey struct{}
+
+// WithSweepTrace returns ctx carrying trace.
+func WithSweepTrace(ctx context.Context, trace *SweepTrace) context.Context {
+	return context.WithValue(ctx, sweepTraceKey{}, trace)
+}
+
+// TraceScanned tells the trace in ctx, if any, that a blob of size bytes
+// was looked at.
+func TraceScanned(ctx context.Context, size int64) {
+	if t, _ := ctx.Value(sweepTraceKey{}).(*SweepTrace); t != nil && t.Scanned != nil {
+		t.Scanned(size)
+	}
+}

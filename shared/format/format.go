@@ -291,6 +291,10 @@ type Writer struct {
 	// Space, when set, refuses uploads while the data disk is nearly full
 	// and hears of writes that found it full (see GuardUpload).
 	Space SpaceGuard
+	// OnUploaded, when set, hears of the artifacts each committed write
+	// recorded, by repository format: those announced with an
+	// artifact.uploaded event.
+	OnUploaded func(format string, n int)
 }
 
 // SpaceGuard keeps uploads from filling the data disk

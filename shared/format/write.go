@@ -301,7 +301,35 @@ func otherFiles(a *meta.Artifact, files []meta.Artifact) []*meta.Artifact {
 // after a bounded number of attempts the write is refused with a 503.
 // Every format write goes through here, whichever node decides it.
 func (d *Writer) Decide(ctx context.Context, fn func(tx *meta.Tx) (meta.Command, error)) (uint64, error) {
-	return meta.Decide(ctx, d.Meta, d.Commit, fn)
+	var cmd meta.Command
+	idx, err := meta.Decide(ctx, d.Meta, d.Commit, func(tx *meta.Tx) (meta.Command, error) {
+		c, err := fn(tx)
+		cmd = c
+		return c, err
+	})
+	if err == nil && d.OnUploaded != nil {
+		uploaded(cmd, d.OnUploaded)
+	}
+	return idx, err
+}
+
+// uploaded tells fn of the artifacts cmd records, those its apply
+// announces with an artifact.uploaded event (not the Quiet bookkeeping).
+func uploaded(cmd meta.Command, fn func(format string, n int)) {
+	switch c := cmd.(type) {
+	case *meta.ArtifactPut:
+		fn(c.Artifact.Format, 1)
+	case *meta.ArtifactsApply:
+		n := 0
+		for _, a := range c.Put {
+			if !slices.Contains(c.Quiet, a.ID) {
+				n++
+			}
+		}
+		if n > 0 {
+			fn(c.Put[0].Format, n)
+		}
+	}
 }
 
 // KVSet is a KV op that stores v as JSON.

@@ -3,6 +3,8 @@ package meta
 import (
 	"slices"
 	"time"
+
+	"github.com/depot-registry/depot/shared/progress"
 )
 
 // The edge node kind and its commands. Its records hold edge nodes'
@@ -57,6 +59,9 @@ type EdgeReport struct {
 	CachedBytes  int64     `json:"cached_bytes"`
 	MissingBlobs int64     `json:"missing_blobs"`
 	Version      string    `json:"version"`
+	// Sync is the node's prefetch progress (nil from a node, or an
+	// origin, before it was kept): shown, never decided on.
+	Sync *progress.Sync `json:"sync,omitempty"`
 }
 
 // EdgeCreate registers an edge node with no repository assigned.

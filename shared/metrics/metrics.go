@@ -81,7 +81,7 @@ func New() *Metrics {
 			}, []string{"area"}),
 		},
 		Uploads: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "depot_artifacts_uploaded_total", Help: "Artifacts stored, by format.",
+			Name: "depot_artifacts_uploaded_total", Help: "Artifacts uploaded through this origin (each an artifact.uploaded event), by format.",
 		}, []string{"format"}),
 		AuthFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "depot_auth_failures_total", Help: "Failed credential checks, by reason.",

@@ -27,6 +27,7 @@ import (
 	"github.com/depot-registry/depot/shared/blob"
 	"github.com/depot-registry/depot/shared/meta"
 	"github.com/depot-registry/depot/shared/metrics"
+	"github.com/depot-registry/depot/shared/progress"
 )
 
 // DefaultGrace is how recent a blob may be and still be collected: more
@@ -51,12 +52,16 @@ type Config struct {
 	Now     func() time.Time
 	Log     *slog.Logger
 	Metrics *metrics.GC // nil: none
+	// Stored is how many blobs the store holds (0: not known), the N of
+	// a collection's progress (blobs scanned, n of N).
+	Stored func() int64
 }
 
 // Collector runs collections, one at a time.
 type Collector struct {
-	cfg     Config
-	running sync.Mutex
+	cfg      Config
+	running  sync.Mutex
+	progress *progress.Tracker
 }
 
 // New returns a collector; a zero Grace is DefaultGrace.
@@ -70,8 +75,11 @@ func New(cfg Config) *Collector {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Collector{cfg: cfg}
+	return &Collector{cfg: cfg, progress: progress.New("garbage_collection", cfg.Log)}
 }
+
+// Status is the progress of the running collection, or of the last one.
+func (c *Collector) Status() progress.Status { return c.progress.Status() }
 
 // Result is what a collection found and removed; it is the answer of
 // POST /api/v1/admin/cleanup.
@@ -108,7 +116,14 @@ func (c *Collector) Run(ctx context.Context) (Result, error) {
 func (c *Collector) collect(ctx context.Context, now time.Time) (Result, error) {
 	var res Result
 	cutoff := now.Add(-c.cfg.Grace)
-	swept, err := c.cfg.Blobs.Sweep(ctx, cutoff, c.unused)
+	var stored int64
+	if c.cfg.Stored != nil {
+		stored = c.cfg.Stored()
+	}
+	c.progress.Start(stored)
+	defer c.progress.End()
+	trace := &blob.SweepTrace{Scanned: func(size int64) { c.progress.Add(1, 0, size) }}
+	swept, err := c.cfg.Blobs.Sweep(blob.WithSweepTrace(ctx, trace), cutoff, c.unused)
 	res.BlobsScanned, res.Blobs, res.TempFiles = swept.Scanned, swept.Removed, swept.Temp
 	if err != nil {
 		return res, fmt.Errorf("sweeping blobs: %w", err)

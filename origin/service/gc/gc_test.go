@@ -104,7 +104,8 @@ func TestCollect(t *testing.T) {
 	clock.Set(epoch.Add(2 * time.Hour))
 	fresh := put(t, blobs, "uploaded just now")
 
-	c := gc.New(gc.Config{Meta: e.Store, Blobs: blobs, Uploads: blobs, UploadTTL: 6 * time.Hour, Scratch: scratch, Now: clock.Now})
+	c := gc.New(gc.Config{Meta: e.Store, Blobs: blobs, Uploads: blobs, UploadTTL: 6 * time.Hour, Scratch: scratch, Now: clock.Now,
+		Stored: func() int64 { return 4 }})
 	res, err := c.Run(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -116,6 +117,10 @@ func TestCollect(t *testing.T) {
 	res.DurationMS = 0
 	if res != want {
 		t.Fatalf("Run =\n %+v, want\n %+v", res, want)
+	}
+	// Its progress: every blob scanned, n of N, with their bytes.
+	if st := c.Status(); st.Running || st.Operation != "garbage_collection" || st.Done != 4 || st.Total != 4 || st.Bytes == 0 {
+		t.Errorf("Status after a collection = %+v", st)
 	}
 	for _, d := range []string{inUse.Digest, keyed.Digest, fresh.Digest} {
 		if _, err := blobs.Stat(t.Context(), d); err != nil {

@@ -47,6 +47,7 @@ type FS struct {
 	// locks hold off writers of a digest while a sweep decides on it
 	// (see blob.Sweeper), striped by the digest's first byte.
 	locks [256]sync.Mutex
+	usage usage
 }
 
 var (
@@ -250,6 +251,7 @@ func (s *FS) place(src, hx string, n int64) (moved bool, err error) {
 	if err := os.Rename(src, final); err != nil {
 		return false, fmt.Errorf("blob/fs: %w", err)
 	}
+	s.usage.add(1, n)
 	if err := syncDir(shard); err != nil {
 		return true, fmt.Errorf("blob/fs: %w", err)
 	}
@@ -318,9 +320,14 @@ func (s *FS) Delete(ctx context.Context, digest string) error {
 	if err != nil {
 		return err
 	}
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return notFound(err, digest)
+	}
 	if err := os.Remove(p); err != nil {
 		return notFound(err, digest)
 	}
+	s.usage.add(-1, -fi.Size())
 	// Without this a crash could resurrect the blob.
 	if err := syncDir(filepath.Dir(p)); err != nil {
 		return fmt.Errorf("blob/fs: %w", err)

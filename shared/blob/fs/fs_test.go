@@ -252,3 +252,44 @@ func TestSweeper(t *testing.T) {
 		return s
 	})
 }
+
+// TestUsage: the blob count and bytes a walk counted are kept up by
+// puts (a blob stored twice counts once), deletes and sweeps.
+func TestUsage(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	s := newFS(t, dir)
+	a, _ := s.Put(ctx, strings.NewReader("aaaa"), blob.PutOptions{})
+	if _, _, ok := s.Usage(); ok {
+		t.Fatal("Usage is known before any walk")
+	}
+	s = newFS(t, dir) // a restart: counted by a walk
+	if err := s.Count(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check := func(what string, blobs, bytes int64) {
+		t.Helper()
+		if n, b, ok := s.Usage(); !ok || n != blobs || b != bytes {
+			t.Errorf("%s: Usage = %d blobs, %d bytes (%v), want %d, %d", what, n, b, ok, blobs, bytes)
+		}
+	}
+	check("counted", 1, 4)
+	if _, err := s.Put(ctx, strings.NewReader("bbbbbb"), blob.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Put(ctx, strings.NewReader("aaaa"), blob.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	check("after puts", 2, 10)
+	if err := s.Delete(ctx, a.Digest); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete(ctx, a.Digest); !errors.Is(err, blob.ErrNotFound) {
+		t.Fatalf("second Delete: %v", err)
+	}
+	check("after a delete", 1, 6)
+	if _, err := s.Sweep(ctx, time.Now().Add(time.Hour), func(string) (bool, error) { return true, nil }); err != nil {
+		t.Fatal(err)
+	}
+	check("after a sweep", 0, 0)
+}

@@ -49,20 +49,26 @@ func (s *FS) Keep(ctx context.Context, digest string) error {
 // Sweep implements blob.Sweeper.
 func (s *FS) Sweep(ctx context.Context, cutoff time.Time, unused func(digest string) (bool, error)) (blob.SweepResult, error) {
 	var res blob.SweepResult
+	var kept, keptBytes int64
 	err := s.walk(ctx, func(digest, path string, fi fs.FileInfo) error {
 		res.Scanned++
+		defer blob.TraceScanned(ctx, fi.Size())
 		if !fi.ModTime().Before(cutoff) {
+			kept, keptBytes = kept+1, keptBytes+fi.Size()
 			return nil
 		}
 		n, removed, err := s.sweepBlob(digest, path, cutoff, unused)
 		if removed {
 			res.Removed.Add(n)
+		} else if err == nil {
+			kept, keptBytes = kept+1, keptBytes+fi.Size()
 		}
 		return err
 	})
 	if err != nil {
 		return res, err
 	}
+	s.usage.set(kept, keptBytes)
 	// Temp files carry the kernel's times, not the store's clock: the
 	// same grace, measured on the wall clock.
 	res.Temp, err = s.sweepTemp(ctx, time.Now().Add(cutoff.Sub(s.now())))
@@ -91,6 +97,7 @@ func (s *FS) sweepBlob(digest, path string, cutoff time.Time, unused func(string
 	if err := os.Remove(path); err != nil {
 		return 0, false, fmt.Errorf("blob/fs: %w", err)
 	}
+	s.usage.add(-1, -fi.Size())
 	if err := syncDir(filepath.Dir(path)); err != nil {
 		return fi.Size(), true, fmt.Errorf("blob/fs: %w", err)
 	}

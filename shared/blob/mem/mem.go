@@ -183,8 +183,9 @@ func (s *Store) stored(ctx context.Context, digest string, fn func()) error {
 // which holds off every writer meanwhile.
 func (s *Store) Sweep(ctx context.Context, cutoff time.Time, unused func(digest string) (bool, error)) (blob.SweepResult, error) {
 	var res blob.SweepResult
-	err := s.Walk(ctx, func(digest string, _ int64) error {
+	err := s.Walk(ctx, func(digest string, size int64) error {
 		res.Scanned++
+		defer blob.TraceScanned(ctx, size)
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		data, ok := s.blobs[digest]
