@@ -10,8 +10,11 @@ endif
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X github.com/depot-registry/depot/shared/version.Version=$(VERSION)
 FUZZTIME ?= 20s
+# make image: the container image, tagged with the version built into it.
+DOCKER  ?= docker
+IMAGE   ?= depot
 
-.PHONY: build install run test test-short lint fuzz bench bench-cluster clean
+.PHONY: build install run image test test-short lint fuzz bench bench-cluster clean
 
 build: ## build the depot binary (into ./bin)
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/depot
@@ -24,6 +27,10 @@ install: build ## copy the binary to $(INSTALLDIR) (where go install puts binari
 
 run: build ## run a single-node origin with its data in ./data
 	$(BIN) origin --data-dir ./data
+
+image: ## build the container image $(IMAGE):$(VERSION) (deploy/Dockerfile; needs BuildKit)
+	$(DOCKER) build -f deploy/Dockerfile --build-arg VERSION=$(VERSION) -t $(IMAGE):$(VERSION) .
+	@echo "built $(IMAGE):$(VERSION)"
 
 test: lint ## run every test (CI runs this)
 	$(GO) test -race -count=1 -timeout 30m ./...
