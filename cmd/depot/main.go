@@ -1,5 +1,5 @@
 // Command depot is the Depot artifact registry: one binary whose
-// subcommands run an origin (and, later, an edge) node.
+// subcommands run an origin or an edge node, and administer them.
 package main
 
 import (
@@ -48,8 +48,10 @@ key on standard output, so it can go straight into a secret store:
 
   export DEPOT_CLUSTER_KEY=$(depot keygen)
 
-Give every origin of one cluster the same key, and nothing else: it
-proves a peer on the raft and gossip ports.
+Give every origin of one cluster the same key, and nothing else (edges
+never hold it): origins prove it to each other on the raft port, which
+carries raft and their RPC (forwarded writes, blob copies), and their
+gossip is encrypted and authenticated with a key derived from it.
 `
 
 func main() {
