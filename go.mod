@@ -18,6 +18,7 @@ require (
 	golang.org/x/crypto v0.58.0
 	golang.org/x/mod v0.39.0
 	golang.org/x/sync v0.22.0
+	golang.org/x/term v0.47.0
 )
 
 require (

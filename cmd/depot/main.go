@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/depot-registry/depot/cluster/peerauth"
+	"github.com/depot-registry/depot/cmd/depot/cli"
 	"github.com/depot-registry/depot/edge"
 	"github.com/depot-registry/depot/origin"
 	"github.com/depot-registry/depot/shared/config"
@@ -36,9 +37,24 @@ Usage:
   depot version          print the version
   depot help [command]   show help
 
+Scripting an origin over its REST API (from any machine):
+  depot login [--url URL] [--username NAME] [--password-stdin]
+                         sign in; the URL, username and an API token (never the password)
+                         are kept in the user's config
+  depot logout           revoke that token and forget it
+  depot repo list|show|create|delete          repositories
+  depot user list|create|delete               users (administrators)
+  depot token list|create|delete              your API tokens
+  depot edge list|show|create|delete|assign|unassign
+                                              edge nodes (administrators)
+  depot webhook list|create|delete            webhooks (administrators)
+                         every one takes --output table|json, and --url / --token
+                         (DEPOT_URL, DEPOT_TOKEN) instead of the stored sign-in
+
 Run 'depot help origin' for the origin's flags and environment variables,
 'depot help edge' for the edge's,
-'depot help admin' for the administration commands.
+'depot help admin' for the administration commands,
+'depot help repo' (user, token, webhook, login...) for a scripting command's.
 `
 
 const keygenUsage = `Usage: depot keygen
@@ -67,7 +83,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "origin":
 		return runOrigin(args[1:], stdout, stderr)
 	case "edge":
+		if len(args) > 1 && cli.IsEdgeCommand(args[1]) {
+			return cli.Run(args, cli.IO{Out: stdout, Err: stderr})
+		}
 		return runEdge(args[1:], stdout, stderr)
+	case "login", "logout", "repo", "user", "token", "webhook":
+		return cli.Run(args, cli.IO{Out: stdout, Err: stderr})
 	case "keygen":
 		if len(args) == 2 && (args[1] == "-h" || args[1] == "--help") {
 			fmt.Fprint(stdout, keygenUsage)
@@ -100,7 +121,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		switch args[1] {
 		case "origin", "edge", "admin", "cluster":
 			return run([]string{args[1], "--help"}, stdout, stderr)
-		case "keygen", "version":
+		case "keygen", "version", "login", "logout", "repo", "user", "token", "webhook":
 			return run([]string{args[1], "--help"}, stdout, stderr)
 		case "help":
 			fmt.Fprint(stdout, usage)
@@ -123,11 +144,17 @@ func runOrigin(args []string, stdout, stderr io.Writer) int {
 
 func runEdge(args []string, stdout, stderr io.Writer) int {
 	cfg := edge.DefaultConfig()
-	return runNode(nodeKind{name: "edge", about: "Runs an edge node registered on the origins (POST /api/v1/edge-nodes).", bind: cfg.Bind,
+	return runNode(nodeKind{name: "edge", about: edgeAbout, bind: cfg.Bind,
 		settings: func() (string, string, string) { return cfg.LogFormat, cfg.LogLevel, cfg.Listen },
 		start:    func(_ context.Context, log *slog.Logger) (node, error) { return edge.New(cfg, log, stderr) },
 	}, args, stdout, stderr)
 }
+
+const edgeAbout = `Runs an edge node registered on the origins (POST /api/v1/edge-nodes).
+
+The registered nodes are managed from any machine with
+depot edge list|show|create|delete|assign|unassign: run 'depot edge help'.
+`
 
 // node is a running origin or edge.
 type node interface {
