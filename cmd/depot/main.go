@@ -29,7 +29,8 @@ Usage:
   depot edge [flags]     run an edge node near the clients: it serves the formats' reads of the
                          repositories assigned to it from a replica and a blob cache, also while
                          every origin is down, and forwards the rest to an origin
-  depot keygen           print a new cluster key for DEPOT_CLUSTER_KEY (share it among the origins only)
+  depot keygen           print a new cluster key for DEPOT_CLUSTER_KEY
+                         (share it among the origins only)
   depot cluster remove-peer [--origin URL] [--token T] <node-id>
                          take a dead origin out of the cluster for good
   depot admin reset-password [--data-dir DIR] [--username admin]

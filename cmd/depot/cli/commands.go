@@ -192,7 +192,7 @@ var tokenGroup = &group{name: "token", summary: "list, create and delete your AP
 			about: "Creates an API token for the caller. Scopes: \"admin\" (everything; administrators only),\n" +
 				"\"repository:<read|write|delete|admin>\" (every repository) or\n" +
 				"\"repository:<action>:<repository>\" (one). The token is printed this once: keep it now.\n\n" +
-				"  depot token create ci-upload --scopes repository:write:js --expires 2160h --output json | jq -r .token",
+				"  depot token create ci --scopes repository:write:js --expires 2160h --output json | jq -r .token",
 			setup: func(set *config.Set) func(*session, []string) error {
 				var scopes string
 				var expires time.Duration
