@@ -52,14 +52,23 @@ func printItem[T any](w io.Writer, output string, v view[T], it Item[T]) error {
 		lines = v.detail(it.Value)
 	} else {
 		for i, cell := range v.row(it.Value) {
-			lines = append(lines, [2]string{v.columns[i], cell})
+			lines = append(lines, [2]string{label(v.columns[i]), cell})
 		}
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, l := range lines {
-		fmt.Fprintf(tw, "%s:\t%s\n", strings.ToLower(l[0][:1])+l[0][1:], clean([]string{l[1]})[0])
+		fmt.Fprintf(tw, "%s:\t%s\n", l[0], clean([]string{l[1]})[0])
 	}
 	return tw.Flush()
+}
+
+// label is a column's title as a field's: "EVENTS" is "Events"; ID and
+// URL stay.
+func label(column string) string {
+	if column == "ID" || column == "URL" {
+		return column
+	}
+	return column[:1] + strings.ToLower(column[1:])
 }
 
 func printJSON(w io.Writer, v any) error {
