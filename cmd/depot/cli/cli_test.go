@@ -128,7 +128,7 @@ func TestCLI(t *testing.T) {
 	t.Run("repo", func(t *testing.T) {
 		admin := &user{t: t, env: admin.env}
 		out := admin.run("", "repo", "create", "files", "--format", "generic", "--description", "build outputs", "--public").ok()
-		if !strings.Contains(out, "name:") || !strings.Contains(out, "files") || !strings.Contains(out, "build outputs") {
+		if !strings.Contains(out, "Name:") || !strings.Contains(out, "files") || !strings.Contains(out, "build outputs") {
 			t.Errorf("create printed %q", out)
 		}
 		// The server's validation, shown as it is, and a failure.
