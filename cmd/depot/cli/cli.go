@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"slices"
 	"strings"
 	"time"
@@ -199,9 +198,7 @@ func runCommand(name string, c *command, args []string, stdio IO) int {
 		fmt.Fprintf(stdio.Err, "%s: --output %q: want table or json\n", name, g.output)
 		return exitUsage
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	s := &session{ctx: ctx, io: stdio, name: name, output: g.output, cfgPath: g.config}
+	s := &session{ctx: context.Background(), io: stdio, name: name, output: g.output, cfgPath: g.config}
 	if err := s.connect(g, c.local); err != nil {
 		return s.report(err)
 	}

@@ -399,3 +399,34 @@ func must[T any](v T, err error) T {
 	}
 	return v
 }
+
+// TestCLITLS: an origin whose certificate the system does not trust is
+// refused, and reached with its CA given by --ca-file (DEPOT_CA_FILE).
+func TestCLITLS(t *testing.T) {
+	e := origintest.Start(t, origintest.Options{TLS: true})
+	u := newUser(t)
+	u.run(origintest.AdminPassword+"\n", "login", "--url", e.URL, "--username", "admin", "--password-stdin").
+		fails(1, "certificate")
+	u.env["DEPOT_CA_FILE"] = e.CertFile
+	u.run(origintest.AdminPassword+"\n", "login", "--url", e.URL, "--username", "admin", "--password-stdin").ok()
+	u.run("", "user", "list").ok()
+	u.run("", "user", "list", "--ca-file", filepath.Join(t.TempDir(), "missing.pem")).fails(2, "--ca-file")
+}
+
+func TestParseBaseURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://depot.example.com":             "https://depot.example.com",
+		"https://depot.example.com/":            "https://depot.example.com",
+		"https://depot.example.com/api/v1/":     "https://depot.example.com",
+		"http://127.0.0.1:8080/registry/api/v1": "http://127.0.0.1:8080/registry",
+		"depot.example.com":                     "",
+		"ftp://depot.example.com":               "",
+		"https://admin:pw@depot.example.com":    "",
+		"https://depot.example.com/?x=1":        "",
+	} {
+		got, err := ParseBaseURL(in)
+		if got != want || (err == nil) != (want != "") {
+			t.Errorf("ParseBaseURL(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+}

@@ -201,7 +201,7 @@ var tokenGroup = &group{name: "token", summary: "list, create and delete your AP
 				return func(s *session, args []string) error {
 					in := NewToken{Name: args[0]}
 					if scopes != "" {
-						in.Scopes = strings.Split(scopes, ",")
+						in.Scopes = splitList(scopes)
 					}
 					if expires > 0 {
 						at := time.Now().Add(expires).UTC()
@@ -434,7 +434,7 @@ var webhookGroup = &group{name: "webhook", summary: "list, create and delete web
 				return func(s *session, args []string) error {
 					in := NewWebhook{URL: args[0], Description: description, Secret: secret}
 					if events != "" {
-						in.Events = strings.Split(events, ",")
+						in.Events = splitList(events)
 					}
 					if inactive {
 						off := false
@@ -504,4 +504,13 @@ func (s *session) newPassword(stdin bool) (string, error) {
 		return "", usageError("the two passwords differ")
 	}
 	return pw, nil
+}
+
+// splitList splits a comma-separated flag, spaces around items dropped.
+func splitList(v string) []string {
+	items := strings.Split(v, ",")
+	for i := range items {
+		items[i] = strings.TrimSpace(items[i])
+	}
+	return items
 }

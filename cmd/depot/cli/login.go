@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/signal"
 	"strings"
 	"time"
 
@@ -116,9 +117,7 @@ func (s *session) login(username, password string, stdin bool, scopes string, ex
 	var scopeList []string
 	switch {
 	case scopes != "":
-		for _, sc := range strings.Split(scopes, ",") {
-			scopeList = append(scopeList, strings.TrimSpace(sc))
-		}
+		scopeList = splitList(scopes)
 	case me.Value.Role == "admin":
 		scopeList = []string{"admin"}
 	default:
@@ -312,8 +311,26 @@ func (s *session) readSecret(prompt string, fromStdin bool) (string, error) {
 	if !s.terminal() {
 		return "", usageError("no terminal to ask for the password: pipe it in with --password-stdin")
 	}
+	fd := int(s.io.In.(*os.File).Fd())
+	// Ctrl-C at the prompt ends the command, with the terminal's echo
+	// back on (the default handler would leave it off).
+	if state, err := term.GetState(fd); err == nil {
+		interrupt := make(chan os.Signal, 1)
+		signal.Notify(interrupt, os.Interrupt)
+		done := make(chan struct{})
+		defer func() { signal.Stop(interrupt); close(done) }()
+		go func() {
+			select {
+			case <-interrupt:
+				_ = term.Restore(fd, state)
+				fmt.Fprintln(s.io.Err)
+				os.Exit(130)
+			case <-done:
+			}
+		}()
+	}
 	fmt.Fprint(s.io.Err, prompt)
-	b, err := term.ReadPassword(int(s.io.In.(*os.File).Fd()))
+	b, err := term.ReadPassword(fd)
 	fmt.Fprintln(s.io.Err)
 	if err != nil {
 		return "", err
