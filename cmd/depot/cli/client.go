@@ -101,6 +101,13 @@ func newHTTPClient(caFile string, timeout time.Duration) (*http.Client, error) {
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}, nil
 }
 
+// at is c calling another base URL (one stored earlier).
+func (c *Client) at(base string) *Client {
+	d := *c
+	d.base = base
+	return &d
+}
+
 // withToken is c calling with another credential.
 func (c *Client) withToken(token string) *Client {
 	d := *c

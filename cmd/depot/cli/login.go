@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -195,29 +196,22 @@ func (s *session) changeInitialPassword(anon *Client, pair TokenPair, username, 
 }
 
 // revokeReplaced revokes the token a new login replaced: with the new
-// session when it is the same user's (a narrow token cannot revoke
-// itself), else with itself. Failing is only worth a warning.
+// session when it is the same user's at the same URL (a narrow token
+// cannot revoke itself), else with itself, where it was stored for.
+// Failing is only worth a warning, and is not waited for long.
 func (s *session) revokeReplaced(sess *Client, old userConfig, username string) {
+	ctx, cancel := context.WithTimeout(s.ctx, 10*time.Second)
+	defer cancel()
 	var err error
-	switch {
-	case old.URL != s.url:
-		err = s.client.withToken(old.Token).revokeAt(s, old)
-	case strings.EqualFold(old.Username, username):
-		err = sess.RevokeToken(s.ctx, old.TokenID)
-	default:
-		err = s.client.withToken(old.Token).RevokeToken(s.ctx, old.TokenID)
+	if old.URL == s.url && strings.EqualFold(old.Username, username) {
+		err = sess.RevokeToken(ctx, old.TokenID)
+	} else {
+		err = s.client.at(old.URL).withToken(old.Token).RevokeToken(ctx, old.TokenID)
 	}
 	if err != nil && !isStatus(err, http.StatusNotFound) && !isStatus(err, http.StatusUnauthorized) {
 		s.warnf("warning: the token %q that was stored for %s could not be revoked (%v): revoke it with depot token delete",
 			old.TokenName, old.URL, err)
 	}
-}
-
-// revokeAt revokes old's token at the URL it was stored for.
-func (c *Client) revokeAt(s *session, old userConfig) error {
-	d := *c
-	d.base = old.URL
-	return d.RevokeToken(s.ctx, old.TokenID)
 }
 
 func (s *session) logout(stdin bool) error {
@@ -226,8 +220,7 @@ func (s *session) logout(stdin bool) error {
 		fmt.Fprintf(s.io.Out, "Not signed in (no token in %s).\n", s.cfgPath)
 		return nil
 	}
-	c := s.client.withToken(cfg.Token)
-	c.base = cfg.URL
+	c := s.client.at(cfg.URL).withToken(cfg.Token)
 	s.url, s.tokenFrom = cfg.URL, "config"
 	err := c.RevokeToken(s.ctx, cfg.TokenID)
 	note := "revoked"
