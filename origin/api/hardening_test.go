@@ -134,7 +134,8 @@ func TestCrossSiteWritesAreRefused(t *testing.T) {
 }
 
 // TestNarrowTokensCannotManageTheAccount: a token scoped to a repository
-// cannot change its user's email, list or revoke the user's tokens.
+// cannot change its user's email, list or revoke the user's tokens; it
+// may revoke itself.
 func TestNarrowTokensCannotManageTheAccount(t *testing.T) {
 	t.Parallel()
 	e := origintest.Start(t, origintest.Options{})
@@ -145,13 +146,27 @@ func TestNarrowTokensCannotManageTheAccount(t *testing.T) {
 	e.Do("GET", "/api/v1/users/me/tokens", narrow, nil).WantError(403, "FORBIDDEN")
 	e.Do("POST", "/api/v1/users/me/tokens", narrow, map[string]any{"name": "more", "scopes": []string{"repository:admin"}}).WantError(403, "FORBIDDEN")
 	var toks struct {
-		Tokens []struct{ ID string } `json:"tokens"`
+		Tokens []struct {
+			ID     string
+			Scopes []string
+		} `json:"tokens"`
 	}
 	e.Do("GET", "/api/v1/users/me/tokens", u.token, nil).Want(200).JSON(&toks)
+	self := ""
 	for _, tk := range toks.Tokens {
+		if len(tk.Scopes) == 1 && tk.Scopes[0] == "repository:read:x" {
+			self = tk.ID
+			continue
+		}
 		e.Do("DELETE", "/api/v1/users/me/tokens/"+tk.ID, narrow, nil).WantError(403, "FORBIDDEN")
 	}
 	e.Do("GET", "/api/v1/users/me", other, nil).Want(200) // reading the profile is fine
+	// It may give itself up (a tool's logout), and is gone.
+	if self == "" {
+		t.Fatalf("the narrow token is not listed: %+v", toks.Tokens)
+	}
+	e.Do("DELETE", "/api/v1/users/me/tokens/"+self, narrow, nil).Want(204)
+	e.Do("GET", "/api/v1/users/me", narrow, nil).WantError(401, "UNAUTHORIZED")
 	if me := e.Do("GET", "/api/v1/users/me", u.token, nil).Want(200).Map(); me["email"] != "owner@example.com" {
 		t.Fatalf("email changed: %v", me)
 	}

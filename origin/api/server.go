@@ -133,7 +133,8 @@ func (s *Server) routes() {
 	s.handle("DELETE /users/{id}", adminOnly, s.deleteUser)
 	s.handle("POST /users/me/tokens", authenticated|ownAccount, s.createToken)
 	s.handle("GET /users/me/tokens", authenticated|ownAccount, s.listTokens)
-	s.handle("DELETE /users/me/tokens/{id}", authenticated|ownAccount, s.revokeToken)
+	// A token may revoke itself (the use case checks the account rule).
+	s.handle("DELETE /users/me/tokens/{id}", authenticated, s.revokeToken)
 
 	s.handle("GET /groups", authenticated, s.listGroups)
 	s.handle("POST /groups", adminOnly, s.createGroup)

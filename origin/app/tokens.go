@@ -65,5 +65,12 @@ func (a *App) ListTokens(_ context.Context, p *auth.Principal) ([]meta.Token, er
 
 // RevokeToken revokes one of the caller's API tokens.
 func (a *App) RevokeToken(ctx context.Context, p *auth.Principal, id string) (uint64, error) {
+	// Managing tokens needs the account (see auth.Principal.ManagesAccount),
+	// except that any API token may revoke itself: giving up a credential
+	// grants nothing (a signed-in tool's logout).
+	if !p.ManagesAccount() && (p.Via != auth.CredAPIToken || p.TokenID != id) {
+		return 0, apierr.New(apierr.Forbidden, "managing the account needs a login session or password (or an admin-scoped token); "+
+			"this API token acts on repositories only, and may revoke only itself")
+	}
 	return a.commit(ctx, &meta.TokenRevoke{ID: id, UserID: p.UserID})
 }

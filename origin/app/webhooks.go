@@ -35,7 +35,7 @@ type WebhookInput struct {
 
 // checkWebhookHost refuses a webhook URL whose host is an internal
 // address (webhooks.Internal), or a name resolving to one, unless the
-// settings allow them (WEBHOOK_ALLOW_PRIVATE_NETWORKS): every delivery
+// settings allow them (DEPOT_WEBHOOK_ALLOW_PRIVATE_NETWORKS): every delivery
 // to it would be refused. A name that does not resolve now is let be (a
 // receiver may come later; each delivery checks the address it dials).
 func (a *App) checkWebhookHost(ctx context.Context, in *WebhookInput) error {
@@ -64,7 +64,7 @@ func (a *App) checkWebhookHost(ctx context.Context, in *WebhookInput) error {
 	for _, ip := range addrs {
 		if webhooks.Internal(ip) {
 			return apierr.Invalid("url", "url %s reaches an internal address (%s): webhooks are delivered there only when the origins run with "+
-				"--webhook-allow-private-networks (WEBHOOK_ALLOW_PRIVATE_NETWORKS=true)", host, ip)
+				"--webhook-allow-private-networks (DEPOT_WEBHOOK_ALLOW_PRIVATE_NETWORKS=true)", host, ip)
 		}
 	}
 	return nil

@@ -333,10 +333,9 @@ func TestCLI(t *testing.T) {
 		bob.run("bob-pw-Secret1\n", "login", "--url", e.URL, "--username", "bob", "--password-stdin").ok()
 		c := jsonOf[userConfig](t, string(must(os.ReadFile(bob.env["DEPOT_CONFIG"]))))
 		bob.run("", "user", "list").fails(1, "FORBIDDEN")
-		// Its token may not revoke itself: logout signs in to do it.
-		bob.run("", "logout").fails(2, "--password-stdin")
+		// Its token may not manage the account, but may revoke itself.
 		e.Do("GET", "/api/v1/repositories", c.Token, nil).Want(200)
-		bob.run("bob-pw-Secret1\n", "logout", "--password-stdin").ok()
+		bob.run("", "logout").ok()
 		e.Do("GET", "/api/v1/repositories", c.Token, nil).Want(401)
 	})
 }

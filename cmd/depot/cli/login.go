@@ -59,14 +59,10 @@ edge nodes and webhooks) and "repository:admin" for other users, unless
 var logoutCmd = &command{
 	name: "logout", maxArgs: 0, local: true,
 	summary: "revoke the stored API token and forget it",
-	about: `Revokes the API token depot login stored and removes it from the config file (the
-URL and username stay, for the next depot login). A token without the
-"admin" scope cannot revoke itself: then the password is asked (terminal, or
---password-stdin) to revoke it with a session.`,
-	setup: func(set *config.Set) func(*session, []string) error {
-		var stdin bool
-		set.Bool(&stdin, "password-stdin", "", "read the password from standard input, when one is needed")
-		return func(s *session, _ []string) error { return s.logout(stdin) }
+	about: `Revokes the API token depot login stored (with the token itself) and removes it from
+the config file (the URL and username stay, for the next depot login).`,
+	setup: func(*config.Set) func(*session, []string) error {
+		return func(s *session, _ []string) error { return s.logout() }
 	},
 }
 
@@ -214,7 +210,7 @@ func (s *session) revokeReplaced(sess *Client, old userConfig, username string) 
 	}
 }
 
-func (s *session) logout(stdin bool) error {
+func (s *session) logout() error {
 	cfg := s.cfg
 	if cfg.Token == "" {
 		fmt.Fprintf(s.io.Out, "Not signed in (no token in %s).\n", s.cfgPath)
@@ -228,12 +224,6 @@ func (s *session) logout(stdin bool) error {
 	case err == nil:
 	case isStatus(err, http.StatusUnauthorized), isStatus(err, http.StatusNotFound):
 		note = "already refused by the server"
-	case isStatus(err, http.StatusForbidden):
-		// A token narrowed to repositories may not manage the account:
-		// a session of its user may.
-		if err := s.revokeWithPassword(c, cfg, stdin); err != nil {
-			return err
-		}
 	default:
 		return fmt.Errorf("the token could not be revoked, so it is kept in %s: %w", s.cfgPath, err)
 	}
@@ -242,27 +232,6 @@ func (s *session) logout(stdin bool) error {
 		return fmt.Errorf("cannot write %s: %w", s.cfgPath, err)
 	}
 	fmt.Fprintf(s.io.Out, "Signed out of %s: API token %q %s and removed from %s.\n", s.url, s.cfg.TokenName, note, s.cfgPath)
-	return nil
-}
-
-func (s *session) revokeWithPassword(c *Client, cfg userConfig, stdin bool) error {
-	if !stdin && !s.terminal() {
-		return usageError(fmt.Sprintf("the stored token may not revoke itself (it has no admin scope): run depot logout "+
-			"on a terminal or with --password-stdin, to sign in as %s and revoke it", cfg.Username))
-	}
-	pw, err := s.readSecret("Password for "+cfg.Username+": ", stdin)
-	if err != nil {
-		return err
-	}
-	pair, err := c.withToken("").Login(s.ctx, cfg.Username, pw)
-	if err != nil {
-		return signInRefused(s, cfg.Username, err)
-	}
-	sess := c.withToken(pair.AccessToken)
-	defer func() { _ = sess.Logout(s.ctx) }()
-	if err := sess.RevokeToken(s.ctx, cfg.TokenID); err != nil && !isStatus(err, http.StatusNotFound) {
-		return err
-	}
 	return nil
 }
 

@@ -35,7 +35,7 @@ type Config struct {
 	// (WEBHOOK_RATE_LIMIT).
 	RateLimit int
 	// AllowPrivate lets deliveries reach private, loopback and link-local
-	// addresses (WEBHOOK_ALLOW_PRIVATE_NETWORKS).
+	// addresses (DEPOT_WEBHOOK_ALLOW_PRIVATE_NETWORKS).
 	AllowPrivate bool
 	// GiveUp: a delivery not made this long after its event is failed.
 	GiveUp time.Duration

@@ -96,7 +96,7 @@ type Sender struct {
 	// Timeout bounds an attempt (WEBHOOK_TIMEOUT_SECONDS; 30 s when 0).
 	Timeout time.Duration
 	// AllowPrivate lets deliveries reach private, loopback and
-	// link-local addresses (WEBHOOK_ALLOW_PRIVATE_NETWORKS).
+	// link-local addresses (DEPOT_WEBHOOK_ALLOW_PRIVATE_NETWORKS).
 	AllowPrivate bool
 	client       *http.Client
 }
