@@ -306,6 +306,9 @@ func (o *Origin) serve(context.Context) error {
 	// Keyed by every repository format served: the API refuses
 	// repositories of a format no handler serves.
 	byName := format.ByRepoFormat(formats)
+	for name := range byName {
+		m.Uploads.WithLabelValues(name) // each served format's count starts at 0
+	}
 	application := &app.App{
 		Store: o.store, Commit: o.commit, Blobs: o.blobs, Authn: authn, Hasher: authn.Hasher,
 		Formats: byName, Env: env, Writer: writer, Now: now, NewID: auth.NewID,

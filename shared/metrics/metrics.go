@@ -20,7 +20,7 @@ type Metrics struct {
 	HTTP     HTTP
 	Uploads  *prometheus.CounterVec
 	// AuthFailures counts failed credential checks by reason
-	// (bad_credentials, throttled, busy).
+	// (bad_credentials, throttled, busy, unverifiable).
 	AuthFailures *prometheus.CounterVec
 	GC           GC
 	Events       Events
@@ -133,5 +133,16 @@ func New() *Metrics {
 		m.GC.Runs, m.GC.Removed, m.GC.RemovedBytes, m.GC.Duration, m.GC.LastSuccess,
 		m.Events.Dropped, m.Events.Attempts, m.Events.Pending, m.Raft.Apply, m.Raft.LeaderChanges, m.Raft.Snapshot,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// Every known label value starts at 0, so a series exists (and rate()
+	// and alerts on it work) before its first event.
+	for vec, values := range map[*prometheus.CounterVec][]string{
+		m.AuthFailures: {"bad_credentials", "throttled", "busy", "unverifiable"},
+		m.GC.Runs:      {"ok", "error"}, m.GC.Removed: {"blob", "upload", "temp"}, m.GC.RemovedBytes: {"blob", "upload", "temp"},
+		m.Events.Dropped: {"queue_full", "expired", "trimmed"}, m.Events.Attempts: {"success", "failure"},
+	} {
+		for _, v := range values {
+			vec.WithLabelValues(v)
+		}
+	}
 	return m
 }
