@@ -277,6 +277,12 @@ func isWrite(method string) bool {
 }
 
 func demoExempt(r *http.Request, p *auth.Principal) bool {
+	if p != nil && p.EdgeID != "" {
+		// An edge node's own protocol (heartbeats, its download counts,
+		// sign-in checks): the node serves the demo's reads; writes it
+		// forwards carry their user and are refused as theirs.
+		return true
+	}
 	switch strings.TrimPrefix(r.URL.Path, Prefix) {
 	case "/auth/login", "/auth/refresh", "/auth/logout":
 		return true

@@ -170,6 +170,8 @@ func TestDemoMode(t *testing.T) {
 	seed := origintest.Start(t, origintest.Options{Config: func(c *origin.Config) { c.DataDir = dir }})
 	repoID := seed.CreateRepo("demo", "generic", true)
 	a := put(seed, seed.Admin, "demo/p/1.0/f.txt", "demo bytes")
+	var node struct{ ID, Token string }
+	seed.Do("POST", "/api/v1/edge-nodes", seed.Admin, map[string]string{"name": "near", "url": "http://127.0.0.1:1"}).Want(201).JSON(&node)
 	seed.Server.Close()
 	seed.Origin.Close()
 
@@ -219,6 +221,12 @@ func TestDemoMode(t *testing.T) {
 		if *l.Total != 1 || l.Repositories[0].Description != "" || l.Repositories[0].ArtifactCount != 1 {
 			t.Fatalf("a demo write changed something: %+v", l.Repositories)
 		}
+	})
+
+	t.Run("edge nodes report", func(t *testing.T) {
+		e := e.For(t)
+		e.Do("POST", "/api/v1/edge-nodes/"+node.ID+"/heartbeat", "Bearer "+node.Token,
+			map[string]any{"applied_index": 1, "version": "test"}).Want(200)
 	})
 
 	t.Run("sessions work", func(t *testing.T) {
