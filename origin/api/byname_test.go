@@ -64,3 +64,36 @@ func TestRepositoryByName(t *testing.T) {
 	e.Do("DELETE", "/api/v1/repositories/files", e.Admin, nil).Want(204)
 	e.Do("GET", "/api/v1/repositories/"+repo.ID, e.Admin, nil).WantError(404, "NOT_FOUND")
 }
+
+// TestUsersAndGroupsByName: a permission and a group's members take a
+// username and a group name where they take ids; the ids are stored.
+func TestUsersAndGroupsByName(t *testing.T) {
+	e := origintest.Start(t, origintest.Options{})
+	e.CreateRepo("files", "generic", false)
+	u := newUser(e, "carol", "user")
+	var perm struct {
+		UserID  string `json:"user_id"`
+		GroupID string `json:"group_id"`
+	}
+	e.Do("POST", "/api/v1/permissions", e.Admin, map[string]any{"repository_id": "files", "user_id": "Carol", "permissions": []string{"read"}}).
+		Want(201).JSON(&perm)
+	if perm.UserID != u.id {
+		t.Fatalf("a permission for a username stored user_id %q, want %q", perm.UserID, u.id)
+	}
+	var g struct {
+		ID      string
+		Members []string
+	}
+	e.Do("POST", "/api/v1/groups", e.Admin, map[string]any{"name": "devs"}).Want(201).JSON(&g)
+	e.Do("POST", "/api/v1/groups/devs/members", e.Admin, map[string]any{"user_ids": []string{"carol"}}).Want(200).JSON(&g)
+	if len(g.Members) != 1 || g.Members[0] != u.id {
+		t.Fatalf("members by name: %v, want [%s]", g.Members, u.id)
+	}
+	e.Do("POST", "/api/v1/permissions", e.Admin, map[string]any{"repository_id": "files", "group_id": "devs", "permissions": []string{"write"}}).
+		Want(201).JSON(&perm)
+	if perm.GroupID != g.ID {
+		t.Fatalf("a permission for a group name stored group_id %q, want %q", perm.GroupID, g.ID)
+	}
+	e.Do("POST", "/api/v1/permissions", e.Admin, map[string]any{"repository_id": "files", "user_id": "nobody", "permissions": []string{"read"}}).
+		WantError(400, "VALIDATION_FAILED")
+}

@@ -60,21 +60,26 @@ func (a *App) AddGroupMembers(ctx context.Context, p *auth.Principal, id string,
 	if len(userIDs) == 0 || len(userIDs) > 1000 {
 		return nil, 0, apierr.Invalid("user_ids", "user_ids must list 1 to 1000 user ids")
 	}
+	ids := make([]string, 0, len(userIDs))
 	err := a.view(func(tx *meta.Tx) error {
-		if _, err := tx.Group(id); err != nil {
+		g, err := tx.GroupByRef(id)
+		if err != nil {
 			return err
 		}
-		for _, u := range userIDs {
-			if _, err := tx.User(u); err != nil {
-				return apierr.Invalid("user_ids", "no user with id %q", u)
+		id = g.ID
+		for _, ref := range userIDs {
+			u, err := tx.UserByRef(ref)
+			if err != nil {
+				return apierr.Invalid("user_ids", "no user with id or username %q", ref)
 			}
+			ids = append(ids, u.ID)
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, 0, err
 	}
-	idx, err := a.commit(ctx, &meta.GroupAddMembers{GroupID: id, UserIDs: userIDs})
+	idx, err := a.commit(ctx, &meta.GroupAddMembers{GroupID: id, UserIDs: ids})
 	if err != nil {
 		return nil, idx, err
 	}

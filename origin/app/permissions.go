@@ -87,11 +87,17 @@ func (a *App) CreatePermission(ctx context.Context, p *auth.Principal, in NewPer
 			return nil, err
 		}
 		if in.UserID != "" {
-			if _, err := tx.User(in.UserID); err != nil {
-				return nil, apierr.Invalid("user_id", "no user with id %q", in.UserID)
+			u, err := tx.UserByRef(in.UserID)
+			if err != nil {
+				return nil, apierr.Invalid("user_id", "no user with id or username %q", in.UserID)
 			}
-		} else if _, err := tx.Group(in.GroupID); err != nil {
-			return nil, apierr.Invalid("group_id", "no group with id %q", in.GroupID)
+			perm.UserID = u.ID
+		} else {
+			g, err := tx.GroupByRef(in.GroupID)
+			if err != nil {
+				return nil, apierr.Invalid("group_id", "no group with id or name %q", in.GroupID)
+			}
+			perm.GroupID = g.ID
 		}
 		return &meta.PermissionCreate{Permission: perm}, nil
 	})

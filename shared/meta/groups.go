@@ -1,6 +1,7 @@
 package meta
 
 import (
+	"errors"
 	"sort"
 	"time"
 )
@@ -125,6 +126,18 @@ func indexGroup(tx *Tx, id string, before, after []byte) error {
 
 // Group returns a group by id.
 func (tx *Tx) Group(id string) (*Group, error) { return getRec[Group](tx, KindGroup, id, "group") }
+
+// GroupByRef reads a group by id or, failing that, by name (names are
+// unique), as the API takes either.
+func (tx *Tx) GroupByRef(ref string) (*Group, error) {
+	g, err := tx.Group(ref)
+	if errors.Is(err, ErrNotFound) {
+		if id, _ := tx.lookup(SpaceGroupNames, lower(ref)); id != nil {
+			return tx.Group(string(id))
+		}
+	}
+	return g, err
+}
 
 // Groups lists all groups ordered by name.
 func (tx *Tx) Groups() ([]Group, error) { return byName(tx, SpaceGroupNames, tx.Group) }

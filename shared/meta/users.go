@@ -1,6 +1,7 @@
 package meta
 
 import (
+	"errors"
 	"strings"
 	"time"
 )
@@ -218,6 +219,18 @@ func indexUser(tx *Tx, id string, before, after []byte) error {
 
 // User returns a user by id.
 func (tx *Tx) User(id string) (*User, error) { return getRec[User](tx, KindUser, id, "user") }
+
+// UserByRef reads a user by id or, failing that, by username (usernames
+// are unique), as the API takes either.
+func (tx *Tx) UserByRef(ref string) (*User, error) {
+	u, err := tx.User(ref)
+	if errors.Is(err, ErrNotFound) {
+		if byName, nerr := tx.UserByName(ref); nerr == nil {
+			return byName, nil
+		}
+	}
+	return u, err
+}
 
 // UserByName returns a user by username, case-insensitively.
 func (tx *Tx) UserByName(name string) (*User, error) {

@@ -270,6 +270,11 @@ func (s *session) connect(g globals, local bool) error {
 		return usageError("not signed in: run depot login --url https://<your depot>, or give --url and --token " +
 			"(DEPOT_URL, DEPOT_TOKEN)")
 	}
+	if s.token == "" && !local {
+		// Anonymous callers see public repositories only: say so, or an
+		// empty list after a logout looks like everything is gone.
+		s.warnf("not signed in to %s: answering as an anonymous caller (run depot login to sign in)", s.url)
+	}
 	hc, err := newHTTPClient(g.caFile, g.timeout)
 	if err != nil {
 		return usageError(err.Error())

@@ -307,8 +307,12 @@ func TestCLI(t *testing.T) {
 		}
 		// Signed out: public reads still work, the rest says to sign in.
 		e.CreateRepo("pub", "generic", true)
-		if got := names(t, admin.run("", "repo", "list", "--output", "json").ok(), "name"); strings.Join(got, ",") != "pub" {
+		anon := admin.run("", "repo", "list", "--output", "json")
+		if got := names(t, anon.ok(), "name"); strings.Join(got, ",") != "pub" {
 			t.Errorf("anonymous list: %v", got)
+		}
+		if !strings.Contains(anon.stderr, "anonymous caller") {
+			t.Errorf("an anonymous list does not say so: %q", anon.stderr)
 		}
 		admin.run("", "user", "list").fails(1, "not signed in to "+e.URL)
 		admin.run("", "logout").ok()
