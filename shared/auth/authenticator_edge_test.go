@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/depot-registry/depot/shared/meta"
@@ -23,7 +24,7 @@ func TestEdgeUserKeepsThePasswordVersion(t *testing.T) {
 		t.Fatalf("edge record %+v: version %s, want %s", u, passwordVersion(u.PasswordHash), passwordVersion(hash))
 	}
 	again := u
-	if EdgeUser(&again) || again != u {
+	if EdgeUser(&again) || !reflect.DeepEqual(again, u) {
 		t.Fatal("EdgeUser is not idempotent")
 	}
 }

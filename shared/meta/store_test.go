@@ -91,6 +91,10 @@ func script() []Command {
 		&EventsCompact{EventsBefore: eventKey(w3+1, 0), Drop: []string{"d1"}, Expire: []string{"d3"}, At: t0.Add(time.Hour)},
 		&RepoDelete{ID: "r2", Actor: &Actor{UserID: "u1", Username: "alice"}, At: t0}, // also unassigns it from e1
 		&UserDelete{ID: "u2"},
+		&UserProvision{User: User{ID: "u3", Username: "carol", Email: "c@x", Role: RoleUser, Source: SourceLDAP},
+			NewGroups: []Group{{ID: "g2", Name: "ops"}}, Groups: []string{"g2", "g1"}, At: t0},
+		&UserProvision{User: User{ID: "u3", Username: "carol", Email: "carol@x", Role: RoleViewer, Source: SourceLDAP},
+			Groups: []string{"g1"}, At: t0.Add(time.Minute)},
 	)
 }
 
@@ -215,8 +219,15 @@ func TestCommandRoundTrip(t *testing.T) {
 			t.Errorf("purged session s2 still there: %v", err)
 		}
 		g, _ := tx.Group("g1")
-		if !reflect.DeepEqual(g.Members, []string{"u1"}) {
-			t.Errorf("group members = %v, want [u1] (u2 deleted)", g.Members)
+		if !reflect.DeepEqual(g.Members, []string{"u1", "u3"}) {
+			t.Errorf("group members = %v, want [u1 u3] (u2 deleted, u3 by its directory)", g.Members)
+		}
+		if ops, err := tx.GroupByRef("ops"); err != nil || len(ops.Members) != 0 {
+			t.Errorf("ops = %+v, %v; want it without members (the directory no longer lists it)", ops, err)
+		}
+		if u, err := tx.UserByName("carol"); err != nil || u.Source != SourceLDAP || u.Email != "carol@x" || u.Role != RoleViewer ||
+			!reflect.DeepEqual(u.DirectoryGroups, []string{"g1"}) {
+			t.Errorf("carol = %+v, %v", u, err)
 		}
 		r, err := tx.Repo("r1")
 		if err != nil || r.ArtifactCount != 1 || r.SizeBytes != 20 || r.Description != "desc" || r.Public || r.Settings["k"] != "v" {
@@ -269,7 +280,7 @@ func TestCommandRoundTrip(t *testing.T) {
 			t.Errorf("packages = %+v", pkgs)
 		}
 		st, _ := tx.Stats()
-		if st != (Stats{Repositories: 1, Artifacts: 1, TotalSizeBytes: 20, Users: 1}) {
+		if st != (Stats{Repositories: 1, Artifacts: 1, TotalSizeBytes: 20, Users: 2}) {
 			t.Errorf("stats = %+v", st)
 		}
 		return nil

@@ -40,15 +40,19 @@ func (r Role) Valid() bool { return r == RoleAdmin || r == RoleUser || r == Role
 
 // User is an account. PasswordHash never leaves the process.
 type User struct {
-	ID                 string    `json:"id"`
-	Username           string    `json:"username"`
-	Email              string    `json:"email"`
-	Role               Role      `json:"role"`
-	PasswordHash       string    `json:"password_hash,omitempty"`
-	MustChangePassword bool      `json:"must_change_password,omitempty"`
-	Source             string    `json:"source,omitempty"` // local (default), ldap, oidc
-	CreatedAt          time.Time `json:"created_at"`
-	UpdatedAt          time.Time `json:"updated_at"`
+	ID                 string `json:"id"`
+	Username           string `json:"username"`
+	Email              string `json:"email"`
+	Role               Role   `json:"role"`
+	PasswordHash       string `json:"password_hash,omitempty"`
+	MustChangePassword bool   `json:"must_change_password,omitempty"`
+	Source             string `json:"source,omitempty"` // local (default), ldap, oidc
+	// DirectoryGroups are the groups a directory made the user a member
+	// of (UserProvision): the ones it takes the user out of when the
+	// directory no longer lists them.
+	DirectoryGroups []string  `json:"directory_groups,omitempty"`
+	CreatedAt       time.Time `json:"created_at"`
+	UpdatedAt       time.Time `json:"updated_at"`
 }
 
 // UserCreate adds a user; the username must be free.
