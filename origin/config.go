@@ -11,6 +11,7 @@ import (
 	"github.com/depot-registry/depot/shared/format"
 
 	"github.com/depot-registry/depot/shared/config"
+	"github.com/depot-registry/depot/shared/meta"
 )
 
 // Config of an origin process. Every field has a flag and/or an
@@ -104,6 +105,8 @@ type Config struct {
 	FastGossip bool
 	// Webhooks configures the event log and webhook deliveries.
 	Webhooks webhooks.Config
+	// LDAP is the directory users sign in with (none without a URL).
+	LDAP LDAPConfig
 	// BlobCopies is how many origins keep each blob (blobs.Copies); 0:
 	// every origin (blobs.Everywhere). Either way a write is acknowledged
 	// once a majority of the blob's holders have it.
@@ -168,6 +171,7 @@ func DefaultConfig() Config {
 		LogFormat:        "text",
 		LogLevel:         "info",
 		Webhooks:         webhooks.Defaults(),
+		LDAP:             LDAPConfig{GroupAttribute: "cn", DefaultRole: string(meta.RoleUser), Timeout: 5 * time.Second, MaxConns: 8},
 	}
 }
 
@@ -200,6 +204,7 @@ func (c *Config) Bind(s *config.Set) {
 	s.Bool(&c.DemoMode, "demo-mode", "DEMO_MODE", "a read-only instance: refuse every write, on the API and on the package paths (403 DEMO_MODE), except login, refresh, logout and a pending initial password change")
 	s.Bool(&c.AuditEnabled, "audit-log", "AUDIT_LOG_ENABLED", "write a JSON audit line per login and per write")
 	s.String(&c.AuditPath, "audit-log-path", "AUDIT_LOG_PATH", "audit log file (default <data-dir>/audit.log)")
+	c.LDAP.bind(s)
 	s.Group("Limits")
 	s.Int(&c.RateLimit, "rate-limit", "RATE_LIMIT_API", "API requests allowed per client per window (0 = unlimited)")
 	s.Int(&c.RateLimitLogin, "rate-limit-login", "RATE_LIMIT_LOGIN", "login attempts allowed per client and username per window")

@@ -39,6 +39,7 @@ import (
 	"github.com/depot-registry/depot/origin/service/webhooks"
 	"github.com/depot-registry/depot/shared/apierr"
 	"github.com/depot-registry/depot/shared/auth"
+	"github.com/depot-registry/depot/shared/auth/ldap"
 	"github.com/depot-registry/depot/shared/blob/fs"
 	"github.com/depot-registry/depot/shared/diskspace"
 	"github.com/depot-registry/depot/shared/format"
@@ -61,6 +62,8 @@ type Origin struct {
 	secret []byte // JWT
 	store  *meta.Store
 	local  *fs.FS // this origin's own blobs, on its disk
+	// directory checks LDAP users' passwords (nil: no directory).
+	directory *ldap.Directory
 	// blobs is local with replication: what every part of the origin
 	// uses (writes reach a quorum, reads fetch what is missing here).
 	blobs  *blobs.Store
@@ -309,11 +312,26 @@ func (o *Origin) serve(context.Context) error {
 	for name := range byName {
 		m.Uploads.WithLabelValues(name) // each served format's count starts at 0
 	}
+	dir, err := cfg.LDAP.directory()
+	if err != nil {
+		return err
+	}
+	policy, err := cfg.LDAP.policy()
+	if err != nil {
+		return err
+	}
 	application := &app.App{
 		Store: o.store, Commit: o.commit, Blobs: o.blobs, Authn: authn, Hasher: authn.Hasher,
 		Formats: byName, Env: env, Writer: writer, Now: now, NewID: auth.NewID,
 		AccessTTL: cfg.AccessTTL, RefreshTTL: cfg.RefreshTTL, UsersCreateRepo: cfg.UsersCreateRepo, RequireHTTPS: cfg.RequireHTTPS,
 		Webhooks: o.webhooks, Downloads: clusterDownloads{o}, EventLog: eventLog{o.events, o.recordDownloads}, GC: o.gc, Cluster: originCluster{o},
+		Directory: policy,
+	}
+	if dir != nil {
+		authn.Directory, authn.Provision = ldapDirectory{dir}, application.ProvisionDirectoryUser
+		o.directory = dir
+		log.Info("directory sign-in on: passwords of users not kept here are checked with LDAP", "url", cfg.LDAP.URL,
+			"base_dn", cfg.LDAP.BaseDN, "start_tls", cfg.LDAP.StartTLS)
 	}
 	apiSrv := api.New(api.Config{
 		DemoMode:  cfg.DemoMode,
@@ -606,6 +624,9 @@ func (o *Origin) close() {
 		o.stopLoop = nil
 	}
 	o.leaveCluster()
+	if o.directory != nil {
+		o.directory.Close()
+	}
 	if o.blobs != nil { // pushes beyond a quorum: repair brings those blobs later
 		o.blobs.Close()
 	}

@@ -65,6 +65,8 @@ type App struct {
 	GC *gc.Collector
 	// Cluster is the origin cluster (nil: a lone origin).
 	Cluster Cluster
+	// Directory is how directory (LDAP) users become Depot users.
+	Directory DirectoryPolicy
 
 	nodes nodeBudgets
 }

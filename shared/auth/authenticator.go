@@ -33,6 +33,27 @@ var ErrUnverifiable = errors.New("auth: no origin can be reached to verify this 
 // not a wrong password, and not counted as a failure.
 var ErrPasswordUnverifiable = errors.New("auth: no origin can be reached to check this password; API tokens keep working")
 
+// ErrDirectoryUnavailable means a password of a directory user (LDAP)
+// could not be checked: the directory did not answer. Not a wrong
+// password, and not counted as a failure.
+var ErrDirectoryUnavailable = errors.New("auth: the directory (LDAP) cannot check this password now; API tokens and local accounts keep working")
+
+// Identity is a user as a directory or an identity provider vouches for
+// it (shared/auth/ldap, shared/auth/oidc).
+type Identity struct {
+	Source   string // meta.SourceLDAP, meta.SourceOIDC
+	Username string
+	Email    string
+	Groups   []string // the directory's names of the user's groups
+}
+
+// PasswordDirectory checks passwords of users a directory keeps. Its
+// errors: ErrBadCredentials (a wrong password, or no such user there) or
+// ErrDirectoryUnavailable.
+type PasswordDirectory interface {
+	Authenticate(ctx context.Context, username, password string) (*Identity, error)
+}
+
 // ErrNotHere means an edge does not hold the user or the token a
 // credential names: edges hold only the users who can act on their
 // repositories (replication/feed), so an origin decides (the request goes
@@ -74,6 +95,12 @@ type Authenticator struct {
 	// credential whose user or token it does not hold is ErrNotHere
 	// rather than a wrong one.
 	Partial bool
+	// Directory checks the passwords of directory users, and of names no
+	// local user has; Provision then creates or updates the local user
+	// from what the directory said (the application layer commits it).
+	// Origins only: an edge asks an origin (RemotePassword).
+	Directory PasswordDirectory
+	Provision func(ctx context.Context, id *Identity) (*meta.User, error)
 
 	memoOnce sync.Once
 	memo     credentialMemos
@@ -156,7 +183,7 @@ func (a *Authenticator) fail(ctx context.Context, f Failure, err error) error {
 		return err // the origin it goes to counts it
 	case errors.Is(err, ErrBusy):
 		f.Reason = "busy"
-	case errors.Is(err, ErrUnverifiable), errors.Is(err, ErrPasswordUnverifiable):
+	case errors.Is(err, ErrUnverifiable), errors.Is(err, ErrPasswordUnverifiable), errors.Is(err, ErrDirectoryUnavailable):
 		f.Reason = "unverifiable"
 	case errors.As(err, new(*ThrottledError)):
 		f.Reason = "throttled"
@@ -256,7 +283,7 @@ func (a *Authenticator) registry(c *Claims, vouched bool) (*Principal, error) {
 			if err != nil {
 				return a.absent(err)
 			}
-			if subtle.ConstantTimeCompare([]byte(passwordVersion(u.PasswordHash)), []byte(c.PwVersion)) != 1 {
+			if subtle.ConstantTimeCompare([]byte(passwordVersion(credMarker(u))), []byte(c.PwVersion)) != 1 {
 				return ErrBadCredentials
 			}
 			p = principalOf(u)
@@ -475,6 +502,9 @@ func (a *Authenticator) password(ctx context.Context, user, pass, remote, scheme
 	if err := a.Guard.Check(ctx, remote, user); err != nil {
 		return nil, a.fail(ctx, f, err)
 	}
+	if a.Directory != nil && a.RemotePassword == nil && (u == nil || u.Source == meta.SourceLDAP) {
+		return a.directoryPassword(ctx, u, pass, f)
+	}
 	hash := dummyHash
 	if u != nil && u.PasswordHash != "" {
 		hash = u.PasswordHash
@@ -504,12 +534,51 @@ func (a *Authenticator) password(ctx context.Context, user, pass, remote, scheme
 	return a.passwordPrincipal(u), nil
 }
 
+// directoryPassword checks the password of a directory user, or of a
+// name no local user has, with the directory (a verdict is cached as a
+// local one is, for Basic credentials), and creates or updates the local
+// user from its answer.
+func (a *Authenticator) directoryPassword(ctx context.Context, u *meta.User, pass string, f Failure) (*Principal, error) {
+	// A sign-in asks the directory every time, so what it says of the
+	// user (groups, role) applies from that session on; a client's Basic
+	// credentials are checked again once the cached verdict expires.
+	if u != nil && f.Scheme != "login" {
+		if h, ok := a.Cache.Get(u.ID + "\x00" + pass); ok && h == credMarker(u) {
+			return a.passwordPrincipal(u), nil
+		}
+	}
+	id, err := a.Directory.Authenticate(ctx, f.Username, pass)
+	if err != nil {
+		if !errors.Is(err, ErrDirectoryUnavailable) {
+			err = ErrBadCredentials
+		}
+		return nil, a.fail(ctx, f, err)
+	}
+	nu, err := a.Provision(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	a.Cache.Put(nu.ID+"\x00"+pass, credMarker(nu))
+	return a.passwordPrincipal(nu), nil
+}
+
+// credMarker is what a cached password verdict is tied to: the password
+// hash of a local user (a change forgets the verdict), a fixed marker of
+// a directory user (whose password changes in the directory: the cache's
+// lifetime bounds how long an old one is taken).
+func credMarker(u *meta.User) string {
+	if u.PasswordHash != "" || u.Source != meta.SourceLDAP {
+		return u.PasswordHash
+	}
+	return "directory:" + u.Source + ":" + u.ID
+}
+
 // remotePassword has an origin check a password (see RemotePassword).
 func (a *Authenticator) remotePassword(ctx context.Context, u *meta.User, user, pass, remote string, f Failure) (*Principal, error) {
 	if u == nil && a.Partial {
 		return nil, a.fail(ctx, f, ErrNotHere)
 	}
-	if u == nil || u.PasswordHash == "" {
+	if u == nil || credMarker(u) == "" {
 		return nil, a.fail(ctx, f, ErrBadCredentials)
 	}
 	ok, err := a.RemotePassword(ctx, user, pass, remote)
@@ -519,13 +588,13 @@ func (a *Authenticator) remotePassword(ctx context.Context, u *meta.User, user, 
 	case !ok:
 		return nil, a.fail(ctx, f, ErrBadCredentials)
 	}
-	a.Cache.Put(u.ID+"\x00"+pass, u.PasswordHash)
+	a.Cache.Put(u.ID+"\x00"+pass, credMarker(u))
 	return a.passwordPrincipal(u), nil
 }
 
 func (a *Authenticator) passwordPrincipal(u *meta.User) *Principal {
 	p := principalOf(u)
-	p.Via, p.pwVersion = CredPassword, passwordVersion(u.PasswordHash)
+	p.Via, p.pwVersion = CredPassword, passwordVersion(credMarker(u))
 	return p
 }
 

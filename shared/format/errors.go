@@ -151,6 +151,8 @@ func Domain(err error) *Error {
 		return Errorf(apierr.Unavailable, "the server is busy verifying passwords; retry shortly").With(apierr.RetryAfter, 1)
 	case errors.Is(err, auth.ErrUnverifiable):
 		return Errorf(apierr.Unavailable, "no origin can be reached to verify this token; retry later, or use an API token, which this node verifies itself").With(apierr.RetryAfter, 5)
+	case errors.Is(err, auth.ErrDirectoryUnavailable):
+		return Errorf(apierr.Unavailable, "the directory (LDAP) cannot check this password now; retry later, or use an API token, which does not need it").With(apierr.RetryAfter, 5)
 	case errors.Is(err, auth.ErrPasswordUnverifiable):
 		return Errorf(apierr.Unavailable, "this edge node cannot check passwords while no origin answers (it holds none); use an API token, which it checks itself, or retry later").With(apierr.RetryAfter, 5)
 	case errors.Is(err, context.DeadlineExceeded):
