@@ -171,7 +171,8 @@ func DefaultConfig() Config {
 		LogFormat:        "text",
 		LogLevel:         "info",
 		Webhooks:         webhooks.Defaults(),
-		LDAP:             LDAPConfig{GroupAttribute: "cn", DefaultRole: string(meta.RoleUser), Timeout: 5 * time.Second, MaxConns: 8},
+		LDAP: LDAPConfig{GroupAttribute: "cn", DefaultRole: string(meta.RoleUser), Timeout: 5 * time.Second, MaxConns: 8,
+			SyncInterval: time.Hour},
 	}
 }
 

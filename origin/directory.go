@@ -23,7 +23,7 @@ type LDAPConfig struct {
 	URL, CAFile, BindDN, BindPassword, BaseDN, UserFilter string
 	GroupBaseDN, GroupFilter, GroupAttribute              string
 	StartTLS                                              bool
-	Timeout                                               time.Duration
+	Timeout, SyncInterval                                 time.Duration
 	MaxConns                                              int
 	// DefaultRole, RoleGroups ("admin=admins,viewer=auditors") and
 	// GroupMap ("directory name=Depot name,...") make directory users
@@ -46,6 +46,7 @@ func (l *LDAPConfig) bind(s *config.Set) {
 	s.String(&l.DefaultRole, "ldap-default-role", "DEPOT_LDAP_DEFAULT_ROLE", "role of a directory user no group gives one: admin, user or viewer")
 	s.String(&l.RoleGroups, "ldap-role-groups", "DEPOT_LDAP_ROLE_GROUPS", "roles the members of directory groups get, e.g. admin=depot-admins,viewer=auditors (the highest wins)")
 	s.String(&l.GroupMap, "ldap-group-map", "DEPOT_LDAP_GROUP_MAP", "Depot group names for directory groups, e.g. cn-devs=developers; other directory groups keep their name")
+	s.Seconds(&l.SyncInterval, "ldap-sync-interval", "LDAP_SYNC_INTERVAL", "seconds between syncs of the directory users (groups, roles; users the directory no longer has are disabled, their sessions and API tokens revoked); 0: none")
 	s.Duration(&l.Timeout, "ldap-timeout", "DEPOT_LDAP_TIMEOUT", "bound on each directory operation and on the wait for a connection")
 	s.Count(&l.MaxConns, "ldap-max-conns", "DEPOT_LDAP_MAX_CONNS", "connections to the directory open at once at most")
 }
@@ -119,4 +120,41 @@ func (l ldapDirectory) Authenticate(ctx context.Context, username, password stri
 		return nil, fmt.Errorf("%w: %v", auth.ErrDirectoryUnavailable, err)
 	}
 	return &auth.Identity{Source: meta.SourceLDAP, Username: id.Username, Email: id.Email, Groups: id.Groups}, nil
+}
+
+// Lookup reads a user for the sync (app.DirectoryLookup).
+func (l ldapDirectory) Lookup(ctx context.Context, username string) (*auth.Identity, error) {
+	id, err := l.d.Lookup(ctx, username)
+	switch {
+	case errors.Is(err, ldap.ErrNotFound):
+		return nil, app.ErrNoDirectoryUser
+	case err != nil:
+		return nil, fmt.Errorf("%w: %v", auth.ErrDirectoryUnavailable, err)
+	}
+	return &auth.Identity{Source: meta.SourceLDAP, Username: id.Username, Email: id.Email, Groups: id.Groups}, nil
+}
+
+// syncDirectory syncs the directory users every SyncInterval while this
+// origin leads (leaderJobs): one sync at a time in the cluster.
+func (o *Origin) syncDirectory(ctx context.Context, a *app.App) {
+	every := o.cfg.LDAP.SyncInterval
+	if o.directory == nil || every <= 0 {
+		return
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		res := a.SyncDirectory(ctx, meta.SourceLDAP, ldapDirectory{o.directory}, o.directorySync)
+		if res.Error != "" && ctx.Err() == nil {
+			o.log.Warn("directory sync failed: no user was disabled after the failure; the next sync tries again",
+				"users", res.Users, "updated", res.Updated, "disabled", res.Disabled, "err", res.Error)
+		} else if res.Updated > 0 || res.Disabled > 0 {
+			o.log.Info("directory sync", "users", res.Users, "updated", res.Updated, "disabled", res.Disabled)
+		}
+	}
 }

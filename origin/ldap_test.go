@@ -1,21 +1,27 @@
 package origin_test
 
 import (
+	"io"
 	"net/http"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/depot-registry/depot/origin"
+	"github.com/depot-registry/depot/origin/clienttest"
 	"github.com/depot-registry/depot/origin/origintest"
 	"github.com/depot-registry/depot/shared/auth/ldap/ldaptest"
 )
 
 // ldapOrigin starts an origin signing users in with the directory of s:
 // members of "admins" are administrators.
-func ldapOrigin(t *testing.T, s *ldaptest.Slapd) *origintest.Env {
+func ldapOrigin(t *testing.T, s *ldaptest.Slapd, more ...func(*origin.Config)) *origintest.Env {
 	t.Helper()
 	return origintest.Start(t, origintest.Options{Config: func(c *origin.Config) {
+		for _, f := range more {
+			f(c)
+		}
 		c.LDAP.URL, c.LDAP.BindDN, c.LDAP.BindPassword = s.URL, ldaptest.ServiceDN, ldaptest.ServicePW
 		c.LDAP.BaseDN, c.LDAP.GroupBaseDN = ldaptest.People, ldaptest.Groups
 		c.LDAP.UserFilter = "(&(objectClass=inetOrgPerson)(uid={username}))"
@@ -109,4 +115,102 @@ func TestLDAPSignIn(t *testing.T) {
 	e.Do("GET", "/api/v1/users/me", "Bearer "+tok.Token, nil).Want(200)
 	s.Restart()
 	bearer(signIn(e, "alice", "alice-pw-1"))
+}
+
+// TestLDAPSync: the leader's sync of directory users, against a real
+// slapd, with an edge in front: a user the directory deleted is disabled
+// (its session and API token stop, at the origin and at the edge), a
+// group the directory takes a user out of is left without a sign-in, a
+// directory that goes down disables no one, and the results are in the
+// API and the metrics.
+func TestLDAPSync(t *testing.T) {
+	s := ldaptest.Start(t, ldaptest.Options{})
+	s.AddUser("bob", "bob-pw-1", "bob@example.org")
+	s.AddUser("carol", "carol-pw-1", "carol@example.org")
+	s.AddGroup("developers", "bob", "carol")
+	e := ldapOrigin(t, s, func(c *origin.Config) { c.LDAP.SyncInterval = 200 * time.Millisecond })
+	clienttest.ThroughEdge(t, e)
+	repo := e.CreateRepo("private", "generic", true)
+	e.Do("PUT", "/generic/private/tool/1.0/tool.txt", e.Admin, "bytes").Want(201)
+
+	bob := bearer(signIn(e, "bob", "bob-pw-1"))
+	var tok struct{ Token string }
+	e.Do("POST", "/api/v1/users/me/tokens", bob, map[string]any{"name": "ci", "scopes": []string{"repository:read"}}).Want(201).JSON(&tok)
+	carol := bearer(signIn(e, "carol", "carol-pw-1"))
+	e.Do("POST", "/api/v1/permissions", e.Admin, map[string]any{"repository_id": repo, "group_id": "developers",
+		"permissions": []string{"write"}}).Want(201)
+	e.Do("PUT", "/generic/private/tool/1.1/tool.txt", carol, "carol's").Want(201)
+	e.Do("GET", "/generic/private/tool/1.0/tool.txt", basic("bob", tok.Token), nil).Want(200) // at the edge
+
+	s.DeleteUser("bob")
+	s.RemoveMember("developers", "carol")
+	waitUntil(t, "bob's API token refused at the edge", func() bool {
+		return e.Do("GET", "/api/v1/users/me", "Bearer "+tok.Token, nil).Status == 401
+	})
+	e.Do("GET", "/api/v1/users/me", bob, nil).WantError(401, "UNAUTHORIZED")
+	signIn(e, "bob", "bob-pw-1").WantError(401, "UNAUTHORIZED")
+	waitUntil(t, "carol out of developers", func() bool {
+		return e.Do("PUT", "/generic/private/tool/1.2/tool.txt", carol, "x").Status == 403
+	})
+	var users struct {
+		Users []struct {
+			Username string
+			Disabled bool
+		} `json:"users"`
+	}
+	e.Do("GET", "/api/v1/users", e.Admin, nil).Want(200).JSON(&users)
+	for _, u := range users.Users {
+		if u.Disabled != (u.Username == "bob") {
+			t.Errorf("user %s disabled = %v", u.Username, u.Disabled)
+		}
+	}
+	var status struct {
+		LDAP struct {
+			LastSync struct {
+				Users, Disabled int
+				Error           string
+			} `json:"last_sync"`
+			LastSuccessfulSync *struct{ Disabled int } `json:"last_successful_sync"`
+		} `json:"ldap"`
+	}
+	e.Do("GET", "/api/v1/admin/directory", e.Admin, nil).Want(200).JSON(&status)
+	if st := status.LDAP; st.LastSync.Users != 2 || st.LastSync.Error != "" || st.LastSuccessfulSync == nil {
+		t.Errorf("directory status: %+v", st)
+	}
+
+	// Down: syncs fail and say so; carol is not disabled.
+	s.Stop()
+	waitUntil(t, "a sync that failed", func() bool {
+		e.Do("GET", "/api/v1/admin/directory", e.Admin, nil).Want(200).JSON(&status)
+		return status.LDAP.LastSync.Error != ""
+	})
+	e.Do("GET", "/api/v1/users/me", carol, nil).Want(200)
+	resp, err := http.Get(e.Server.URL + "/metrics") // the origin's (e.URL is the edge)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	metrics := string(body)
+	for _, m := range []string{"depot_ldap_sync_failed 1", "depot_ldap_sync_last_success_timestamp_seconds", "depot_ldap_sync_running"} {
+		if !strings.Contains(metrics, m) {
+			t.Errorf("metrics lack %q", m)
+		}
+	}
+	// Back, with bob: he signs in again, with a new token to make.
+	s.Restart()
+	s.AddUser("bob", "bob-pw-2", "bob@example.org")
+	bearer(signIn(e, "bob", "bob-pw-2"))
+	e.Do("GET", "/api/v1/users/me", "Bearer "+tok.Token, nil).WantError(401, "UNAUTHORIZED")
+}
+
+func waitUntil(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

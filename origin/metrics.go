@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/depot-registry/depot/origin/app"
+	"github.com/depot-registry/depot/shared/meta"
 )
 
 // collector is a prometheus.Collector of one function, called at each
@@ -70,6 +71,43 @@ func (o *Origin) registerMetrics(a *app.App) {
 		collector{descs: []*prometheus.Desc{edgesDesc, edgeLagDesc, edgeContactDesc, edgeCachedDesc, edgeMissingDesc},
 			collect: func(ch chan<- prometheus.Metric) { collectEdges(a, ch) }},
 	)
+	if o.directory != nil {
+		o.metrics.Registry.MustRegister(
+			gauge("depot_ldap_sync_running", "1 while this origin syncs the directory users (the leader does).",
+				func() float64 { return map[bool]float64{true: 1}[o.directorySync.Status().Running] }),
+			collector{descs: []*prometheus.Desc{ldapLastDesc, ldapOKDesc, ldapFailedDesc, ldapUsersDesc, ldapDisabledDesc},
+				collect: o.collectDirectorySync},
+		)
+	}
+}
+
+var (
+	ldapLastDesc     = prometheus.NewDesc("depot_ldap_sync_last_timestamp_seconds", "When the last directory sync ended (unix time).", nil, nil)
+	ldapOKDesc       = prometheus.NewDesc("depot_ldap_sync_last_success_timestamp_seconds", "When the last directory sync without an error ended (unix time).", nil, nil)
+	ldapFailedDesc   = prometheus.NewDesc("depot_ldap_sync_failed", "1 when the last directory sync ended with an error.", nil, nil)
+	ldapUsersDesc    = prometheus.NewDesc("depot_ldap_sync_users", "Directory users the last sync looked up.", nil, nil)
+	ldapDisabledDesc = prometheus.NewDesc("depot_ldap_sync_disabled_users", "Users the last directory sync disabled (gone from the directory).", nil, nil)
+)
+
+// collectDirectorySync sends the last syncs' results, as the log keeps
+// them (every origin says the same).
+func (o *Origin) collectDirectorySync(ch chan<- prometheus.Metric) {
+	var last, ok *meta.DirectorySync
+	_ = o.store.View(func(tx *meta.Tx) error { last, ok = tx.DirectorySyncs(); return nil })
+	if ok != nil {
+		ch <- prometheus.MustNewConstMetric(ldapOKDesc, prometheus.GaugeValue, float64(ok.EndedAt.Unix()))
+	}
+	if last == nil {
+		return
+	}
+	failed := 0.0
+	if last.Error != "" {
+		failed = 1
+	}
+	ch <- prometheus.MustNewConstMetric(ldapLastDesc, prometheus.GaugeValue, float64(last.EndedAt.Unix()))
+	ch <- prometheus.MustNewConstMetric(ldapFailedDesc, prometheus.GaugeValue, failed)
+	ch <- prometheus.MustNewConstMetric(ldapUsersDesc, prometheus.GaugeValue, float64(last.Users))
+	ch <- prometheus.MustNewConstMetric(ldapDisabledDesc, prometheus.GaugeValue, float64(last.Disabled))
 }
 
 var (

@@ -48,6 +48,7 @@ import (
 	"github.com/depot-registry/depot/shared/httpx"
 	"github.com/depot-registry/depot/shared/meta"
 	"github.com/depot-registry/depot/shared/metrics"
+	"github.com/depot-registry/depot/shared/progress"
 	"github.com/depot-registry/depot/shared/version"
 )
 
@@ -62,8 +63,11 @@ type Origin struct {
 	secret []byte // JWT
 	store  *meta.Store
 	local  *fs.FS // this origin's own blobs, on its disk
-	// directory checks LDAP users' passwords (nil: no directory).
-	directory *ldap.Directory
+	// directory checks LDAP users' passwords (nil: no directory);
+	// directorySync follows the syncs this origin runs as the leader.
+	directory     *ldap.Directory
+	directorySync *progress.Tracker
+	app           *app.App
 	// blobs is local with replication: what every part of the origin
 	// uses (writes reach a quorum, reads fetch what is missing here).
 	blobs  *blobs.Store
@@ -327,9 +331,14 @@ func (o *Origin) serve(context.Context) error {
 		Webhooks: o.webhooks, Downloads: clusterDownloads{o}, EventLog: eventLog{o.events, o.recordDownloads}, GC: o.gc, Cluster: originCluster{o},
 		Directory: policy,
 	}
+	o.app = application
 	if dir != nil {
 		authn.Directory, authn.Provision = ldapDirectory{dir}, application.ProvisionDirectoryUser
-		o.directory = dir
+		o.directory, o.directorySync = dir, progress.New("directory_sync", log.With("component", "ldap"))
+		application.DirectoryInfo = func() *app.LDAPStatus {
+			return &app.LDAPStatus{URL: cfg.LDAP.URL, BaseDN: cfg.LDAP.BaseDN, SyncIntervalSeconds: int64(cfg.LDAP.SyncInterval / time.Second),
+				Sync: o.directorySync.Status()}
+		}
 		log.Info("directory sign-in on: passwords of users not kept here are checked with LDAP", "url", cfg.LDAP.URL,
 			"base_dn", cfg.LDAP.BaseDN, "start_tls", cfg.LDAP.StartTLS)
 	}
@@ -542,6 +551,7 @@ func (o *Origin) leaderJobs(ctx context.Context) {
 	var jobs sync.WaitGroup
 	defer jobs.Wait()
 	jobs.Go(func() { o.webhooks.Run(ctx) })
+	jobs.Go(func() { o.syncDirectory(ctx, o.app) })
 	o.purgeSessions(ctx, time.Hour)
 }
 

@@ -29,6 +29,11 @@ func (s *Server) clusterView(w http.ResponseWriter, r *http.Request, p *auth.Pri
 	return written(w, 0, err, http.StatusOK, v)
 }
 
+func (s *Server) directoryStatus(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	v, err := s.app.DirectoryStatus(r.Context(), p)
+	return written(w, 0, err, http.StatusOK, v)
+}
+
 func (s *Server) removeClusterMember(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
 	return written(w, 0, s.app.RemoveClusterMember(r.Context(), p, r.PathValue("id")), http.StatusNoContent, nil)
 }

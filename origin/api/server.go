@@ -171,6 +171,7 @@ func (s *Server) routes() {
 	s.handle("POST /admin/cleanup", adminOnly, s.cleanup)
 	s.handle("GET /admin/cluster", adminOnly, s.clusterView)
 	s.handle("DELETE /admin/cluster/members/{id}", adminOnly, s.removeClusterMember)
+	s.handle("GET /admin/directory", adminOnly, s.directoryStatus)
 
 	s.handle("GET /edge-nodes", adminOnly, s.listEdges)
 	s.handle("POST /edge-nodes", adminOnly, s.createEdge)

@@ -18,6 +18,7 @@ type userView struct {
 	UpdatedAt          time.Time `json:"updated_at"`
 	MustChangePassword bool      `json:"password_change_required"` // the login answer's name
 	Source             string    `json:"source"`
+	Disabled           bool      `json:"disabled"` // by the directory sync: no credential works
 }
 
 func viewUser(u *meta.User) userView {
@@ -26,7 +27,7 @@ func viewUser(u *meta.User) userView {
 		src = "local"
 	}
 	return userView{ID: u.ID, Username: u.Username, Email: u.Email, Role: u.Role, CreatedAt: u.CreatedAt,
-		UpdatedAt: u.UpdatedAt, MustChangePassword: u.MustChangePassword, Source: src}
+		UpdatedAt: u.UpdatedAt, MustChangePassword: u.MustChangePassword, Source: src, Disabled: u.Disabled}
 }
 
 type tokenView struct {

@@ -65,8 +65,11 @@ type App struct {
 	GC *gc.Collector
 	// Cluster is the origin cluster (nil: a lone origin).
 	Cluster Cluster
-	// Directory is how directory (LDAP) users become Depot users.
-	Directory DirectoryPolicy
+	// Directory is how directory (LDAP) users become Depot users;
+	// DirectoryInfo gives the directory's settings and this origin's sync
+	// progress (nil: no directory).
+	Directory     DirectoryPolicy
+	DirectoryInfo func() *LDAPStatus
 
 	nodes nodeBudgets
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/depot-registry/depot/shared/auth"
 	"github.com/depot-registry/depot/shared/meta"
+	"github.com/depot-registry/depot/shared/progress"
 )
 
 // Users of a directory (LDAP) or an identity provider (OIDC) are local
@@ -91,15 +92,23 @@ func (p DirectoryPolicy) groupNames(groups []string) []string {
 // by the authenticator, at origins): no commit when nothing changed.
 // A local user of that name is never taken over.
 func (a *App) ProvisionDirectoryUser(ctx context.Context, id *auth.Identity) (*meta.User, error) {
+	u, _, err := a.provision(ctx, id)
+	return u, err
+}
+
+// provision is ProvisionDirectoryUser, saying whether it changed anything.
+func (a *App) provision(ctx context.Context, id *auth.Identity) (*meta.User, bool, error) {
 	if checkUsername(id.Username) != nil {
-		return nil, fmt.Errorf("%w: the directory's username %q is not a valid Depot username", auth.ErrBadCredentials, id.Username)
+		return nil, false, fmt.Errorf("%w: the directory's username %q is not a valid Depot username", auth.ErrBadCredentials, id.Username)
 	}
 	email := id.Email
 	if checkEmail(email) != nil {
 		email = "" // the directory's business; not worth refusing the user
 	}
 	var user *meta.User
+	changed := false
 	_, err := a.decide(ctx, func(tx *meta.Tx) (meta.Command, error) {
+		changed = false
 		u, err := tx.UserByName(id.Username)
 		switch {
 		case err == nil && u.Source != id.Source:
@@ -126,16 +135,124 @@ func (a *App) ProvisionDirectoryUser(ctx context.Context, id *auth.Identity) (*m
 			}
 		}
 		slices.Sort(cmd.Groups)
-		if err == nil && u.Email == cmd.User.Email && u.Role == cmd.User.Role && slices.Equal(u.DirectoryGroups, cmd.Groups) {
+		if err == nil && !u.Disabled && u.Email == cmd.User.Email && u.Role == cmd.User.Role && slices.Equal(u.DirectoryGroups, cmd.Groups) {
 			return nil, nil // as it was: nothing to commit
 		}
+		changed = true
 		return cmd, nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	err = a.view(func(tx *meta.Tx) error { var err error; user, err = tx.User(user.ID); return err })
-	return user, err
+	return user, changed, err
+}
+
+// ErrNoDirectoryUser is a directory's answer that it has no such user.
+var ErrNoDirectoryUser = errors.New("the directory has no such user")
+
+// DirectoryLookup reads users from the directory, without their password
+// (the sync): ErrNoDirectoryUser, or auth.ErrDirectoryUnavailable.
+type DirectoryLookup interface {
+	Lookup(ctx context.Context, username string) (*auth.Identity, error)
+}
+
+// SyncDirectory brings every directory user (source) up to date with the
+// directory: email, role and groups as a sign-in would; a user the
+// directory no longer has is disabled (sessions ended, API tokens
+// revoked). A directory that fails ends the sync there, disabling no one
+// more. The result is kept in the log, where every origin reads it
+// (DirectoryStatus). Run by one origin at a time (the leader's job).
+func (a *App) SyncDirectory(ctx context.Context, source string, dir DirectoryLookup, track *progress.Tracker) meta.DirectorySync {
+	res := meta.DirectorySync{StartedAt: a.now()}
+	var users []meta.User
+	err := a.view(func(tx *meta.Tx) error {
+		all, err := tx.Users()
+		for _, u := range all {
+			if u.Source == source {
+				users = append(users, u)
+			}
+		}
+		return err
+	})
+	track.Start(int64(len(users)))
+	for _, u := range users {
+		if err != nil {
+			break
+		}
+		if err = ctx.Err(); err != nil {
+			break
+		}
+		var id *auth.Identity
+		id, err = dir.Lookup(ctx, u.Username)
+		switch {
+		case errors.Is(err, ErrNoDirectoryUser):
+			err = nil
+			if u.Disabled {
+				break
+			}
+			if _, derr := a.commit(ctx, &meta.UserDisable{ID: u.ID, At: a.now()}); derr != nil {
+				if !errors.Is(derr, meta.ErrLastAdmin) {
+					err = derr
+				}
+				break // the last administrator stays
+			}
+			res.Disabled++
+		case err == nil:
+			var changed bool
+			if _, changed, err = a.provision(ctx, id); changed {
+				res.Updated++
+			}
+			if errors.Is(err, auth.ErrBadCredentials) {
+				err = nil // a name the directory and a local user share: the local user's
+			}
+		}
+		res.Users++
+		track.Add(1, 0, 0)
+	}
+	track.End()
+	if err != nil {
+		res.Error = err.Error()
+	}
+	res.EndedAt = a.now()
+	if _, cerr := a.commit(context.WithoutCancel(ctx), &meta.DirectorySynced{Result: res}); cerr != nil && res.Error == "" {
+		res.Error = "keeping the result: " + cerr.Error()
+	}
+	return res
+}
+
+// DirectoryStatus is the directory sign-in as GET /admin/directory shows
+// it.
+type DirectoryStatus struct {
+	LDAP *LDAPStatus `json:"ldap"` // null: no directory
+}
+
+// LDAPStatus is the LDAP directory's settings and syncs.
+type LDAPStatus struct {
+	URL                 string              `json:"url"`
+	BaseDN              string              `json:"base_dn"`
+	SyncIntervalSeconds int64               `json:"sync_interval_seconds"` // 0: no sync
+	LastSync            *meta.DirectorySync `json:"last_sync"`
+	LastSuccessfulSync  *meta.DirectorySync `json:"last_successful_sync"`
+	// Sync is the progress of the sync this origin runs or ran last (the
+	// leader runs them).
+	Sync progress.Status `json:"sync"`
+}
+
+// DirectoryStatus reports the directory sign-in (administrators only).
+func (a *App) DirectoryStatus(_ context.Context, p *auth.Principal) (DirectoryStatus, error) {
+	if err := requireAdmin(p); err != nil {
+		return DirectoryStatus{}, err
+	}
+	if a.DirectoryInfo == nil {
+		return DirectoryStatus{}, nil
+	}
+	st := *a.DirectoryInfo()
+	err := a.view(func(tx *meta.Tx) error {
+		st.LastSync, st.LastSuccessfulSync = tx.DirectorySyncs()
+		return nil
+	})
+	return DirectoryStatus{LDAP: &st}, err
 }
 
 func sourceName(s string) string {

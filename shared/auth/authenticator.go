@@ -283,7 +283,7 @@ func (a *Authenticator) registry(c *Claims, vouched bool) (*Principal, error) {
 			if err != nil {
 				return a.absent(err)
 			}
-			if subtle.ConstantTimeCompare([]byte(passwordVersion(credMarker(u))), []byte(c.PwVersion)) != 1 {
+			if u.Disabled || subtle.ConstantTimeCompare([]byte(passwordVersion(credMarker(u))), []byte(c.PwVersion)) != 1 {
 				return ErrBadCredentials
 			}
 			p = principalOf(u)
@@ -508,7 +508,9 @@ func (a *Authenticator) password(ctx context.Context, user, pass, remote, scheme
 	hash := dummyHash
 	if u != nil && u.PasswordHash != "" {
 		hash = u.PasswordHash
-		if h, ok := a.Cache.Get(u.ID + "\x00" + pass); ok && h == hash {
+	}
+	if u != nil && credMarker(u) != "" && !u.Disabled {
+		if h, ok := a.Cache.Get(u.ID + "\x00" + pass); ok && h == credMarker(u) {
 			return a.passwordPrincipal(u), nil
 		}
 	}
@@ -542,7 +544,7 @@ func (a *Authenticator) directoryPassword(ctx context.Context, u *meta.User, pas
 	// A sign-in asks the directory every time, so what it says of the
 	// user (groups, role) applies from that session on; a client's Basic
 	// credentials are checked again once the cached verdict expires.
-	if u != nil && f.Scheme != "login" {
+	if u != nil && f.Scheme != "login" && !u.Disabled {
 		if h, ok := a.Cache.Get(u.ID + "\x00" + pass); ok && h == credMarker(u) {
 			return a.passwordPrincipal(u), nil
 		}

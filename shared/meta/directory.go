@@ -1,6 +1,7 @@
 package meta
 
 import (
+	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -11,8 +12,13 @@ import (
 // with the directory creates or updates the local user and its
 // memberships in one command, decided on what it read (meta.Decide).
 
-// CmdUserProvision creates or updates a directory user.
-const CmdUserProvision CmdType = 35
+// The directory's commands: a user created or updated from it, a user
+// it no longer has disabled, and the result of a sync kept.
+const (
+	CmdUserProvision   CmdType = 35
+	CmdUserDisable     CmdType = 36
+	CmdDirectorySynced CmdType = 37
+)
 
 // Where a user's password is checked (User.Source).
 const (
@@ -23,6 +29,8 @@ const (
 
 func init() {
 	declareCommand(CmdUserProvision, func() Command { return new(UserProvision) })
+	declareCommand(CmdUserDisable, func() Command { return new(UserDisable) })
+	declareCommand(CmdDirectorySynced, func() Command { return new(DirectorySynced) })
 }
 
 // UserProvision creates User (when no user has its id) or updates the
@@ -111,5 +119,94 @@ func (c *UserProvision) apply(tx *Tx) error {
 		}
 	}
 	u.DirectoryGroups = groups
+	u.Disabled = false // the directory vouches for the user again
 	return tx.putRec(KindUser, u.ID, u)
+}
+
+// UserDisable disables a directory user the directory no longer has: its
+// sessions end, its API tokens are revoked, and its password is refused
+// here and at edges until the directory vouches for the user again
+// (UserProvision).
+type UserDisable struct {
+	ID string    `json:"id"`
+	At time.Time `json:"at"`
+}
+
+func (*UserDisable) Type() CmdType { return CmdUserDisable }
+func (*UserDisable) Scope() string { return "" }
+
+func (c *UserDisable) apply(tx *Tx) error {
+	u, err := tx.User(c.ID)
+	if err != nil {
+		return err
+	}
+	if u.Source == "" || u.Source == SourceLocal {
+		return Invalidf("user %s is a local user: the directory does not disable it", u.Username)
+	}
+	if err := tx.keepAdmin(u); err != nil {
+		return err
+	}
+	for _, id := range tx.prefixKeys(bUserSessions, key(u.ID, "")) {
+		if err := (&SessionRevoke{ID: id, At: c.At}).apply(tx); err != nil {
+			return err
+		}
+	}
+	// Its API tokens go (an edge of any build stops them as it stops a
+	// revoked one); a user the directory vouches for again makes new ones.
+	if err := tx.delAll(KindToken, tx.prefixKeys(bUserTokens, key(u.ID, ""))); err != nil {
+		return err
+	}
+	u.Disabled, u.UpdatedAt = true, c.At
+	return tx.putRec(KindUser, u.ID, u)
+}
+
+// DirectorySync is the result of a sync of the directory users.
+type DirectorySync struct {
+	StartedAt time.Time `json:"started_at"`
+	EndedAt   time.Time `json:"ended_at"`
+	Users     int       `json:"users"`    // directory users looked up
+	Updated   int       `json:"updated"`  // whose email, role or groups changed
+	Disabled  int       `json:"disabled"` // the directory no longer has
+	Error     string    `json:"error,omitempty"`
+}
+
+// DirectorySynced keeps the result of the last sync (the last successful
+// one's too), which every origin then reports.
+type DirectorySynced struct {
+	Result DirectorySync `json:"result"`
+}
+
+func (*DirectorySynced) Type() CmdType { return CmdDirectorySynced }
+func (*DirectorySynced) Scope() string { return "" }
+
+const (
+	stateDirectorySync   = "directory_sync"
+	stateDirectorySynced = "directory_synced" // the last without an error
+)
+
+func (c *DirectorySynced) apply(tx *Tx) error {
+	if err := tx.putRec(KindState, stateDirectorySync, c.Result); err != nil {
+		return err
+	}
+	if c.Result.Error != "" {
+		return nil
+	}
+	return tx.putRec(KindState, stateDirectorySynced, c.Result)
+}
+
+// DirectorySyncs are the last sync's result and the last successful
+// one's (nil: none yet).
+func (tx *Tx) DirectorySyncs() (last, lastOK *DirectorySync) {
+	read := func(key string) *DirectorySync {
+		raw, _ := tx.lookup(Space(KindState), key)
+		if raw == nil {
+			return nil
+		}
+		var r DirectorySync
+		if json.Unmarshal(raw, &r) != nil {
+			return nil
+		}
+		return &r
+	}
+	return read(stateDirectorySync), read(stateDirectorySynced)
 }

@@ -95,6 +95,11 @@ func script() []Command {
 			NewGroups: []Group{{ID: "g2", Name: "ops"}}, Groups: []string{"g2", "g1"}, At: t0},
 		&UserProvision{User: User{ID: "u3", Username: "carol", Email: "carol@x", Role: RoleViewer, Source: SourceLDAP},
 			Groups: []string{"g1"}, At: t0.Add(time.Minute)},
+		&UserProvision{User: User{ID: "u4", Username: "dave", Role: RoleUser, Source: SourceLDAP}, At: t0},
+		&TokenCreate{Token: Token{ID: "t4", UserID: "u4", Name: "dave's", Scopes: []string{"repository:read"}, Hash: "hash4", CreatedAt: t0}},
+		&UserDisable{ID: "u4", At: t0.Add(time.Minute)},
+		&DirectorySynced{Result: DirectorySync{StartedAt: t0, EndedAt: t0.Add(time.Second), Users: 2, Disabled: 1}},
+		&DirectorySynced{Result: DirectorySync{StartedAt: t0.Add(time.Hour), EndedAt: t0.Add(time.Hour), Error: "directory down"}},
 	)
 }
 
@@ -225,6 +230,15 @@ func TestCommandRoundTrip(t *testing.T) {
 		if ops, err := tx.GroupByRef("ops"); err != nil || len(ops.Members) != 0 {
 			t.Errorf("ops = %+v, %v; want it without members (the directory no longer lists it)", ops, err)
 		}
+		if u, err := tx.UserByName("dave"); err != nil || !u.Disabled {
+			t.Errorf("dave = %+v, %v; want disabled", u, err)
+		}
+		if _, err := tx.TokenByID("t4"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("a disabled user's token is still there: %v", err)
+		}
+		if last, ok := tx.DirectorySyncs(); last == nil || last.Error != "directory down" || ok == nil || ok.Disabled != 1 {
+			t.Errorf("directory syncs: last %+v, last successful %+v", last, ok)
+		}
 		if u, err := tx.UserByName("carol"); err != nil || u.Source != SourceLDAP || u.Email != "carol@x" || u.Role != RoleViewer ||
 			!reflect.DeepEqual(u.DirectoryGroups, []string{"g1"}) {
 			t.Errorf("carol = %+v, %v", u, err)
@@ -280,7 +294,7 @@ func TestCommandRoundTrip(t *testing.T) {
 			t.Errorf("packages = %+v", pkgs)
 		}
 		st, _ := tx.Stats()
-		if st != (Stats{Repositories: 1, Artifacts: 1, TotalSizeBytes: 20, Users: 2}) {
+		if st != (Stats{Repositories: 1, Artifacts: 1, TotalSizeBytes: 20, Users: 3}) {
 			t.Errorf("stats = %+v", st)
 		}
 		return nil

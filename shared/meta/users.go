@@ -50,9 +50,12 @@ type User struct {
 	// DirectoryGroups are the groups a directory made the user a member
 	// of (UserProvision): the ones it takes the user out of when the
 	// directory no longer lists them.
-	DirectoryGroups []string  `json:"directory_groups,omitempty"`
-	CreatedAt       time.Time `json:"created_at"`
-	UpdatedAt       time.Time `json:"updated_at"`
+	DirectoryGroups []string `json:"directory_groups,omitempty"`
+	// Disabled: no credential of the user works (UserDisable: the
+	// directory no longer has the user).
+	Disabled  bool      `json:"disabled,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // UserCreate adds a user; the username must be free.
