@@ -107,6 +107,9 @@ type Config struct {
 	Webhooks webhooks.Config
 	// LDAP is the directory users sign in with (none without a URL).
 	LDAP LDAPConfig
+	// OIDC is the OpenID provider users sign in with (none without an
+	// issuer).
+	OIDC OIDCConfig
 	// BlobCopies is how many origins keep each blob (blobs.Copies); 0:
 	// every origin (blobs.Everywhere). Either way a write is acknowledged
 	// once a majority of the blob's holders have it.
@@ -173,6 +176,8 @@ func DefaultConfig() Config {
 		Webhooks:         webhooks.Defaults(),
 		LDAP: LDAPConfig{GroupAttribute: "cn", DefaultRole: string(meta.RoleUser), Timeout: 5 * time.Second, MaxConns: 8,
 			SyncInterval: time.Hour},
+		OIDC: OIDCConfig{Scopes: "openid,email,profile", UsernameClaim: "preferred_username", EmailClaim: "email", NameClaim: "name",
+			GroupsClaim: "groups", DefaultRole: string(meta.RoleUser)},
 	}
 }
 
@@ -206,6 +211,7 @@ func (c *Config) Bind(s *config.Set) {
 	s.Bool(&c.AuditEnabled, "audit-log", "AUDIT_LOG_ENABLED", "write a JSON audit line per login and per write")
 	s.String(&c.AuditPath, "audit-log-path", "AUDIT_LOG_PATH", "audit log file (default <data-dir>/audit.log)")
 	c.LDAP.bind(s)
+	c.OIDC.bind(s)
 	s.Group("Limits")
 	s.Int(&c.RateLimit, "rate-limit", "RATE_LIMIT_API", "API requests allowed per client per window (0 = unlimited)")
 	s.Int(&c.RateLimitLogin, "rate-limit-login", "RATE_LIMIT_LOGIN", "login attempts allowed per client and username per window")

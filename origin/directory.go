@@ -53,29 +53,35 @@ func (l *LDAPConfig) bind(s *config.Set) {
 
 // policy parses the role and group settings.
 func (l *LDAPConfig) policy() (app.DirectoryPolicy, error) {
-	p := app.DirectoryPolicy{DefaultRole: meta.Role(l.DefaultRole), Roles: map[string]meta.Role{}, Groups: map[string]string{}}
+	return policy("--ldap", l.DefaultRole, l.RoleGroups, l.GroupMap)
+}
+
+// policy parses the role and group settings of a directory or provider
+// (their flags start with prefix).
+func policy(prefix, defaultRole, roleGroups, groupMap string) (app.DirectoryPolicy, error) {
+	p := app.DirectoryPolicy{DefaultRole: meta.Role(defaultRole), Roles: map[string]meta.Role{}, Groups: map[string]string{}}
 	if p.DefaultRole != "" && !p.DefaultRole.Valid() {
-		return p, fmt.Errorf("--ldap-default-role %q: want admin, user or viewer", l.DefaultRole)
+		return p, fmt.Errorf("%s-default-role %q: want admin, user or viewer", prefix, defaultRole)
 	}
-	roles, err := pairs("--ldap-role-groups", l.RoleGroups)
+	roles, err := pairs(prefix+"-role-groups", roleGroups)
 	if err != nil {
 		return p, err
 	}
 	for role, group := range roles {
 		if !meta.Role(role).Valid() {
-			return p, fmt.Errorf("--ldap-role-groups: %q is not a role (admin, user, viewer)", role)
+			return p, fmt.Errorf("%s-role-groups: %q is not a role (admin, user, viewer)", prefix, role)
 		}
 		for _, g := range group {
 			p.Roles[g] = meta.Role(role)
 		}
 	}
-	groups, err := pairs("--ldap-group-map", l.GroupMap)
+	groups, err := pairs(prefix+"-group-map", groupMap)
 	if err != nil {
 		return p, err
 	}
 	for dir, depot := range groups {
 		if len(depot) != 1 {
-			return p, fmt.Errorf("--ldap-group-map: directory group %q is mapped twice", dir)
+			return p, fmt.Errorf("%s-group-map: group %q is mapped twice", prefix, dir)
 		}
 		p.Groups[dir] = depot[0]
 	}

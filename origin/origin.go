@@ -324,12 +324,24 @@ func (o *Origin) serve(context.Context) error {
 	if err != nil {
 		return err
 	}
+	sso, err := cfg.OIDC.provider(o.secret)
+	if err != nil {
+		return err
+	}
+	ssoPolicy, err := cfg.OIDC.policy()
+	if err != nil {
+		return err
+	}
 	application := &app.App{
 		Store: o.store, Commit: o.commit, Blobs: o.blobs, Authn: authn, Hasher: authn.Hasher,
 		Formats: byName, Env: env, Writer: writer, Now: now, NewID: auth.NewID,
 		AccessTTL: cfg.AccessTTL, RefreshTTL: cfg.RefreshTTL, UsersCreateRepo: cfg.UsersCreateRepo, RequireHTTPS: cfg.RequireHTTPS,
 		Webhooks: o.webhooks, Downloads: clusterDownloads{o}, EventLog: eventLog{o.events, o.recordDownloads}, GC: o.gc, Cluster: originCluster{o},
-		Directory: policy,
+		Directory: policy, OIDCPolicy: ssoPolicy,
+	}
+	if sso != nil {
+		application.OIDC = oidcFlow{sso}
+		log.Info("single sign-on on: GET /api/v1/auth/oidc/login signs users in with the OpenID provider", "issuer", cfg.OIDC.Issuer)
 	}
 	o.app = application
 	if dir != nil {

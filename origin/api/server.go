@@ -124,6 +124,8 @@ func (s *Server) routes() {
 	s.handle("POST /auth/login", open, s.login)
 	s.handle("POST /auth/refresh", open, s.refresh)
 	s.handle("POST /auth/logout", selfService, s.logout)
+	s.handle("GET /auth/oidc/login", open, s.oidcLogin)
+	s.handle("GET /auth/oidc/callback", open, s.oidcCallback)
 	s.handle("GET /health", anyone, s.health)
 
 	s.handle("GET /users", adminOnly, s.listUsers)

@@ -70,6 +70,10 @@ type App struct {
 	// progress (nil: no directory).
 	Directory     DirectoryPolicy
 	DirectoryInfo func() *LDAPStatus
+	// OIDC is the identity provider users sign in with (nil: none), and
+	// OIDCPolicy how its users become Depot users.
+	OIDC       OIDC
+	OIDCPolicy DirectoryPolicy
 
 	nodes nodeBudgets
 }

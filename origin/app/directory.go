@@ -120,9 +120,13 @@ func (a *App) provision(ctx context.Context, id *auth.Identity) (*meta.User, boo
 		default:
 			user = &meta.User{ID: a.NewID(), Username: id.Username, Source: id.Source}
 		}
+		policy := a.Directory
+		if id.Source == meta.SourceOIDC {
+			policy = a.OIDCPolicy
+		}
 		cmd := &meta.UserProvision{User: *user, At: a.now()}
-		cmd.User.Email, cmd.User.Role = email, a.Directory.role(id.Groups)
-		for _, name := range a.Directory.groupNames(id.Groups) {
+		cmd.User.Email, cmd.User.Role = email, policy.role(id.Groups)
+		for _, name := range policy.groupNames(id.Groups) {
 			g, err := tx.GroupByRef(name)
 			switch {
 			case err == nil:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"time"
 
 	"github.com/depot-registry/depot/shared/apierr"
@@ -56,18 +57,73 @@ func (a *App) SignIn(ctx context.Context, c Credentials, remote string) (*TokenP
 	if err != nil {
 		return nil, nil, 0, err
 	}
+	pair, idx, err := a.openSession(ctx, p)
+	return pair, p, idx, err
+}
+
+// openSession opens a login session for p and issues its tokens.
+func (a *App) openSession(ctx context.Context, p *auth.Principal) (*TokenPair, uint64, error) {
 	now := a.now()
 	sess := meta.Session{ID: a.NewID(), UserID: p.UserID, CreatedAt: now, ExpiresAt: now.Add(a.RefreshTTL)}
 	idx, err := a.commit(ctx, &meta.SessionCreate{Session: sess})
 	if err != nil {
-		return nil, nil, idx, err
+		return nil, idx, err
 	}
 	pair, err := a.issue(p.UserID, sess.ID, true)
 	if err != nil {
-		return nil, nil, idx, err
+		return nil, idx, err
 	}
 	pair.PasswordChangeRequired = p.MustChangePassword
-	return pair, p, idx, nil
+	return pair, idx, nil
+}
+
+// OIDC is an identity provider's sign-in flow (shared/auth/oidc): Begin
+// gives the provider's URL to send the browser to and the flow cookie to
+// set; Finish checks the callback and says who signed in. Its errors are
+// client errors (apierr) for a flow to start again or a provider that
+// cannot be reached.
+type OIDC interface {
+	Begin(ctx context.Context) (redirect, cookie string, err error)
+	Finish(ctx context.Context, q url.Values, cookie string) (*auth.Identity, error)
+}
+
+func (a *App) oidc() error {
+	if a.OIDC == nil {
+		return apierr.New(apierr.NotFound, "single sign-on (OIDC) is not configured on this server")
+	}
+	return nil
+}
+
+// OIDCBegin starts a single sign-on: where to send the browser, and the
+// flow cookie.
+func (a *App) OIDCBegin(ctx context.Context) (redirect, cookie string, err error) {
+	if err := a.oidc(); err != nil {
+		return "", "", err
+	}
+	return a.OIDC.Begin(ctx)
+}
+
+// OIDCFinish completes a single sign-on at the callback: the user the
+// provider vouches for is created or brought up to date (as a directory
+// user: role and groups from its groups claim) and gets a login session.
+func (a *App) OIDCFinish(ctx context.Context, q url.Values, cookie string) (*TokenPair, *auth.Principal, uint64, error) {
+	if err := a.oidc(); err != nil {
+		return nil, nil, 0, err
+	}
+	id, err := a.OIDC.Finish(ctx, q, cookie)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	u, _, err := a.provision(ctx, id)
+	if errors.Is(err, auth.ErrBadCredentials) {
+		return nil, nil, 0, apierr.New(apierr.Forbidden, "%s cannot sign in with single sign-on: the name belongs to another kind of user here", id.Username)
+	}
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	p := &auth.Principal{UserID: u.ID, Username: u.Username, Role: u.Role, Via: auth.CredSession}
+	pair, idx, err := a.openSession(ctx, p)
+	return pair, p, idx, err
 }
 
 // Refresh issues a new access token for the session a refresh token

@@ -83,6 +83,9 @@ type Options struct {
 	// (Env.CertFile), as clients that send credentials only over HTTPS
 	// (the go command) need.
 	TLS bool
+	// Listener serves the origin (nil: a port of the system's choice),
+	// for a test that must know the origin's URL before it starts.
+	Listener net.Listener
 }
 
 // InitialAdminPassword is the password the admin starts with.
@@ -122,6 +125,10 @@ func Start(t testing.TB, opts Options) *Env {
 		t.Fatalf("start origin: %v", err)
 	}
 	srv := httptest.NewUnstartedServer(o.Handler())
+	if opts.Listener != nil {
+		srv.Listener.Close()
+		srv.Listener = opts.Listener
+	}
 	e := &Env{T: t, Origin: o, Server: srv, DataDir: cfg.DataDir, Clock: clock, Client: http.DefaultClient}
 	if opts.TLS {
 		cert, pool := e.selfSigned()

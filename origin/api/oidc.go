@@ -1,0 +1,45 @@
+package api
+
+import (
+	"net/http"
+
+	"github.com/depot-registry/depot/shared/auth"
+)
+
+// Single sign-on (OIDC): GET /auth/oidc/login sends the browser to the
+// provider with the flow cookie set; the provider sends it back to GET
+// /auth/oidc/callback, which answers the login session's tokens in its
+// body (never in a URL, which logs and Referer headers keep).
+
+// oidcCookie carries the flow from the redirect to the callback (MACed;
+// see shared/auth/oidc), on the callback's path only.
+const oidcCookie = "depot_oidc_flow"
+
+func (s *Server) oidcLogin(w http.ResponseWriter, r *http.Request, _ *auth.Principal) error {
+	redirect, flow, err := s.app.OIDCBegin(r.Context())
+	if err != nil {
+		return err
+	}
+	http.SetCookie(w, &http.Cookie{Name: oidcCookie, Value: flow, Path: Prefix + "/auth/oidc/", MaxAge: 600,
+		HttpOnly: true, Secure: r.TLS != nil || r.Header.Get("X-Forwarded-Proto") == "https", SameSite: http.SameSiteLaxMode})
+	w.Header().Set("Cache-Control", "no-store")
+	http.Redirect(w, r, redirect, http.StatusFound)
+	return nil
+}
+
+func (s *Server) oidcCallback(w http.ResponseWriter, r *http.Request, _ *auth.Principal) error {
+	var flow string
+	if c, err := r.Cookie(oidcCookie); err == nil {
+		flow = c.Value
+	}
+	// The flow is used once, whatever the outcome.
+	http.SetCookie(w, &http.Cookie{Name: oidcCookie, Path: Prefix + "/auth/oidc/", MaxAge: -1, HttpOnly: true})
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Referrer-Policy", "no-referrer")
+	pair, p, idx, err := s.app.OIDCFinish(r.Context(), r.URL.Query(), flow)
+	if err != nil {
+		return written(w, idx, err, 0, nil)
+	}
+	s.auditLogin(r, p.Username, p.UserID, "success", http.StatusOK)
+	return written(w, idx, nil, http.StatusOK, pair)
+}

@@ -1,0 +1,154 @@
+package origin_test
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/depot-registry/depot/origin"
+	"github.com/depot-registry/depot/origin/origintest"
+	"github.com/depot-registry/depot/shared/auth/oidc/oidctest"
+)
+
+// ssoOrigins starts two origins (one cluster's balancer in front of them,
+// as far as the flow can tell: the same JWT secret, the provider sending
+// the browser back to the second one) signing users in with a real
+// OpenID provider; members of its group "admins" are administrators.
+func ssoOrigins(t *testing.T) (a, b *origintest.Env) {
+	t.Helper()
+	lnA, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lnB, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	callback := "http://" + lnB.Addr().String() + "/api/v1/auth/oidc/callback"
+	issuer := oidctest.Start(t, callback)
+	start := func(ln net.Listener) *origintest.Env {
+		return origintest.Start(t, origintest.Options{Listener: ln, Config: func(c *origin.Config) {
+			c.OIDC.Issuer, c.OIDC.ClientID, c.OIDC.ClientSecret = issuer, oidctest.ClientID, oidctest.ClientSecret
+			c.OIDC.RedirectURI, c.OIDC.Scopes = callback, "openid,email,profile,groups"
+			c.OIDC.RoleGroups = "admin=admins"
+		}})
+	}
+	return start(lnA), start(lnB)
+}
+
+// browser is an HTTP client that keeps cookies, as a browser does.
+func browser(t *testing.T) *http.Client {
+	jar, _ := cookiejar.New(nil)
+	return &http.Client{Jar: jar}
+}
+
+// TestOIDCSignIn drives the code flow with a real provider: begun at one
+// origin, completed at the other, the user created from the claims with
+// its groups mapped, the tokens in the body of the callback's answer; a
+// tampered state, a replayed code and a callback without the flow cookie
+// are refused.
+func TestOIDCSignIn(t *testing.T) {
+	a, b := ssoOrigins(t)
+	c := browser(t)
+	resp, err := c.Get(a.URL + "/api/v1/auth/oidc/login")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Stop at the callback to look at it before the origin answers.
+	var callback *url.URL
+	c.CheckRedirect = func(req *http.Request, _ []*http.Request) error {
+		if strings.HasSuffix(req.URL.Path, "/auth/oidc/callback") {
+			callback = req.URL
+			return http.ErrUseLastResponse
+		}
+		return nil
+	}
+	oidctest.LogIn(t, c, resp, "alice").Body.Close()
+	if callback == nil || callback.Host != strings.TrimPrefix(b.URL, "http://") || callback.Query().Get("code") == "" {
+		t.Fatalf("the provider sent the browser to %v", callback)
+	}
+
+	// A state that is not the one sent is refused.
+	forged := *callback
+	q := forged.Query()
+	q.Set("state", "forged-"+q.Get("state"))
+	forged.RawQuery = q.Encode()
+	if r := get(t, c, forged.String()); r.status != 400 || !strings.Contains(r.body, "state") {
+		t.Fatalf("a forged state: %d %s", r.status, r.body)
+	}
+	// The flow cookie went with that refusal: the real callback now lacks it.
+	if r := get(t, c, callback.String()); r.status != 400 || !strings.Contains(r.body, "not started here") {
+		t.Fatalf("a callback without the flow: %d %s", r.status, r.body)
+	}
+
+	// A whole flow again, followed to the end.
+	c = browser(t)
+	resp, err = c.Get(a.URL + "/api/v1/auth/oidc/login")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var final *url.URL
+	c.CheckRedirect = func(req *http.Request, _ []*http.Request) error { final = req.URL; return nil }
+	end := oidctest.LogIn(t, c, resp, "alice")
+	body, _ := io.ReadAll(end.Body)
+	end.Body.Close()
+	if end.StatusCode != 200 || end.Header.Get("Cache-Control") != "no-store" {
+		t.Fatalf("callback answered %d %v: %s", end.StatusCode, end.Header, body)
+	}
+	if strings.Contains(final.String(), "access_token") || strings.Contains(final.String(), "eyJ") {
+		t.Fatalf("a token in a URL: %s", final)
+	}
+	var pair struct {
+		AccessToken  string `json:"access_token"`
+		RefreshToken string `json:"refresh_token"`
+	}
+	if err := json.Unmarshal(body, &pair); err != nil || pair.AccessToken == "" || pair.RefreshToken == "" {
+		t.Fatalf("callback body %s (%v)", body, err)
+	}
+	alice := "Bearer " + pair.AccessToken
+	me := b.Do("GET", "/api/v1/users/me", alice, nil).Want(200).Map()
+	if me["username"] != "alice" || me["source"] != "oidc" || me["role"] != "admin" || me["email"] != "alice@example.org" {
+		t.Fatalf("alice: %v", me)
+	}
+	var groups struct {
+		Groups []struct{ Name string } `json:"groups"`
+	}
+	b.Do("GET", "/api/v1/groups", alice, nil).Want(200).JSON(&groups)
+	if len(groups.Groups) != 2 {
+		t.Fatalf("alice's groups: %+v", groups.Groups)
+	}
+
+	// The code of that flow cannot be used again.
+	if r := get(t, browser(t), final.String()); r.status != 400 {
+		t.Fatalf("a replayed code: %d %s", r.status, r.body)
+	}
+
+	// Her API token works with a client's Basic credentials.
+	var tok struct{ Token string }
+	b.Do("POST", "/api/v1/users/me/tokens", alice, map[string]any{"name": "ci", "scopes": []string{"admin"}}).Want(201).JSON(&tok)
+	b.CreateRepo("files", "generic", false)
+	b.Do("PUT", "/generic/files/x/1/x.txt", basic("alice", tok.Token), "bytes").Want(201)
+}
+
+type answer struct {
+	status int
+	body   string
+}
+
+func get(t *testing.T, c *http.Client, u string) answer {
+	t.Helper()
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	resp, err := c.Get(u)
+	if err != nil && !errors.Is(err, http.ErrUseLastResponse) {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return answer{resp.StatusCode, string(b)}
+}
