@@ -177,7 +177,11 @@ func New(cfg Config, log *slog.Logger, out io.Writer) (*Edge, error) {
 	if err := os.MkdirAll(cfg.CacheDir, 0o750); err != nil {
 		return nil, fmt.Errorf("cache dir: %w", err)
 	}
-	toOrigins := &http.Client{Transport: originTransport()}
+	// An origin's redirect is its client's to follow (a single sign-on
+	// goes to the provider from the browser, with its cookies), never the
+	// edge's.
+	toOrigins := &http.Client{Transport: originTransport(),
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	e := &Edge{cfg: cfg, log: log, out: out, syncing: make(chan struct{}, 1),
 		client: &protocol.Client{Origins: cfg.origins(), NodeID: cfg.NodeID, Token: cfg.NodeToken, HTTP: toOrigins}}
 	e.upstream = &upstream.Upstream{Origins: e.client.OriginList, HTTP: toOrigins, Credential: cfg.NodeToken}
