@@ -157,36 +157,10 @@ func get(t *testing.T, c *http.Client, u string) answer {
 // TestOIDCThroughEdge: a sign-in begun at an edge is forwarded to an
 // origin, and the session it opens works at the edge.
 func TestOIDCThroughEdge(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	callback := "http://" + ln.Addr().String() + "/api/v1/auth/oidc/callback"
-	issuer := oidctest.Start(t, callback)
-	e := origintest.Start(t, origintest.Options{Listener: ln, Config: func(c *origin.Config) {
-		c.OIDC.Issuer, c.OIDC.ClientID, c.OIDC.ClientSecret = issuer, oidctest.ClientID, oidctest.ClientSecret
-		c.OIDC.RedirectURI, c.OIDC.Scopes = callback, "openid,email,profile,groups"
-	}})
+	e := clienttest.StartWithSSO(t)
 	clienttest.ThroughEdge(t, e)
-	c := browser(t)
-	resp, err := c.Get(e.URL + "/api/v1/auth/oidc/login") // the edge
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.StatusCode != 200 {
-		b, _ := io.ReadAll(resp.Body)
-		t.Fatalf("the edge answered %d at %s: %s", resp.StatusCode, resp.Request.URL, b)
-	}
-	end := oidctest.LogIn(t, c, resp, "bob")
-	var pair struct {
-		AccessToken string `json:"access_token"`
-	}
-	body, _ := io.ReadAll(end.Body)
-	end.Body.Close()
-	if end.StatusCode != 200 || json.Unmarshal(body, &pair) != nil || pair.AccessToken == "" {
-		t.Fatalf("the callback answered %d: %s", end.StatusCode, body)
-	}
-	if me := e.Do("GET", "/api/v1/users/me", "Bearer "+pair.AccessToken, nil).Want(200).Map(); me["username"] != "bob" || me["source"] != "oidc" {
+	bob := "Bearer " + clienttest.SignInWithSSO(t, e, "bob") // begun at the edge
+	if me := e.Do("GET", "/api/v1/users/me", bob, nil).Want(200).Map(); me["username"] != "bob" || me["source"] != "oidc" {
 		t.Fatalf("bob at the edge: %v", me)
 	}
 }

@@ -1,0 +1,52 @@
+package clienttest
+
+import (
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/http/cookiejar"
+	"testing"
+
+	"github.com/depot-registry/depot/origin"
+	"github.com/depot-registry/depot/origin/origintest"
+	"github.com/depot-registry/depot/shared/auth/oidc/oidctest"
+)
+
+// StartWithSSO runs a real OpenID provider and an origin whose users
+// sign in with it (its accounts: alice, bob; see oidctest).
+func StartWithSSO(t *testing.T) *origintest.Env {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	callback := "http://" + ln.Addr().String() + "/api/v1/auth/oidc/callback"
+	issuer := oidctest.Start(t, callback)
+	return origintest.Start(t, origintest.Options{Listener: ln, Config: func(c *origin.Config) {
+		c.OIDC.Issuer, c.OIDC.ClientID, c.OIDC.ClientSecret = issuer, oidctest.ClientID, oidctest.ClientSecret
+		c.OIDC.RedirectURI, c.OIDC.Scopes = callback, "openid,email,profile,groups"
+	}})
+}
+
+// SignInWithSSO signs login in with the provider as a browser would,
+// starting at e.URL, and returns the session's access token.
+func SignInWithSSO(t *testing.T, e *origintest.Env, login string) string {
+	t.Helper()
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar}
+	resp, err := c.Get(e.URL + "/api/v1/auth/oidc/login")
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := oidctest.LogIn(t, c, resp, login)
+	defer end.Body.Close()
+	body, _ := io.ReadAll(end.Body)
+	var pair struct {
+		AccessToken string `json:"access_token"`
+	}
+	if end.StatusCode != 200 || json.Unmarshal(body, &pair) != nil || pair.AccessToken == "" {
+		t.Fatalf("single sign-on of %s: %d %s", login, end.StatusCode, body)
+	}
+	return pair.AccessToken
+}
