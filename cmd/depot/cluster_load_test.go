@@ -168,7 +168,9 @@ func (l *loadRun) npmWriter(npm string) {
 				return http.StatusCreated, ""
 			case strings.Contains(out, "E403"):
 				return http.StatusForbidden, ""
-			case strings.Contains(out, "E409"):
+			case strings.Contains(out, "E409"), strings.Contains(out, "cannot publish over the previously published version"):
+				// The version is there (npm itself refuses a version the
+				// packument lists): an earlier attempt committed.
 				return http.StatusConflict, ""
 			}
 			l.t.Logf("npm publish %s on origin %d: %v\n%s", version, origin, err, out)
