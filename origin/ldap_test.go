@@ -115,6 +115,14 @@ func TestLDAPSignIn(t *testing.T) {
 	e.Do("GET", "/api/v1/users/me", "Bearer "+tok.Token, nil).Want(200)
 	s.Restart()
 	bearer(signIn(e, "alice", "alice-pw-1"))
+
+	// An administrator's disabling stands whatever the directory says;
+	// enabled again, the directory's password works.
+	e.Do("PUT", "/api/v1/users/bob", e.Admin, map[string]any{"disabled": true}).Want(200)
+	signIn(e, "bob", "bob-pw-1").WantError(401, "UNAUTHORIZED")
+	e.Do("GET", "/api/v1/repositories", basic("bob", "bob-pw-1"), nil).WantError(401, "UNAUTHORIZED")
+	e.Do("PUT", "/api/v1/users/bob", e.Admin, map[string]any{"disabled": false}).Want(200)
+	bearer(signIn(e, "bob", "bob-pw-1"))
 }
 
 // TestLDAPSync: the leader's sync of directory users, against a real

@@ -132,6 +132,7 @@ func (s *Server) routes() {
 	s.handle("POST /users", adminOnly, s.createUser)
 	s.handle("GET /users/me", selfService, s.getMe)
 	s.handle("PUT /users/me", selfService|ownAccount, s.updateMe)
+	s.handle("PUT /users/{id}", adminOnly, s.updateUser)
 	s.handle("DELETE /users/{id}", adminOnly, s.deleteUser)
 	s.handle("POST /users/me/tokens", authenticated|ownAccount, s.createToken)
 	s.handle("GET /users/me/tokens", authenticated|ownAccount, s.listTokens)

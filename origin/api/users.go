@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/depot-registry/depot/origin/app"
+	"github.com/depot-registry/depot/shared/apierr"
 	"github.com/depot-registry/depot/shared/auth"
 	"github.com/depot-registry/depot/shared/meta"
 )
@@ -59,6 +60,23 @@ func (s *Server) updateMe(w http.ResponseWriter, r *http.Request, p *auth.Princi
 		return errDemoMode() // demo mode lets only a pending password change through
 	}
 	u, idx, err := s.app.UpdateMe(r.Context(), p, app.AccountChange{Email: req.Email, CurrentPassword: req.CurrentPassword, Password: req.Password})
+	if err != nil {
+		return written(w, idx, err, 0, nil)
+	}
+	return written(w, idx, nil, http.StatusOK, viewUser(u))
+}
+
+func (s *Server) updateUser(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	var req struct {
+		Disabled *bool `json:"disabled"`
+	}
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	if req.Disabled == nil {
+		return apierr.Invalid("disabled", "give disabled: true or false")
+	}
+	u, idx, err := s.app.SetUserDisabled(r.Context(), p, r.PathValue("id"), *req.Disabled)
 	if err != nil {
 		return written(w, idx, err, 0, nil)
 	}

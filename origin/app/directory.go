@@ -139,7 +139,7 @@ func (a *App) provision(ctx context.Context, id *auth.Identity) (*meta.User, boo
 			}
 		}
 		slices.Sort(cmd.Groups)
-		if err == nil && !u.Disabled && u.Email == cmd.User.Email && u.Role == cmd.User.Role && slices.Equal(u.DirectoryGroups, cmd.Groups) {
+		if err == nil && (!u.Disabled || u.DisabledBy == meta.DisabledByAdmin) && u.Email == cmd.User.Email && u.Role == cmd.User.Role && slices.Equal(u.DirectoryGroups, cmd.Groups) {
 			return nil, nil // as it was: nothing to commit
 		}
 		changed = true
@@ -195,7 +195,7 @@ func (a *App) SyncDirectory(ctx context.Context, source string, dir DirectoryLoo
 			if u.Disabled {
 				break
 			}
-			if _, derr := a.commit(ctx, &meta.UserDisable{ID: u.ID, At: a.now()}); derr != nil {
+			if _, derr := a.commit(ctx, &meta.UserDisable{ID: u.ID, Disabled: true, By: meta.DisabledByDirectory, At: a.now()}); derr != nil {
 				if !errors.Is(derr, meta.ErrLastAdmin) {
 					err = derr
 				}

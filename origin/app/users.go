@@ -176,6 +176,29 @@ func (a *App) UpdateMe(ctx context.Context, p *auth.Principal, in AccountChange)
 	return u, idx, err
 }
 
+// SetUserDisabled disables a user, or enables one again (administrators
+// only; not oneself). Disabling ends the user's sessions and revokes its
+// API tokens at once, here and at edges; the password is refused until
+// an administrator enables the user again (the directory does not).
+func (a *App) SetUserDisabled(ctx context.Context, p *auth.Principal, ref string, disabled bool) (*meta.User, uint64, error) {
+	if err := requireAdmin(p); err != nil {
+		return nil, 0, err
+	}
+	var u *meta.User
+	if err := a.view(func(tx *meta.Tx) error { var err error; u, err = tx.UserByRef(ref); return err }); err != nil {
+		return nil, 0, err
+	}
+	if u.ID == p.UserID && disabled {
+		return nil, 0, apierr.New(apierr.Conflict, "you cannot disable your own account")
+	}
+	idx, err := a.commit(ctx, &meta.UserDisable{ID: u.ID, Disabled: disabled, By: meta.DisabledByAdmin, At: a.now()})
+	if err != nil {
+		return nil, idx, err
+	}
+	err = a.view(func(tx *meta.Tx) error { var err error; u, err = tx.User(u.ID); return err })
+	return u, idx, err
+}
+
 // DeleteUser deletes a user, with their tokens, sessions and grants
 // (administrators only; never oneself, never the last administrator).
 func (a *App) DeleteUser(ctx context.Context, p *auth.Principal, id string) (uint64, error) {

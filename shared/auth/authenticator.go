@@ -376,6 +376,9 @@ func (a *Authenticator) session(c *Claims, via Credential, vouched bool) (*Princ
 		if err != nil {
 			return credential{}, a.absent(err)
 		}
+		if u.Disabled {
+			return credential{}, ErrBadCredentials
+		}
 		p := principalOf(u)
 		p.SessionID, p.Via, p.vouched = c.Session, via, vouched
 		m := credential{p: *p}
@@ -446,6 +449,9 @@ func (a *Authenticator) tokenPrincipal(tx *meta.Tx, t *meta.Token) (*Principal, 
 	if err != nil {
 		return nil, a.absent(err)
 	}
+	if u.Disabled {
+		return nil, ErrBadCredentials
+	}
 	scopes, err := ParseScopes(t.Scopes)
 	if err != nil {
 		return nil, ErrBadCredentials
@@ -506,7 +512,7 @@ func (a *Authenticator) password(ctx context.Context, user, pass, remote, scheme
 		return a.directoryPassword(ctx, u, pass, f)
 	}
 	hash := dummyHash
-	if u != nil && u.PasswordHash != "" {
+	if u != nil && u.PasswordHash != "" && !u.Disabled {
 		hash = u.PasswordHash
 	}
 	if u != nil && credMarker(u) != "" && !u.Disabled {
@@ -559,6 +565,9 @@ func (a *Authenticator) directoryPassword(ctx context.Context, u *meta.User, pas
 	nu, err := a.Provision(ctx, id)
 	if err != nil {
 		return nil, err
+	}
+	if nu.Disabled {
+		return nil, a.fail(ctx, f, ErrBadCredentials) // by an administrator
 	}
 	a.Cache.Put(nu.ID+"\x00"+pass, credMarker(nu))
 	return a.passwordPrincipal(nu), nil

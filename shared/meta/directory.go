@@ -119,17 +119,30 @@ func (c *UserProvision) apply(tx *Tx) error {
 		}
 	}
 	u.DirectoryGroups = groups
-	u.Disabled = false // the directory vouches for the user again
+	if old != nil && old.DisabledBy == DisabledByDirectory {
+		u.Disabled, u.DisabledBy = false, "" // the directory vouches for the user again
+	} else if old != nil {
+		u.Disabled, u.DisabledBy = old.Disabled, old.DisabledBy
+	}
 	return tx.putRec(KindUser, u.ID, u)
 }
 
-// UserDisable disables a directory user the directory no longer has: its
-// sessions end, its API tokens are revoked, and its password is refused
-// here and at edges until the directory vouches for the user again
-// (UserProvision).
+// Who disabled a user (User.DisabledBy).
+const (
+	DisabledByDirectory = "directory" // gone from it; a sign-in it vouches for enables the user again
+	DisabledByAdmin     = "admin"     // only an administrator enables the user again
+)
+
+// UserDisable disables a user (Disabled) or enables one again. Disabling
+// ends the user's sessions and revokes its API tokens (so an edge of any
+// build stops them), and its password is refused here and at edges. The
+// last administrator is not disabled. A directory disables only its own
+// users.
 type UserDisable struct {
-	ID string    `json:"id"`
-	At time.Time `json:"at"`
+	ID       string    `json:"id"`
+	Disabled bool      `json:"disabled"`
+	By       string    `json:"by"` // DisabledByDirectory or DisabledByAdmin
+	At       time.Time `json:"at"`
 }
 
 func (*UserDisable) Type() CmdType { return CmdUserDisable }
@@ -140,7 +153,14 @@ func (c *UserDisable) apply(tx *Tx) error {
 	if err != nil {
 		return err
 	}
-	if u.Source == "" || u.Source == SourceLocal {
+	if c.By != DisabledByAdmin && c.By != DisabledByDirectory {
+		return Invalidf("unknown disabler %q", c.By)
+	}
+	if !c.Disabled {
+		u.Disabled, u.DisabledBy, u.UpdatedAt = false, "", c.At
+		return tx.putRec(KindUser, u.ID, u)
+	}
+	if c.By == DisabledByDirectory && (u.Source == "" || u.Source == SourceLocal) {
 		return Invalidf("user %s is a local user: the directory does not disable it", u.Username)
 	}
 	if err := tx.keepAdmin(u); err != nil {
@@ -151,10 +171,11 @@ func (c *UserDisable) apply(tx *Tx) error {
 			return err
 		}
 	}
-	// Its API tokens go (an edge of any build stops them as it stops a
-	// revoked one); a user the directory vouches for again makes new ones.
 	if err := tx.delAll(KindToken, tx.prefixKeys(bUserTokens, key(u.ID, ""))); err != nil {
 		return err
+	}
+	if u.DisabledBy != DisabledByAdmin { // an administrator's disabling stands
+		u.DisabledBy = c.By
 	}
 	u.Disabled, u.UpdatedAt = true, c.At
 	return tx.putRec(KindUser, u.ID, u)

@@ -97,7 +97,7 @@ func script() []Command {
 			Groups: []string{"g1"}, At: t0.Add(time.Minute)},
 		&UserProvision{User: User{ID: "u4", Username: "dave", Role: RoleUser, Source: SourceLDAP}, At: t0},
 		&TokenCreate{Token: Token{ID: "t4", UserID: "u4", Name: "dave's", Scopes: []string{"repository:read"}, Hash: "hash4", CreatedAt: t0}},
-		&UserDisable{ID: "u4", At: t0.Add(time.Minute)},
+		&UserDisable{ID: "u4", Disabled: true, By: DisabledByDirectory, At: t0.Add(time.Minute)},
 		&DirectorySynced{Result: DirectorySync{StartedAt: t0, EndedAt: t0.Add(time.Second), Users: 2, Disabled: 1}},
 		&DirectorySynced{Result: DirectorySync{StartedAt: t0.Add(time.Hour), EndedAt: t0.Add(time.Hour), Error: "directory down"}},
 	)

@@ -51,11 +51,12 @@ type User struct {
 	// of (UserProvision): the ones it takes the user out of when the
 	// directory no longer lists them.
 	DirectoryGroups []string `json:"directory_groups,omitempty"`
-	// Disabled: no credential of the user works (UserDisable: the
-	// directory no longer has the user).
-	Disabled  bool      `json:"disabled,omitempty"`
-	CreatedAt time.Time `json:"created_at"`
-	UpdatedAt time.Time `json:"updated_at"`
+	// Disabled: no credential of the user works (UserDisable), by an
+	// administrator or by the directory (DisabledBy).
+	Disabled   bool      `json:"disabled,omitempty"`
+	DisabledBy string    `json:"disabled_by,omitempty"`
+	CreatedAt  time.Time `json:"created_at"`
+	UpdatedAt  time.Time `json:"updated_at"`
 }
 
 // UserCreate adds a user; the username must be free.
