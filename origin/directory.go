@@ -72,7 +72,7 @@ func policy(prefix, defaultRole, roleGroups, groupMap string) (app.DirectoryPoli
 			return p, fmt.Errorf("%s-role-groups: %q is not a role (admin, user, viewer)", prefix, role)
 		}
 		for _, g := range group {
-			p.Roles[g] = meta.Role(role)
+			p.Roles[strings.ToLower(g)] = meta.Role(role)
 		}
 	}
 	groups, err := pairs(prefix+"-group-map", groupMap)
@@ -83,7 +83,7 @@ func policy(prefix, defaultRole, roleGroups, groupMap string) (app.DirectoryPoli
 		if len(depot) != 1 {
 			return p, fmt.Errorf("%s-group-map: group %q is mapped twice", prefix, dir)
 		}
-		p.Groups[dir] = depot[0]
+		p.Groups[strings.ToLower(dir)] = depot[0]
 	}
 	return p, nil
 }

@@ -25,11 +25,11 @@ type DirectoryPolicy struct {
 	// DefaultRole is the role of a directory user no group gives one
 	// (meta.RoleUser when empty).
 	DefaultRole meta.Role
-	// Roles gives the members of a directory group a role (group name,
-	// case-insensitive, -> role); the highest a user's groups give wins.
+	// Roles gives the members of a directory group a role (group name in
+	// lower case -> role); the highest a user's groups give wins.
 	Roles map[string]meta.Role
-	// Groups renames directory groups into Depot groups (directory name,
-	// case-insensitive, -> Depot group name); the others keep their name.
+	// Groups renames directory groups into Depot groups (directory name
+	// in lower case -> Depot group name); the others keep their name.
 	Groups map[string]string
 }
 
@@ -39,17 +39,6 @@ const maxDirectoryGroups = 200
 // roleRank orders roles for "the highest wins".
 var roleRank = map[meta.Role]int{meta.RoleViewer: 1, meta.RoleUser: 2, meta.RoleAdmin: 3}
 
-// lookupFold reads m[k] with k compared without case.
-func lookupFold[V any](m map[string]V, k string) (V, bool) {
-	for mk, v := range m {
-		if strings.EqualFold(mk, k) {
-			return v, true
-		}
-	}
-	var zero V
-	return zero, false
-}
-
 // role is the role id's groups give, else the default.
 func (p DirectoryPolicy) role(groups []string) meta.Role {
 	role := p.DefaultRole
@@ -58,7 +47,7 @@ func (p DirectoryPolicy) role(groups []string) meta.Role {
 	}
 	best := meta.Role("")
 	for _, g := range groups {
-		if r, ok := lookupFold(p.Roles, g); ok && roleRank[r] > roleRank[best] {
+		if r, ok := p.Roles[strings.ToLower(g)]; ok && roleRank[r] > roleRank[best] {
 			best = r
 		}
 	}
@@ -74,7 +63,7 @@ func (p DirectoryPolicy) groupNames(groups []string) []string {
 	var names []string
 	for _, g := range groups {
 		name := g
-		if mapped, ok := lookupFold(p.Groups, g); ok {
+		if mapped, ok := p.Groups[strings.ToLower(g)]; ok {
 			name = mapped
 		}
 		if !groupNameRE.MatchString(name) || slices.ContainsFunc(names, func(n string) bool { return strings.EqualFold(n, name) }) {
@@ -189,6 +178,9 @@ func (a *App) SyncDirectory(ctx context.Context, source string, dir DirectoryLoo
 		}
 		var id *auth.Identity
 		id, err = dir.Lookup(ctx, u.Username)
+		if err == nil || errors.Is(err, ErrNoDirectoryUser) {
+			res.Users++ // the directory answered for this one
+		}
 		switch {
 		case errors.Is(err, ErrNoDirectoryUser):
 			err = nil
@@ -211,7 +203,6 @@ func (a *App) SyncDirectory(ctx context.Context, source string, dir DirectoryLoo
 				err = nil // a name the directory and a local user share: the local user's
 			}
 		}
-		res.Users++
 		track.Add(1, 0, 0)
 	}
 	track.End()

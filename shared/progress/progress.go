@@ -57,9 +57,6 @@ func New(op string, log *slog.Logger) *Tracker {
 	return &Tracker{op: op, log: log, every: Every, now: time.Now, st: Status{Operation: op}}
 }
 
-// SetEvery changes how often progress is logged (tests).
-func (t *Tracker) SetEvery(d time.Duration) { t.every = d }
-
 // Start begins a run of total items (0: not known yet), logging its
 // progress every Every until End.
 func (t *Tracker) Start(total int64) {

@@ -30,7 +30,7 @@ func (s *syncBuffer) String() string {
 func TestTrackerLogsWhileRunning(t *testing.T) {
 	var out syncBuffer
 	tr := New("blob_repair", slog.New(slog.NewTextHandler(&out, nil)))
-	tr.SetEvery(20 * time.Millisecond)
+	tr.every = 20 * time.Millisecond
 	clock := time.Unix(1000, 0)
 	var mu sync.Mutex
 	tr.now = func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }

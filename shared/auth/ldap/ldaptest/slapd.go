@@ -49,7 +49,6 @@ type Slapd struct {
 	dir     string
 	URL     string // ldap://127.0.0.1:<port>
 	CAFile  string // PEM of the CA that signed its certificate (TLS only)
-	tls     bool
 	mu      sync.Mutex
 	cmd     *exec.Cmd
 	done    chan error
@@ -84,7 +83,7 @@ func binary(t *testing.T) string {
 // stops it when the test ends.
 func Start(t *testing.T, opts Options) *Slapd {
 	t.Helper()
-	s := &Slapd{t: t, binary: binary(t), dir: t.TempDir(), tls: opts.TLS}
+	s := &Slapd{t: t, binary: binary(t), dir: t.TempDir()}
 	if err := os.Mkdir(filepath.Join(s.dir, "db"), 0o700); err != nil {
 		t.Fatal(err)
 	}
