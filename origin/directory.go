@@ -125,7 +125,7 @@ func (l ldapDirectory) Authenticate(ctx context.Context, username, password stri
 	case err != nil:
 		return nil, fmt.Errorf("%w: %v", auth.ErrDirectoryUnavailable, err)
 	}
-	return &auth.Identity{Source: meta.SourceLDAP, Username: id.Username, Email: id.Email, Groups: id.Groups}, nil
+	return &auth.Identity{Source: meta.SourceLDAP, Username: id.Username, Email: id.Email, Name: id.Name, Groups: id.Groups}, nil
 }
 
 // Lookup reads a user for the sync (app.DirectoryLookup).
@@ -137,7 +137,7 @@ func (l ldapDirectory) Lookup(ctx context.Context, username string) (*auth.Ident
 	case err != nil:
 		return nil, fmt.Errorf("%w: %v", auth.ErrDirectoryUnavailable, err)
 	}
-	return &auth.Identity{Source: meta.SourceLDAP, Username: id.Username, Email: id.Email, Groups: id.Groups}, nil
+	return &auth.Identity{Source: meta.SourceLDAP, Username: id.Username, Email: id.Email, Name: id.Name, Groups: id.Groups}, nil
 }
 
 // syncDirectory syncs the directory users every SyncInterval while this

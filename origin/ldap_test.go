@@ -66,7 +66,7 @@ func TestLDAPSignIn(t *testing.T) {
 
 	alice := bearer(signIn(e, "alice", "alice-pw-1"))
 	me := e.Do("GET", "/api/v1/users/me", alice, nil).Want(200).Map()
-	if me["source"] != "ldap" || me["role"] != "admin" || me["email"] != "alice@example.org" {
+	if me["source"] != "ldap" || me["role"] != "admin" || me["email"] != "alice@example.org" || me["display_name"] != "Alice Example" {
 		t.Fatalf("alice after her first sign-in: %v", me)
 	}
 	signIn(e, "alice", "wrong").WantError(401, "UNAUTHORIZED")

@@ -114,7 +114,7 @@ func TestOIDCSignIn(t *testing.T) {
 	}
 	alice := "Bearer " + pair.AccessToken
 	me := b.Do("GET", "/api/v1/users/me", alice, nil).Want(200).Map()
-	if me["username"] != "alice" || me["source"] != "oidc" || me["role"] != "admin" || me["email"] != "alice@example.org" {
+	if me["username"] != "alice" || me["source"] != "oidc" || me["role"] != "admin" || me["email"] != "alice@example.org" || me["display_name"] != "Alice Admin" {
 		t.Fatalf("alice: %v", me)
 	}
 	var groups struct {

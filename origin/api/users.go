@@ -50,16 +50,17 @@ func (s *Server) getMe(w http.ResponseWriter, r *http.Request, p *auth.Principal
 func (s *Server) updateMe(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
 	var req struct {
 		Email           *string `json:"email"`
+		DisplayName     *string `json:"display_name"`
 		CurrentPassword string  `json:"current_password"`
 		Password        *string `json:"password"`
 	}
 	if err := decode(r, &req); err != nil {
 		return err
 	}
-	if s.cfg.DemoMode && req.Email != nil {
+	if s.cfg.DemoMode && (req.Email != nil || req.DisplayName != nil) {
 		return errDemoMode() // demo mode lets only a pending password change through
 	}
-	u, idx, err := s.app.UpdateMe(r.Context(), p, app.AccountChange{Email: req.Email, CurrentPassword: req.CurrentPassword, Password: req.Password})
+	u, idx, err := s.app.UpdateMe(r.Context(), p, app.AccountChange{Email: req.Email, DisplayName: req.DisplayName, CurrentPassword: req.CurrentPassword, Password: req.Password})
 	if err != nil {
 		return written(w, idx, err, 0, nil)
 	}

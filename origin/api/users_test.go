@@ -122,6 +122,22 @@ func TestUsers(t *testing.T) {
 			t.Fatalf("email after update %v", me["email"])
 		}
 		e.Do("PUT", "/api/v1/users/me", bob.token, map[string]string{"email": "nope"}).WantError(400, "VALIDATION_FAILED").WantField("email")
+		// The display name: set with the email in one request, refused
+		// when not one line of plain text (and then nothing changes),
+		// cleared with "".
+		me = e.Do("PUT", "/api/v1/users/me", bob.token, map[string]string{"display_name": "Bob Builder", "email": "bob3@example.com"}).Want(200).Map()
+		if me["display_name"] != "Bob Builder" || me["email"] != "bob3@example.com" {
+			t.Fatalf("after setting the display name %v", me)
+		}
+		for _, bad := range []string{"Bob\nBuilder", " Bob", strings.Repeat("b", 257), "Bob\x00"} {
+			e.Do("PUT", "/api/v1/users/me", bob.token, map[string]string{"display_name": bad, "email": "bob4@example.com"}).WantError(400, "VALIDATION_FAILED").WantField("display_name")
+		}
+		if me = e.Do("GET", "/api/v1/users/me", bob.token, nil).Want(200).Map(); me["display_name"] != "Bob Builder" || me["email"] != "bob3@example.com" {
+			t.Fatalf("a refused change changed %v", me)
+		}
+		if me = e.Do("PUT", "/api/v1/users/me", bob.token, map[string]string{"display_name": ""}).Want(200).Map(); me["display_name"] != "" {
+			t.Fatalf("display name not cleared: %v", me)
+		}
 		e.Do("PUT", "/api/v1/users/me", bob.token, map[string]string{}).WantError(400, "VALIDATION_FAILED")
 		// An API token cannot change the password.
 		tok := e.Token(bob.token, []string{"repository:read"}, nil)

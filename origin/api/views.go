@@ -13,6 +13,7 @@ type userView struct {
 	ID                 string    `json:"id"`
 	Username           string    `json:"username"`
 	Email              string    `json:"email"`
+	DisplayName        string    `json:"display_name"`
 	Role               meta.Role `json:"role"`
 	CreatedAt          time.Time `json:"created_at"`
 	UpdatedAt          time.Time `json:"updated_at"`
@@ -26,7 +27,7 @@ func viewUser(u *meta.User) userView {
 	if src == "" {
 		src = "local"
 	}
-	return userView{ID: u.ID, Username: u.Username, Email: u.Email, Role: u.Role, CreatedAt: u.CreatedAt,
+	return userView{ID: u.ID, Username: u.Username, Email: u.Email, DisplayName: u.DisplayName, Role: u.Role, CreatedAt: u.CreatedAt,
 		UpdatedAt: u.UpdatedAt, MustChangePassword: u.MustChangePassword, Source: src, Disabled: u.Disabled}
 }
 

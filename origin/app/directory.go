@@ -137,6 +137,20 @@ func (a *App) provision(ctx context.Context, id *auth.Identity) (*meta.User, boo
 	if err != nil {
 		return nil, false, err
 	}
+	if name := cleanDisplayName(id.Name); name != "" {
+		var now *meta.User
+		if err := a.view(func(tx *meta.Tx) error { var err error; now, err = tx.User(user.ID); return err }); err != nil {
+			return nil, false, err
+		}
+		if now.DisplayName != name {
+			// A cluster part-way through an upgrade does not know the
+			// command yet: the name waits for a later sign-in.
+			if _, err := a.commit(ctx, &meta.UserDisplayName{ID: user.ID, DisplayName: name, At: a.now()}); err != nil && !errors.Is(err, meta.ErrUpgrading) {
+				return nil, false, err
+			}
+			changed = true
+		}
+	}
 	err = a.view(func(tx *meta.Tx) error { var err error; user, err = tx.User(user.ID); return err })
 	return user, changed, err
 }

@@ -5,6 +5,8 @@ import (
 	"net/mail"
 	"regexp"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/depot-registry/depot/shared/apierr"
 	"github.com/depot-registry/depot/shared/auth"
@@ -29,6 +31,36 @@ func checkEmail(e string) error {
 		return apierr.Invalid("email", "email must be a plain address like user@example.com")
 	}
 	return nil
+}
+
+// checkDisplayName refuses a display name a person would not type: too
+// long, not UTF-8, or with control characters.
+func checkDisplayName(s string) error {
+	if len(s) > meta.MaxDisplayName {
+		return apierr.Invalid("display_name", "display_name is longer than %d bytes", meta.MaxDisplayName)
+	}
+	if !utf8.ValidString(s) || strings.IndexFunc(s, unicode.IsControl) >= 0 || strings.TrimSpace(s) != s {
+		return apierr.Invalid("display_name", "display_name must be plain text on one line, without leading or trailing spaces")
+	}
+	return nil
+}
+
+// cleanDisplayName makes a directory's or provider's name one the checks
+// accept: valid UTF-8, no control characters, trimmed and bounded.
+func cleanDisplayName(s string) string {
+	s = strings.ToValidUTF8(s, "")
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, s)
+	s = strings.TrimSpace(s)
+	for len(s) > meta.MaxDisplayName {
+		_, size := utf8.DecodeLastRuneInString(s)
+		s = s[:len(s)-size]
+	}
+	return strings.TrimSpace(s)
 }
 
 func checkPassword(field, pw string) error {
@@ -100,22 +132,24 @@ func (a *App) Me(_ context.Context, p *auth.Principal) (*meta.User, error) {
 }
 
 // AccountChange is what a user may change of their own account: the
-// email, and the password (with the current one).
+// email, the display name (a directory's user: until the directory's
+// next word on it), and the password (with the current one).
 type AccountChange struct {
 	Email           *string
+	DisplayName     *string
 	CurrentPassword string
 	Password        *string
 }
 
-// UpdateMe changes the caller's email and/or password. A password change
+// UpdateMe changes the caller's email, display name and/or password. A password change
 // needs the current password, clears the forced-change flag and signs out
 // every other session of the user.
 func (a *App) UpdateMe(ctx context.Context, p *auth.Principal, in AccountChange) (*meta.User, uint64, error) {
 	switch {
 	case p.TokenID != "" && in.Password != nil:
 		return nil, 0, apierr.New(apierr.Forbidden, "an API token cannot change the password; sign in with the password")
-	case in.Email == nil && in.Password == nil:
-		return nil, 0, apierr.Invalid("password", "nothing to update: give email and/or password")
+	case in.Email == nil && in.Password == nil && in.DisplayName == nil:
+		return nil, 0, apierr.Invalid("password", "nothing to update: give email, display_name and/or password")
 	case p.MustChangePassword && in.Password == nil:
 		return nil, 0, apierr.New(apierr.PasswordChangeRequired, "the initial password must be changed first").With("field", "password")
 	}
@@ -156,10 +190,27 @@ func (a *App) UpdateMe(ctx context.Context, p *auth.Principal, in AccountChange)
 		cmd.PasswordHash, cmd.MustChangePassword = &hash, &no
 		cmd.RevokeSessions, cmd.KeepSession = true, p.SessionID
 	}
+	if in.DisplayName != nil {
+		if err := checkDisplayName(*in.DisplayName); err != nil {
+			return nil, 0, err
+		}
+	}
+	var idx uint64
+	if in.DisplayName != nil && *in.DisplayName != u.DisplayName {
+		// First: its own command, refused whole by a cluster part-way
+		// through an upgrade, before anything else is written.
+		if idx, err = a.commit(ctx, &meta.UserDisplayName{ID: u.ID, DisplayName: *in.DisplayName, At: a.now()}); err != nil {
+			return nil, idx, err
+		}
+	}
+	if in.Email == nil && in.Password == nil {
+		u, err = a.Me(ctx, p)
+		return u, idx, err
+	}
 	// A new password was decided from the current one checked against the
 	// hash read above: it is committed only while that is still the
 	// user's.
-	idx, err := a.decide(ctx, func(tx *meta.Tx) (meta.Command, error) {
+	idx, err = a.decide(ctx, func(tx *meta.Tx) (meta.Command, error) {
 		now, err := tx.User(p.UserID)
 		if err != nil {
 			return nil, err

@@ -44,6 +44,7 @@ type Identity struct {
 	Source   string // meta.SourceLDAP, meta.SourceOIDC
 	Username string
 	Email    string
+	Name     string   // the display name, "" when the directory has none
 	Groups   []string // the directory's names of the user's groups
 }
 

@@ -18,6 +18,7 @@ const (
 	CmdUserProvision   CmdType = 35
 	CmdUserDisable     CmdType = 36
 	CmdDirectorySynced CmdType = 37
+	CmdUserDisplayName CmdType = 38
 )
 
 // Where a user's password is checked (User.Source).
@@ -31,6 +32,7 @@ func init() {
 	declareCommand(CmdUserProvision, func() Command { return new(UserProvision) })
 	declareCommand(CmdUserDisable, func() Command { return new(UserDisable) })
 	declareCommand(CmdDirectorySynced, func() Command { return new(DirectorySynced) })
+	declareCommand(CmdUserDisplayName, func() Command { return new(UserDisplayName) })
 }
 
 // UserProvision creates User (when no user has its id) or updates the
@@ -74,8 +76,10 @@ func (c *UserProvision) apply(tx *Tx) error {
 		}
 		before = old.DirectoryGroups
 		u.CreatedAt, u.MustChangePassword = old.CreatedAt, false
+		u.DisplayName = old.DisplayName // UserDisplayName's alone
 		u.UpdatedAt = c.At
 	case errors.Is(err, ErrNotFound):
+		u.DisplayName = ""
 		if err := (&UserCreate{User: User{ID: u.ID, Username: u.Username, Email: u.Email, Role: u.Role, Source: u.Source,
 			CreatedAt: c.At, UpdatedAt: c.At}}).apply(tx); err != nil {
 			return err
@@ -230,4 +234,33 @@ func (tx *Tx) DirectorySyncs() (last, lastOK *DirectorySync) {
 		return &r
 	}
 	return read(stateDirectorySync), read(stateDirectorySynced)
+}
+
+// MaxDisplayName bounds User.DisplayName, in bytes.
+const MaxDisplayName = 256
+
+// UserDisplayName sets a user's display name (a directory's or provider's
+// name claim, or the user's own choice; "" clears it). A command of its
+// own, not a field of UserProvision or UserUpdate: a build that does not
+// know it refuses it whole (ErrUpgrading) instead of dropping the field
+// and diverging.
+type UserDisplayName struct {
+	ID          string    `json:"id"`
+	DisplayName string    `json:"display_name"`
+	At          time.Time `json:"at"`
+}
+
+func (*UserDisplayName) Type() CmdType { return CmdUserDisplayName }
+func (*UserDisplayName) Scope() string { return "" }
+
+func (c *UserDisplayName) apply(tx *Tx) error {
+	if len(c.DisplayName) > MaxDisplayName {
+		return Invalidf("a display name is at most %d bytes", MaxDisplayName)
+	}
+	u, err := tx.User(c.ID)
+	if err != nil {
+		return err
+	}
+	u.DisplayName, u.UpdatedAt = c.DisplayName, c.At
+	return tx.putRec(KindUser, u.ID, u)
 }

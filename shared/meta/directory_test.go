@@ -2,6 +2,7 @@ package meta
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -46,9 +47,18 @@ func TestUserProvision(t *testing.T) {
 	if u := user(); u.Source != SourceLDAP || u.PasswordHash != "" || !slices.Equal(u.DirectoryGroups, []string{"g-dev", "g-ops"}) {
 		t.Fatalf("user after the first provision: %+v", u)
 	}
+	// The display name is UserDisplayName's alone: a provision that
+	// carries another (or none, as an older build's) leaves it.
+	apply(&UserDisplayName{ID: "a", DisplayName: "Alice Example", At: t0})
 	// The directory no longer lists ops; an admin role comes.
-	alice.Email, alice.Role = "alice@corp.example.org", RoleAdmin
+	alice.Email, alice.Role, alice.DisplayName = "alice@corp.example.org", RoleAdmin, "Mallory"
 	apply(&UserProvision{User: alice, Groups: []string{"g-dev"}, At: t0})
+	if u := user(); u.DisplayName != "Alice Example" {
+		t.Fatalf("a provision changed the display name: %+v", u)
+	}
+	if err := s.Apply(0, &UserDisplayName{ID: "a", DisplayName: strings.Repeat("a", MaxDisplayName+1), At: t0}); err == nil {
+		t.Fatal("an unbounded display name was stored")
+	}
 	if got := groupsOf(); !slices.Equal(got, []string{"g-dev", "g-local"}) {
 		t.Fatalf("groups after leaving ops: %v", got)
 	}

@@ -100,6 +100,7 @@ func script() []Command {
 		&UserDisable{ID: "u4", Disabled: true, By: DisabledByDirectory, At: t0.Add(time.Minute)},
 		&DirectorySynced{Result: DirectorySync{StartedAt: t0, EndedAt: t0.Add(time.Second), Users: 2, Disabled: 1}},
 		&DirectorySynced{Result: DirectorySync{StartedAt: t0.Add(time.Hour), EndedAt: t0.Add(time.Hour), Error: "directory down"}},
+		&UserDisplayName{ID: "u3", DisplayName: "Carol Example", At: t0.Add(2 * time.Minute)},
 	)
 }
 
@@ -239,7 +240,7 @@ func TestCommandRoundTrip(t *testing.T) {
 		if last, ok := tx.DirectorySyncs(); last == nil || last.Error != "directory down" || ok == nil || ok.Disabled != 1 {
 			t.Errorf("directory syncs: last %+v, last successful %+v", last, ok)
 		}
-		if u, err := tx.UserByName("carol"); err != nil || u.Source != SourceLDAP || u.Email != "carol@x" || u.Role != RoleViewer ||
+		if u, err := tx.UserByName("carol"); err != nil || u.Source != SourceLDAP || u.Email != "carol@x" || u.Role != RoleViewer || u.DisplayName != "Carol Example" ||
 			!reflect.DeepEqual(u.DirectoryGroups, []string{"g1"}) {
 			t.Errorf("carol = %+v, %v", u, err)
 		}

@@ -40,9 +40,12 @@ func (r Role) Valid() bool { return r == RoleAdmin || r == RoleUser || r == Role
 
 // User is an account. PasswordHash never leaves the process.
 type User struct {
-	ID                 string `json:"id"`
-	Username           string `json:"username"`
-	Email              string `json:"email"`
+	ID       string `json:"id"`
+	Username string `json:"username"`
+	Email    string `json:"email"`
+	// DisplayName is the person's name as people read it ("Alice
+	// Example"), set only by UserDisplayName.
+	DisplayName        string `json:"display_name,omitempty"`
 	Role               Role   `json:"role"`
 	PasswordHash       string `json:"password_hash,omitempty"`
 	MustChangePassword bool   `json:"must_change_password,omitempty"`

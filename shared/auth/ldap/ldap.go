@@ -79,6 +79,7 @@ type Identity struct {
 	DN       string
 	Username string   // as the directory spells it (the user's uid, say)
 	Email    string   // "" when the directory has none
+	Name     string   // displayName, else cn; "" when the directory has neither
 	Groups   []string // names of the user's groups, at most maxGroups
 }
 
@@ -332,7 +333,7 @@ func (d *Directory) with(ctx context.Context, fn func(*goldap.Conn) (*Identity, 
 func (d *Directory) find(c *goldap.Conn, username string) (*Identity, error) {
 	filter := strings.ReplaceAll(d.cfg.UserFilter, "{username}", goldap.EscapeFilter(username))
 	res, err := c.Search(goldap.NewSearchRequest(d.cfg.BaseDN, goldap.ScopeWholeSubtree, goldap.NeverDerefAliases,
-		2, int(d.cfg.Timeout/time.Second), false, filter, []string{d.cfg.EmailAttribute, "uid"}, nil))
+		2, int(d.cfg.Timeout/time.Second), false, filter, []string{d.cfg.EmailAttribute, "uid", "displayName", "cn"}, nil))
 	if goldap.IsErrorWithCode(err, goldap.LDAPResultSizeLimitExceeded) || goldap.IsErrorWithCode(err, goldap.LDAPResultNoSuchObject) {
 		return nil, ErrInvalidCredentials // ambiguous, or the base hides it
 	}
@@ -343,7 +344,10 @@ func (d *Directory) find(c *goldap.Conn, username string) (*Identity, error) {
 		return nil, ErrInvalidCredentials
 	}
 	e := res.Entries[0]
-	id := &Identity{DN: e.DN, Username: username, Email: e.GetAttributeValue(d.cfg.EmailAttribute)}
+	id := &Identity{DN: e.DN, Username: username, Email: e.GetAttributeValue(d.cfg.EmailAttribute), Name: e.GetAttributeValue("displayName")}
+	if id.Name == "" {
+		id.Name = e.GetAttributeValue("cn")
+	}
 	if uid := e.GetAttributeValue("uid"); strings.EqualFold(uid, username) {
 		id.Username = uid
 	}

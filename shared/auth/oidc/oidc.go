@@ -202,7 +202,8 @@ func (p *Provider) Finish(ctx context.Context, q url.Values, cookie string) (*au
 			}
 		}
 	}
-	id := &auth.Identity{Source: meta.SourceOIDC, Email: str(claims[p.cfg.EmailClaim]), Groups: strs(claims[p.cfg.GroupsClaim])}
+	id := &auth.Identity{Source: meta.SourceOIDC, Email: str(claims[p.cfg.EmailClaim]), Name: str(claims[p.cfg.NameClaim]),
+		Groups: strs(claims[p.cfg.GroupsClaim])}
 	if id.Username = str(claims[p.cfg.UsernameClaim]); id.Username == "" {
 		return nil, fmt.Errorf("%w: the provider gave no %q claim to name the user by", ErrFlow, p.cfg.UsernameClaim)
 	}

@@ -245,11 +245,12 @@ func UserDN(uid string) string { return "uid=" + uid + "," + People }
 // GroupDN is the DN of the group cn.
 func GroupDN(cn string) string { return "cn=" + cn + "," + Groups }
 
-// AddUser adds a person who signs in with uid and password.
+// AddUser adds a person who signs in with uid and password; their
+// displayName is "<Uid> Example".
 func (s *Slapd) AddUser(uid, password, email string) {
 	s.t.Helper()
 	s.add("user", UserDN(uid), map[string][]string{"objectClass": {"inetOrgPerson"}, "uid": {uid}, "cn": {uid},
-		"sn": {uid}, "mail": {email}, "userPassword": {SSHA(password)}})
+		"sn": {uid}, "displayName": {strings.ToUpper(uid[:1]) + uid[1:] + " Example"}, "mail": {email}, "userPassword": {SSHA(password)}})
 }
 
 // DeleteUser removes a person (and not their group memberships: a
