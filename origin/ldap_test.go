@@ -19,14 +19,14 @@ import (
 func ldapOrigin(t *testing.T, s *ldaptest.Slapd, more ...func(*origin.Config)) *origintest.Env {
 	t.Helper()
 	return origintest.Start(t, origintest.Options{Config: func(c *origin.Config) {
-		for _, f := range more {
-			f(c)
-		}
 		c.LDAP.URL, c.LDAP.BindDN, c.LDAP.BindPassword = s.URL, ldaptest.ServiceDN, ldaptest.ServicePW
 		c.LDAP.BaseDN, c.LDAP.GroupBaseDN = ldaptest.People, ldaptest.Groups
 		c.LDAP.UserFilter = "(&(objectClass=inetOrgPerson)(uid={username}))"
 		c.LDAP.RoleGroups = "admin=admins"
 		c.LDAP.StartTLS, c.LDAP.CAFile = s.CAFile != "", s.CAFile
+		for _, f := range more {
+			f(c)
+		}
 	}})
 }
 
@@ -210,6 +210,38 @@ func TestLDAPSync(t *testing.T) {
 	s.AddUser("bob", "bob-pw-2", "bob@example.org")
 	bearer(signIn(e, "bob", "bob-pw-2"))
 	e.Do("GET", "/api/v1/users/me", "Bearer "+tok.Token, nil).WantError(401, "UNAUTHORIZED")
+}
+
+// TestLDAPDisabledInDirectory: an account the directory keeps but has
+// disabled is one the user filter leaves out (here a marker attribute;
+// Active Directory's userAccountControl bit in the README): the sync
+// disables it here, its API token stops at the origin and the edge, and
+// its password is refused; marked active again, it signs in again.
+func TestLDAPDisabledInDirectory(t *testing.T) {
+	s := ldaptest.Start(t, ldaptest.Options{})
+	s.AddUser("dave", "dave-pw-1", "dave@example.org")
+	s.AddUser("erin", "erin-pw-1", "erin@example.org")
+	e := ldapOrigin(t, s, func(c *origin.Config) {
+		c.LDAP.SyncInterval = 200 * time.Millisecond
+		c.LDAP.UserFilter = "(&(objectClass=inetOrgPerson)(uid={username})(!(employeeType=disabled)))"
+	})
+	clienttest.ThroughEdge(t, e)
+
+	dave := bearer(signIn(e, "dave", "dave-pw-1"))
+	erin := bearer(signIn(e, "erin", "erin-pw-1"))
+	var tok struct{ Token string }
+	e.Do("POST", "/api/v1/users/me/tokens", dave, map[string]any{"name": "ci", "scopes": []string{"repository:read"}}).Want(201).JSON(&tok)
+	e.Do("GET", "/api/v1/users/me", "Bearer "+tok.Token, nil).Want(200) // at the edge
+
+	s.SetAttribute("dave", "employeeType", "disabled")
+	waitUntil(t, "dave's API token refused at the edge", func() bool {
+		return e.Do("GET", "/api/v1/users/me", "Bearer "+tok.Token, nil).Status == 401
+	})
+	signIn(e, "dave", "dave-pw-1").WantError(401, "UNAUTHORIZED")
+	e.Do("GET", "/api/v1/users/me", erin, nil).Want(200) // active: untouched
+
+	s.SetAttribute("dave", "employeeType")
+	bearer(signIn(e, "dave", "dave-pw-1"))
 }
 
 func waitUntil(t *testing.T, what string, ok func() bool) {

@@ -295,6 +295,13 @@ func (s *Slapd) RemoveMember(cn, uid string) {
 	s.modify(GroupDN(cn), func(m *goldap.ModifyRequest) { m.Delete("member", []string{UserDN(uid)}) })
 }
 
+// SetAttribute replaces attribute attr of person uid with values (none:
+// removes it), as a directory's administrator marks an account, say.
+func (s *Slapd) SetAttribute(uid, attr string, values ...string) {
+	s.t.Helper()
+	s.modify(UserDN(uid), func(m *goldap.ModifyRequest) { m.Replace(attr, values) })
+}
+
 func (s *Slapd) modify(dn string, change func(*goldap.ModifyRequest)) {
 	s.t.Helper()
 	c := s.root()
