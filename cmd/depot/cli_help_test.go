@@ -12,7 +12,8 @@ import (
 func TestHelpScriptingCommands(t *testing.T) {
 	var out, errb bytes.Buffer
 	run([]string{"help"}, &out, &errb)
-	for _, want := range []string{"depot login", "depot logout", "depot repo list|show|create|delete", "depot user list",
+	for _, want := range []string{"depot login", "depot logout", "depot repo list|show|create|delete",
+		"depot user list|create|delete|disable|enable",
 		"depot token list", "depot edge list|show|create|delete|assign|unassign", "depot webhook list", "--output table|json"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("depot help does not mention %q", want)

@@ -44,7 +44,8 @@ Scripting an origin over its REST API (from any machine):
                          are kept in the user's config
   depot logout           revoke that token and forget it
   depot repo list|show|create|delete          repositories
-  depot user list|create|delete               users (administrators)
+  depot user list|create|delete|disable|enable
+                                              users (administrators)
   depot token list|create|delete              your API tokens
   depot edge list|show|create|delete|assign|unassign
                                               edge nodes (administrators)

@@ -50,6 +50,7 @@ type User struct {
 	Role                   string    `json:"role"`
 	Source                 string    `json:"source"`
 	PasswordChangeRequired bool      `json:"password_change_required"`
+	Disabled               bool      `json:"disabled"` // no credential of the user works
 	CreatedAt              time.Time `json:"created_at"`
 }
 
@@ -234,6 +235,13 @@ func (c *Client) CreateUser(ctx context.Context, in NewUser) (Item[User], error)
 // DeleteUser deletes a user by id.
 func (c *Client) DeleteUser(ctx context.Context, id string) error {
 	return c.do(ctx, http.MethodDelete, pathOf("users", id), nil, nil, nil)
+}
+
+// SetUserDisabled disables a user, by id, or enables one again
+// (PUT /users/:id); the answer is the user as it now is.
+func (c *Client) SetUserDisabled(ctx context.Context, id string, disabled bool) (Item[User], error) {
+	var u Item[User]
+	return u, c.do(ctx, http.MethodPut, pathOf("users", id), nil, map[string]bool{"disabled": disabled}, &u)
 }
 
 // Tokens lists the caller's API tokens.

@@ -180,6 +180,82 @@ func TestCLI(t *testing.T) {
 		}
 	})
 
+	t.Run("disable and enable", func(t *testing.T) {
+		admin := &user{t: t, env: admin.env}
+		admin.run("carol-pw-Secret1\n", "user", "create", "carol", "--email", "carol@example.com", "--role", "user",
+			"--password-stdin").ok()
+		carol := newUser(t)
+		carol.run("carol-pw-Secret1\n", "login", "--url", e.URL, "--username", "carol", "--password-stdin").ok()
+		stored := jsonOf[userConfig](t, string(must(os.ReadFile(carol.env["DEPOT_CONFIG"]))))
+		session := e.Login("carol", "carol-pw-Secret1")
+		e.Do("GET", "/api/v1/users/me", stored.Token, nil).Want(200)
+		row := func(username string) (header, line string) {
+			t.Helper()
+			lines := strings.Split(strings.TrimSpace(admin.run("", "user", "list").ok()), "\n")
+			for _, l := range lines[1:] {
+				if strings.HasPrefix(l, username+" ") {
+					return lines[0], l
+				}
+			}
+			t.Fatalf("no row of %s:\n%s", username, strings.Join(lines, "\n"))
+			return "", ""
+		}
+		status := func(username, want string) {
+			t.Helper()
+			header, line := row(username)
+			col := strings.Index(header, "STATUS")
+			if col < 0 || !strings.HasPrefix(line[col:], want+" ") || !strings.Contains(line, " local ") {
+				t.Errorf("%s is not shown %s (and local):\n%s\n%s", username, want, header, line)
+			}
+		}
+		status("carol", "active")
+
+		out := admin.run("", "user", "disable", "carol").ok()
+		for _, want := range []string{"disabled user carol", "sessions were ended", "API tokens revoked at once",
+			"depot user enable carol"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("disable said %q, lacking %q", out, want)
+			}
+		}
+		// Both the API token depot login stored and the session stop.
+		e.Do("GET", "/api/v1/users/me", stored.Token, nil).WantError(401, "UNAUTHORIZED")
+		e.Do("GET", "/api/v1/users/me", session, nil).WantError(401, "UNAUTHORIZED")
+		carol.run("", "repo", "list").fails(1, "run depot login again")
+		carol.run("carol-pw-Secret1\n", "login", "--password-stdin").fails(1, "refused the sign-in of carol")
+		status("carol", "disabled")
+		status("admin", "active")
+		for _, u := range jsonOf[[]map[string]any](t, admin.run("", "user", "list", "--output", "json").ok()) {
+			if want := u["username"] == "carol"; u["disabled"] != want {
+				t.Errorf("json list: %v", u)
+			}
+		}
+
+		// Enabled again by id, with the server's JSON: the password works,
+		// the revoked token stays revoked.
+		_, line := row("carol")
+		id := strings.Fields(line)[len(strings.Fields(line))-1]
+		got := jsonOf[map[string]any](t, admin.run("", "user", "enable", id, "--output", "json").ok())
+		if got["id"] != id || got["username"] != "carol" || got["disabled"] != false || got["source"] != "local" {
+			t.Errorf("enable answered %v", got)
+		}
+		if out := admin.run("", "user", "enable", "CAROL").ok(); !strings.Contains(out, "enabled user carol") ||
+			!strings.Contains(out, "stay revoked") {
+			t.Errorf("enable said %q", out)
+		}
+		status("carol", "active")
+		e.Do("GET", "/api/v1/users/me", stored.Token, nil).WantError(401, "UNAUTHORIZED")
+		carol.run("carol-pw-Secret1\n", "login", "--password-stdin").ok()
+
+		// The server's refusals, and a user no one has.
+		admin.run("", "user", "disable", "admin").fails(1, "user admin: you cannot disable your own account (CONFLICT)")
+		admin.run("", "user", "disable", "nobody").fails(1, `no user "nobody" (depot user list lists them)`)
+		admin.run("", "user", "enable", "nobody").fails(1, `no user "nobody"`)
+		admin.run("", "user", "disable").fails(2, "want USER")
+		admin.run("", "user", "disable", "carol", "admin").fails(2, "want USER")
+		status("admin", "active")
+		admin.run("", "user", "delete", "carol").ok()
+	})
+
 	t.Run("token", func(t *testing.T) {
 		admin := &user{t: t, env: admin.env}
 		e.CreateRepo("js", "npm", false)
@@ -337,6 +413,9 @@ func TestCLI(t *testing.T) {
 		bob.run("bob-pw-Secret1\n", "login", "--url", e.URL, "--username", "bob", "--password-stdin").ok()
 		c := jsonOf[userConfig](t, string(must(os.ReadFile(bob.env["DEPOT_CONFIG"]))))
 		bob.run("", "user", "list").fails(1, "FORBIDDEN")
+		bob.run("", "user", "disable", "admin").fails(1, "FORBIDDEN")
+		bob.run("", "user", "enable", "bob").fails(1, "FORBIDDEN")
+		e.Do("GET", "/api/v1/users/me", e.Admin, nil).Want(200) // still enabled
 		// Its token may not manage the account, but may revoke itself.
 		e.Do("GET", "/api/v1/repositories", c.Token, nil).Want(200)
 		bob.run("", "logout").ok()
@@ -361,7 +440,8 @@ func TestLoginPasswordChangeRequired(t *testing.T) {
 func TestCLIUsage(t *testing.T) {
 	u := newUser(t)
 	for _, args := range [][]string{{"repo", "--help"}, {"repo", "help"}, {"user", "help", "create"}, {"token", "create", "--help"},
-		{"edge", "help"}, {"webhook", "create", "--help"}, {"login", "--help"}, {"logout", "--help"}, {"edge", "assign", "--help"}} {
+		{"edge", "help"}, {"webhook", "create", "--help"}, {"login", "--help"}, {"logout", "--help"}, {"edge", "assign", "--help"},
+		{"user", "disable", "--help"}, {"user", "help", "enable"}} {
 		r := u.run("", args...)
 		out := r.ok()
 		if !strings.Contains(out, "Usage: depot "+args[0]) {
@@ -380,6 +460,13 @@ func TestCLIUsage(t *testing.T) {
 	}
 	if out := u.run("", "login", "--help").ok(); !strings.Contains(out, "--password-stdin") || !strings.Contains(out, "DEPOT_PASSWORD") {
 		t.Errorf("login --help: %q", out)
+	}
+	if out := u.run("", "user", "help").ok(); !strings.Contains(out, "\n  disable USER ") || !strings.Contains(out, "\n  enable USER ") {
+		t.Errorf("help user lists no disable or enable: %q", out)
+	}
+	if out := u.run("", "user", "disable", "--help").ok(); !strings.Contains(out, "Usage: depot user disable USER [flags]") ||
+		!strings.Contains(out, "API token of the user is revoked") {
+		t.Errorf("user disable --help: %q", out)
 	}
 	u.run("", "repo").fails(2, "Commands:")
 	u.run("", "repo", "purge").fails(2, `unknown command "purge"`)

@@ -89,18 +89,27 @@ var repoGroup = &group{name: "repo", summary: "list, show, create and delete rep
 }
 
 var userView = view[User]{
-	columns: []string{"USERNAME", "ROLE", "EMAIL", "SOURCE", "CREATED", "ID"},
+	columns: []string{"USERNAME", "ROLE", "STATUS", "SOURCE", "EMAIL", "CREATED", "ID"},
 	row: func(u User) []string {
-		return []string{u.Username, u.Role, u.Email, u.Source, when(u.CreatedAt), u.ID}
+		return []string{u.Username, u.Role, userStatus(u), u.Source, u.Email, when(u.CreatedAt), u.ID}
 	},
 }
 
-var userGroup = &group{name: "user", summary: "list, create and delete users (administrators)",
+// userStatus is whether a user's credentials work, as tables show it.
+func userStatus(u User) string {
+	if u.Disabled {
+		return "disabled"
+	}
+	return "active"
+}
+
+var userGroup = &group{name: "user", summary: "list, create, delete, disable and enable users (administrators)",
 	about: "Manages the users of a Depot origin (/api/v1/users; administrators only). A user is named\n" +
 		"by username or id.",
 	cmds: []*command{
 		{name: "list", maxArgs: 0, summary: "every user",
-			about: "Lists every user.",
+			about: "Lists every user: its role, whether it is active or disabled, and where it comes from\n" +
+				"(local, ldap or oidc).",
 			setup: func(*config.Set) func(*session, []string) error {
 				return func(s *session, _ []string) error {
 					users, err := s.client.Users(s.ctx)
@@ -157,7 +166,59 @@ var userGroup = &group{name: "user", summary: "list, create and delete users (ad
 					return nil
 				}
 			}},
+		userSwitch(true),
+		userSwitch(false),
 	},
+}
+
+// userSwitch is `depot user disable` (disable true) or `depot user
+// enable`: PUT /users/:id {"disabled": ...}.
+func userSwitch(disable bool) *command {
+	c := &command{name: "enable", args: "USER", minArgs: 1, maxArgs: 1,
+		summary: "let a disabled user sign in again",
+		about: "Enables a disabled user again, named by username or id (PUT /api/v1/users/:id): its\n" +
+			"password works again, and a directory user may sign in again. The API tokens revoked when it\n" +
+			"was disabled stay revoked: the user makes new ones.\n\n" +
+			"  depot user enable alice"}
+	if disable {
+		c.name, c.summary = "disable", "end a user's sessions and revoke their API tokens at once"
+		c.about = "Disables a user, named by username or id (PUT /api/v1/users/:id). At once, every session\n" +
+			"of the user ends and every API token of the user is revoked (deleted), at origins and edges;\n" +
+			"the password is refused until an administrator enables the user again (depot user enable),\n" +
+			"which restores no token. A directory sign-in or sync does not enable it. Nobody disables\n" +
+			"their own account, and the last administrator is not disabled.\n\n" +
+			"  depot user disable alice"
+	}
+	c.setup = func(*config.Set) func(*session, []string) error {
+		return func(s *session, args []string) error {
+			users, err := s.client.Users(s.ctx)
+			if err != nil {
+				return err
+			}
+			id, err := resolve("user", "depot user list", args[0], users,
+				func(u User) string { return u.ID }, func(u User) string { return u.Username })
+			if err != nil {
+				return err
+			}
+			u, err := s.client.SetUserDisabled(s.ctx, id, disable)
+			if err != nil {
+				return fmt.Errorf("user %s: %w", args[0], err)
+			}
+			if s.output == outJSON {
+				return printJSON(s.io.Out, u)
+			}
+			name := clean([]string{u.Value.Username})[0] // the server's text, kept off the terminal's controls
+			if disable {
+				s.done("disabled user %s: their sessions were ended and their API tokens revoked at once.\n"+
+					"They cannot sign in until an administrator runs: depot user enable %s", name, name)
+			} else {
+				s.done("enabled user %s: they may sign in again. The API tokens revoked when they were\n"+
+					"disabled stay revoked: they make new ones.", name)
+			}
+			return nil
+		}
+	}
+	return c
 }
 
 var tokenView = view[Token]{
