@@ -17,11 +17,12 @@ func TestDisableUser(t *testing.T) {
 	e.Do("GET", "/api/v1/users/me", tok, nil).Want(200)
 
 	var got struct {
-		Disabled bool `json:"disabled"`
+		Disabled   bool   `json:"disabled"`
+		DisabledBy string `json:"disabled_by"`
 	}
 	e.Do("PUT", "/api/v1/users/bob", e.Admin, map[string]any{"disabled": true}).Want(200).JSON(&got)
-	if !got.Disabled {
-		t.Fatal("the answer does not say disabled")
+	if !got.Disabled || got.DisabledBy != "admin" {
+		t.Fatalf("the answer does not say disabled by an administrator: %+v", got)
 	}
 	e.Do("GET", "/api/v1/users/me", "Bearer "+bob.token, nil).WantError(401, "UNAUTHORIZED")
 	e.Do("GET", "/api/v1/users/me", tok, nil).WantError(401, "UNAUTHORIZED")

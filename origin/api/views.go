@@ -19,7 +19,8 @@ type userView struct {
 	UpdatedAt          time.Time `json:"updated_at"`
 	MustChangePassword bool      `json:"password_change_required"` // the login answer's name
 	Source             string    `json:"source"`
-	Disabled           bool      `json:"disabled"` // by the directory sync: no credential works
+	Disabled           bool      `json:"disabled"`              // no credential works
+	DisabledBy         string    `json:"disabled_by,omitempty"` // "admin" or "directory"
 }
 
 func viewUser(u *meta.User) userView {
@@ -28,7 +29,7 @@ func viewUser(u *meta.User) userView {
 		src = "local"
 	}
 	return userView{ID: u.ID, Username: u.Username, Email: u.Email, DisplayName: u.DisplayName, Role: u.Role, CreatedAt: u.CreatedAt,
-		UpdatedAt: u.UpdatedAt, MustChangePassword: u.MustChangePassword, Source: src, Disabled: u.Disabled}
+		UpdatedAt: u.UpdatedAt, MustChangePassword: u.MustChangePassword, Source: src, Disabled: u.Disabled, DisabledBy: u.DisabledBy}
 }
 
 type tokenView struct {
