@@ -116,6 +116,53 @@ func TestStartTLS(t *testing.T) {
 	}
 }
 
+// TestLDAPS: over ldaps:// (TLS from the first byte, on slapd's second
+// port) with the directory's CA a user authenticates and a wrong password
+// is a verdict like over ldap://; without the CA the handshake fails on
+// the certificate's unknown authority, the directory is unavailable and
+// no password is accepted, the right one neither (no fallback to plain
+// text, no skipped verification). After a restart slapd serves ldaps on
+// the same port.
+func TestLDAPS(t *testing.T) {
+	s := ldaptest.Start(t, ldaptest.Options{TLS: true})
+	if !strings.HasPrefix(s.LDAPSURL, "ldaps://127.0.0.1:") {
+		t.Fatalf("LDAPSURL = %q", s.LDAPSURL)
+	}
+	s.AddUser("alice", "alice-pw", "alice@example.org")
+	s.AddGroup("developers", "alice")
+	ctx := t.Context()
+
+	d := directory(t, s, func(c *ldap.Config) { c.URL, c.CAFile = s.LDAPSURL, s.CAFile })
+	id, err := d.Authenticate(ctx, "alice", "alice-pw")
+	if err != nil {
+		t.Fatalf("ldaps with the CA: %v", err)
+	}
+	if id.DN != ldaptest.UserDN("alice") || !slices.Equal(id.Groups, []string{"developers"}) {
+		t.Fatalf("alice over ldaps = %+v", id)
+	}
+	if _, err := d.Authenticate(ctx, "alice", "wrong"); !errors.Is(err, ldap.ErrInvalidCredentials) {
+		t.Fatalf("a wrong password over ldaps: %v, want ErrInvalidCredentials", err)
+	}
+
+	untrusted := directory(t, s, func(c *ldap.Config) { c.URL = s.LDAPSURL })
+	for _, pw := range []string{"alice-pw", "wrong"} {
+		id, err := untrusted.Authenticate(ctx, "alice", pw)
+		if id != nil || !errors.Is(err, ldap.ErrUnavailable) || !contains(err, "certificate signed by unknown authority") {
+			t.Fatalf("ldaps without the CA, password %q: %+v, %v; want ErrUnavailable for the untrusted certificate", pw, id, err)
+		}
+	}
+
+	url := s.LDAPSURL
+	s.Stop()
+	s.Restart()
+	if s.LDAPSURL != url {
+		t.Fatalf("after a restart slapd serves ldaps on %s, was %s", s.LDAPSURL, url)
+	}
+	if _, err := d.Authenticate(ctx, "alice", "alice-pw"); err != nil {
+		t.Fatalf("ldaps after a restart: %v", err)
+	}
+}
+
 // TestConfig refuses settings that cannot work.
 func TestConfig(t *testing.T) {
 	for _, c := range []ldap.Config{

@@ -1,8 +1,8 @@
 // Package ldaptest runs a real OpenLDAP slapd for tests, on loopback, with
 // its own configuration and database in a temporary directory, and a
 // small directory: a service account, users and groups the test adds,
-// moves and removes while it runs. It can serve StartTLS with a
-// certificate of a CA made for the test.
+// moves and removes while it runs. It can serve StartTLS, and ldaps on a
+// second port, with a certificate of a CA made for the test.
 package ldaptest
 
 import (
@@ -44,22 +44,27 @@ const (
 
 // Slapd is a running slapd.
 type Slapd struct {
-	t       *testing.T
-	binary  string
-	dir     string
-	URL     string // ldap://127.0.0.1:<port>
-	CAFile  string // PEM of the CA that signed its certificate (TLS only)
-	mu      sync.Mutex
-	cmd     *exec.Cmd
-	done    chan error
-	port    int
-	stopped bool
+	t      *testing.T
+	binary string
+	dir    string
+	URL    string // ldap://127.0.0.1:<port>
+	CAFile string // PEM of the CA that signed its certificate (TLS only)
+	// LDAPSURL is ldaps://127.0.0.1:<port>, TLS from the first byte with
+	// the certificate of CAFile (TLS only).
+	LDAPSURL string
+	tls      bool
+	mu       sync.Mutex
+	cmd      *exec.Cmd
+	done     chan error
+	port     int
+	tlsPort  int // ldaps, with TLS
+	stopped  bool
 }
 
 // Options of Start.
 type Options struct {
 	// TLS gives slapd a certificate for 127.0.0.1 signed by a CA of the
-	// test (CAFile), for StartTLS.
+	// test (CAFile), for StartTLS on URL and for ldaps on LDAPSURL.
 	TLS bool
 }
 
@@ -83,7 +88,7 @@ func binary(t *testing.T) string {
 // stops it when the test ends.
 func Start(t *testing.T, opts Options) *Slapd {
 	t.Helper()
-	s := &Slapd{t: t, binary: binary(t), dir: t.TempDir()}
+	s := &Slapd{t: t, binary: binary(t), dir: t.TempDir(), tls: opts.TLS}
 	if err := os.Mkdir(filepath.Join(s.dir, "db"), 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -133,18 +138,16 @@ access to *
 	return s
 }
 
-// start runs slapd on a free port (again, after Stop: the same port),
-// and waits until it answers.
+// start runs slapd on a free port, and with TLS on a second one for
+// ldaps (again, after Stop: the same ports), and waits until it answers.
 func (s *Slapd) start() {
 	s.t.Helper()
 	for attempt := 0; ; attempt++ {
 		if s.port == 0 || attempt > 0 {
-			l, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				s.t.Fatal(err)
+			s.port = freePort(s.t)
+			if s.tls {
+				s.tlsPort = freePort(s.t)
 			}
-			s.port = l.Addr().(*net.TCPAddr).Port
-			l.Close()
 		}
 		if s.run() || attempt == 3 {
 			return
@@ -152,13 +155,29 @@ func (s *Slapd) start() {
 	}
 }
 
-// run starts slapd on s.port and waits until it answers; false when the
-// port was taken meanwhile (start picks another).
+// freePort is a loopback port nothing listens on at the moment.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// run starts slapd on s.port (and s.tlsPort) and waits until it answers;
+// false when a port was taken meanwhile (start picks others).
 func (s *Slapd) run() bool {
 	s.t.Helper()
 	s.URL = fmt.Sprintf("ldap://127.0.0.1:%d", s.port)
+	listen := s.URL + "/"
+	if s.tls {
+		s.LDAPSURL = fmt.Sprintf("ldaps://127.0.0.1:%d", s.tlsPort)
+		listen += " " + s.LDAPSURL + "/"
+	}
 	out := &bytes.Buffer{}
-	cmd := exec.Command(s.binary, "-f", filepath.Join(s.dir, "slapd.conf"), "-h", s.URL+"/", "-d", "0")
+	cmd := exec.Command(s.binary, "-f", filepath.Join(s.dir, "slapd.conf"), "-h", listen, "-d", "0")
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		s.t.Fatal(err)
@@ -178,8 +197,7 @@ func (s *Slapd) run() bool {
 			s.t.Fatalf("slapd exited at start (%v):\n%s", err, out)
 		default:
 		}
-		if c, err := goldap.DialURL(s.URL); err == nil {
-			c.Close()
+		if s.answers() {
 			return true
 		}
 		if time.Now().After(deadline) {
@@ -187,6 +205,25 @@ func (s *Slapd) run() bool {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// answers reports whether slapd answers on URL (and, with TLS, accepts
+// connections on the ldaps port: slapd opens every listener before it
+// serves any, so this is only a check).
+func (s *Slapd) answers() bool {
+	c, err := goldap.DialURL(s.URL)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	if s.tls {
+		nc, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", s.tlsPort), time.Second)
+		if err != nil {
+			return false
+		}
+		nc.Close()
+	}
+	return true
 }
 
 // Stop stops slapd (the directory is down until Restart).
@@ -206,7 +243,7 @@ func (s *Slapd) Stop() {
 	}
 }
 
-// Restart starts slapd again on the same port, with the same data.
+// Restart starts slapd again on the same ports, with the same data.
 func (s *Slapd) Restart() {
 	s.t.Helper()
 	s.start()
