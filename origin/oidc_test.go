@@ -1,6 +1,8 @@
 package origin_test
 
 import (
+	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"io"
@@ -8,6 +10,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 
@@ -135,6 +138,159 @@ func TestOIDCSignIn(t *testing.T) {
 	b.Do("POST", "/api/v1/users/me/tokens", alice, map[string]any{"name": "ci", "scopes": []string{"admin"}}).Want(201).JSON(&tok)
 	b.CreateRepo("files", "generic", false)
 	b.Do("PUT", "/generic/files/x/1/x.txt", basic("alice", tok.Token), "bytes").Want(201)
+}
+
+// TestOIDCTampering: the flow's nonce, PKCE challenge and cookie bind the
+// callback to the sign-in this origin began, against a real provider.
+// The authorization URL the origin redirects to is altered on its way to
+// the provider, which then goes along with it: (a) another nonce ends in
+// an ID token carrying that nonce, refused at the callback; (b) another
+// code_challenge binds the code to it, so the provider refuses the
+// exchange with the flow's verifier, and the callback is a 400 to start
+// again (not a 503 as if the provider were away). (c) A flow cookie with
+// one character changed, of its MACed content or of its MAC, is refused
+// before the code is used: the same callback with the cookie as the
+// origin set it then signs in. No refusal creates a user.
+func TestOIDCTampering(t *testing.T) {
+	a, b := ssoOrigins(t)
+	users := func() (names []string) {
+		t.Helper()
+		var list struct {
+			Users []struct{ Username string } `json:"users"`
+		}
+		b.Do("GET", "/api/v1/users", b.Admin, nil).Want(200).JSON(&list)
+		for _, u := range list.Users {
+			names = append(names, u.Username)
+		}
+		return names
+	}
+
+	for _, tc := range []struct {
+		param string
+		want  []string
+	}{
+		{"nonce", []string{"ID token's nonce differs"}},
+		{"code_challenge", []string{"provider refused the code", "invalid_grant"}},
+	} {
+		br := browser(t)
+		auth, _ := beginOIDC(t, br, a)
+		q := auth.Query()
+		if q.Get(tc.param) == "" {
+			t.Fatalf("no %s in the authorization URL %s", tc.param, auth)
+		}
+		q.Set(tc.param, alter(q.Get(tc.param), 5))
+		auth.RawQuery = q.Encode()
+		resp, err := br.Get(auth.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		end := oidctest.LogIn(t, br, resp, "bob")
+		body, _ := io.ReadAll(end.Body)
+		end.Body.Close()
+		refused := strings.HasSuffix(end.Request.URL.Path, "/auth/oidc/callback") && end.StatusCode == 400
+		for _, w := range tc.want {
+			refused = refused && strings.Contains(string(body), w)
+		}
+		if !refused {
+			t.Fatalf("another %s: %s answered %d %s", tc.param, end.Request.URL, end.StatusCode, body)
+		}
+	}
+	if slices.Contains(users(), "bob") {
+		t.Fatalf("a refused sign-in created bob: %v", users())
+	}
+
+	// (c) The flow up to the provider's redirect to the callback, which
+	// is held back.
+	c := browser(t)
+	auth, cookie := beginOIDC(t, c, a)
+	resp, err := c.Get(auth.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var callback *url.URL
+	c.CheckRedirect = func(req *http.Request, _ []*http.Request) error {
+		if strings.HasSuffix(req.URL.Path, "/auth/oidc/callback") {
+			callback = req.URL
+			return http.ErrUseLastResponse
+		}
+		return nil
+	}
+	oidctest.LogIn(t, c, resp, "bob").Body.Close()
+	if callback == nil {
+		t.Fatal("the provider did not send the browser to the callback")
+	}
+	data, sig, ok := strings.Cut(cookie.Value, ".")
+	if !ok {
+		t.Fatalf("flow cookie %q: no MAC", cookie.Value)
+	}
+	content, err := base64.RawURLEncoding.DecodeString(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The last digit of the flow's expiry changed: a flow still valid,
+	// had the MAC not covered it.
+	later := bytes.Clone(content)
+	i := bytes.LastIndexAny(later, "0123456789")
+	later[i] = "1234567890"[later[i]-'0']
+	for what, v := range map[string]string{
+		"its content": base64.RawURLEncoding.EncodeToString(later) + "." + sig,
+		"its MAC":     data + "." + alter(sig, 3),
+	} {
+		setFlowCookie(t, c, a, cookie, v)
+		if r := get(t, c, callback.String()); r.status != 400 || !strings.Contains(r.body, "not started here") {
+			t.Fatalf("a flow cookie with one character of %s changed: %d %s", what, r.status, r.body)
+		}
+	}
+	if slices.Contains(users(), "bob") {
+		t.Fatalf("a refused sign-in created bob: %v", users())
+	}
+	setFlowCookie(t, c, a, cookie, cookie.Value)
+	if r := get(t, c, callback.String()); r.status != 200 || !slices.Contains(users(), "bob") {
+		t.Fatalf("the same callback with the flow cookie as set: %d %s", r.status, r.body)
+	}
+}
+
+// beginOIDC starts a sign-in at e with c without following the redirect:
+// the provider's authorization URL it points to, and the flow cookie.
+func beginOIDC(t *testing.T, c *http.Client, e *origintest.Env) (*url.URL, *http.Cookie) {
+	t.Helper()
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	resp, err := c.Get(e.URL + "/api/v1/auth/oidc/login")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	c.CheckRedirect = nil
+	loc, err := resp.Location()
+	if resp.StatusCode != http.StatusFound || err != nil {
+		t.Fatalf("login: %d, Location %v (%v)", resp.StatusCode, loc, err)
+	}
+	for _, ck := range resp.Cookies() {
+		if ck.Name == "depot_oidc_flow" {
+			return loc, ck
+		}
+	}
+	t.Fatalf("login set no flow cookie: %v", resp.Header["Set-Cookie"])
+	return nil, nil
+}
+
+// setFlowCookie puts the flow cookie set by e's login in c's jar with
+// value v (in place of the one there, or of none).
+func setFlowCookie(t *testing.T, c *http.Client, e *origintest.Env, set *http.Cookie, v string) {
+	t.Helper()
+	u, _ := url.Parse(e.URL)
+	ck := *set
+	ck.Value = v
+	c.Jar.SetCookies(u, []*http.Cookie{&ck})
+}
+
+// alter changes the character at i of a base64url string to another one
+// of that alphabet. (Not the last character: its low bits may be padding
+// a decoder ignores.)
+func alter(s string, i int) string {
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	j := strings.IndexByte(alphabet, s[i])
+	return s[:i] + string(alphabet[(j+1)%len(alphabet)]) + s[i+1:]
 }
 
 type answer struct {
