@@ -320,3 +320,72 @@ func TestOIDCThroughEdge(t *testing.T) {
 		t.Fatalf("bob at the edge: %v", me)
 	}
 }
+
+// TestOIDCDisableThroughEdge: an administrator disables a single sign-on
+// user who signed in through an edge. The session that sign-in opened
+// and the API token the user made, both working at the origin and at the
+// edge until then (the token for a download and an upload with Basic
+// credentials too), are refused at the origin at once and at the edge
+// within seconds; signing in again with the provider, which still vouches
+// for the user, is refused with 403 (no tokens) and leaves the user
+// disabled.
+func TestOIDCDisableThroughEdge(t *testing.T) {
+	e := clienttest.StartWithSSO(t)
+	clienttest.ThroughEdge(t, e)
+	origin := e.For(t)
+	origin.URL = e.Server.URL // e.URL is the edge
+	repo := e.CreateRepo("files", "generic", false)
+	e.Do("PUT", "/generic/files/tool/1.0/tool.txt", e.Admin, "bytes").Want(201)
+
+	session := "Bearer " + clienttest.SignInWithSSO(t, e, "bob") // begun at the edge
+	bobID, _ := e.Do("GET", "/api/v1/users/me", session, nil).Want(200).Map()["id"].(string)
+	e.Grant(repo, bobID, false, "read", "write")
+	var tok struct{ Token string }
+	e.Do("POST", "/api/v1/users/me/tokens", session, map[string]any{"name": "ci",
+		"scopes": []string{"repository:read", "repository:write"}}).Want(201).JSON(&tok)
+	token, creds := "Bearer "+tok.Token, basic("bob", tok.Token)
+	for _, at := range []*origintest.Env{origin, e} {
+		at.Do("GET", "/api/v1/users/me", session, nil).Want(200)
+		at.Do("GET", "/api/v1/users/me", token, nil).Want(200)
+	}
+	waitUntil(t, "bob's download at the edge", func() bool {
+		return e.Do("GET", "/generic/files/tool/1.0/tool.txt", creds, nil).Status == 200
+	})
+	e.Do("PUT", "/generic/files/tool/1.1/tool.txt", creds, "bob's").Want(201)
+
+	origin.Do("PUT", "/api/v1/users/"+bobID, e.Admin, map[string]any{"disabled": true}).Want(200)
+	// At the origin at once.
+	origin.Do("GET", "/api/v1/users/me", session, nil).WantError(401, "UNAUTHORIZED")
+	origin.Do("GET", "/api/v1/users/me", token, nil).WantError(401, "UNAUTHORIZED")
+	origin.Do("GET", "/generic/files/tool/1.0/tool.txt", creds, nil).WantError(401, "UNAUTHORIZED")
+	// At the edge once the revocation reached it.
+	waitUntil(t, "bob's session and API token refused at the edge", func() bool {
+		return e.Do("GET", "/api/v1/users/me", session, nil).Status == 401 &&
+			e.Do("GET", "/generic/files/tool/1.0/tool.txt", creds, nil).Status == 401
+	})
+	e.Do("GET", "/api/v1/users/me", session, nil).WantError(401, "UNAUTHORIZED")
+	e.Do("GET", "/api/v1/users/me", token, nil).WantError(401, "UNAUTHORIZED")
+	e.Do("GET", "/generic/files/tool/1.0/tool.txt", creds, nil).WantError(401, "UNAUTHORIZED")
+	e.Do("PUT", "/generic/files/tool/1.2/tool.txt", creds, "bob's").WantError(401, "UNAUTHORIZED")
+
+	// The provider still vouches for bob: the callback refuses him all
+	// the same, with no tokens, and he stays disabled.
+	status, body := clienttest.TrySignInWithSSO(t, e, "bob")
+	refused := &origintest.Response{T: t, Status: status, Body: body}
+	refused.WantError(403, "FORBIDDEN")
+	if !strings.Contains(string(body), "disabled") || strings.Contains(string(body), "access_token") {
+		t.Fatalf("a disabled user's single sign-on: %d %s", status, body)
+	}
+	var list struct {
+		Users []struct {
+			ID       string
+			Disabled bool
+		} `json:"users"`
+	}
+	origin.Do("GET", "/api/v1/users", e.Admin, nil).Want(200).JSON(&list)
+	for _, u := range list.Users {
+		if u.ID == bobID && !u.Disabled {
+			t.Fatal("bob is enabled again after a single sign-on")
+		}
+	}
+}

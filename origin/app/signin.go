@@ -105,7 +105,9 @@ func (a *App) OIDCBegin(ctx context.Context) (redirect, cookie string, err error
 
 // OIDCFinish completes a single sign-on at the callback: the user the
 // provider vouches for is created or brought up to date (as a directory
-// user: role and groups from its groups claim) and gets a login session.
+// user: role and groups from its groups claim) and gets a login session,
+// unless an administrator disabled it (Forbidden: the provider's word
+// does not enable a user again).
 func (a *App) OIDCFinish(ctx context.Context, q url.Values, cookie string) (*TokenPair, *auth.Principal, uint64, error) {
 	if err := a.oidc(); err != nil {
 		return nil, nil, 0, err
@@ -120,6 +122,9 @@ func (a *App) OIDCFinish(ctx context.Context, q url.Values, cookie string) (*Tok
 	}
 	if err != nil {
 		return nil, nil, 0, err
+	}
+	if u.Disabled {
+		return nil, nil, 0, apierr.New(apierr.Forbidden, "%s is disabled here: an administrator enables the account again", u.Username)
 	}
 	p := &auth.Principal{UserID: u.ID, Username: u.Username, Role: u.Role, Via: auth.CredSession}
 	pair, idx, err := a.openSession(ctx, p)
