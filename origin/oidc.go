@@ -32,7 +32,7 @@ func (c *OIDCConfig) bind(s *config.Set) {
 	s.String(&c.Issuer, "oidc-issuer", "OIDC_ISSUER", "OpenID provider users sign in with (its issuer URL; empty: no single sign-on)")
 	s.String(&c.ClientID, "oidc-client-id", "OIDC_CLIENT_ID", "Depot's client id at the provider")
 	s.String(&c.ClientSecret, "", "OIDC_CLIENT_SECRET", "Depot's client secret at the provider")
-	s.String(&c.RedirectURI, "oidc-redirect-uri", "OIDC_REDIRECT_URI", "<Depot's URL>/api/v1/auth/oidc/callback, as registered at the provider")
+	s.String(&c.RedirectURI, "oidc-redirect-uri", "OIDC_REDIRECT_URI", "<Depot's URL>/api/v1/auth/oidc/callback, as registered at the provider; comma-separated, one per address browsers use (the balancer's, each edge's): the flow returns to the one on the address it began at, else the first")
 	s.String(&c.Scopes, "oidc-scopes", "OIDC_SCOPES", "scopes asked for, comma-separated (openid always)")
 	s.String(&c.UsernameClaim, "oidc-username-claim", "OIDC_USERNAME_CLAIM", "claim naming the user")
 	s.String(&c.EmailClaim, "oidc-email-claim", "OIDC_EMAIL_CLAIM", "claim holding the user's email")
@@ -57,7 +57,13 @@ func (c *OIDCConfig) provider(secret []byte) (*oidc.Provider, error) {
 			scopes = append(scopes, sc)
 		}
 	}
-	return oidc.New(oidc.Config{Issuer: c.Issuer, ClientID: c.ClientID, ClientSecret: c.ClientSecret, RedirectURL: c.RedirectURI,
+	var redirects []string
+	for _, r := range strings.Split(c.RedirectURI, ",") {
+		if r = strings.TrimSpace(r); r != "" {
+			redirects = append(redirects, r)
+		}
+	}
+	return oidc.New(oidc.Config{Issuer: c.Issuer, ClientID: c.ClientID, ClientSecret: c.ClientSecret, RedirectURLs: redirects,
 		Scopes: scopes, UsernameClaim: c.UsernameClaim, EmailClaim: c.EmailClaim, NameClaim: c.NameClaim,
 		GroupsClaim: c.GroupsClaim, Key: mac.Sum(nil)})
 }
@@ -70,8 +76,8 @@ func (c *OIDCConfig) policy() (app.DirectoryPolicy, error) {
 // the client's.
 type oidcFlow struct{ p *oidc.Provider }
 
-func (f oidcFlow) Begin(ctx context.Context) (string, string, error) {
-	redirect, cookie, err := f.p.Begin(ctx)
+func (f oidcFlow) Begin(ctx context.Context, base string) (string, string, error) {
+	redirect, cookie, err := f.p.Begin(ctx, base)
 	return redirect, cookie, clientError(err)
 }
 

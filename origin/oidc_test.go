@@ -310,11 +310,12 @@ func get(t *testing.T, c *http.Client, u string) answer {
 	return answer{resp.StatusCode, string(b)}
 }
 
-// TestOIDCThroughEdge: a sign-in begun at an edge is forwarded to an
-// origin, and the session it opens works at the edge.
+// TestOIDCThroughEdge: a sign-in begun at an edge (under its own host
+// name) is forwarded to an origin, the provider sends the browser back to
+// the edge's callback, where the flow cookie is, and the session it opens
+// works at the edge.
 func TestOIDCThroughEdge(t *testing.T) {
-	e := clienttest.StartWithSSO(t)
-	clienttest.ThroughEdge(t, e)
+	e := clienttest.StartWithSSOThroughEdge(t)
 	bob := "Bearer " + clienttest.SignInWithSSO(t, e, "bob") // begun at the edge
 	if me := e.Do("GET", "/api/v1/users/me", bob, nil).Want(200).Map(); me["username"] != "bob" || me["source"] != "oidc" {
 		t.Fatalf("bob at the edge: %v", me)
@@ -330,8 +331,7 @@ func TestOIDCThroughEdge(t *testing.T) {
 // for the user, is refused with 403 (no tokens) and leaves the user
 // disabled.
 func TestOIDCDisableThroughEdge(t *testing.T) {
-	e := clienttest.StartWithSSO(t)
-	clienttest.ThroughEdge(t, e)
+	e := clienttest.StartWithSSOThroughEdge(t)
 	origin := e.For(t)
 	origin.URL = e.Server.URL // e.URL is the edge
 	repo := e.CreateRepo("files", "generic", false)

@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/depot-registry/depot/shared/auth"
+	"github.com/depot-registry/depot/shared/httpx"
 )
 
 // Single sign-on (OIDC): GET /auth/oidc/login sends the browser to the
@@ -16,7 +17,7 @@ import (
 const oidcCookie = "depot_oidc_flow"
 
 func (s *Server) oidcLogin(w http.ResponseWriter, r *http.Request, _ *auth.Principal) error {
-	redirect, flow, err := s.app.OIDCBegin(r.Context())
+	redirect, flow, err := s.app.OIDCBegin(r.Context(), httpx.SeenURL(r))
 	if err != nil {
 		return err
 	}

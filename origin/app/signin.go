@@ -83,7 +83,7 @@ func (a *App) openSession(ctx context.Context, p *auth.Principal) (*TokenPair, u
 // client errors (apierr) for a flow to start again or a provider that
 // cannot be reached.
 type OIDC interface {
-	Begin(ctx context.Context) (redirect, cookie string, err error)
+	Begin(ctx context.Context, base string) (redirect, cookie string, err error)
 	Finish(ctx context.Context, q url.Values, cookie string) (*auth.Identity, error)
 }
 
@@ -94,13 +94,14 @@ func (a *App) oidc() error {
 	return nil
 }
 
-// OIDCBegin starts a single sign-on: where to send the browser, and the
-// flow cookie.
-func (a *App) OIDCBegin(ctx context.Context) (redirect, cookie string, err error) {
+// OIDCBegin starts a single sign-on for a browser that reached Depot at
+// base (scheme://host, an edge's or an origin's): where to send the
+// browser, and the flow cookie.
+func (a *App) OIDCBegin(ctx context.Context, base string) (redirect, cookie string, err error) {
 	if err := a.oidc(); err != nil {
 		return "", "", err
 	}
-	return a.OIDC.Begin(ctx)
+	return a.OIDC.Begin(ctx, base)
 }
 
 // OIDCFinish completes a single sign-on at the callback: the user the

@@ -42,9 +42,14 @@ func Targets(t *testing.T, start func(t *testing.T) *origintest.Env, test func(t
 // then on is assigned to the edge, which is waited for until it serves it.
 func ThroughEdge(t *testing.T, e *origintest.Env) {
 	t.Helper()
+	ThroughEdgeAt(t, e, FreeAddr(t))
+}
+
+// ThroughEdgeAt is ThroughEdge with the edge listening on listen.
+func ThroughEdgeAt(t *testing.T, e *origintest.Env, listen string) {
+	t.Helper()
 	bin := DepotBinary(t)
 	var node struct{ ID, Token string }
-	listen := FreeAddr(t)
 	scheme := "http"
 	if e.CertFile != "" {
 		scheme = "https"

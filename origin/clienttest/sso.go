@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/cookiejar"
+	"strings"
 	"testing"
 
 	"github.com/depot-registry/depot/origin"
@@ -27,6 +28,32 @@ func StartWithSSO(t *testing.T) *origintest.Env {
 		c.OIDC.Issuer, c.OIDC.ClientID, c.OIDC.ClientSecret = issuer, oidctest.ClientID, oidctest.ClientSecret
 		c.OIDC.RedirectURI, c.OIDC.Scopes = callback, "openid,email,profile,groups"
 	}})
+}
+
+// StartWithSSOThroughEdge is StartWithSSO with an edge in front of the
+// origin (ThroughEdge) that browsers reach under another host name than
+// the origin's: e.URL is http://localhost:<the edge's port>, the origin
+// 127.0.0.1, so a cookie set through the edge never goes to the origin
+// (as with an edge and a balancer on their own names). The provider has
+// both callbacks registered, and so has the origin.
+func StartWithSSOThroughEdge(t *testing.T) *origintest.Env {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	edge := FreeAddr(t)
+	_, port, _ := net.SplitHostPort(edge)
+	atEdge := "http://localhost:" + port
+	callbacks := []string{"http://" + ln.Addr().String() + "/api/v1/auth/oidc/callback", atEdge + "/api/v1/auth/oidc/callback"}
+	issuer := oidctest.Start(t, callbacks...)
+	e := origintest.Start(t, origintest.Options{Listener: ln, Config: func(c *origin.Config) {
+		c.OIDC.Issuer, c.OIDC.ClientID, c.OIDC.ClientSecret = issuer, oidctest.ClientID, oidctest.ClientSecret
+		c.OIDC.RedirectURI, c.OIDC.Scopes = strings.Join(callbacks, ","), "openid,email,profile,groups"
+	}})
+	ThroughEdgeAt(t, e, edge)
+	e.URL = atEdge
+	return e
 }
 
 // SignInWithSSO signs login in with the provider as a browser would,

@@ -106,7 +106,8 @@ func MergeVary(values ...string) string {
 
 type origin struct {
 	client string // the client's address
-	base   string // scheme://host the client used
+	base   string // scheme://host of absolute URLs: external, else seen
+	seen   string // scheme://host the client used, as the request (or a believed forwarder) says
 	secure bool   // the client's request came over HTTPS (here, or to a trusted proxy)
 	node   string // the forwarder it came through, if it proved one
 }
@@ -141,9 +142,6 @@ func originOf(r *http.Request, proxies Proxies, external string) origin {
 			o.secure = p == "https" && (proxy || r.TLS != nil)
 		}
 	}
-	if o.base != "" {
-		return o
-	}
 	scheme, host := "http", r.Host
 	if r.TLS != nil {
 		scheme = "https"
@@ -156,7 +154,10 @@ func originOf(r *http.Request, proxies Proxies, external string) origin {
 			host = fh
 		}
 	}
-	o.base = scheme + "://" + host
+	o.seen = scheme + "://" + host
+	if o.base == "" {
+		o.base = o.seen
+	}
 	return o
 }
 
@@ -207,6 +208,11 @@ func ClientIP(r *http.Request) string { return requestOrigin(r).client }
 // BaseURL is the scheme://host the client used, or the external URL (see
 // Forwarded).
 func BaseURL(r *http.Request) string { return requestOrigin(r).base }
+
+// SeenURL is the scheme://host the client used (through the proxies and
+// forwarders believed), whatever --external-url says: where a cookie set
+// in the answer goes back to.
+func SeenURL(r *http.Request) string { return requestOrigin(r).seen }
 
 // Secure reports whether the client's request came over HTTPS: to this
 // server, or to a trusted proxy that says so (see Forwarded).

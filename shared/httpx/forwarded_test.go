@@ -40,8 +40,13 @@ func TestOriginOf(t *testing.T) {
 				r.Header.Set(k, v)
 			}
 		}
-		if o := originOf(r, proxies, c.external); o.client != c.client || o.base != c.base {
+		o := originOf(r, proxies, c.external)
+		if o.client != c.client || o.base != c.base {
 			t.Errorf("peer %s, XFF %q: client %s base %s, want %s %s", c.peer, c.xff, o.client, o.base, c.client, c.base)
+		}
+		// What the client used, whatever the external URL says.
+		if c.external != "" && o.seen != "https://pub.example" || c.external == "" && o.seen != o.base {
+			t.Errorf("peer %s, external %q: seen %s", c.peer, c.external, o.seen)
 		}
 	}
 }

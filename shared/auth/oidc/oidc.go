@@ -44,8 +44,11 @@ const FlowTTL = 10 * time.Minute
 // Config is the client Depot is at the provider.
 type Config struct {
 	Issuer, ClientID, ClientSecret string
-	// RedirectURL is the callback, as registered at the provider.
-	RedirectURL string
+	// RedirectURLs are the callbacks, as registered at the provider: the
+	// first, and one per other address browsers reach Depot at (an
+	// edge's), as the flow cookie is only sent back to the host that set
+	// it.
+	RedirectURLs []string
 	// Scopes asked for (openid is always among them).
 	Scopes []string
 	// The claims the user is read from (defaults preferred_username,
@@ -79,8 +82,14 @@ func New(cfg Config) (*Provider, error) {
 	if cfg.ClientID == "" {
 		return nil, errors.New("OIDC: the client id is required")
 	}
-	if u, err := url.Parse(cfg.RedirectURL); err != nil || !strings.HasSuffix(u.Path, "/api/v1/auth/oidc/callback") {
-		return nil, fmt.Errorf("OIDC redirect URI %q: want <Depot's URL>/api/v1/auth/oidc/callback, as registered at the provider", cfg.RedirectURL)
+	if len(cfg.RedirectURLs) == 0 {
+		return nil, errors.New("OIDC: the redirect URI is required: <Depot's URL>/api/v1/auth/oidc/callback, as registered at the provider")
+	}
+	for _, r := range cfg.RedirectURLs {
+		if u, err := url.Parse(r); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" ||
+			!strings.HasSuffix(u.Path, "/api/v1/auth/oidc/callback") || u.RawQuery != "" || u.Fragment != "" {
+			return nil, fmt.Errorf("OIDC redirect URI %q: want <Depot's URL>/api/v1/auth/oidc/callback, as registered at the provider", r)
+		}
 	}
 	if len(cfg.Key) < 16 {
 		return nil, errors.New("OIDC: the flow key is too short")
@@ -123,7 +132,7 @@ func (p *Provider) discover(ctx context.Context) (*gooidc.Provider, oauth2.Confi
 		}
 		p.op, p.verifier = op, op.Verifier(&gooidc.Config{ClientID: p.cfg.ClientID, Now: p.cfg.Now})
 		p.oauth = oauth2.Config{ClientID: p.cfg.ClientID, ClientSecret: p.cfg.ClientSecret, Endpoint: op.Endpoint(),
-			RedirectURL: p.cfg.RedirectURL, Scopes: p.cfg.Scopes}
+			RedirectURL: p.cfg.RedirectURLs[0], Scopes: p.cfg.Scopes}
 	}
 	return p.op, p.oauth, p.verifier, nil
 }
@@ -134,17 +143,35 @@ type flow struct {
 	Nonce    string `json:"n"`
 	Verifier string `json:"v"`
 	Expires  int64  `json:"e"`
+	Redirect string `json:"r"` // the callback the provider was asked to send the browser to
 }
 
-// Begin starts a sign-in: the provider's URL to send the browser to, and
-// the flow cookie's value to set on it.
-func (p *Provider) Begin(ctx context.Context) (redirect, cookie string, err error) {
+// Begin starts a sign-in for a browser that reached Depot at base
+// (scheme://host): the provider's URL to send the browser to, and the
+// flow cookie's value to set on it. The provider sends the browser back
+// to the registered callback on base (the first one when none is), where
+// the cookie goes.
+func (p *Provider) Begin(ctx context.Context, base string) (redirect, cookie string, err error) {
 	_, oauth, _, err := p.discover(ctx)
 	if err != nil {
 		return "", "", err
 	}
-	f := flow{State: random(), Nonce: random(), Verifier: oauth2.GenerateVerifier(), Expires: p.cfg.Now().Add(FlowTTL).Unix()}
+	oauth.RedirectURL = p.callbackFor(base)
+	f := flow{State: random(), Nonce: random(), Verifier: oauth2.GenerateVerifier(), Expires: p.cfg.Now().Add(FlowTTL).Unix(),
+		Redirect: oauth.RedirectURL}
 	return oauth.AuthCodeURL(f.State, gooidc.Nonce(f.Nonce), oauth2.S256ChallengeOption(f.Verifier)), p.seal(f), nil
+}
+
+// callbackFor is the registered callback on base, else the first.
+func (p *Provider) callbackFor(base string) string {
+	if b, err := url.Parse(base); err == nil {
+		for _, r := range p.cfg.RedirectURLs {
+			if u, _ := url.Parse(r); u.Scheme == b.Scheme && strings.EqualFold(u.Host, b.Host) {
+				return r
+			}
+		}
+	}
+	return p.cfg.RedirectURLs[0]
 }
 
 // Finish completes a sign-in from the callback's query and the flow
@@ -165,11 +192,14 @@ func (p *Provider) Finish(ctx context.Context, q url.Values, cookie string) (*au
 	if err != nil {
 		return nil, err
 	}
+	if f.Redirect != "" {
+		oauth.RedirectURL = f.Redirect // the exchange names the callback the code was sent to
+	}
 	cctx := gooidc.ClientContext(ctx, p.client)
 	tok, err := oauth.Exchange(cctx, q.Get("code"), oauth2.VerifierOption(f.Verifier))
 	if err != nil {
 		var re *oauth2.RetrieveError
-		if errors.As(err, &re) {
+		if errors.As(err, &re) && (re.Response == nil || re.Response.StatusCode < 500) {
 			return nil, fmt.Errorf("%w: the provider refused the code: %v", ErrFlow, err)
 		}
 		return nil, fmt.Errorf("%w: exchanging the code: %v", ErrUnavailable, err)
