@@ -22,6 +22,7 @@ import (
 	"github.com/depot-registry/depot/cluster/peerrpc"
 	"github.com/depot-registry/depot/cluster/raftnode"
 	"github.com/depot-registry/depot/origin/app"
+	"github.com/depot-registry/depot/replication/protocol"
 	"github.com/depot-registry/depot/shared/apierr"
 	"github.com/depot-registry/depot/shared/meta"
 )
@@ -332,7 +333,10 @@ func (o *Origin) electionWait() time.Duration { return max(5*o.cfg.RaftTimeout, 
 // until this origin has applied that index (notified, not polled), at
 // most an election's worth of time, then 503. Every read answers the
 // index it was served at in X-Depot-Index (writes answer their own).
-// Writes wait first until this origin has caught up with the leader.
+// Writes wait first until this origin has caught up with the leader; an
+// edge's questions (a password, a token to vouch for) are POSTs but
+// reads, answered by an origin cut off from the leader too, or its edges
+// could check no password while it still serves them.
 func (o *Origin) freshness(h http.Handler) http.Handler {
 	wait := o.electionWait()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -360,6 +364,9 @@ func (o *Origin) freshness(h http.Handler) http.Handler {
 			}
 		case http.MethodOptions:
 		default:
+			if protocol.IsQuestion(r.URL.Path) {
+				break // an edge's question, answered from this origin's state as a read is
+			}
 			// A write is decided here from what this origin has applied:
 			// first catch up with what the leader has committed, so a
 			// write acknowledged on another origin just before (a layer

@@ -34,6 +34,17 @@ func TestMinorityPartition(t *testing.T) {
 	call(t, "POST", o[0].url+"/api/v1/edge-nodes/"+node.ID+"/repositories", tok, strings.NewReader(`{"repository_ids":["`+files.ID+`"]}`), 200)
 	edge := edgeProc(t, lab.wrap(bin, 0), o[0].url, node.ID, node.Token, edgeAddr, t.TempDir())
 	waitFor(t, 20*time.Second, "the edge to serve the file", func() bool { return get(edge.url+"/generic/files/tool/1.0/a.bin", basic) == "before" })
+	// A reader whose password the edge has never checked (it waits with
+	// her API token): after the cut, the edge must ask the cut-off origin.
+	var reader struct{ ID string }
+	_ = json.Unmarshal(call(t, "POST", o[0].url+"/api/v1/users", tok, strings.NewReader(`{"username":"reader","email":"reader@example.org","password":"reader-pw-123","role":"user"}`), 201), &reader)
+	call(t, "POST", o[0].url+"/api/v1/permissions", tok, strings.NewReader(`{"repository_id":"`+files.ID+`","user_id":"`+reader.ID+`","permissions":["read"]}`), 201)
+	var readerTok struct{ Token string }
+	_ = json.Unmarshal(call(t, "POST", o[0].url+"/api/v1/users/me/tokens", login(t, o[0].url, "reader", "reader-pw-123"),
+		strings.NewReader(`{"name":"ci","scopes":["repository:read"]}`), 201), &readerTok)
+	waitFor(t, 20*time.Second, "the edge to hold the reader", func() bool {
+		return get(edge.url+"/generic/files/tool/1.0/a.bin", "Basic "+basicAuth("reader", readerTok.Token)) == "before"
+	})
 
 	oldLeader := c.view.LeaderID
 	lab.cut(0, 1, 2)
@@ -78,6 +89,11 @@ func TestMinorityPartition(t *testing.T) {
 	}
 	if got := get(edge.url+"/generic/files/tool/1.0/a.bin", basic); got != "before" {
 		t.Fatalf("the edge of the cut-off origin serves %q", got)
+	}
+	// A password check is a question, not a write: the cut-off origin
+	// answers it, so the edge serves a password it never saw before.
+	if status, body := getStatus(edge.url+"/generic/files/tool/1.0/a.bin", "Basic "+basicAuth("reader", "reader-pw-123")); status != 200 || body != "before" {
+		t.Fatalf("the edge of the cut-off origin, with a password new to it: %d %q\nedge output:\n%s", status, body, edge.out)
 	}
 
 	lab.heal(0)

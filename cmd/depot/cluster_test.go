@@ -346,16 +346,25 @@ func hasVersion(base, tok, v string) bool {
 
 // get is a GET's body, "" unless 200.
 func get(url, auth string) string {
+	status, body := getStatus(url, auth)
+	if status != 200 {
+		return ""
+	}
+	return body
+}
+
+// getStatus is a GET's status and body (0 when it got no whole answer).
+func getStatus(url, auth string) (int, string) {
 	req, _ := http.NewRequest("GET", url, nil)
 	req.Header.Set("Authorization", auth)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return ""
+		return 0, err.Error()
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != 200 {
-		return ""
+	if err != nil {
+		return 0, err.Error()
 	}
-	return string(b)
+	return resp.StatusCode, string(b)
 }

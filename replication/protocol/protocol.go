@@ -19,6 +19,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 )
 
 // Version is the protocol version this build speaks.
@@ -39,6 +40,18 @@ const (
 
 // Path is the route of a node's operation, as an origin serves it.
 func Path(nodeID, op string) string { return "/api/v1/edge-nodes/" + url.PathEscape(nodeID) + "/" + op }
+
+// IsQuestion reports whether path is that of an operation that is a POST
+// (its question in the body) but changes nothing at the origin: OpVouch,
+// OpPassword.
+func IsQuestion(path string) bool {
+	rest, ok := strings.CutPrefix(path, "/api/v1/edge-nodes/")
+	if !ok {
+		return false
+	}
+	_, op, _ := strings.Cut(rest, "/")
+	return op == OpVouch || op == OpPassword
+}
 
 // CheckVersion refuses a request in a newer version of the protocol than
 // this build speaks.
