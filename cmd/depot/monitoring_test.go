@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/depot-registry/depot/shared/auth/ldap/ldaptest"
 )
 
 // metricName is a Depot metric in a PromQL expression or a description.
@@ -39,7 +41,7 @@ func exported(text string) map[string]bool {
 // dashboard in deploy/monitoring name only metrics an origin and an edge
 // export, read from the real processes after some traffic.
 func TestMonitoringUsesExportedMetrics(t *testing.T) {
-	dir := filepath.Join("..", "..", "deploy", "monitoring")
+	monitoring := filepath.Join("..", "..", "deploy", "monitoring")
 	var rules struct {
 		Groups []struct {
 			Name  string
@@ -52,7 +54,7 @@ func TestMonitoringUsesExportedMetrics(t *testing.T) {
 			}
 		}
 	}
-	raw, err := os.ReadFile(filepath.Join(dir, "alerts.yml"))
+	raw, err := os.ReadFile(filepath.Join(monitoring, "alerts.yml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +86,7 @@ func TestMonitoringUsesExportedMetrics(t *testing.T) {
 			Targets []struct{ Expr string }
 		}
 	}
-	raw, err = os.ReadFile(filepath.Join(dir, "grafana-dashboard.json"))
+	raw, err = os.ReadFile(filepath.Join(monitoring, "grafana-dashboard.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,9 +110,11 @@ func TestMonitoringUsesExportedMetrics(t *testing.T) {
 		t.Fatalf("%d alerts, %d panels, %d metrics: the files were not read as meant", alerts, panels, len(used))
 	}
 
-	// An origin and an edge with a repository, an upload, a read through
-	// the edge and a garbage collection.
-	es := startEdgeSite(t, "files", "generic")
+	// An origin with a directory (its sync has no user to look up), and an
+	// edge with a repository, an upload, a read through the edge and a
+	// garbage collection.
+	dir := ldaptest.Start(t, ldaptest.Options{})
+	es := startEdgeSite(t, "files", "generic", "--ldap-url", dir.URL, "--ldap-base-dn", ldaptest.People, "--ldap-sync-interval", "1")
 	call(t, "PUT", es.o.url+"/generic/files/pkg/1.0/a.bin", es.basic, strings.NewReader("bytes"), 201)
 	waitFor(t, 20*time.Second, "the edge to serve the upload", func() bool {
 		req, _ := http.NewRequest("GET", es.e.url+"/generic/files/pkg/1.0/a.bin", nil)
@@ -126,7 +130,7 @@ func TestMonitoringUsesExportedMetrics(t *testing.T) {
 	var have map[string]bool
 	waitFor(t, 20*time.Second, "the origin to export the edge's report", func() bool {
 		have = exported(string(call(t, "GET", es.o.url+"/metrics", "", nil, 200)))
-		return have["depot_edge_node_lag_entries"]
+		return have["depot_edge_node_lag_entries"] && have["depot_ldap_sync_last_success_timestamp_seconds"]
 	})
 	for name := range exported(string(call(t, "GET", es.e.url+"/metrics", "", nil, 200))) {
 		have[name] = true
