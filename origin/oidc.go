@@ -76,14 +76,14 @@ func (c *OIDCConfig) policy() (app.DirectoryPolicy, error) {
 // the client's.
 type oidcFlow struct{ p *oidc.Provider }
 
-func (f oidcFlow) Begin(ctx context.Context, base string) (string, string, error) {
-	redirect, cookie, err := f.p.Begin(ctx, base)
+func (f oidcFlow) Begin(ctx context.Context, base, next string) (string, string, error) {
+	redirect, cookie, err := f.p.Begin(ctx, base, next)
 	return redirect, cookie, clientError(err)
 }
 
-func (f oidcFlow) Finish(ctx context.Context, q url.Values, cookie string) (*auth.Identity, error) {
-	id, err := f.p.Finish(ctx, q, cookie)
-	return id, clientError(err)
+func (f oidcFlow) Finish(ctx context.Context, q url.Values, cookie string) (*auth.Identity, string, error) {
+	id, next, err := f.p.Finish(ctx, q, cookie)
+	return id, next, clientError(err)
 }
 
 func clientError(err error) error {

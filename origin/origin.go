@@ -5,6 +5,8 @@ package origin
 import (
 	"cmp"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -37,6 +39,7 @@ import (
 	"github.com/depot-registry/depot/origin/service/events"
 	"github.com/depot-registry/depot/origin/service/gc"
 	"github.com/depot-registry/depot/origin/service/webhooks"
+	"github.com/depot-registry/depot/origin/webui"
 	"github.com/depot-registry/depot/shared/apierr"
 	"github.com/depot-registry/depot/shared/auth"
 	"github.com/depot-registry/depot/shared/auth/ldap"
@@ -95,6 +98,7 @@ type Origin struct {
 	space           *diskspace.Guard
 	gc              *gc.Collector
 	api             *api.Server
+	ui              *webui.UI
 	handler         http.Handler
 }
 
@@ -358,8 +362,17 @@ func (o *Origin) serve(context.Context) error {
 		DemoMode:  cfg.DemoMode,
 		RateLimit: int(cfg.RateLimit), RateLimitLogin: int(cfg.RateLimitLogin), RateWindow: cfg.RateWindow,
 		CORSOrigins: splitList(cfg.CORSOrigins),
-	}, api.Deps{App: application, Audit: o.audit, Log: log, Health: o.health})
+	}, api.Deps{App: application, Audit: o.audit, Log: log, Health: o.health,
+		BrowserSignIn: func(w http.ResponseWriter, r *http.Request, pair *app.TokenPair, next string, err error) {
+			o.ui.SignedIn(w, r, pair, next, err)
+		}})
 	o.registerMetrics(application)
+	uiKey := hmac.New(sha256.New, o.secret)
+	uiKey.Write([]byte("depot web ui key"))
+	if o.ui, err = webui.New(webui.Deps{App: application, Key: uiKey.Sum(nil), Log: log.With("area", "ui"),
+		SignIn: apiSrv.SignIn, Version: version.Version}); err != nil {
+		return err
+	}
 
 	o.api = apiSrv
 	mux := http.NewServeMux()
@@ -378,8 +391,13 @@ func (o *Origin) serve(context.Context) error {
 			areas[prefix] = f.Name()
 		}
 	}
+	mux.Handle(webui.Prefix+"/", httpx.BodyDeadline(o.ui, cfg.BodyTimeout))
 	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		apierr.Write(w, apierr.New(apierr.NotFound, "nothing is served at %s; the API is under %s", r.URL.Path, api.Prefix))
+		if r.URL.Path == "/" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+			http.Redirect(w, r, webui.Prefix+"/", http.StatusFound) // a person at the server's address: the web UI
+			return
+		}
+		apierr.Write(w, apierr.New(apierr.NotFound, "nothing is served at %s; the API is under %s and the web UI under %s/", r.URL.Path, api.Prefix, webui.Prefix))
 	}))
 	// Forwarded goes outside: the access log and everything below it see
 	// the client address and base URL it decided.

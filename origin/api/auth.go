@@ -6,8 +6,10 @@ import (
 
 	"github.com/depot-registry/depot/origin/app"
 	"github.com/depot-registry/depot/origin/service/audit"
+	"github.com/depot-registry/depot/shared/apierr"
 	"github.com/depot-registry/depot/shared/auth"
 	"github.com/depot-registry/depot/shared/httpx"
+	"github.com/depot-registry/depot/shared/ratelimit"
 )
 
 func (s *Server) login(w http.ResponseWriter, r *http.Request, _ *auth.Principal) error {
@@ -18,9 +20,19 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request, _ *auth.Principal
 	if err := decode(r, &req); err != nil {
 		return err
 	}
-	in := app.Credentials{Username: req.Username, Password: req.Password}
+	pair, idx, err := s.SignIn(r, app.Credentials{Username: req.Username, Password: req.Password})
+	if err != nil {
+		return written(w, idx, err, 0, nil)
+	}
+	return written(w, idx, nil, http.StatusOK, pair)
+}
+
+// SignIn opens a login session with a password, as POST /auth/login
+// does for the API and the sign-in page for the web UI: bounded, limited
+// per address (and edge node) and username, audited.
+func (s *Server) SignIn(r *http.Request, in app.Credentials) (*app.TokenPair, uint64, error) {
 	if err := in.Check(); err != nil {
-		return err
+		return nil, 0, err
 	}
 	ip := httpx.ClientIP(r)
 	keys := []string{ip}
@@ -28,18 +40,18 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request, _ *auth.Principal
 		keys = append(keys, "edge:"+node) // the address is the node's word: count the node too
 	}
 	for _, k := range keys {
-		if d := s.loginLimit.Allow(k + "\x00" + strings.ToLower(req.Username)); !d.Allowed {
-			s.auditLogin(r, req.Username, "", "denied", http.StatusTooManyRequests)
-			tooMany(w, d.Reset.Sub(s.now()))
-			return nil
+		if d := s.loginLimit.Allow(k + "\x00" + strings.ToLower(in.Username)); !d.Allowed {
+			s.auditLogin(r, in.Username, "", "denied", http.StatusTooManyRequests)
+			secs := ratelimit.Seconds(d.Reset.Sub(s.now()))
+			return nil, 0, apierr.New(apierr.RateLimited, "too many sign-in attempts; retry in %d seconds", secs).With(apierr.RetryAfter, secs)
 		}
 	}
 	pair, p, idx, err := s.app.SignIn(r.Context(), in, ip)
 	if err != nil {
-		return written(w, idx, err, 0, nil)
+		return nil, idx, err
 	}
 	s.auditLogin(r, p.Username, p.UserID, "success", http.StatusOK)
-	return written(w, idx, nil, http.StatusOK, pair)
+	return pair, idx, nil
 }
 
 func (s *Server) auditLogin(r *http.Request, username, userID, outcome string, status int) {

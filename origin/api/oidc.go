@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http"
+	"strconv"
 
 	"github.com/depot-registry/depot/shared/auth"
 	"github.com/depot-registry/depot/shared/httpx"
@@ -17,7 +18,7 @@ import (
 const oidcCookie = "depot_oidc_flow"
 
 func (s *Server) oidcLogin(w http.ResponseWriter, r *http.Request, _ *auth.Principal) error {
-	redirect, flow, err := s.app.OIDCBegin(r.Context(), httpx.SeenURL(r))
+	redirect, flow, err := s.app.OIDCBegin(r.Context(), httpx.SeenURL(r), "")
 	if err != nil {
 		return err
 	}
@@ -37,10 +38,21 @@ func (s *Server) oidcCallback(w http.ResponseWriter, r *http.Request, _ *auth.Pr
 	http.SetCookie(w, &http.Cookie{Name: oidcCookie, Path: Prefix + "/auth/oidc/", MaxAge: -1, HttpOnly: true})
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("Referrer-Policy", "no-referrer")
-	pair, p, idx, err := s.app.OIDCFinish(r.Context(), r.URL.Query(), flow)
-	if err != nil {
-		return written(w, idx, err, 0, nil)
+	in, err := s.app.OIDCFinish(r.Context(), r.URL.Query(), flow)
+	if err == nil {
+		s.auditLogin(r, in.Principal.Username, in.Principal.UserID, "success", http.StatusOK)
 	}
-	s.auditLogin(r, p.Username, p.UserID, "success", http.StatusOK)
-	return written(w, idx, nil, http.StatusOK, pair)
+	if in.Next != "" && s.browserSignIn != nil {
+		// Begun on the web UI's sign-in page: the session goes into its
+		// cookies, the browser back to the page.
+		if in.Index > 0 {
+			w.Header().Set("X-Depot-Index", strconv.FormatUint(in.Index, 10))
+		}
+		s.browserSignIn(w, r, in.Pair, in.Next, err)
+		return nil
+	}
+	if err != nil {
+		return written(w, in.Index, err, 0, nil)
+	}
+	return written(w, in.Index, nil, http.StatusOK, in.Pair)
 }

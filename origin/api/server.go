@@ -50,6 +50,10 @@ type Deps struct {
 	Audit  *audit.Log
 	Log    *slog.Logger
 	Health Health
+	// BrowserSignIn finishes a single sign-on the web UI began (the flow's
+	// next page set): it keeps the session and sends the browser on, or
+	// shows why it failed (nil: no web UI).
+	BrowserSignIn func(w http.ResponseWriter, r *http.Request, pair *app.TokenPair, next string, err error)
 }
 
 // Server is the REST API handler.
@@ -69,6 +73,8 @@ type Server struct {
 	auditLog *audit.Log
 	log      *slog.Logger
 	healthOf Health
+
+	browserSignIn func(w http.ResponseWriter, r *http.Request, pair *app.TokenPair, next string, err error)
 }
 
 // Drain ends the long polls in progress and those to come (they answer
@@ -79,15 +85,16 @@ func (s *Server) Drain() { s.drain() }
 func New(cfg Config, d Deps) *Server {
 	now := d.App.Now
 	s := &Server{
-		cfg:        cfg,
-		app:        d.App,
-		auditLog:   d.Audit,
-		log:        d.Log,
-		healthOf:   d.Health,
-		mux:        http.NewServeMux(),
-		apiLimit:   ratelimit.New(cfg.RateLimit, cfg.RateWindow, now),
-		nodeLimit:  ratelimit.New(cfg.RateLimit*NodeRateFactor, cfg.RateWindow, now),
-		loginLimit: ratelimit.New(cfg.RateLimitLogin, cfg.RateWindow, now),
+		cfg:           cfg,
+		app:           d.App,
+		auditLog:      d.Audit,
+		log:           d.Log,
+		healthOf:      d.Health,
+		browserSignIn: d.BrowserSignIn,
+		mux:           http.NewServeMux(),
+		apiLimit:      ratelimit.New(cfg.RateLimit, cfg.RateWindow, now),
+		nodeLimit:     ratelimit.New(cfg.RateLimit*NodeRateFactor, cfg.RateWindow, now),
+		loginLimit:    ratelimit.New(cfg.RateLimitLogin, cfg.RateWindow, now),
 	}
 	s.draining, s.drain = context.WithCancel(context.Background())
 	s.routes()

@@ -99,3 +99,21 @@ func packageRepos(tx *meta.Tx, p *auth.Principal, name, only string) ([]string, 
 	}
 	return ids, nil
 }
+
+// VersionFiles lists the files of one version of a package in a
+// repository p may read, in path order.
+func (a *App) VersionFiles(_ context.Context, p *auth.Principal, repositoryID, name, version string) ([]meta.Artifact, error) {
+	var out []meta.Artifact
+	err := a.view(func(tx *meta.Tx) error {
+		repo, err := RepoAccess(tx, p, repositoryID, meta.ActionRead)
+		if err != nil {
+			return err
+		}
+		out, err = tx.VersionFiles(repo.ID, name, version)
+		return err
+	})
+	if err == nil && len(out) == 0 {
+		err = apierr.New(apierr.NotFound, "version %s of package %s not found", version, name)
+	}
+	return out, err
+}

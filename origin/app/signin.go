@@ -83,8 +83,8 @@ func (a *App) openSession(ctx context.Context, p *auth.Principal) (*TokenPair, u
 // client errors (apierr) for a flow to start again or a provider that
 // cannot be reached.
 type OIDC interface {
-	Begin(ctx context.Context, base string) (redirect, cookie string, err error)
-	Finish(ctx context.Context, q url.Values, cookie string) (*auth.Identity, error)
+	Begin(ctx context.Context, base, next string) (redirect, cookie string, err error)
+	Finish(ctx context.Context, q url.Values, cookie string) (id *auth.Identity, next string, err error)
 }
 
 func (a *App) oidc() error {
@@ -96,12 +96,23 @@ func (a *App) oidc() error {
 
 // OIDCBegin starts a single sign-on for a browser that reached Depot at
 // base (scheme://host, an edge's or an origin's): where to send the
-// browser, and the flow cookie.
-func (a *App) OIDCBegin(ctx context.Context, base string) (redirect, cookie string, err error) {
+// browser, and the flow cookie. next is a page of the web UI to return
+// to ("" for an API client, which gets the tokens in the callback's body).
+func (a *App) OIDCBegin(ctx context.Context, base, next string) (redirect, cookie string, err error) {
 	if err := a.oidc(); err != nil {
 		return "", "", err
 	}
-	return a.OIDC.Begin(ctx, base)
+	return a.OIDC.Begin(ctx, base, next)
+}
+
+// OIDCSignIn is a single sign-on completed: the session's tokens, who
+// signed in, the log index of the session, and where the flow began
+// (Next: the web UI page, "" for an API client).
+type OIDCSignIn struct {
+	Pair      *TokenPair
+	Principal *auth.Principal
+	Index     uint64
+	Next      string
 }
 
 // OIDCFinish completes a single sign-on at the callback: the user the
@@ -109,27 +120,32 @@ func (a *App) OIDCBegin(ctx context.Context, base string) (redirect, cookie stri
 // user: role and groups from its groups claim) and gets a login session,
 // unless an administrator disabled it (Forbidden: the provider's word
 // does not enable a user again).
-func (a *App) OIDCFinish(ctx context.Context, q url.Values, cookie string) (*TokenPair, *auth.Principal, uint64, error) {
+//
+// The answer's Next is set whenever the flow cookie was one this cluster
+// made, also with an error, so the web UI shows its own refusals.
+func (a *App) OIDCFinish(ctx context.Context, q url.Values, cookie string) (OIDCSignIn, error) {
+	var out OIDCSignIn
 	if err := a.oidc(); err != nil {
-		return nil, nil, 0, err
+		return out, err
 	}
-	id, err := a.OIDC.Finish(ctx, q, cookie)
+	id, next, err := a.OIDC.Finish(ctx, q, cookie)
+	out.Next = next
 	if err != nil {
-		return nil, nil, 0, err
+		return out, err
 	}
 	u, _, err := a.provision(ctx, id)
 	if errors.Is(err, auth.ErrBadCredentials) {
-		return nil, nil, 0, apierr.New(apierr.Forbidden, "%s cannot sign in with single sign-on: the name belongs to another kind of user here", id.Username)
+		return out, apierr.New(apierr.Forbidden, "%s cannot sign in with single sign-on: the name belongs to another kind of user here", id.Username)
 	}
 	if err != nil {
-		return nil, nil, 0, err
+		return out, err
 	}
 	if u.Disabled {
-		return nil, nil, 0, apierr.New(apierr.Forbidden, "%s is disabled here: an administrator enables the account again", u.Username)
+		return out, apierr.New(apierr.Forbidden, "%s is disabled here: an administrator enables the account again", u.Username)
 	}
-	p := &auth.Principal{UserID: u.ID, Username: u.Username, Role: u.Role, Via: auth.CredSession}
-	pair, idx, err := a.openSession(ctx, p)
-	return pair, p, idx, err
+	out.Principal = &auth.Principal{UserID: u.ID, Username: u.Username, Role: u.Role, Via: auth.CredSession}
+	out.Pair, out.Index, err = a.openSession(ctx, out.Principal)
+	return out, err
 }
 
 // Refresh issues a new access token for the session a refresh token

@@ -143,22 +143,24 @@ type flow struct {
 	Nonce    string `json:"n"`
 	Verifier string `json:"v"`
 	Expires  int64  `json:"e"`
-	Redirect string `json:"r"` // the callback the provider was asked to send the browser to
+	Redirect string `json:"r"`           // the callback the provider was asked to send the browser to
+	Next     string `json:"x,omitempty"` // a page to return to (the web UI's), "" for an API client
 }
 
 // Begin starts a sign-in for a browser that reached Depot at base
 // (scheme://host): the provider's URL to send the browser to, and the
 // flow cookie's value to set on it. The provider sends the browser back
 // to the registered callback on base (the first one when none is), where
-// the cookie goes.
-func (p *Provider) Begin(ctx context.Context, base string) (redirect, cookie string, err error) {
+// the cookie goes. next, kept in the flow, is what Finish gives back: the
+// page a browser asked for ("" when an API client began).
+func (p *Provider) Begin(ctx context.Context, base, next string) (redirect, cookie string, err error) {
 	_, oauth, _, err := p.discover(ctx)
 	if err != nil {
 		return "", "", err
 	}
 	oauth.RedirectURL = p.callbackFor(base)
 	f := flow{State: random(), Nonce: random(), Verifier: oauth2.GenerateVerifier(), Expires: p.cfg.Now().Add(FlowTTL).Unix(),
-		Redirect: oauth.RedirectURL}
+		Redirect: oauth.RedirectURL, Next: next}
 	return oauth.AuthCodeURL(f.State, gooidc.Nonce(f.Nonce), oauth2.S256ChallengeOption(f.Verifier)), p.seal(f), nil
 }
 
@@ -175,9 +177,15 @@ func (p *Provider) callbackFor(base string) string {
 }
 
 // Finish completes a sign-in from the callback's query and the flow
-// cookie: the user as the provider vouches for it.
-func (p *Provider) Finish(ctx context.Context, q url.Values, cookie string) (*auth.Identity, error) {
+// cookie: the user as the provider vouches for it, and the flow's next
+// (given whenever the cookie was the flow's, also with an error).
+func (p *Provider) Finish(ctx context.Context, q url.Values, cookie string) (*auth.Identity, string, error) {
 	f, ok := p.open(cookie)
+	id, err := p.finish(ctx, q, f, ok)
+	return id, f.Next, err
+}
+
+func (p *Provider) finish(ctx context.Context, q url.Values, f flow, ok bool) (*auth.Identity, error) {
 	switch {
 	case !ok:
 		return nil, fmt.Errorf("%w: the sign-in was not started here, or took longer than %v: start it again", ErrFlow, FlowTTL)

@@ -1,0 +1,40 @@
+package webui
+
+import (
+	"strings"
+
+	"github.com/depot-registry/depot/shared/auth"
+)
+
+// navEntry is a page in the navigation. Each feature's issue adds its
+// page here (users, groups and permissions, settings > webhooks, edge
+// nodes, the cluster, the event log, statistics, search, backups, scans
+// and policies, migrations, signing, plugins), marked Admin when only
+// administrators may open it.
+type navEntry struct {
+	Label, Path string
+	Admin       bool
+}
+
+var navEntries = []navEntry{
+	{Label: "Repositories", Path: "/repositories"},
+	{Label: "API tokens", Path: "/tokens"},
+}
+
+type navItem struct {
+	Label, Href string
+	Current     bool
+}
+
+// nav is the navigation p sees, the entry of path marked current.
+func nav(p *auth.Principal, path string) []navItem {
+	var out []navItem
+	for _, e := range navEntries {
+		if e.Admin && !p.IsAdmin() {
+			continue
+		}
+		href := Prefix + e.Path
+		out = append(out, navItem{Label: e.Label, Href: href, Current: path == href || strings.HasPrefix(path, href+"/")})
+	}
+	return out
+}

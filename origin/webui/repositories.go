@@ -1,0 +1,235 @@
+package webui
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/depot-registry/depot/origin/app"
+	"github.com/depot-registry/depot/shared/apierr"
+	"github.com/depot-registry/depot/shared/httpx"
+	"github.com/depot-registry/depot/shared/meta"
+)
+
+// pageSize is how many rows a table shows; ?page= walks them, with the
+// API's paging.
+const pageSize = 25
+
+// pager is a table's place in its listing.
+type pager struct {
+	Number, Pages, Total int
+	Prev, Next           string // links, "" at an end
+}
+
+// pageOf reads ?page= (1 when absent or not a number).
+func pageOf(r *http.Request) app.Page {
+	n, err := strconv.Atoi(r.URL.Query().Get("page"))
+	if err != nil || n < 1 {
+		n = 1
+	}
+	return app.Page{Number: n, Limit: pageSize}
+}
+
+// pagerOf links the pages of a listing of total items, keeping the
+// page's other query parameters.
+func pagerOf(r *http.Request, pg app.Page, total int) pager {
+	pages := max(1, (total+pg.Limit-1)/pg.Limit)
+	p := pager{Number: pg.Number, Pages: pages, Total: total}
+	link := func(n int) string {
+		q := r.URL.Query()
+		q.Set("page", strconv.Itoa(n))
+		return r.URL.Path + "?" + q.Encode()
+	}
+	if pg.Number > 1 {
+		p.Prev = link(min(pg.Number-1, pages))
+	}
+	if pg.Number < pages {
+		p.Next = link(pg.Number + 1)
+	}
+	return p
+}
+
+type repoList struct {
+	Repos   []meta.Repository
+	Pager   pager
+	Format  string
+	Formats []string
+	CanAdd  bool
+}
+
+func (u *UI) repositories(w http.ResponseWriter, c *call) error {
+	format := c.r.URL.Query().Get("format")
+	pg := pageOf(c.r)
+	list, err := u.d.App.ListRepositories(c.r.Context(), c.p, app.RepoFilter{Format: format, Page: pg})
+	if err != nil {
+		return err
+	}
+	return u.render(w, c, 0, "repositories", "Repositories", repoList{Repos: list.Items, Pager: pagerOf(c.r, list.Page, list.Total),
+		Format: format, Formats: u.d.App.ServedFormats(), CanAdd: c.p.Role != meta.RoleViewer})
+}
+
+// repoForm creates or edits a repository.
+type repoForm struct {
+	Repo                      *meta.Repository // editing it; nil: a new one
+	Name, Format, Description string
+	Public                    bool
+	Formats                   []string
+	Err, Field                string
+}
+
+func (f repoForm) formError() string { return f.Err }
+
+// refused renders a form again with the error, when it is the user's
+// to mend (a 4xx); anything else is the page's error.
+func refused(err error, field *string) (*apierr.Error, bool) {
+	var e *apierr.Error
+	if !errors.As(err, &e) || e.Status() >= 500 || e.Code == apierr.Unauthorized {
+		return nil, false
+	}
+	if f, ok := e.Details["field"].(string); ok {
+		*field = f
+	}
+	return e, true
+}
+
+func (u *UI) newRepository(w http.ResponseWriter, c *call) error {
+	return u.render(w, c, 0, "repository-form", "New repository", repoForm{Formats: u.d.App.ServedFormats(), Format: "generic"})
+}
+
+func (u *UI) createRepository(w http.ResponseWriter, c *call) error {
+	f := c.r.PostForm
+	form := repoForm{Name: strings.TrimSpace(f.Get("name")), Format: f.Get("format"), Description: f.Get("description"),
+		Public: f.Get("public") == "on", Formats: u.d.App.ServedFormats()}
+	repo, _, err := u.d.App.CreateRepository(c.r.Context(), c.p, app.NewRepository{Name: form.Name, Format: form.Format,
+		Description: form.Description, Public: form.Public})
+	if e, ok := refused(err, &form.Field); ok {
+		form.Err = e.Message
+		return u.render(w, c, e.Status(), "repository-form", "New repository", form)
+	}
+	if err != nil {
+		return err
+	}
+	u.flash(w, c.r, "Repository "+repo.Name+" created.")
+	http.Redirect(w, c.r, repoPath(repo), http.StatusSeeOther)
+	return nil
+}
+
+func repoPath(r *meta.Repository) string { return Prefix + "/repositories/" + url.PathEscape(r.Name) }
+
+type repoPage struct {
+	Repo     *meta.Repository
+	Packages []meta.PackageSummary
+	Pager    pager
+	Query    string
+	Setup    []snippet
+}
+
+func (u *UI) repository(w http.ResponseWriter, c *call) error {
+	repo, err := u.d.App.GetRepository(c.r.Context(), c.p, c.r.PathValue("repo"))
+	if err != nil {
+		return err
+	}
+	q := c.r.URL.Query().Get("q")
+	pg := pageOf(c.r)
+	list, err := u.d.App.ListPackages(c.r.Context(), c.p, app.PackageFilter{RepositoryID: repo.ID, Query: q, Page: pg})
+	if err != nil {
+		return err
+	}
+	return u.render(w, c, 0, "repository", repo.Name, repoPage{Repo: repo, Packages: list.Items, Query: q,
+		Pager: pagerOf(c.r, list.Page, list.Total), Setup: setupFor(repo, httpx.SeenURL(c.r), c.user.Username)})
+}
+
+func (u *UI) repositorySettings(w http.ResponseWriter, c *call) error {
+	repo, err := u.d.App.GetRepository(c.r.Context(), c.p, c.r.PathValue("repo"))
+	if err != nil {
+		return err
+	}
+	return u.render(w, c, 0, "repository-form", repo.Name+": settings", repoForm{Repo: repo, Name: repo.Name, Format: repo.Format,
+		Description: repo.Description, Public: repo.Public})
+}
+
+func (u *UI) updateRepository(w http.ResponseWriter, c *call) error {
+	repo, err := u.d.App.GetRepository(c.r.Context(), c.p, c.r.PathValue("repo"))
+	if err != nil {
+		return err
+	}
+	f := c.r.PostForm
+	form := repoForm{Repo: repo, Name: repo.Name, Format: repo.Format, Description: f.Get("description"), Public: f.Get("public") == "on"}
+	updated, _, err := u.d.App.UpdateRepository(c.r.Context(), c.p, repo.ID, app.RepositoryChange{Description: &form.Description, Public: &form.Public})
+	if e, ok := refused(err, &form.Field); ok {
+		form.Err = e.Message
+		return u.render(w, c, e.Status(), "repository-form", repo.Name+": settings", form)
+	}
+	if err != nil {
+		return err
+	}
+	u.flash(w, c.r, "Settings of "+updated.Name+" saved.")
+	http.Redirect(w, c.r, repoPath(updated), http.StatusSeeOther)
+	return nil
+}
+
+func (u *UI) deleteRepository(w http.ResponseWriter, c *call) error {
+	repo, err := u.d.App.GetRepository(c.r.Context(), c.p, c.r.PathValue("repo"))
+	if err != nil {
+		return err
+	}
+	if c.r.PostForm.Get("confirm") != repo.Name {
+		return apierr.Invalid("confirm", "type the repository's name (%s) to delete it", repo.Name)
+	}
+	if _, err := u.d.App.DeleteRepository(c.r.Context(), c.p, repo.ID); err != nil {
+		return err
+	}
+	u.flash(w, c.r, "Repository "+repo.Name+" deleted.")
+	http.Redirect(w, c.r, Prefix+"/repositories", http.StatusSeeOther)
+	return nil
+}
+
+type packagePage struct {
+	Repo     *meta.Repository
+	Name     string
+	Versions []meta.VersionSummary
+}
+
+func (u *UI) packagePage(w http.ResponseWriter, c *call) error {
+	repo, err := u.d.App.GetRepository(c.r.Context(), c.p, c.r.PathValue("repo"))
+	if err != nil {
+		return err
+	}
+	name := c.r.URL.Query().Get("name")
+	versions, err := u.d.App.ListVersions(c.r.Context(), c.p, name, repo.ID)
+	if err != nil {
+		return err
+	}
+	return u.render(w, c, 0, "package", name, packagePage{Repo: repo, Name: name, Versions: versions})
+}
+
+type versionPage struct {
+	Repo          *meta.Repository
+	Name, Version string
+	Files         []meta.Artifact
+}
+
+func (u *UI) versionPage(w http.ResponseWriter, c *call) error {
+	repo, err := u.d.App.GetRepository(c.r.Context(), c.p, c.r.PathValue("repo"))
+	if err != nil {
+		return err
+	}
+	q := c.r.URL.Query()
+	files, err := u.d.App.VersionFiles(c.r.Context(), c.p, repo.ID, q.Get("name"), q.Get("version"))
+	if err != nil {
+		return err
+	}
+	return u.render(w, c, 0, "version", q.Get("name")+" "+q.Get("version"), versionPage{Repo: repo, Name: q.Get("name"), Version: q.Get("version"), Files: files})
+}
+
+// download answers an artifact's bytes to a signed-in browser (the
+// API's download wants a bearer token a page cannot send).
+func (u *UI) download(w http.ResponseWriter, c *call) error {
+	resp, err := u.d.App.DownloadArtifact(c.r.Context(), c.p, c.r.PathValue("id"), nil)
+	if err != nil {
+		return err
+	}
+	return httpx.WriteResponse(w, c.r, resp, u.d.App.Blobs)
+}

@@ -1,0 +1,159 @@
+package webui
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/depot-registry/depot/origin/app"
+	"github.com/depot-registry/depot/shared/apierr"
+	"github.com/depot-registry/depot/shared/httpx"
+)
+
+// routes lists every page.
+func (u *UI) routes() {
+	u.mux.HandleFunc("GET "+Prefix+"/static/{version}/{name}", u.serveStatic)
+	u.page("GET /{$}", signedIn, func(w http.ResponseWriter, c *call) error {
+		http.Redirect(w, c.r, Prefix+"/repositories", http.StatusSeeOther)
+		return nil
+	})
+	u.page("GET /login", public, u.loginPage)
+	u.page("POST /login", public, u.login)
+	u.page("GET /login/sso", public, u.loginSSO)
+	u.page("POST /logout", pending, u.logout)
+	u.page("GET /password", pending, u.passwordPage)
+	u.page("POST /password", pending, u.changePassword)
+
+	u.page("GET /repositories", signedIn, u.repositories)
+	u.page("GET /repositories/new", signedIn, u.newRepository)
+	u.page("POST /repositories/new", signedIn, u.createRepository)
+	u.page("GET /repositories/{repo}", signedIn, u.repository)
+	u.page("GET /repositories/{repo}/settings", signedIn, u.repositorySettings)
+	u.page("POST /repositories/{repo}/settings", signedIn, u.updateRepository)
+	u.page("POST /repositories/{repo}/delete", signedIn, u.deleteRepository)
+	u.page("GET /repositories/{repo}/package", signedIn, u.packagePage)
+	u.page("GET /repositories/{repo}/version", signedIn, u.versionPage)
+	u.page("GET /artifacts/{id}/download", signedIn, u.download)
+
+	u.page("GET /tokens", signedIn, u.tokens)
+	u.page("POST /tokens", signedIn, u.createToken)
+	u.page("POST /tokens/{id}/revoke", signedIn, u.revokeToken)
+
+	u.page("/", public, func(http.ResponseWriter, *call) error {
+		return apierr.New(apierr.NotFound, "there is no such page")
+	})
+}
+
+// loginForm is the sign-in page.
+type loginForm struct {
+	Username, Next string
+	SSO            bool // single sign-on is set up
+	Err            string
+}
+
+func (f loginForm) formError() string { return f.Err }
+
+// maxNext bounds the page a sign-in returns to.
+const maxNext = 512
+
+func (u *UI) loginPage(w http.ResponseWriter, c *call) error {
+	next := c.r.URL.Query().Get("next")
+	if c.p != nil {
+		http.Redirect(w, c.r, safeNext(next), http.StatusSeeOther)
+		return nil
+	}
+	if len(next) > maxNext {
+		next = ""
+	}
+	return u.render(w, c, 0, "login", "Sign in", loginForm{Next: next, SSO: u.d.App.OIDC != nil})
+}
+
+func (u *UI) login(w http.ResponseWriter, c *call) error {
+	f := loginForm{Username: c.r.PostForm.Get("username"), Next: c.r.PostForm.Get("next"), SSO: u.d.App.OIDC != nil}
+	pair, _, err := u.d.SignIn(c.r, app.Credentials{Username: f.Username, Password: c.r.PostForm.Get("password")})
+	if err != nil {
+		e := apierr.As(err)
+		if e == nil {
+			return err
+		}
+		f.Err = e.Message
+		if e.Code == apierr.Unauthorized {
+			f.Err = "The username or the password is not right."
+		}
+		return u.render(w, c, e.Status(), "login", "Sign in", f)
+	}
+	u.startSession(w, c.r, pair)
+	if pair.PasswordChangeRequired {
+		http.Redirect(w, c.r, Prefix+"/password", http.StatusSeeOther)
+		return nil
+	}
+	http.Redirect(w, c.r, safeNext(f.Next), http.StatusSeeOther)
+	return nil
+}
+
+// loginSSO sends the browser to the identity provider; the API's
+// callback brings it back through SignedIn.
+func (u *UI) loginSSO(w http.ResponseWriter, c *call) error {
+	next := safeNext(c.r.URL.Query().Get("next"))
+	if len(next) > maxNext {
+		next = Prefix + "/"
+	}
+	redirect, flow, err := u.d.App.OIDCBegin(c.r.Context(), httpx.SeenURL(c.r), next)
+	if err != nil {
+		return err
+	}
+	http.SetCookie(w, &http.Cookie{Name: "depot_oidc_flow", Value: flow, Path: "/api/v1/auth/oidc/", MaxAge: 600,
+		HttpOnly: true, Secure: httpx.Secure(c.r), SameSite: http.SameSiteLaxMode})
+	http.Redirect(w, c.r, redirect, http.StatusFound)
+	return nil
+}
+
+func (u *UI) logout(w http.ResponseWriter, c *call) error {
+	if _, err := u.d.App.SignOut(c.r.Context(), c.p); err != nil {
+		return err
+	}
+	u.clearSession(w, c.r)
+	u.flash(w, c.r, "You are signed out.")
+	http.Redirect(w, c.r, Prefix+"/login", http.StatusSeeOther)
+	return nil
+}
+
+// passwordForm is the password change, forced after the first sign-in
+// with an initial password.
+type passwordForm struct {
+	Forced   bool
+	Err      string
+	Field    string
+	Disabled string // why this account cannot change it here
+}
+
+func (f passwordForm) formError() string { return f.Err }
+
+func (u *UI) passwordPage(w http.ResponseWriter, c *call) error {
+	f := passwordForm{Forced: c.p.MustChangePassword}
+	if src := c.user.Source; src != "" && src != "local" {
+		f.Disabled = "Your password is kept by your organisation's directory (" + src + "): change it there."
+	}
+	return u.render(w, c, 0, "password", "Change your password", f)
+}
+
+func (u *UI) changePassword(w http.ResponseWriter, c *call) error {
+	f := passwordForm{Forced: c.p.MustChangePassword}
+	pw, again := c.r.PostForm.Get("password"), c.r.PostForm.Get("password_again")
+	if pw != again {
+		f.Err, f.Field = "The two new passwords differ.", "password_again"
+		return u.render(w, c, http.StatusBadRequest, "password", "Change your password", f)
+	}
+	_, _, err := u.d.App.UpdateMe(c.r.Context(), c.p, app.AccountChange{CurrentPassword: c.r.PostForm.Get("current_password"), Password: &pw})
+	var e *apierr.Error
+	if errors.As(err, &e) && e.Status() < 500 {
+		f.Err = e.Message
+		f.Field, _ = e.Details["field"].(string)
+		return u.render(w, c, e.Status(), "password", "Change your password", f)
+	}
+	if err != nil {
+		return err
+	}
+	u.flash(w, c.r, "Your password is changed; your other sessions are signed out.")
+	http.Redirect(w, c.r, Prefix+"/", http.StatusSeeOther)
+	return nil
+}
