@@ -65,15 +65,9 @@ func TestOIDCSignIn(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Stop at the callback to look at it before the origin answers.
-	var callback *url.URL
-	c.CheckRedirect = func(req *http.Request, _ []*http.Request) error {
-		if strings.HasSuffix(req.URL.Path, "/auth/oidc/callback") {
-			callback = req.URL
-			return http.ErrUseLastResponse
-		}
-		return nil
-	}
+	heldAt := stopAtCallback(c)
 	oidctest.LogIn(t, c, resp, "alice").Body.Close()
+	callback := heldAt()
 	if callback == nil || callback.Host != strings.TrimPrefix(b.URL, "http://") || callback.Query().Get("code") == "" {
 		t.Fatalf("the provider sent the browser to %v", callback)
 	}
@@ -207,15 +201,9 @@ func TestOIDCTampering(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var callback *url.URL
-	c.CheckRedirect = func(req *http.Request, _ []*http.Request) error {
-		if strings.HasSuffix(req.URL.Path, "/auth/oidc/callback") {
-			callback = req.URL
-			return http.ErrUseLastResponse
-		}
-		return nil
-	}
+	heldAt := stopAtCallback(c)
 	oidctest.LogIn(t, c, resp, "bob").Body.Close()
+	callback := heldAt()
 	if callback == nil {
 		t.Fatal("the provider did not send the browser to the callback")
 	}
@@ -291,6 +279,20 @@ func alter(s string, i int) string {
 	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 	j := strings.IndexByte(alphabet, s[i])
 	return s[:i] + string(alphabet[(j+1)%len(alphabet)]) + s[i+1:]
+}
+
+// stopAtCallback makes c stop at the provider's redirect to the callback
+// (not followed); the returned func gives where it would have gone.
+func stopAtCallback(c *http.Client) func() *url.URL {
+	var at *url.URL
+	c.CheckRedirect = func(req *http.Request, _ []*http.Request) error {
+		if strings.HasSuffix(req.URL.Path, "/auth/oidc/callback") {
+			at = req.URL
+			return http.ErrUseLastResponse
+		}
+		return nil
+	}
+	return func() *url.URL { return at }
 }
 
 type answer struct {

@@ -19,6 +19,7 @@ import (
 	"github.com/depot-registry/depot/origin/app"
 	"github.com/depot-registry/depot/shared/apierr"
 	"github.com/depot-registry/depot/shared/auth"
+	"github.com/depot-registry/depot/shared/config"
 	"github.com/depot-registry/depot/shared/format"
 	"github.com/depot-registry/depot/shared/httpx"
 	"github.com/depot-registry/depot/shared/meta"
@@ -282,7 +283,7 @@ func (u *UI) funcs() template.FuncMap {
 			}
 			return Prefix + "/static/" + a.version + "/" + name
 		},
-		"bytes":   humanBytes,
+		"bytes":   config.FormatBytes,
 		"when":    func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") },
 		"iso":     func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
 		"prefix":  func() string { return Prefix },
@@ -299,19 +300,6 @@ func containsRole(roles []string, r string) bool {
 		}
 	}
 	return false
-}
-
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
 
 // serveStatic answers /ui/static/<version>/<name>; any version serves

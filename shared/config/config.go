@@ -207,6 +207,21 @@ func ParseBytes(v string) (int64, error) {
 	return n * mult, nil
 }
 
+// FormatBytes writes a size for people, in binary units: "512 B",
+// "1.5 MiB".
+func FormatBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
 // Parse parses args; environment errors are reported first. Errors name
 // flags as --help shows them (--name; the flag package says -name).
 func (s *Set) Parse(args []string) error {

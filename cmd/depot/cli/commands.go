@@ -16,12 +16,12 @@ import (
 var repoView = view[Repository]{
 	columns: []string{"NAME", "FORMAT", "PUBLIC", "ARTIFACTS", "SIZE", "CREATED", "ID"},
 	row: func(r Repository) []string {
-		return []string{r.Name, r.Format, yesNo(r.Public), strconv.FormatInt(r.ArtifactCount, 10), size(r.SizeBytes), when(r.CreatedAt), r.ID}
+		return []string{r.Name, r.Format, yesNo(r.Public), strconv.FormatInt(r.ArtifactCount, 10), config.FormatBytes(r.SizeBytes), when(r.CreatedAt), r.ID}
 	},
 	detail: func(r Repository) [][2]string {
 		return [][2]string{{"Name", r.Name}, {"ID", r.ID}, {"Format", r.Format}, {"Description", r.Description},
 			{"Public", yesNo(r.Public)}, {"Artifacts", strconv.FormatInt(r.ArtifactCount, 10)},
-			{"Size", size(r.SizeBytes)}, {"Created", when(r.CreatedAt)}, {"Updated", when(r.UpdatedAt)}}
+			{"Size", config.FormatBytes(r.SizeBytes)}, {"Created", when(r.CreatedAt)}, {"Updated", when(r.UpdatedAt)}}
 	},
 }
 
