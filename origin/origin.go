@@ -370,7 +370,7 @@ func (o *Origin) serve(context.Context) error {
 	uiKey := hmac.New(sha256.New, o.secret)
 	uiKey.Write([]byte("depot web ui key"))
 	if o.ui, err = webui.New(webui.Deps{App: application, Key: uiKey.Sum(nil), Log: log.With("area", "ui"),
-		SignIn: apiSrv.SignIn, Version: version.Version}); err != nil {
+		SignIn: apiSrv.SignIn, OpenAPI: apiSrv.OpenAPI(), Version: version.Version}); err != nil {
 		return err
 	}
 

@@ -13,10 +13,7 @@ import (
 )
 
 func (s *Server) login(w http.ResponseWriter, r *http.Request, _ *auth.Principal) error {
-	var req struct {
-		Username string `json:"username"`
-		Password string `json:"password"`
-	}
+	var req loginRequest
 	if err := decode(r, &req); err != nil {
 		return err
 	}
@@ -61,9 +58,7 @@ func (s *Server) auditLogin(r *http.Request, username, userID, outcome string, s
 }
 
 func (s *Server) refresh(w http.ResponseWriter, r *http.Request, _ *auth.Principal) error {
-	var req struct {
-		RefreshToken string `json:"refresh_token"`
-	}
+	var req refreshRequest
 	if err := decode(r, &req); err != nil {
 		return err
 	}
@@ -84,7 +79,7 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request, p *auth.Principa
 // warnings when there are; a signed-in caller also gets the node's
 // details.
 func (s *Server) health(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
-	body := map[string]any{"status": "ok"}
+	body := map[string]any{"status": "ok"} // healthAnswer, and the node's details
 	code := http.StatusOK
 	if s.healthOf != nil {
 		reasons, warnings, details := s.healthOf()

@@ -19,7 +19,7 @@ func (s *Server) listEdges(w http.ResponseWriter, r *http.Request, p *auth.Princ
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{"edge_nodes": out, "total": len(out)})
+	return writeJSON(w, http.StatusOK, edgeList{EdgeNodes: out, Total: len(out)})
 }
 
 func (s *Server) getEdge(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
@@ -31,11 +31,7 @@ func (s *Server) getEdge(w http.ResponseWriter, r *http.Request, p *auth.Princip
 }
 
 func (s *Server) createEdge(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
-	var req struct {
-		Name   string `json:"name"`
-		URL    string `json:"url"`
-		Region string `json:"region"`
-	}
+	var req newEdgeRequest
 	if err := decode(r, &req); err != nil {
 		return err
 	}
@@ -43,11 +39,7 @@ func (s *Server) createEdge(w http.ResponseWriter, r *http.Request, p *auth.Prin
 	if err != nil {
 		return written(w, idx, err, 0, nil)
 	}
-	type created struct {
-		*app.EdgeNode
-		Token string `json:"token"`
-	}
-	return written(w, idx, nil, http.StatusCreated, created{EdgeNode: v, Token: secret})
+	return written(w, idx, nil, http.StatusCreated, edgeCreated{EdgeNode: v, Token: secret})
 }
 
 func (s *Server) deleteEdge(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
@@ -58,10 +50,7 @@ func (s *Server) deleteEdge(w http.ResponseWriter, r *http.Request, p *auth.Prin
 func (s *Server) assignEdge(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
 	// One repository (the spec's "assign a repository") or several; each
 	// by id or name.
-	var req struct {
-		RepositoryID  string   `json:"repository_id"`
-		RepositoryIDs []string `json:"repository_ids"`
-	}
+	var req assignRequest
 	if err := decode(r, &req); err != nil {
 		return err
 	}

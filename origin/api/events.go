@@ -44,9 +44,5 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request, p *auth.Prin
 	if err != nil {
 		return err
 	}
-	body := map[string]any{"events": page.Events, "next_cursor": page.Next}
-	if page.Missed {
-		body["missed"] = true
-	}
-	return writeJSON(w, http.StatusOK, body)
+	return writeJSON(w, http.StatusOK, eventPage{Events: page.Events, NextCursor: page.Next, Missed: page.Missed})
 }

@@ -12,14 +12,11 @@ func (s *Server) listGroups(w http.ResponseWriter, r *http.Request, p *auth.Prin
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{"groups": groups, "total": len(groups)})
+	return writeJSON(w, http.StatusOK, groupList{Groups: groups, Total: len(groups)})
 }
 
 func (s *Server) createGroup(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
-	var req struct {
-		Name        string `json:"name"`
-		Description string `json:"description"`
-	}
+	var req newGroupRequest
 	if err := decode(r, &req); err != nil {
 		return err
 	}
@@ -28,9 +25,7 @@ func (s *Server) createGroup(w http.ResponseWriter, r *http.Request, p *auth.Pri
 }
 
 func (s *Server) addGroupMembers(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
-	var req struct {
-		UserIDs []string `json:"user_ids"`
-	}
+	var req groupMembersRequest
 	if err := decode(r, &req); err != nil {
 		return err
 	}

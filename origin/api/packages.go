@@ -18,7 +18,7 @@ func (s *Server) listPackages(w http.ResponseWriter, r *http.Request, p *auth.Pr
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{"packages": l.Items, "total": l.Total, "page": pg.Number, "limit": pg.Limit})
+	return writeJSON(w, http.StatusOK, packageList{Packages: l.Items, Total: l.Total, Page: pg.Number, Limit: pg.Limit})
 }
 
 func (s *Server) listVersions(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
@@ -27,5 +27,5 @@ func (s *Server) listVersions(w http.ResponseWriter, r *http.Request, p *auth.Pr
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{"name": name, "versions": out})
+	return writeJSON(w, http.StatusOK, versionList{Name: name, Versions: out})
 }

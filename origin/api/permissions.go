@@ -12,16 +12,11 @@ func (s *Server) listPermissions(w http.ResponseWriter, r *http.Request, p *auth
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{"permissions": out, "total": len(out)})
+	return writeJSON(w, http.StatusOK, permissionList{Permissions: out, Total: len(out)})
 }
 
 func (s *Server) createPermission(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
-	var req struct {
-		RepositoryID string   `json:"repository_id"`
-		UserID       string   `json:"user_id"`
-		GroupID      string   `json:"group_id"`
-		Permissions  []string `json:"permissions"`
-	}
+	var req newPermissionRequest
 	if err := decode(r, &req); err != nil {
 		return err
 	}

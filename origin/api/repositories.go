@@ -20,17 +20,11 @@ func (s *Server) listRepos(w http.ResponseWriter, r *http.Request, p *auth.Princ
 	for i := range l.Items {
 		out[i] = viewRepo(&l.Items[i])
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{"repositories": out, "total": l.Total, "page": pg.Number, "limit": pg.Limit})
+	return writeJSON(w, http.StatusOK, repoList{Repositories: out, Total: l.Total, Page: pg.Number, Limit: pg.Limit})
 }
 
 func (s *Server) createRepo(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
-	var req struct {
-		Name        string            `json:"name"`
-		Format      string            `json:"format"`
-		Description string            `json:"description"`
-		Public      bool              `json:"public"`
-		Settings    map[string]string `json:"settings"`
-	}
+	var req newRepoRequest
 	if err := decode(r, &req); err != nil {
 		return err
 	}
@@ -51,13 +45,7 @@ func (s *Server) getRepo(w http.ResponseWriter, r *http.Request, p *auth.Princip
 }
 
 func (s *Server) updateRepo(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
-	var req struct {
-		Description *string           `json:"description"`
-		Public      *bool             `json:"public"`
-		Name        *string           `json:"name"`
-		Format      *string           `json:"format"`
-		Settings    map[string]string `json:"settings"`
-	}
+	var req repoChangeRequest
 	if err := decode(r, &req); err != nil {
 		return err
 	}

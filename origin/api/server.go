@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/depot-registry/depot/origin/app"
 	"github.com/depot-registry/depot/origin/service/audit"
+	"github.com/depot-registry/depot/origin/service/gc"
 	"github.com/depot-registry/depot/replication/protocol"
 	"github.com/depot-registry/depot/shared/apierr"
 	"github.com/depot-registry/depot/shared/auth"
@@ -75,6 +77,9 @@ type Server struct {
 	healthOf Health
 
 	browserSignIn func(w http.ResponseWriter, r *http.Request, pair *app.TokenPair, next string, err error)
+
+	table   []route // every route, documented
+	openapi []byte  // the document made from table
 }
 
 // Drain ends the long polls in progress and those to come (they answer
@@ -98,8 +103,24 @@ func New(cfg Config, d Deps) *Server {
 	}
 	s.draining, s.drain = context.WithCancel(context.Background())
 	s.routes()
+	doc, err := s.openAPIDoc()
+	if err != nil {
+		panic(fmt.Sprintf("api: the OpenAPI document: %v", err)) // a type that cannot be described: a programming error
+	}
+	s.openapi = doc
 	return s
 }
+
+// openAPI answers the document (openapi.go).
+func (s *Server) openAPI(w http.ResponseWriter, _ *http.Request, _ *auth.Principal) error {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "public, max-age=300")
+	_, err := w.Write(s.openapi)
+	return err
+}
+
+// OpenAPI is the document of the API (served at /api/v1/openapi.json).
+func (s *Server) OpenAPI() []byte { return s.openapi }
 
 func (s *Server) now() time.Time { return s.app.Now() }
 
@@ -122,80 +143,130 @@ const (
 
 type handler func(w http.ResponseWriter, r *http.Request, p *auth.Principal) error
 
-func (s *Server) handle(pattern string, a access, h handler) {
+func (s *Server) handle(pattern string, a access, h handler, o op) {
 	method, path, _ := strings.Cut(pattern, " ")
 	s.mux.Handle(method+" "+Prefix+path, s.wrap(a, h))
+	s.table = append(s.table, route{method: method, path: path, access: a, op: o})
 }
 
+// The tags of the document, in the spec's words.
+const (
+	tagAuth     = "Authentication"
+	tagUsers    = "Users and API tokens"
+	tagGroups   = "Groups and permissions"
+	tagRepos    = "Repositories and artifacts"
+	tagWebhooks = "Events and webhooks"
+	tagAdmin    = "Administration"
+	tagEdges    = "Edge nodes"
+	tagNodes    = "Edge node protocol"
+)
+
+var (
+	pageParams = []param{{"page", "integer", "1-based page"}, {"limit", "integer", "items per page (at most 100)"}}
+	repoParam  = param{"repository_id", "string", "a repository, by id or name"}
+)
+
+// routes is the API: every route with its documentation (openapi.go).
 func (s *Server) routes() {
-	s.handle("POST /auth/login", open, s.login)
-	s.handle("POST /auth/refresh", open, s.refresh)
-	s.handle("POST /auth/logout", selfService, s.logout)
-	s.handle("GET /auth/oidc/login", open, s.oidcLogin)
-	s.handle("GET /auth/oidc/callback", open, s.oidcCallback)
-	s.handle("GET /health", anyone, s.health)
+	s.handle("POST /auth/login", open, s.login, op{Tag: tagAuth, Summary: "Sign in with a username and a password: a login session's access and refresh tokens",
+		In: loginRequest{}, Out: app.TokenPair{}})
+	s.handle("POST /auth/refresh", open, s.refresh, op{Tag: tagAuth, Summary: "A new access token for the session of a refresh token",
+		In: refreshRequest{}, Out: app.TokenPair{}})
+	s.handle("POST /auth/logout", selfService, s.logout, op{Tag: tagAuth, Summary: "End the caller's login session (its tokens stop at every node)", Status: http.StatusNoContent})
+	s.handle("GET /auth/oidc/login", open, s.oidcLogin, op{Tag: tagAuth, Summary: "Begin a single sign-on: a redirect to the OpenID provider (state, nonce and PKCE in a cookie)",
+		Status: http.StatusFound})
+	s.handle("GET /auth/oidc/callback", open, s.oidcCallback, op{Tag: tagAuth, Summary: "The provider's redirect back: the login session's tokens (or, begun on the web UI, its page)",
+		Out: app.TokenPair{}, Query: []param{{"code", "string", "the provider's code"}, {"state", "string", "the flow's state"}}})
+	s.handle("GET /health", anyone, s.health, op{Tag: tagAdmin, Summary: "Whether this node serves (503 degraded with reasons); a signed-in caller also gets its details",
+		Out: healthAnswer{}, Also: map[int]any{http.StatusServiceUnavailable: healthAnswer{}}})
+	s.handle("GET /openapi.json", open, s.openAPI, op{Tag: tagAdmin, Summary: "This document", Out: map[string]any{}})
 
-	s.handle("GET /users", adminOnly, s.listUsers)
-	s.handle("POST /users", adminOnly, s.createUser)
-	s.handle("GET /users/me", selfService, s.getMe)
-	s.handle("PUT /users/me", selfService|ownAccount, s.updateMe)
-	s.handle("PUT /users/{id}", adminOnly, s.updateUser)
-	s.handle("DELETE /users/{id}", adminOnly, s.deleteUser)
-	s.handle("POST /users/me/tokens", authenticated|ownAccount, s.createToken)
-	s.handle("GET /users/me/tokens", authenticated|ownAccount, s.listTokens)
+	s.handle("GET /users", adminOnly, s.listUsers, op{Tag: tagUsers, Summary: "List users", Out: userList{}})
+	s.handle("POST /users", adminOnly, s.createUser, op{Tag: tagUsers, Summary: "Create a local user (who changes the initial password at first sign-in)",
+		In: newUserRequest{}, Out: userView{}, Status: http.StatusCreated})
+	s.handle("GET /users/me", selfService, s.getMe, op{Tag: tagUsers, Summary: "The caller's profile", Out: userView{}})
+	s.handle("PUT /users/me", selfService|ownAccount, s.updateMe, op{Tag: tagUsers, Summary: "Change the caller's email, display name or password (with the current one)",
+		In: accountRequest{}, Out: userView{}})
+	s.handle("PUT /users/{id}", adminOnly, s.updateUser, op{Tag: tagUsers, Summary: "Disable a user (sessions end, API tokens revoked, at every node) or enable one again",
+		In: userChangeRequest{}, Out: userView{}})
+	s.handle("DELETE /users/{id}", adminOnly, s.deleteUser, op{Tag: tagUsers, Summary: "Delete a user", Status: http.StatusNoContent})
+	s.handle("POST /users/me/tokens", authenticated|ownAccount, s.createToken, op{Tag: tagUsers, Summary: "Create an API token: its secret is in this answer only",
+		In: newTokenRequest{}, Out: tokenCreated{}, Status: http.StatusCreated})
+	s.handle("GET /users/me/tokens", authenticated|ownAccount, s.listTokens, op{Tag: tagUsers, Summary: "List the caller's API tokens", Out: tokenList{}})
 	// A token may revoke itself (the use case checks the account rule).
-	s.handle("DELETE /users/me/tokens/{id}", authenticated, s.revokeToken)
+	s.handle("DELETE /users/me/tokens/{id}", authenticated, s.revokeToken, op{Tag: tagUsers, Summary: "Revoke one of the caller's API tokens (any token may revoke itself)",
+		Status: http.StatusNoContent})
 
-	s.handle("GET /groups", authenticated, s.listGroups)
-	s.handle("POST /groups", adminOnly, s.createGroup)
-	s.handle("POST /groups/{id}/members", adminOnly, s.addGroupMembers)
+	s.handle("GET /groups", authenticated, s.listGroups, op{Tag: tagGroups, Summary: "List groups", Out: groupList{}})
+	s.handle("POST /groups", adminOnly, s.createGroup, op{Tag: tagGroups, Summary: "Create a group", In: newGroupRequest{}, Out: meta.Group{}, Status: http.StatusCreated})
+	s.handle("POST /groups/{id}/members", adminOnly, s.addGroupMembers, op{Tag: tagGroups, Summary: "Add users (by id or name) to a group",
+		In: groupMembersRequest{}, Out: meta.Group{}})
 
-	s.handle("GET /permissions", authenticated, s.listPermissions)
-	s.handle("POST /permissions", authenticated, s.createPermission)
-	s.handle("DELETE /permissions/{id}", authenticated, s.deletePermission)
+	s.handle("GET /permissions", authenticated, s.listPermissions, op{Tag: tagGroups, Summary: "List the grants the caller may see",
+		Out: permissionList{}, Query: []param{repoParam}})
+	s.handle("POST /permissions", authenticated, s.createPermission, op{Tag: tagGroups, Summary: "Grant a user or a group actions on a repository (its administrators may)",
+		In: newPermissionRequest{}, Out: meta.Permission{}, Status: http.StatusCreated})
+	s.handle("DELETE /permissions/{id}", authenticated, s.deletePermission, op{Tag: tagGroups, Summary: "Revoke a grant", Status: http.StatusNoContent})
 
-	s.handle("GET /repositories", anyone, s.listRepos)
-	s.handle("POST /repositories", authenticated, s.createRepo)
-	s.handle("GET /repositories/{id}", anyone, s.getRepo)
-	s.handle("PUT /repositories/{id}", authenticated, s.updateRepo)
-	s.handle("DELETE /repositories/{id}", authenticated, s.deleteRepo)
+	s.handle("GET /repositories", anyone, s.listRepos, op{Tag: tagRepos, Summary: "List the repositories the caller may read, in name order",
+		Out: repoList{}, Query: append([]param{{"format", "string", "only this format"}}, pageParams...)})
+	s.handle("POST /repositories", authenticated, s.createRepo, op{Tag: tagRepos, Summary: "Create a repository", In: newRepoRequest{}, Out: repoView{}, Status: http.StatusCreated})
+	s.handle("GET /repositories/{id}", anyone, s.getRepo, op{Tag: tagRepos, Summary: "A repository, by id or name", Out: repoView{}})
+	s.handle("PUT /repositories/{id}", authenticated, s.updateRepo, op{Tag: tagRepos, Summary: "Change a repository's description, visibility or settings",
+		In: repoChangeRequest{}, Out: repoView{}})
+	s.handle("DELETE /repositories/{id}", authenticated, s.deleteRepo, op{Tag: tagRepos, Summary: "Delete a repository with everything in it", Status: http.StatusNoContent})
 
-	s.handle("GET /artifacts/{id}", anyone, s.getArtifact)
-	s.handle("GET /artifacts/{id}/download", anyone, s.downloadArtifact)
-	s.handle("DELETE /artifacts/{id}", authenticated, s.deleteArtifact)
+	s.handle("GET /artifacts/{id}", anyone, s.getArtifact, op{Tag: tagRepos, Summary: "An artifact's record", Out: format.ArtifactView{}})
+	s.handle("GET /artifacts/{id}/download", anyone, s.downloadArtifact, op{Tag: tagRepos, Summary: "An artifact's bytes (Range requests honoured)",
+		Raw: true})
+	s.handle("DELETE /artifacts/{id}", authenticated, s.deleteArtifact, op{Tag: tagRepos, Summary: "Delete an artifact, as its format deletes it", Status: http.StatusNoContent})
 
-	s.handle("GET /packages", anyone, s.listPackages)
-	s.handle("GET /packages/{name}/versions", anyone, s.listVersions)
+	s.handle("GET /packages", anyone, s.listPackages, op{Tag: tagRepos, Summary: "List packages of the repositories the caller may read",
+		Out: packageList{}, Query: append([]param{{"query", "string", "names containing it"}, {"format", "string", "only this format"}, repoParam}, pageParams...)})
+	s.handle("GET /packages/{name}/versions", anyone, s.listVersions, op{Tag: tagRepos, Summary: "List a package's versions", Out: versionList{},
+		Query: []param{repoParam}})
 
-	s.handle("GET /webhooks", adminOnly, s.listWebhooks)
-	s.handle("POST /webhooks", adminOnly, s.createWebhook)
-	s.handle("GET /webhooks/{id}", adminOnly, s.getWebhook)
-	s.handle("PUT /webhooks/{id}", adminOnly, s.updateWebhook)
-	s.handle("DELETE /webhooks/{id}", adminOnly, s.deleteWebhook)
-	s.handle("POST /webhooks/{id}/test", adminOnly, s.testWebhook)
-	s.handle("GET /webhooks/{id}/deliveries", adminOnly, s.listDeliveries)
-	s.handle("GET /webhooks/{id}/deliveries/{delivery}", adminOnly, s.getDelivery)
-	s.handle("POST /webhooks/{id}/deliveries/{delivery}/redeliver", adminOnly, s.redeliver)
-	s.handle("GET /events", authenticated, s.listEvents)
-	s.handle("GET /admin/stats", adminOnly, s.stats)
-	s.handle("POST /admin/cleanup", adminOnly, s.cleanup)
-	s.handle("GET /admin/cluster", adminOnly, s.clusterView)
-	s.handle("DELETE /admin/cluster/members/{id}", adminOnly, s.removeClusterMember)
-	s.handle("GET /admin/directory", adminOnly, s.directoryStatus)
+	s.handle("GET /webhooks", adminOnly, s.listWebhooks, op{Tag: tagWebhooks, Summary: "List webhooks", Out: webhookList{}})
+	s.handle("POST /webhooks", adminOnly, s.createWebhook, op{Tag: tagWebhooks, Summary: "Create a webhook (its secret is in this answer only)",
+		In: webhookRequest{}, Out: webhookView{}, Status: http.StatusCreated})
+	s.handle("GET /webhooks/{id}", adminOnly, s.getWebhook, op{Tag: tagWebhooks, Summary: "A webhook with its delivery figures", Out: webhookView{}})
+	s.handle("PUT /webhooks/{id}", adminOnly, s.updateWebhook, op{Tag: tagWebhooks, Summary: "Change the fields given of a webhook", In: webhookRequest{}, Out: webhookView{}})
+	s.handle("DELETE /webhooks/{id}", adminOnly, s.deleteWebhook, op{Tag: tagWebhooks, Summary: "Delete a webhook", Status: http.StatusNoContent})
+	s.handle("POST /webhooks/{id}/test", adminOnly, s.testWebhook, op{Tag: tagWebhooks, Summary: "Send webhook.test: the delivery once attempted (202 while it waits)",
+		Out: deliveryView{}, Also: map[int]any{http.StatusAccepted: deliveryView{}}})
+	s.handle("GET /webhooks/{id}/deliveries", adminOnly, s.listDeliveries, op{Tag: tagWebhooks, Summary: "A webhook's deliveries, newest first",
+		Out: deliveryList{}, Query: pageParams})
+	s.handle("GET /webhooks/{id}/deliveries/{delivery}", adminOnly, s.getDelivery, op{Tag: tagWebhooks, Summary: "A delivery with its request body", Out: deliveryView{}})
+	s.handle("POST /webhooks/{id}/deliveries/{delivery}/redeliver", adminOnly, s.redeliver, op{Tag: tagWebhooks, Summary: "Attempt a delivery once more (202 while it waits)",
+		Out: deliveryView{}, Also: map[int]any{http.StatusAccepted: deliveryView{}}})
+	s.handle("GET /events", authenticated, s.listEvents, op{Tag: tagWebhooks, Summary: "The event log after a cursor, filtered by what the caller may read (long poll with wait)",
+		Out: eventPage{}, Query: []param{{"since", "string", `a cursor (next_cursor of an answer), or "latest"`}, {"types", "string", "comma-separated event names"},
+			repoParam, {"limit", "integer", "at most 1000"}, {"wait", "integer", "seconds to wait for an event when there is none"}}})
+	s.handle("GET /admin/stats", adminOnly, s.stats, op{Tag: tagAdmin, Summary: "Statistics: repositories, artifacts, users, storage, downloads", Out: app.Stats{}})
+	s.handle("POST /admin/cleanup", adminOnly, s.cleanup, op{Tag: tagAdmin, Summary: "Run a garbage collection now: what it removed", Out: gc.Result{}})
+	s.handle("GET /admin/cluster", adminOnly, s.clusterView, op{Tag: tagAdmin, Summary: "The origin cluster: members, roles, health, sync", Out: app.ClusterView{}})
+	s.handle("DELETE /admin/cluster/members/{id}", adminOnly, s.removeClusterMember, op{Tag: tagAdmin, Summary: "Remove a dead origin from the cluster", Status: http.StatusNoContent})
+	s.handle("GET /admin/directory", adminOnly, s.directoryStatus, op{Tag: tagAdmin, Summary: "The directory (LDAP) and single sign-on settings and the last syncs",
+		Out: app.DirectoryStatus{}})
 
-	s.handle("GET /edge-nodes", adminOnly, s.listEdges)
-	s.handle("POST /edge-nodes", adminOnly, s.createEdge)
-	s.handle("GET /edge-nodes/{id}", adminOnly, s.getEdge)
-	s.handle("DELETE /edge-nodes/{id}", adminOnly, s.deleteEdge)
-	s.handle("POST /edge-nodes/{id}/repositories", adminOnly, s.assignEdge)
-	s.handle("DELETE /edge-nodes/{id}/repositories/{repo}", adminOnly, s.unassignEdge)
-	s.handle("POST /edge-nodes/{id}/heartbeat", edgeNode, s.edgeHeartbeat)
-	s.handle("POST /edge-nodes/{id}/events", edgeNode, s.edgeEvents)
-	s.handle("GET /edge-nodes/{id}/feed", edgeNode, s.edgeFeed)
-	s.handle("POST /edge-nodes/{id}/vouch", edgeNode, s.edgeVouch)
-	s.handle("POST /edge-nodes/{id}/password", edgeNode, s.edgePassword)
-	s.handle("GET /edge-nodes/{id}/blobs/{digest}", edgeNode, s.edgeBlob)
-
+	s.handle("GET /edge-nodes", adminOnly, s.listEdges, op{Tag: tagEdges, Summary: "List edge nodes with their status", Out: edgeList{}})
+	s.handle("POST /edge-nodes", adminOnly, s.createEdge, op{Tag: tagEdges, Summary: "Register an edge node: its credential is in this answer only",
+		In: newEdgeRequest{}, Out: edgeCreated{}, Status: http.StatusCreated})
+	s.handle("GET /edge-nodes/{id}", adminOnly, s.getEdge, op{Tag: tagEdges, Summary: "An edge node", Out: app.EdgeNode{}})
+	s.handle("DELETE /edge-nodes/{id}", adminOnly, s.deleteEdge, op{Tag: tagEdges, Summary: "Deregister an edge node (its credential stops at once)", Status: http.StatusNoContent})
+	s.handle("POST /edge-nodes/{id}/repositories", adminOnly, s.assignEdge, op{Tag: tagEdges, Summary: "Assign repositories to an edge node",
+		In: assignRequest{}, Out: app.EdgeNode{}})
+	s.handle("DELETE /edge-nodes/{id}/repositories/{repo}", adminOnly, s.unassignEdge, op{Tag: tagEdges, Summary: "Unassign a repository from an edge node", Out: app.EdgeNode{}})
+	s.handle("POST /edge-nodes/{id}/heartbeat", edgeNode, s.edgeHeartbeat, op{Tag: tagNodes, Summary: "A node's report; the answer is its assignment",
+		In: protocol.Report{}, Out: protocol.Assignment{}})
+	s.handle("POST /edge-nodes/{id}/events", edgeNode, s.edgeEvents, op{Tag: tagNodes, Summary: "Events a node saw (downloads)", In: protocol.Events{}, Out: protocol.EventsAnswer{}})
+	s.handle("GET /edge-nodes/{id}/feed", edgeNode, s.edgeFeed, op{Tag: tagNodes, Summary: "A page of the node's change feed (long poll with wait)", Out: protocol.Page{},
+		Query: []param{{"since", "integer", "log index"}, repoParam, {"principals", "string", "comma-separated"}, {"global", "string", "1: users and groups only"},
+			{"kinds", "string", "comma-separated record kinds"}, {"limit", "integer", ""}, {"wait", "integer", "seconds"}}})
+	s.handle("POST /edge-nodes/{id}/vouch", edgeNode, s.edgeVouch, op{Tag: tagNodes, Summary: "Vouch for a token the node cannot verify", In: protocol.VouchRequest{}, Out: protocol.Vouch{}})
+	s.handle("POST /edge-nodes/{id}/password", edgeNode, s.edgePassword, op{Tag: tagNodes, Summary: "Check a password for the node", In: protocol.PasswordCheck{}, Out: protocol.PasswordVerdict{}})
+	s.handle("GET /edge-nodes/{id}/blobs/{digest}", edgeNode, s.edgeBlob, op{Tag: tagNodes, Summary: "A blob of the node's repositories (Range requests honoured)",
+		Raw: true})
 }
 
 // unrouted answers a request no route matched: 405 with Allow when the

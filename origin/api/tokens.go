@@ -2,18 +2,13 @@ package api
 
 import (
 	"net/http"
-	"time"
 
 	"github.com/depot-registry/depot/origin/app"
 	"github.com/depot-registry/depot/shared/auth"
 )
 
 func (s *Server) createToken(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
-	var req struct {
-		Name      string     `json:"name"`
-		Scopes    []string   `json:"scopes"`
-		ExpiresAt *time.Time `json:"expires_at"`
-	}
+	var req newTokenRequest
 	if err := decode(r, &req); err != nil {
 		return err
 	}
@@ -21,11 +16,7 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request, p *auth.Pri
 	if err != nil {
 		return written(w, idx, err, 0, nil)
 	}
-	type created struct {
-		tokenView
-		Token string `json:"token"`
-	}
-	return written(w, idx, nil, http.StatusCreated, created{tokenView: viewToken(t, s.now()), Token: secret})
+	return written(w, idx, nil, http.StatusCreated, tokenCreated{tokenView: viewToken(t, s.now()), Token: secret})
 }
 
 func (s *Server) listTokens(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
@@ -38,7 +29,7 @@ func (s *Server) listTokens(w http.ResponseWriter, r *http.Request, p *auth.Prin
 	for i := range toks {
 		out[i] = viewToken(&toks[i], now)
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{"tokens": out})
+	return writeJSON(w, http.StatusOK, tokenList{Tokens: out})
 }
 
 func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {

@@ -6,7 +6,6 @@ import (
 	"github.com/depot-registry/depot/origin/app"
 	"github.com/depot-registry/depot/shared/apierr"
 	"github.com/depot-registry/depot/shared/auth"
-	"github.com/depot-registry/depot/shared/meta"
 )
 
 func (s *Server) listUsers(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
@@ -18,16 +17,11 @@ func (s *Server) listUsers(w http.ResponseWriter, r *http.Request, p *auth.Princ
 	for i := range users {
 		out[i] = viewUser(&users[i])
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{"users": out, "total": len(out)})
+	return writeJSON(w, http.StatusOK, userList{Users: out, Total: len(out)})
 }
 
 func (s *Server) createUser(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
-	var req struct {
-		Username string    `json:"username"`
-		Email    string    `json:"email"`
-		Password string    `json:"password"`
-		Role     meta.Role `json:"role"`
-	}
+	var req newUserRequest
 	if err := decode(r, &req); err != nil {
 		return err
 	}
@@ -48,12 +42,7 @@ func (s *Server) getMe(w http.ResponseWriter, r *http.Request, p *auth.Principal
 
 // updateMe changes the caller's email and/or password (app.UpdateMe).
 func (s *Server) updateMe(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
-	var req struct {
-		Email           *string `json:"email"`
-		DisplayName     *string `json:"display_name"`
-		CurrentPassword string  `json:"current_password"`
-		Password        *string `json:"password"`
-	}
+	var req accountRequest
 	if err := decode(r, &req); err != nil {
 		return err
 	}
@@ -68,9 +57,7 @@ func (s *Server) updateMe(w http.ResponseWriter, r *http.Request, p *auth.Princi
 }
 
 func (s *Server) updateUser(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
-	var req struct {
-		Disabled *bool `json:"disabled"`
-	}
+	var req userChangeRequest
 	if err := decode(r, &req); err != nil {
 		return err
 	}

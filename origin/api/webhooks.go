@@ -64,7 +64,7 @@ func (s *Server) listWebhooks(w http.ResponseWriter, r *http.Request, p *auth.Pr
 	for i := range hooks {
 		out[i] = viewWebhook(&hooks[i])
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{"webhooks": out, "total": len(out)})
+	return writeJSON(w, http.StatusOK, webhookList{Webhooks: out, Total: len(out)})
 }
 
 func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
@@ -201,5 +201,5 @@ func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request, p *auth.
 	for i := range l.Items {
 		out = append(out, viewDelivery(&l.Items[i]))
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{"deliveries": out, "total": l.Total, "page": pg.Number, "limit": pg.Limit})
+	return writeJSON(w, http.StatusOK, deliveryList{Deliveries: out, Total: l.Total, Page: pg.Number, Limit: pg.Limit})
 }

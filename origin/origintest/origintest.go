@@ -298,6 +298,7 @@ func (e *Env) DoHeader(method, path, auth string, body any, header map[string]st
 	}
 	defer resp.Body.Close()
 	data, _ := io.ReadAll(resp.Body)
+	e.checkAnswer(req, resp.StatusCode, resp.Header, data)
 	return &Response{T: e.T, Status: resp.StatusCode, Header: resp.Header, Body: data}
 }
 

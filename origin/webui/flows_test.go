@@ -125,6 +125,12 @@ func TestFirstRunInTheBrowser(t *testing.T) {
 	}
 	b.shot("token-revoked")
 
+	b.open("/ui/api")
+	if b.count("article.op") < 50 {
+		t.Errorf("the API page shows %d operations", b.count("article.op"))
+	}
+	b.shot("api")
+
 	b.do(then("#sign-in", chromedp.Click(chromedp.CSS(".who button")))...)
 	if f := b.text(".flash"); !strings.Contains(f, "signed out") {
 		t.Errorf("after signing out: %q", f)

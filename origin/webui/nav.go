@@ -19,6 +19,7 @@ type navEntry struct {
 var navEntries = []navEntry{
 	{Label: "Repositories", Path: "/repositories"},
 	{Label: "API tokens", Path: "/tokens"},
+	{Label: "API", Path: "/api"},
 }
 
 type navItem struct {

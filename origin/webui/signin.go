@@ -34,6 +34,7 @@ func (u *UI) routes() {
 	u.page("GET /repositories/{repo}/version", signedIn, u.versionPage)
 	u.page("GET /artifacts/{id}/download", signedIn, u.download)
 
+	u.page("GET /api", signedIn, u.apiPage)
 	u.page("GET /tokens", signedIn, u.tokens)
 	u.page("POST /tokens", signedIn, u.createToken)
 	u.page("POST /tokens/{id}/revoke", signedIn, u.revokeToken)

@@ -44,6 +44,8 @@ type Deps struct {
 	// SignIn opens a login session with a password, limited and audited
 	// as the API's sign-in (api.Server.SignIn).
 	SignIn func(r *http.Request, in app.Credentials) (*app.TokenPair, uint64, error)
+	// OpenAPI is the API's document, rendered by the API page.
+	OpenAPI []byte
 	// Version is shown in the footer.
 	Version string
 	Now     func() time.Time
@@ -283,12 +285,23 @@ func (u *UI) funcs() template.FuncMap {
 			}
 			return Prefix + "/static/" + a.version + "/" + name
 		},
-		"bytes":   config.FormatBytes,
-		"when":    func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") },
-		"iso":     func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
-		"prefix":  func() string { return Prefix },
-		"add":     func(a, b int) int { return a + b },
-		"list":    func(s ...string) []string { return s },
+		"bytes":  config.FormatBytes,
+		"when":   func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") },
+		"iso":    func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+		"prefix": func() string { return Prefix },
+		"add":    func(a, b int) int { return a + b },
+		"list":   func(s ...string) []string { return s },
+		"slug": func(s string) string {
+			return strings.Trim(strings.Map(func(r rune) rune {
+				if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+					return r
+				}
+				if r >= 'A' && r <= 'Z' {
+					return r + 'a' - 'A'
+				}
+				return '-'
+			}, s), "-")
+		},
 		"hasRole": func(u *meta.User, roles ...string) bool { return u != nil && containsRole(roles, string(u.Role)) },
 	}
 }

@@ -113,7 +113,7 @@ func TestPagesAreGuarded(t *testing.T) {
 	e.CreateRepo("files", "generic", false)
 
 	size := 0
-	for _, path := range []string{"/ui/login", "/ui/repositories", "/ui/repositories/new", "/ui/repositories/files", "/ui/repositories/files/settings", "/ui/tokens", "/ui/password", "/ui/nowhere"} {
+	for _, path := range []string{"/ui/login", "/ui/repositories", "/ui/repositories/new", "/ui/repositories/files", "/ui/repositories/files/settings", "/ui/tokens", "/ui/password", "/ui/api", "/ui/nowhere"} {
 		a := p.get(path)
 		csp := a.header.Get("Content-Security-Policy")
 		if !strings.Contains(csp, "script-src 'self'") || !strings.Contains(csp, "default-src 'none'") || strings.Contains(csp, "unsafe") {
@@ -236,5 +236,35 @@ func TestRolesSeeTheirOwn(t *testing.T) {
 	}
 	if r := e.Do("GET", "/api/v1/repositories/umas", e.Admin, nil); r.Status != 404 {
 		t.Errorf("the deleted repository: %d", r.Status)
+	}
+}
+
+// TestAPIPage: the API page renders the document the API serves: every
+// operation of it, by tag, and the schemas; it links the document.
+func TestAPIPage(t *testing.T) {
+	e := origintest.Start(t, origintest.Options{})
+	p := newForm(t, e.URL)
+	p.signIn("admin", origintest.AdminPassword)
+	a := p.get("/ui/api")
+	if a.status != 200 {
+		t.Fatalf("the API page: %d", a.status)
+	}
+	var doc struct {
+		Paths map[string]map[string]struct {
+			OperationID string `json:"operationId"`
+		}
+	}
+	e.Do("GET", "/api/v1/openapi.json", "", nil).Want(200).JSON(&doc)
+	n := 0
+	for path, ops := range doc.Paths {
+		for method, o := range ops {
+			n++
+			if !strings.Contains(a.body, `id="`+o.OperationID+`"`) || !strings.Contains(a.body, "<code>"+path+"</code>") {
+				t.Errorf("%s %s (%s) is not on the page", method, path, o.OperationID)
+			}
+		}
+	}
+	if n < 50 || !strings.Contains(a.body, `id="schema-User"`) || !strings.Contains(a.body, "/api/v1/openapi.json") {
+		t.Errorf("%d operations; the page:\n%.2000s", n, a.body)
 	}
 }
