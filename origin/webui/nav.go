@@ -19,6 +19,9 @@ type navEntry struct {
 var navEntries = []navEntry{
 	{Label: "Repositories", Path: "/repositories"},
 	{Label: "API tokens", Path: "/tokens"},
+	{Label: "Webhooks", Path: "/settings/webhooks", Admin: true},
+	{Label: "Edge nodes", Path: "/edges", Admin: true},
+	{Label: "Cluster", Path: "/cluster", Admin: true},
 	{Label: "API", Path: "/api"},
 }
 
