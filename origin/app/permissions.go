@@ -18,36 +18,101 @@ import (
 // their groups', and those of the repositories they administer.
 func (a *App) ListPermissions(_ context.Context, p *auth.Principal, repoID string) ([]meta.Permission, error) {
 	var out []meta.Permission
-	err := a.view(func(tx *meta.Tx) error {
-		groups, err := tx.GroupsOf(p.UserID)
-		if err != nil {
-			return err
-		}
-		canAdmin := map[string]bool{}
-		var checkErr error // the filter cannot return one
-		out, err = tx.Permissions(func(g *meta.Permission) bool {
-			if repoID != "" && g.RepositoryID != repoID {
-				return false
-			}
-			if p.IsAdmin() || g.UserID == p.UserID || (g.GroupID != "" && slices.Contains(groups, g.GroupID)) {
-				return true
-			}
-			ok, seen := canAdmin[g.RepositoryID]
-			if !seen && checkErr == nil {
-				var repo *meta.Repository
-				if repo, checkErr = tx.Repo(g.RepositoryID); checkErr == nil {
-					ok, checkErr = auth.Can(tx, p, repo, meta.ActionAdmin)
-				}
-				canAdmin[g.RepositoryID] = ok
-			}
-			return ok
-		})
-		return cmp.Or(err, checkErr)
-	})
+	err := a.view(func(tx *meta.Tx) error { var err error; out, err = permissionsFor(tx, p, repoID); return err })
 	if out == nil {
 		out = []meta.Permission{}
 	}
 	return out, err
+}
+
+func permissionsFor(tx *meta.Tx, p *auth.Principal, repoID string) ([]meta.Permission, error) {
+	groups, err := tx.GroupsOf(p.UserID)
+	if err != nil {
+		return nil, err
+	}
+	canAdmin := map[string]bool{}
+	var checkErr error // the filter cannot return one
+	out, err := tx.Permissions(func(g *meta.Permission) bool {
+		if repoID != "" && g.RepositoryID != repoID {
+			return false
+		}
+		if p.IsAdmin() || g.UserID == p.UserID || (g.GroupID != "" && slices.Contains(groups, g.GroupID)) {
+			return true
+		}
+		ok, seen := canAdmin[g.RepositoryID]
+		if !seen && checkErr == nil {
+			var repo *meta.Repository
+			if repo, checkErr = tx.Repo(g.RepositoryID); checkErr == nil {
+				ok, checkErr = auth.Can(tx, p, repo, meta.ActionAdmin)
+			}
+			canAdmin[g.RepositoryID] = ok
+		}
+		return ok
+	})
+	return out, cmp.Or(err, checkErr)
+}
+
+// NamedPermission is a grant with the names people know its repository
+// and its user or group by (the pages show names, not ids).
+type NamedPermission struct {
+	meta.Permission
+	Repository, Username, Group string
+}
+
+// ListNamedPermissions is ListPermissions with names: the same grants,
+// by the same rule, in repository name order.
+func (a *App) ListNamedPermissions(_ context.Context, p *auth.Principal, repoID string) ([]NamedPermission, error) {
+	out := []NamedPermission{}
+	err := a.view(func(tx *meta.Tx) error {
+		perms, err := permissionsFor(tx, p, repoID)
+		if err != nil {
+			return err
+		}
+		for _, g := range perms {
+			n := NamedPermission{Permission: g}
+			repo, err := tx.Repo(g.RepositoryID)
+			if err != nil {
+				return err
+			}
+			n.Repository = repo.Name
+			if g.UserID != "" {
+				u, err := tx.User(g.UserID)
+				if err != nil {
+					return err
+				}
+				n.Username = u.Username
+			} else {
+				grp, err := tx.Group(g.GroupID)
+				if err != nil {
+					return err
+				}
+				n.Group = grp.Name
+			}
+			out = append(out, n)
+		}
+		return nil
+	})
+	slices.SortStableFunc(out, func(x, y NamedPermission) int {
+		return cmp.Or(cmp.Compare(x.Repository, y.Repository), cmp.Compare(x.Group+"\x00"+x.Username, y.Group+"\x00"+y.Username))
+	})
+	return out, err
+}
+
+// CanManagePermissions reports whether p may grant and revoke on the
+// repository (id or name) p may read: an administrator, or a holder of
+// its admin permission. A repository p may not read is not found, as
+// GetRepository answers.
+func (a *App) CanManagePermissions(_ context.Context, p *auth.Principal, ref string) (bool, error) {
+	var ok bool
+	err := a.view(func(tx *meta.Tx) error {
+		repo, err := RepoAccess(tx, p, ref, meta.ActionRead)
+		if err != nil {
+			return err
+		}
+		ok, err = auth.Can(tx, p, repo, meta.ActionAdmin)
+		return err
+	})
+	return ok, err
 }
 
 // NewPermission grants actions on a repository to one user or one group.

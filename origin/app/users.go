@@ -81,9 +81,13 @@ func (a *App) ListUsers(_ context.Context, p *auth.Principal) ([]meta.User, erro
 }
 
 // NewUser is what creating a local user takes (Role "" is user).
+// MustChangePassword makes the password an initial one, to be changed
+// at the first sign-in before anything else (the web UI's creation sets
+// it; POST /users does not).
 type NewUser struct {
 	Username, Email, Password string
 	Role                      meta.Role
+	MustChangePassword        bool
 }
 
 // CreateUser creates a local user with a password (administrators only).
@@ -112,7 +116,7 @@ func (a *App) CreateUser(ctx context.Context, p *auth.Principal, in NewUser) (*m
 	}
 	now := a.now()
 	u := meta.User{ID: a.NewID(), Username: in.Username, Email: in.Email, Role: in.Role, PasswordHash: hash,
-		Source: "local", CreatedAt: now, UpdatedAt: now}
+		MustChangePassword: in.MustChangePassword, Source: "local", CreatedAt: now, UpdatedAt: now}
 	idx, err := a.commit(ctx, &meta.UserCreate{User: u})
 	if err != nil {
 		return nil, idx, err
