@@ -7,10 +7,9 @@ import (
 )
 
 // navEntry is a page in the navigation. Each feature's issue adds its
-// page here (users, groups and permissions, settings > webhooks, edge
-// nodes, the cluster, the event log, statistics, search, backups, scans
-// and policies, migrations, signing, plugins), marked Admin when only
-// administrators may open it.
+// page here (settings > webhooks, edge nodes, the cluster, the event
+// log, statistics, search, backups, scans and policies, migrations,
+// signing, plugins), marked Admin when only administrators may open it.
 type navEntry struct {
 	Label, Path string
 	Admin       bool
@@ -19,6 +18,9 @@ type navEntry struct {
 var navEntries = []navEntry{
 	{Label: "Repositories", Path: "/repositories"},
 	{Label: "API tokens", Path: "/tokens"},
+	{Label: "Users", Path: "/users", Admin: true},
+	{Label: "Groups", Path: "/groups", Admin: true},
+	{Label: "Permissions", Path: "/permissions", Admin: true},
 	{Label: "Webhooks", Path: "/settings/webhooks", Admin: true},
 	{Label: "Edge nodes", Path: "/edges", Admin: true},
 	{Label: "Cluster", Path: "/cluster", Admin: true},

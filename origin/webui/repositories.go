@@ -1,7 +1,6 @@
 package webui
 
 import (
-	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -9,6 +8,7 @@ import (
 
 	"github.com/depot-registry/depot/origin/app"
 	"github.com/depot-registry/depot/shared/apierr"
+	"github.com/depot-registry/depot/shared/format"
 	"github.com/depot-registry/depot/shared/httpx"
 	"github.com/depot-registry/depot/shared/meta"
 )
@@ -82,10 +82,11 @@ type repoForm struct {
 func (f repoForm) formError() string { return f.Err }
 
 // refused renders a form again with the error, when it is the user's
-// to mend (a 4xx); anything else is the page's error.
+// to mend (a 4xx, as the API classifies it: a name taken too); anything
+// else is the page's error.
 func refused(err error, field *string) (*apierr.Error, bool) {
-	var e *apierr.Error
-	if !errors.As(err, &e) || e.Status() >= 500 || e.Code == apierr.Unauthorized {
+	e := apierr.As(err, format.Domain)
+	if e == nil || e.Status() >= 500 || e.Code == apierr.Unauthorized {
 		return nil, false
 	}
 	if f, ok := e.Details["field"].(string); ok {

@@ -56,6 +56,23 @@ func (u *UI) routes() {
 	u.page("POST /edges/{id}/repositories/{repo}/unassign", admin, u.unassignEdge)
 	u.page("POST /edges/{id}/delete", admin, u.deleteEdge)
 	u.page("GET /cluster", admin, u.cluster)
+	u.page("GET /users", admin, u.users)
+	u.page("GET /users/new", admin, u.newUser)
+	u.page("POST /users/new", admin, u.createUser)
+	u.page("GET /users/{user}", admin, u.userDetails)
+	u.page("POST /users/{user}/disable", admin, u.setDisabled(true))
+	u.page("POST /users/{user}/enable", admin, u.setDisabled(false))
+	u.page("POST /users/{user}/delete", admin, u.deleteUser)
+	u.page("GET /groups", admin, u.groups)
+	u.page("POST /groups", admin, u.createGroup)
+	u.page("GET /groups/{id}", admin, u.group)
+	u.page("POST /groups/{id}/members", admin, u.addMembers)
+	// A repository's permissions are its administrators' too: the app
+	// decides; the list of every grant is the administrators' (grant,
+	// revoke and permissions check it).
+	u.page("GET /permissions", signedIn, u.permissions)
+	u.page("POST /permissions", signedIn, u.grant)
+	u.page("POST /permissions/{id}/revoke", signedIn, u.revoke)
 
 	u.page("/", public, func(http.ResponseWriter, *call) error {
 		return apierr.New(apierr.NotFound, "there is no such page")

@@ -113,7 +113,9 @@ func TestPagesAreGuarded(t *testing.T) {
 	e.CreateRepo("files", "generic", false)
 
 	size := 0
-	for _, path := range []string{"/ui/login", "/ui/repositories", "/ui/repositories/new", "/ui/repositories/files", "/ui/repositories/files/settings", "/ui/tokens", "/ui/password", "/ui/api", "/ui/nowhere"} {
+	group := p.post("/ui/groups", url.Values{"name": {"ops"}}).location
+	for _, path := range []string{"/ui/login", "/ui/repositories", "/ui/repositories/new", "/ui/repositories/files", "/ui/repositories/files/settings", "/ui/tokens", "/ui/password", "/ui/api", "/ui/nowhere",
+		"/ui/settings/webhooks", "/ui/settings/webhooks/new", "/ui/edges", "/ui/cluster", "/ui/users", "/ui/users/new", "/ui/users/admin", "/ui/groups", group, "/ui/permissions", "/ui/permissions?repository=files"} {
 		a := p.get(path)
 		csp := a.header.Get("Content-Security-Policy")
 		if !strings.Contains(csp, "script-src 'self'") || !strings.Contains(csp, "default-src 'none'") || strings.Contains(csp, "unsafe") {
