@@ -505,6 +505,7 @@ func (o *Origin) Run(ctx context.Context, ln net.Listener) error {
 		scheme = "https"
 	}
 	srv.RegisterOnShutdown(o.api.Drain) // long polls answer now rather than hold the shutdown up
+	srv.RegisterOnShutdown(o.ui.Drain)
 	abs, _ := filepath.Abs(o.cfg.DataDir)
 	o.log.Info("depot origin started", "listen", ln.Addr().String(), "data_dir", abs, "node_id", o.nodeID,
 		"raft_addr", o.node.Addr(), "gossip_addr", o.pool.Addr(), "version", version.Version, "gc_interval", o.cfg.GCInterval.String(), "gc_grace", o.cfg.GCGrace.String())

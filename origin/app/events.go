@@ -117,23 +117,9 @@ func (a *App) readEvents(p *auth.Principal, since string, types []string, repoID
 	out := []Event{}
 	next := since
 	err := a.view(func(tx *meta.Tx) error {
-		ids, err := auth.Readable(tx, p)
+		visible, err := eventFilter(tx, p, types, repoID)
 		if err != nil {
 			return err
-		}
-		readable := map[string]bool{}
-		for _, id := range ids {
-			readable[id] = true
-		}
-		visible := func(e *meta.Event) bool {
-			switch {
-			case types != nil && !slices.Contains(types, e.Name),
-				repoID != "" && e.RepositoryID != repoID:
-				return false
-			case e.RepositoryID == "" || e.Name == meta.EventRepoDeleted:
-				return p.IsAdmin()
-			}
-			return readable[e.RepositoryID] || p.IsAdmin()
 		}
 		// Pages of the log until enough are visible; the look is bounded
 		// so a caller who may see little does not walk the whole log.
@@ -147,11 +133,7 @@ func (a *App) readEvents(p *auth.Principal, since string, types []string, repoID
 				looked++
 				next = e.Cursor
 				if visible(&e.Event) {
-					data := e.Data
-					if e.Name == meta.EventArtifactDownloaded && !p.IsAdmin() {
-						data = withoutIP(data)
-					}
-					out = append(out, Event{Cursor: e.Cursor, Event: e.Name, Timestamp: e.Timestamp, Data: data})
+					out = append(out, eventAs(p, e))
 					if len(out) == limit {
 						return nil
 					}
@@ -161,4 +143,87 @@ func (a *App) readEvents(p *auth.Principal, since string, types []string, repoID
 		return nil
 	})
 	return out, next, err
+}
+
+// eventFilter says which events of the log p may see among those asked
+// for: a repository's events need read permission on it, the others
+// (users, deleted repositories) the admin role.
+func eventFilter(tx *meta.Tx, p *auth.Principal, types []string, repoID string) (func(*meta.Event) bool, error) {
+	ids, err := auth.Readable(tx, p)
+	if err != nil {
+		return nil, err
+	}
+	readable := map[string]bool{}
+	for _, id := range ids {
+		readable[id] = true
+	}
+	return func(e *meta.Event) bool {
+		switch {
+		case types != nil && !slices.Contains(types, e.Name),
+			repoID != "" && e.RepositoryID != repoID:
+			return false
+		case e.RepositoryID == "" || e.Name == meta.EventRepoDeleted:
+			return p.IsAdmin()
+		}
+		return readable[e.RepositoryID] || p.IsAdmin()
+	}, nil
+}
+
+// eventAs is a logged event as p is answered it (a download's address
+// is for admins).
+func eventAs(p *auth.Principal, e *meta.LoggedEvent) Event {
+	data := e.Data
+	if e.Name == meta.EventArtifactDownloaded && !p.IsAdmin() {
+		data = withoutIP(data)
+	}
+	return Event{Cursor: e.Cursor, Event: e.Name, Timestamp: e.Timestamp, Data: data}
+}
+
+// RecentEvents reads the event log backwards as p may see it: at most
+// limit events (1 to 1000) of the given types and repository logged
+// before the cursor before ("": the newest), newest first, and the cursor
+// to read older ones from ("" when the log has none older).
+func (a *App) RecentEvents(_ context.Context, p *auth.Principal, types []string, repoID, before string, limit int) ([]Event, string, error) {
+	if before != "" && !meta.ValidCursor(before) {
+		return nil, "", apierr.Invalid("before", "before must be a cursor from an earlier answer")
+	}
+	for _, t := range types {
+		if !slices.Contains(meta.EventNames, t) {
+			return nil, "", apierr.Invalid("types", "unknown event %q", t).With("event", t)
+		}
+	}
+	if limit < 1 || limit > 1000 {
+		return nil, "", apierr.Invalid("limit", "limit must be an integer from 1 to 1000")
+	}
+	out := []Event{}
+	older := before
+	err := a.view(func(tx *meta.Tx) error {
+		visible, err := eventFilter(tx, p, types, repoID)
+		if err != nil {
+			return err
+		}
+		for looked := 0; len(out) < limit && looked < 20*limit+1000; {
+			evs, err := tx.EventsNewestFirst(older, limit)
+			if err != nil {
+				return err
+			}
+			if len(evs) == 0 {
+				older = ""
+				return nil
+			}
+			for i := range evs {
+				e := &evs[i]
+				looked++
+				older = e.Cursor
+				if visible(&e.Event) {
+					out = append(out, eventAs(p, e))
+					if len(out) == limit {
+						return nil
+					}
+				}
+			}
+		}
+		return nil
+	})
+	return out, older, err
 }

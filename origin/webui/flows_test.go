@@ -186,3 +186,50 @@ func TestSingleSignOnInTheBrowser(t *testing.T) {
 	b.shot("sso-refused")
 	b.clean()
 }
+
+// TestEveryPageForEachRole: an administrator, a user and a viewer each
+// open every page of their navigation, and the pages one level below
+// them, with no console error and no failed request; a user and a viewer
+// are offered no administrators' page and get 403 typing one's address.
+func TestEveryPageForEachRole(t *testing.T) {
+	e := origintest.Start(t, origintest.Options{})
+	repo := e.CreateRepo("files", "generic", false)
+	e.Do("PUT", "/generic/files/tool/1.0/t.bin", e.Admin, "x").Want(201)
+	for _, who := range []struct{ name, role string }{{"admin", "admin"}, {"uma", "user"}, {"vic", "viewer"}} {
+		t.Run(who.role, func(t *testing.T) {
+			pw := origintest.AdminPassword
+			if who.name != "admin" {
+				pw = who.name + "-password-1"
+				id := e.CreateUser(who.name, who.role, pw)
+				e.Grant(repo, id, false, "read")
+			}
+			b := newBrowser(t, e.URL)
+			b.open("/ui/login")
+			b.do(then("main h1", append(fill("username", who.name, "password", pw), chromedp.Click(chromedp.ID("sign-in")))...)...)
+			links, err := chromedp.Run(b.ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("header nav a")].map(a => a.getAttribute("href"))`))
+			if err != nil || len(links) < 4 {
+				t.Fatalf("navigation %v %v", links, err)
+			}
+			admin := false
+			for _, l := range links {
+				b.open(l)
+				b.shot(strings.Trim(strings.ReplaceAll(l, "/", "-"), "-"))
+				if l == "/ui/users" {
+					admin = true
+				}
+			}
+			if admin != (who.role == "admin") {
+				t.Errorf("%s offered the administrators' pages: %v", who.role, admin)
+			}
+			b.open("/ui/repositories/files")
+			b.open("/ui/repositories/files/version?name=tool&version=1.0")
+			if who.role != "admin" {
+				b.open("/ui/users")
+				if h := b.text("h1"); !strings.HasPrefix(h, "403") {
+					t.Errorf("%s typing the users page's address: %q", who.role, h)
+				}
+			}
+			b.clean()
+		})
+	}
+}

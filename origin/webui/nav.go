@@ -18,6 +18,7 @@ type navEntry struct {
 var navEntries = []navEntry{
 	{Label: "Repositories", Path: "/repositories"},
 	{Label: "API tokens", Path: "/tokens"},
+	{Label: "Events", Path: "/events"},
 	{Label: "Users", Path: "/users", Admin: true},
 	{Label: "Groups", Path: "/groups", Admin: true},
 	{Label: "Permissions", Path: "/permissions", Admin: true},

@@ -35,6 +35,8 @@ func (u *UI) routes() {
 	u.page("GET /artifacts/{id}/download", signedIn, u.download)
 
 	u.page("GET /api", signedIn, u.apiPage)
+	u.page("GET /events", signedIn, u.events)
+	u.page("GET /events/live", signedIn, u.liveEvents)
 	u.page("GET /tokens", signedIn, u.tokens)
 	u.page("POST /tokens", signedIn, u.createToken)
 	u.page("POST /tokens/{id}/revoke", signedIn, u.revokeToken)

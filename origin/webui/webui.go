@@ -2,6 +2,7 @@ package webui
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
@@ -53,10 +54,14 @@ type Deps struct {
 
 // UI serves the pages.
 type UI struct {
-	d      Deps
-	mux    *http.ServeMux
-	pages  map[string]*template.Template
-	static map[string]asset // by name
+	d Deps
+	// draining ends when the server shuts down: the live event log's
+	// long polls answer at once instead of holding the shutdown up.
+	draining context.Context
+	drain    context.CancelFunc
+	mux      *http.ServeMux
+	pages    map[string]*template.Template
+	static   map[string]asset // by name
 }
 
 type asset struct {
@@ -107,9 +112,14 @@ func New(d Deps) (*UI, error) {
 		}
 		u.pages[name] = t
 	}
+	u.draining, u.drain = context.WithCancel(context.Background())
 	u.routes()
 	return u, nil
 }
+
+// Drain ends the long polls in progress and those to come: the process
+// is shutting down.
+func (u *UI) Drain() { u.drain() }
 
 // ServeHTTP serves a page, with the headers every answer carries.
 func (u *UI) ServeHTTP(w http.ResponseWriter, r *http.Request) {

@@ -289,6 +289,29 @@ func (tx *Tx) Events(after string, limit int) ([]LoggedEvent, error) {
 	return out, nil
 }
 
+// EventsNewestFirst reads up to limit events logged before the cursor
+// before ("": the newest), newest first.
+func (tx *Tx) EventsNewestFirst(before string, limit int) ([]LoggedEvent, error) {
+	var out []LoggedEvent
+	cur := tx.space(Space(KindEvent)).Cursor()
+	var k, v []byte
+	if before == "" {
+		k, v = cur.Last()
+	} else if k, v = cur.Seek([]byte(before)); k == nil {
+		k, v = cur.Last() // every key is before it
+	} else {
+		k, v = cur.Prev()
+	}
+	for ; k != nil && len(out) < limit; k, v = cur.Prev() {
+		var e Event
+		if err := json.Unmarshal(v[8:], &e); err != nil {
+			return nil, err
+		}
+		out = append(out, LoggedEvent{Cursor: string(k), Index: EventIndex(string(k)), Event: e})
+	}
+	return out, nil
+}
+
 // OldestEvent is the cursor of the oldest event kept and how many are
 // kept ("" and 0 when none).
 func (tx *Tx) OldestEvent() (string, int) {

@@ -3,6 +3,7 @@ package meta
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -205,6 +206,39 @@ func TestWebhookWants(t *testing.T) {
 	} {
 		if got := c.hook.Wants(&c.e); got != c.wanted {
 			t.Errorf("%s: wants %v, want %v", c.name, got, c.wanted)
+		}
+	}
+}
+
+// TestEventsNewestFirst: the log read backwards from the newest, page by
+// page from each page's last cursor, is the log reversed.
+func TestEventsNewestFirst(t *testing.T) {
+	s := open(t)
+	for i := range 5 {
+		id := fmt.Sprint("u", i)
+		if err := s.Apply(uint64(i+1), &UserCreate{User: User{ID: id, Username: id, Role: RoleUser, CreatedAt: t0}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	forward := events(t, s, "")
+	var back []LoggedEvent
+	for before := ""; ; {
+		var page []LoggedEvent
+		if err := s.View(func(tx *Tx) error { var err error; page, err = tx.EventsNewestFirst(before, 2); return err }); err != nil {
+			t.Fatal(err)
+		}
+		if len(page) == 0 {
+			break
+		}
+		back = append(back, page...)
+		before = page[len(page)-1].Cursor
+	}
+	if len(forward) != 5 || len(back) != len(forward) {
+		t.Fatalf("%d forward, %d backward", len(forward), len(back))
+	}
+	for i := range forward {
+		if back[len(back)-1-i].Cursor != forward[i].Cursor {
+			t.Fatalf("backward %d is %s, forward %s", i, back[len(back)-1-i].Cursor, forward[i].Cursor)
 		}
 	}
 }

@@ -19,3 +19,50 @@ document.addEventListener("click", async (ev) => {
     ev.preventDefault();
   }
 });
+
+// The event log's live rows: long-polls the URL the table names and puts
+// what comes on top (text only: no markup from the server is parsed).
+const live = document.querySelector("table[data-live]");
+if (live) {
+  let url = new URL(live.dataset.live, location.href);
+  const status = document.getElementById("live-status");
+  const body = live.tBodies[0];
+  const poll = async () => {
+    try {
+      const r = await fetch(url, { credentials: "same-origin", headers: { Accept: "application/json" } });
+      if (!r.ok) throw new Error("HTTP " + r.status);
+      const page = await r.json();
+      for (const e of page.events) {
+        const tr = document.createElement("tr");
+        tr.dataset.cursor = e.cursor;
+        tr.className = "new";
+        const cell = (text, time) => {
+          const td = document.createElement("td");
+          if (time) {
+            const t = document.createElement("time");
+            t.dateTime = time;
+            t.textContent = text;
+            td.append(t);
+          } else {
+            td.textContent = text;
+          }
+          tr.append(td);
+        };
+        cell(e.when, e.time);
+        cell(e.event);
+        cell(e.repository);
+        cell(e.subject);
+        cell(e.actor);
+        body.prepend(tr);
+        document.getElementById("no-events")?.remove();
+      }
+      url.searchParams.set("since", page.next_cursor);
+      if (status) status.textContent = "New events appear at the top as they happen.";
+      setTimeout(poll, 0);
+    } catch (err) {
+      if (status) status.textContent = "Live updates paused (" + err.message + "); retrying.";
+      setTimeout(poll, 5000);
+    }
+  };
+  poll();
+}

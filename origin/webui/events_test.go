@@ -1,0 +1,118 @@
+package webui_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"html"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/depot-registry/depot/origin/origintest"
+)
+
+// TestEventsPage: the newest events first, filtered by event and
+// repository, older ones by page; a user sees the events of the
+// repositories they may read and no other; the live endpoint answers the
+// events after a cursor.
+func TestEventsPage(t *testing.T) {
+	e := origintest.Start(t, origintest.Options{})
+	mine := e.CreateRepo("mine", "generic", false)
+	e.CreateRepo("hidden", "generic", false)
+	for i := range 60 {
+		e.Do("PUT", fmt.Sprintf("/generic/mine/tool/1.%d/t.bin", i), e.Admin, "x").Want(201)
+	}
+	e.Do("PUT", "/generic/hidden/secret-tool/1.0/t.bin", e.Admin, "x").Want(201)
+	uid := e.CreateUser("uma", "user", "uma-password-1")
+	e.Grant(mine, uid, false, "read")
+
+	p := newForm(t, e.URL)
+	p.signIn("admin", origintest.AdminPassword)
+	a := p.get("/ui/events")
+	if a.status != 200 || !strings.Contains(a.body, "secret-tool 1.0") || strings.Index(a.body, "secret-tool 1.0") > strings.Index(a.body, "tool 1.59") {
+		t.Fatalf("the newest first: %d\n%.3000s", a.status, a.body)
+	}
+	if strings.Contains(a.body, "tool 1.9<") || !strings.Contains(a.body, `id="older-events"`) {
+		t.Errorf("the first page holds more than its 50, or no link to older ones")
+	}
+	older := regexpFind(a.body, `href="(/ui/events\?before=[^"]+)"`)
+	if b := p.get(html.UnescapeString(older)); !strings.Contains(b.body, "tool 1.9<") || strings.Contains(b.body, "secret-tool") {
+		t.Errorf("the older page:\n%.2000s", b.body)
+	}
+	if b := tbody(p.get("/ui/events?type=repository.created")); strings.Contains(b.body, "artifact.uploaded") || !strings.Contains(b.body, ">hidden<") {
+		t.Errorf("filtered by event:\n%.2000s", b.body)
+	}
+	if b := tbody(p.get("/ui/events?repository=hidden")); strings.Contains(b.body, "tool 1.5") || !strings.Contains(b.body, "secret-tool") {
+		t.Errorf("filtered by repository:\n%.2000s", b.body)
+	}
+
+	u := newForm(t, e.URL)
+	u.signIn("uma", "uma-password-1")
+	if b := tbody(u.get("/ui/events")); strings.Contains(b.body, "secret-tool") || strings.Contains(b.body, "user.created") || !strings.Contains(b.body, "tool 1.59") {
+		t.Errorf("a user's events:\n%.2000s", b.body)
+	}
+	if b := u.get("/ui/events?repository=hidden"); b.status != 404 {
+		t.Errorf("a repository the user may not read: %d", b.status)
+	}
+
+	// Live: the events after the newest shown, as they come.
+	live := regexpFind(a.body, `data-live="([^"]+)"`)
+	done := make(chan answer, 1)
+	go func() { done <- p.get(html.UnescapeString(live)) }()
+	e.Do("PUT", "/generic/mine/tool/2.0/t.bin", e.Admin, "x").Want(201)
+	select {
+	case b := <-done:
+		var got struct {
+			Events []struct{ Event, Subject, Repository string }
+			Next   string `json:"next_cursor"`
+		}
+		if err := json.Unmarshal([]byte(b.body), &got); err != nil || len(got.Events) != 1 || got.Events[0].Subject != "tool 2.0" || got.Next == "" {
+			t.Fatalf("live: %d %s (%v)", b.status, b.body, err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the live endpoint did not answer the new event")
+	}
+}
+
+// TestLiveEventsInTheBrowser: an upload made while the events page is
+// open appears at its top without a reload.
+func TestLiveEventsInTheBrowser(t *testing.T) {
+	e := origintest.Start(t, origintest.Options{})
+	e.CreateRepo("files", "generic", false)
+	b := newBrowser(t, e.URL)
+	b.open("/ui/login")
+	b.do(then("#new-repository", append(fill("username", "admin", "password", origintest.AdminPassword), chromedp.Click(chromedp.ID("sign-in")))...)...)
+	b.open("/ui/events")
+	if !strings.Contains(b.text("#events tbody"), "repository.created") {
+		t.Fatalf("the events: %q", b.text("#events tbody"))
+	}
+	e.Do("PUT", "/generic/files/tool/3.1/t.bin", e.Admin, "x").Want(201)
+	b.do(chromedp.WaitVisible(chromedp.CSS(`#events tbody tr.new`)))
+	if top := b.text("#events tbody tr"); !strings.Contains(top, "artifact.uploaded") || !strings.Contains(top, "tool 3.1") {
+		t.Errorf("the top row: %q", top)
+	}
+	b.shot("events-live")
+	b.clean()
+}
+
+// tbody is the answer with its body cut to the table's rows.
+func tbody(a answer) answer {
+	if i := strings.Index(a.body, "<tbody>"); i >= 0 {
+		a.body = a.body[i:]
+		if j := strings.Index(a.body, "</tbody>"); j >= 0 {
+			a.body = a.body[:j]
+		}
+	}
+	return a
+}
+
+func regexpFind(s, re string) string {
+	m := regexp.MustCompile(re).FindStringSubmatch(s)
+	if m == nil {
+		return ""
+	}
+	return m[1]
+}
