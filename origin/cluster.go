@@ -493,6 +493,42 @@ func (c originCluster) RemoveMember(ctx context.Context, id string) error {
 	return nil
 }
 
+// reportDownloads adds the downloads this origin counted (its own and
+// its edges') to the cluster's hourly history every cfg.DownloadsReport,
+// and once more when it stops; what a report could not commit waits for
+// the next (an origin that cannot commit for two days loses the oldest).
+func (o *Origin) reportDownloads(ctx context.Context) {
+	every := o.cfg.DownloadsReport
+	if every <= 0 {
+		every = time.Minute
+	}
+	report := func(ctx context.Context) {
+		counts := o.downloads.Take()
+		if len(counts) == 0 {
+			return
+		}
+		if _, err := o.commit.Apply(ctx, &meta.DownloadsCounted{Hours: counts}); err != nil {
+			o.downloads.Return(counts)
+			if !errors.Is(err, meta.ErrUpgrading) && ctx.Err() == nil {
+				o.log.Warn("adding the downloads counted here to the cluster's history; trying again later", "err", err)
+			}
+		}
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			final, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			report(final)
+			cancel()
+			return
+		case <-t.C:
+			report(ctx)
+		}
+	}
+}
+
 // clusterDownloads is downloads_24h for a cluster: each origin counts the
 // downloads it serves and those its edges report to it, and gossips its
 // count; the statistic adds up every live origin's (a few seconds old

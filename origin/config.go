@@ -103,6 +103,10 @@ type Config struct {
 	// FastGossip probes and gossips every few tens of milliseconds
 	// (tests on loopback).
 	FastGossip bool
+	// DownloadsReport is how often this origin adds the downloads it
+	// counted to the cluster's hourly history (default a minute; tests
+	// use less).
+	DownloadsReport time.Duration
 	// Webhooks configures the event log and webhook deliveries.
 	Webhooks webhooks.Config
 	// LDAP is the directory users sign in with (none without a URL).

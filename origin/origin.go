@@ -651,6 +651,7 @@ func (o *Origin) startJobs(context.Context) error {
 		o.caughtUp.Store(true) // at once: its health is ok when New returns
 	}
 	jobs.Go(func() { o.catchUp(ctx) })
+	jobs.Go(func() { o.reportDownloads(ctx) })
 	o.stopJobs = func() { stop(); jobs.Wait() }
 	return nil
 }

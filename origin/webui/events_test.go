@@ -11,6 +11,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/depot-registry/depot/origin"
 	"github.com/depot-registry/depot/origin/origintest"
 )
 
@@ -115,4 +116,44 @@ func regexpFind(s, re string) string {
 		return ""
 	}
 	return m[1]
+}
+
+// TestStatisticsPage: downloads made now show in the last hour's bar and
+// the day's, from the history the origin adds to (every 50 ms here), with
+// the totals; the page is the administrators'.
+func TestStatisticsPage(t *testing.T) {
+	e := origintest.Start(t, origintest.Options{Config: func(c *origin.Config) { c.DownloadsReport = 50 * time.Millisecond }})
+	e.CreateRepo("files", "generic", false)
+	e.Do("PUT", "/generic/files/tool/1.0/t.bin", e.Admin, "x").Want(201)
+	for range 3 {
+		e.Do("GET", "/generic/files/tool/1.0/t.bin", e.Admin, nil).Want(200)
+	}
+	var st struct {
+		ByHour []struct{ Downloads int64 } `json:"downloads_by_hour"`
+		ByDay  []struct{ Downloads int64 } `json:"downloads_by_day"`
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		e.Do("GET", "/api/v1/admin/stats", e.Admin, nil).Want(200).JSON(&st)
+		if len(st.ByHour) == 48 && st.ByHour[47].Downloads == 3 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if len(st.ByHour) != 48 || st.ByHour[47].Downloads != 3 || len(st.ByDay) != 30 || st.ByDay[29].Downloads != 3 {
+		t.Fatalf("the history: %+v", st)
+	}
+	p := newForm(t, e.URL)
+	p.signIn("admin", origintest.AdminPassword)
+	a := p.get("/ui/stats")
+	if a.status != 200 || !strings.Contains(a.body, `id="stat-artifacts">1<`) || len(regexp.MustCompile(`height="[1-9][0-9]*" class="bar"`).FindAllString(a.body, -1)) != 2 ||
+		!strings.Contains(a.body, ": 3</title>") {
+		t.Fatalf("the statistics page: %d\n%.4000s", a.status, a.body)
+	}
+	u := newForm(t, e.URL)
+	e.CreateUser("uma", "user", "uma-password-1")
+	u.signIn("uma", "uma-password-1")
+	if a := u.get("/ui/stats"); a.status != 403 {
+		t.Errorf("a user's statistics: %d", a.status)
+	}
 }

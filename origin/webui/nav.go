@@ -25,6 +25,7 @@ var navEntries = []navEntry{
 	{Label: "Webhooks", Path: "/settings/webhooks", Admin: true},
 	{Label: "Edge nodes", Path: "/edges", Admin: true},
 	{Label: "Cluster", Path: "/cluster", Admin: true},
+	{Label: "Statistics", Path: "/stats", Admin: true},
 	{Label: "API", Path: "/api"},
 }
 

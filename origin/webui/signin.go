@@ -36,6 +36,7 @@ func (u *UI) routes() {
 
 	u.page("GET /api", signedIn, u.apiPage)
 	u.page("GET /events", signedIn, u.events)
+	u.page("GET /stats", admin, u.stats)
 	u.page("GET /events/live", signedIn, u.liveEvents)
 	u.page("GET /tokens", signedIn, u.tokens)
 	u.page("POST /tokens", signedIn, u.createToken)

@@ -101,6 +101,7 @@ func script() []Command {
 		&DirectorySynced{Result: DirectorySync{StartedAt: t0, EndedAt: t0.Add(time.Second), Users: 2, Disabled: 1}},
 		&DirectorySynced{Result: DirectorySync{StartedAt: t0.Add(time.Hour), EndedAt: t0.Add(time.Hour), Error: "directory down"}},
 		&UserDisplayName{ID: "u3", DisplayName: "Carol Example", At: t0.Add(2 * time.Minute)},
+		&DownloadsCounted{Hours: map[int64]int64{490000: 3, 490001: 1}},
 	)
 }
 
