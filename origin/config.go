@@ -104,8 +104,7 @@ type Config struct {
 	// (tests on loopback).
 	FastGossip bool
 	// DownloadsReport is how often this origin adds the downloads it
-	// counted to the cluster's hourly history (default a minute; tests
-	// use less).
+	// counted to the cluster's hourly history (default a minute).
 	DownloadsReport time.Duration
 	// Webhooks configures the event log and webhook deliveries.
 	Webhooks webhooks.Config
@@ -175,6 +174,7 @@ func DefaultConfig() Config {
 		BodyTimeout:      30 * time.Second,
 		GCGrace:          time.Hour,
 		GCInterval:       6 * time.Hour,
+		DownloadsReport:  time.Minute,
 		LogFormat:        "text",
 		LogLevel:         "info",
 		Webhooks:         webhooks.Defaults(),
@@ -228,6 +228,7 @@ func (c *Config) Bind(s *config.Set) {
 	s.Int(&c.MinFreeBytes, "min-free-bytes", "DEPOT_MIN_FREE_BYTES", "free space in bytes the data directory's disk keeps: below it uploads are refused with 507 and health says degraded (0 = no minimum)")
 	s.Duration(&c.GCGrace, "gc-grace", "DEPOT_GC_GRACE", "garbage collection keeps an unreferenced blob this long after it was last written or linked (e.g. 1h, 90m)")
 	s.Duration(&c.GCInterval, "gc-interval", "DEPOT_GC_INTERVAL", "run garbage collection this often (0 = only on POST /api/v1/admin/cleanup)")
+	s.Duration(&c.DownloadsReport, "downloads-report", "DEPOT_DOWNLOADS_REPORT", "how often this origin adds the downloads it counted (its own and its edges') to the cluster's download history")
 	s.Group("Webhooks and events")
 	w := &c.Webhooks
 	s.Bool(&w.Enabled, "webhooks-enabled", "WEBHOOKS_ENABLED", "deliver events to webhooks (events are logged for GET /api/v1/events either way)")

@@ -58,8 +58,11 @@ func legacyDepot(t *testing.T) string {
 // and the three stores end identical.
 func TestRollingUpgrade(t *testing.T) {
 	bin, old := buildDepot(t), legacyDepot(t)
+	// Downloads are added to the history every 100 ms, so none waits
+	// when the stores are compared.
 	c := startClusterOn(t, old, func(int) site {
-		return site{bin: old, listen: clienttest.FreeAddr(t), raftAddr: clienttest.FreeAddr(t), gossipAddr: clienttest.FreeAddr(t)}
+		return site{bin: old, listen: clienttest.FreeAddr(t), raftAddr: clienttest.FreeAddr(t), gossipAddr: clienttest.FreeAddr(t),
+			env: []string{"DEPOT_DOWNLOADS_REPORT=100ms"}}
 	})
 	hook := `{"url":"https://hooks.example.invalid/depot","events":["artifact.uploaded"]}`
 	createHook := func(i int) (int, string) {
