@@ -32,8 +32,12 @@ image: ## build the container image $(IMAGE):$(VERSION) (deploy/Dockerfile; need
 	$(DOCKER) build -f deploy/Dockerfile --build-arg VERSION=$(VERSION) -t $(IMAGE):$(VERSION) .
 	@echo "built $(IMAGE):$(VERSION)"
 
-test: lint ## run every test (CI runs this)
-	$(GO) test -race -count=1 -timeout 30m ./...
+# What tests keep (the web UI's screenshots, one PNG per page visited).
+TEST_OUTPUT ?= $(CURDIR)/bin/test-output
+
+test: lint ## run every test (CI runs this); screenshots and other test output in bin/test-output
+	@mkdir -p $(TEST_OUTPUT)
+	$(GO) test -race -count=1 -timeout 30m -artifacts -outputdir $(TEST_OUTPUT) ./...
 	@# Allocation counts mean something only without the race detector.
 	$(GO) test -count=1 -run 'AllocatesNothing' ./edge/...
 

@@ -199,6 +199,22 @@ func (b *browser) open(path string) {
 	b.do(chromedp.Navigate(b.base+path), chromedp.WaitVisible(chromedp.CSS("main")))
 }
 
+// labelled fails the test for every form control of the page without a
+// label (a <label>, aria-label or aria-labelledby), as assistive
+// technology would meet it.
+func (b *browser) labelled() {
+	b.t.Helper()
+	bare, err := chromedp.Run(b.ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll(
+		"input:not([type=hidden]):not([type=submit]), select, textarea")].filter(e =>
+		e.labels.length === 0 && !e.getAttribute("aria-label") && !e.getAttribute("aria-labelledby")).map(e => e.outerHTML)`))
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	for _, e := range bare {
+		b.t.Errorf("%s: a control without a label: %s", b.location(), e)
+	}
+}
+
 // text is the text of the first element sel finds.
 func (b *browser) text(sel string) string {
 	b.t.Helper()

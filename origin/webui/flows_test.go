@@ -189,7 +189,8 @@ func TestSingleSignOnInTheBrowser(t *testing.T) {
 
 // TestEveryPageForEachRole: an administrator, a user and a viewer each
 // open every page of their navigation, and the pages one level below
-// them, with no console error and no failed request; a user and a viewer
+// them, with no console error and no failed request and a label on every
+// control; a user and a viewer
 // are offered no administrators' page and get 403 typing one's address.
 func TestEveryPageForEachRole(t *testing.T) {
 	e := origintest.Start(t, origintest.Options{})
@@ -213,6 +214,7 @@ func TestEveryPageForEachRole(t *testing.T) {
 			admin := false
 			for _, l := range links {
 				b.open(l)
+				b.labelled()
 				b.shot(strings.Trim(strings.ReplaceAll(l, "/", "-"), "-"))
 				if l == "/ui/users" {
 					admin = true
