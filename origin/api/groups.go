@@ -32,3 +32,8 @@ func (s *Server) addGroupMembers(w http.ResponseWriter, r *http.Request, p *auth
 	g, idx, err := s.app.AddGroupMembers(r.Context(), p, r.PathValue("id"), req.UserIDs)
 	return written(w, idx, err, http.StatusOK, g)
 }
+
+func (s *Server) removeGroupMember(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	g, idx, err := s.app.RemoveGroupMember(r.Context(), p, r.PathValue("id"), r.PathValue("user"))
+	return written(w, idx, err, http.StatusOK, g)
+}

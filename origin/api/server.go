@@ -201,6 +201,8 @@ func (s *Server) routes() {
 	s.handle("POST /groups", adminOnly, s.createGroup, op{Tag: tagGroups, Summary: "Create a group", In: newGroupRequest{}, Out: meta.Group{}, Status: http.StatusCreated})
 	s.handle("POST /groups/{id}/members", adminOnly, s.addGroupMembers, op{Tag: tagGroups, Summary: "Add users (by id or name) to a group",
 		In: groupMembersRequest{}, Out: meta.Group{}})
+	s.handle("DELETE /groups/{id}/members/{user}", adminOnly, s.removeGroupMember, op{Tag: tagGroups,
+		Summary: "Take a user (by id or name) out of a group (a directory's membership comes back with its next word)", Out: meta.Group{}})
 
 	s.handle("GET /permissions", authenticated, s.listPermissions, op{Tag: tagGroups, Summary: "List the grants the caller may see",
 		Out: permissionList{}, Query: []param{repoParam}})

@@ -353,6 +353,16 @@ func TestGroups(t *testing.T) {
 		}
 		e.Do("POST", path, e.Admin, map[string]any{"user_ids": []string{a.id, "no-such-user"}}).WantError(400, "VALIDATION_FAILED").WantField("user_ids")
 		e.Do("POST", path, e.Admin, map[string]any{"user_ids": []string{}}).WantError(400, "VALIDATION_FAILED").WantField("user_ids")
+		// Taken out by username (administrators only), and again: nothing to do.
+		e.Do("DELETE", path+"/ben", a.token, nil).WantError(403, "FORBIDDEN")
+		for range 2 {
+			e.Do("DELETE", path+"/ben", e.Admin, nil).Want(200).JSON(&got)
+			if len(got.Members) != 1 || got.Members[0] != a.id {
+				t.Fatalf("members after taking ben out: %v", got.Members)
+			}
+		}
+		e.Do("DELETE", path+"/nobody", e.Admin, nil).WantError(404, "NOT_FOUND")
+		e.Do("POST", path, e.Admin, map[string]any{"user_ids": []string{b.id}}).Want(200)
 		e.Do("POST", "/api/v1/groups/no-such-group/members", e.Admin, map[string]any{"user_ids": []string{a.id}}).WantError(404, "NOT_FOUND")
 		e.Do("POST", path, a.token, map[string]any{"user_ids": []string{a.id}}).WantError(403, "FORBIDDEN")
 	})

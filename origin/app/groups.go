@@ -87,3 +87,35 @@ func (a *App) AddGroupMembers(ctx context.Context, p *auth.Principal, id string,
 	err = a.view(func(tx *meta.Tx) error { var err error; g, err = tx.Group(id); return err })
 	return g, idx, err
 }
+
+// RemoveGroupMember takes a user (by id or username) out of a group
+// (administrators only). A directory that gave the membership gives it
+// again at the user's next sign-in or sync.
+func (a *App) RemoveGroupMember(ctx context.Context, p *auth.Principal, groupRef, userRef string) (*meta.Group, uint64, error) {
+	if err := requireAdmin(p); err != nil {
+		return nil, 0, err
+	}
+	var g *meta.Group
+	var userID string
+	err := a.view(func(tx *meta.Tx) error {
+		var err error
+		if g, err = tx.GroupByRef(groupRef); err != nil {
+			return err
+		}
+		u, err := tx.UserByRef(userRef)
+		if err != nil {
+			return err
+		}
+		userID = u.ID
+		return nil
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	idx, err := a.commit(ctx, &meta.GroupRemoveMembers{GroupID: g.ID, UserIDs: []string{userID}})
+	if err != nil {
+		return nil, idx, err
+	}
+	err = a.view(func(tx *meta.Tx) error { var err error; g, err = tx.Group(g.ID); return err })
+	return g, idx, err
+}

@@ -56,6 +56,7 @@ func TestAdminPagesAreAdmins(t *testing.T) {
 		"/ui/users/admin/delete":                 {"confirm": {"admin"}},
 		"/ui/groups":                             {"name": {"mallorys"}},
 		group + "/members":                       {"usernames": {"uma vera"}},
+		group + "/members/admin/remove":          nil,
 		"/ui/permissions":                        {"repository": {"shared"}, "kind": {"user"}, "grantee": {"uma"}, "action_admin": {"on"}},
 		"/ui/permissions/" + perm[1] + "/revoke": nil,
 	}
@@ -342,6 +343,17 @@ func TestAdminGroupsGrantAccess(t *testing.T) {
 		t.Errorf("gus downloaded %q", r.Body)
 	}
 	e.Do("PUT", "/generic/secret/tool/2.0/tool.bin", gus, "no").Want(403) // read only
+	// Out of the group, out of its grant.
+	if a := admin.post(group+"/members/gus/remove", nil); a.status != 303 || a.location != group {
+		t.Fatalf("taking gus out: %d %s", a.status, a.body)
+	}
+	if body := admin.get(group).body; strings.Contains(body, `>gus</a>`) || !strings.Contains(body, "Members (0)") {
+		t.Errorf("the group's page after taking gus out:\n%s", body)
+	}
+	e.Do("GET", "/generic/secret/tool/1.0/tool.bin", gus, nil).Want(404)
+	if a := admin.post(group+"/members", url.Values{"usernames": {"gus"}}); a.status != 303 {
+		t.Fatalf("adding gus again: %d", a.status)
+	}
 	g := newForm(t, e.URL)
 	g.signIn("gus", "gus-password-1")
 	if !strings.Contains(g.get("/ui/repositories").body, ">secret<") {

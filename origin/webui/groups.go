@@ -159,3 +159,13 @@ func (u *UI) addMembers(w http.ResponseWriter, c *call) error {
 	http.Redirect(w, c.r, groupPath(updated), http.StatusSeeOther)
 	return nil
 }
+
+func (u *UI) removeMember(w http.ResponseWriter, c *call) error {
+	g, _, err := u.d.App.RemoveGroupMember(c.r.Context(), c.p, c.r.PathValue("id"), c.r.PathValue("user"))
+	if err != nil {
+		return err
+	}
+	u.flash(w, c.r, c.r.PathValue("user")+" is no longer in "+g.Name+".")
+	http.Redirect(w, c.r, groupPath(g), http.StatusSeeOther)
+	return nil
+}

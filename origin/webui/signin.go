@@ -70,6 +70,7 @@ func (u *UI) routes() {
 	u.page("POST /groups", admin, u.createGroup)
 	u.page("GET /groups/{id}", admin, u.group)
 	u.page("POST /groups/{id}/members", admin, u.addMembers)
+	u.page("POST /groups/{id}/members/{user}/remove", admin, u.removeMember)
 	// A repository's permissions are its administrators' too: the app
 	// decides; the list of every grant is the administrators' (grant,
 	// revoke and permissions check it).

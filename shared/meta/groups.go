@@ -2,6 +2,7 @@ package meta
 
 import (
 	"errors"
+	"slices"
 	"sort"
 	"time"
 )
@@ -12,6 +13,8 @@ const (
 	SpaceGroupNames    Space   = 21 // lower(name) -> group id
 	CmdGroupCreate     CmdType = 8
 	CmdGroupAddMembers CmdType = 9
+	// CmdGroupRemoveMembers is numbered after the directory's commands.
+	CmdGroupRemoveMembers CmdType = 40
 )
 
 var bMembers = []byte("members") // user \0 group id -> ""
@@ -21,6 +24,7 @@ func init() {
 		Lookups: []lookupDecl{{SpaceGroupNames, "group names", "group_names"}}})
 	declareCommand(CmdGroupCreate, func() Command { return new(GroupCreate) })
 	declareCommand(CmdGroupAddMembers, func() Command { return new(GroupAddMembers) })
+	declareCommand(CmdGroupRemoveMembers, func() Command { return new(GroupRemoveMembers) })
 }
 
 // Group is a named set of users that permissions can be granted to.
@@ -41,6 +45,26 @@ type GroupCreate struct {
 type GroupAddMembers struct {
 	GroupID string   `json:"group_id"`
 	UserIDs []string `json:"user_ids"`
+}
+
+// GroupRemoveMembers takes users out of a group (those not in it are
+// ignored). A directory that gave the membership gives it again at the
+// user's next sign-in or sync.
+type GroupRemoveMembers struct {
+	GroupID string   `json:"group_id"`
+	UserIDs []string `json:"user_ids"`
+}
+
+func (*GroupRemoveMembers) Type() CmdType { return CmdGroupRemoveMembers }
+func (*GroupRemoveMembers) Scope() string { return "" }
+
+func (c *GroupRemoveMembers) apply(tx *Tx) error {
+	g, err := tx.Group(c.GroupID)
+	if err != nil {
+		return err
+	}
+	g.Members = slices.DeleteFunc(slices.Clone(g.Members), func(id string) bool { return slices.Contains(c.UserIDs, id) })
+	return tx.putRec(KindGroup, g.ID, g)
 }
 
 func (*GroupCreate) Type() CmdType     { return CmdGroupCreate }
