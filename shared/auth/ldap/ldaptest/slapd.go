@@ -39,7 +39,7 @@ const (
 	ServicePW   = "svc-password"
 	rootDN      = "cn=admin," + Base
 	rootPW      = "admin-password"
-	startupWait = 10 * time.Second
+	startupWait = time.Minute // well under a second alone; more on a machine busy with a whole test run
 )
 
 // Slapd is a running slapd.
@@ -201,6 +201,8 @@ func (s *Slapd) run() bool {
 			return true
 		}
 		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			<-done // its output is whole, and no longer written
 			s.t.Fatalf("slapd did not answer within %v:\n%s", startupWait, out)
 		}
 		time.Sleep(20 * time.Millisecond)

@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -60,8 +61,8 @@ func Start(t *testing.T, redirectURIs ...string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
+	stderr := &lockedBuffer{} // written by the process's copier while a failure reads it
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -91,10 +92,32 @@ func Start(t *testing.T, redirectURIs ...string) string {
 			t.Fatalf("the OpenID provider ended before it listened:\n%s", stderr.String())
 		}
 		return issuer
-	case <-time.After(20 * time.Second):
-		t.Fatalf("the OpenID provider did not start in 20s:\n%s", stderr.String())
+	case <-time.After(startTimeout):
+		t.Fatalf("the OpenID provider did not start in %v:\n%s", startTimeout, stderr.String())
 	}
 	return ""
+}
+
+// startTimeout bounds the provider's start: well under a second alone,
+// much more on a machine busy with a whole test run.
+const startTimeout = time.Minute
+
+// lockedBuffer is a buffer written and read from different goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 var formAction = regexp.MustCompile(`<form[^>]*action="([^"]+)"[^>]*method="post"`)
