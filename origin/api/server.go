@@ -225,6 +225,8 @@ func (s *Server) routes() {
 
 	s.handle("GET /packages", anyone, s.listPackages, op{Tag: tagRepos, Summary: "List packages of the repositories the caller may read",
 		Out: packageList{}, Query: append([]param{{"query", "string", "names containing it"}, {"format", "string", "only this format"}, repoParam}, pageParams...)})
+	s.handle("GET /search/checksum", anyone, s.searchChecksum, op{Tag: tagRepos, Summary: "The artifacts the caller may read whose MD5, SHA-1 or SHA-256 (by its length) is checksum, exactly",
+		Out: checksumResults{}, Query: []param{{"checksum", "string", "hexadecimal: 32 (MD5), 40 (SHA-1) or 64 (SHA-256) digits"}}})
 	s.handle("GET /packages/{name}/versions", anyone, s.listVersions, op{Tag: tagRepos, Summary: "List a package's versions", Out: versionList{},
 		Query: []param{repoParam}})
 

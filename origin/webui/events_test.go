@@ -157,3 +157,31 @@ func TestStatisticsPage(t *testing.T) {
 		t.Errorf("a user's statistics: %d", a.status)
 	}
 }
+
+// TestSearchPage: a file is found by its checksum, with links to its
+// version and its download; a user finds only what they may read; a
+// malformed checksum is refused on the form.
+func TestSearchPage(t *testing.T) {
+	e := origintest.Start(t, origintest.Options{})
+	e.CreateRepo("files", "generic", false)
+	e.CreateRepo("hidden", "generic", false)
+	e.Do("PUT", "/generic/files/tool/1.0/a.bin", e.Admin, "abc").Want(201)
+	e.Do("PUT", "/generic/hidden/tool/1.0/a.bin", e.Admin, "abc").Want(201)
+	const sha256abc = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+	p := newForm(t, e.URL)
+	p.signIn("admin", origintest.AdminPassword)
+	a := p.get("/ui/search?checksum=" + sha256abc)
+	if a.status != 200 || !strings.Contains(a.body, "2 files with the sha256") || !strings.Contains(a.body, "/ui/repositories/files/version?name=tool&amp;version=1.0") {
+		t.Fatalf("the admin's search: %d\n%.3000s", a.status, a.body)
+	}
+	id := e.CreateUser("uma", "user", "uma-password-1")
+	e.Grant(e.CreateRepo("mine", "generic", false), id, false, "read")
+	u := newForm(t, e.URL)
+	u.signIn("uma", "uma-password-1")
+	if a := u.get("/ui/search?checksum=" + sha256abc); !strings.Contains(a.body, "0 files") || strings.Contains(a.body, "/repositories/hidden") {
+		t.Errorf("a user's search:\n%.3000s", a.body)
+	}
+	if a := u.get("/ui/search?checksum=xyz"); a.status != 400 || !strings.Contains(a.body, `aria-invalid="true"`) {
+		t.Errorf("a malformed checksum: %d", a.status)
+	}
+}

@@ -6,10 +6,10 @@ import (
 	"github.com/depot-registry/depot/shared/auth"
 )
 
-// navEntry is a page in the navigation. Each feature's issue adds its
-// page here (settings > webhooks, edge nodes, the cluster, the event
-// log, statistics, search, backups, scans and policies, migrations,
-// signing, plugins), marked Admin when only administrators may open it.
+// navEntry is a page in the navigation. Each feature still to come adds
+// its page here (settings, backups, scans and policies, migrations,
+// signing, plugins; search grows its own), marked Admin when only
+// administrators may open it.
 type navEntry struct {
 	Label, Path string
 	Admin       bool
@@ -17,6 +17,7 @@ type navEntry struct {
 
 var navEntries = []navEntry{
 	{Label: "Repositories", Path: "/repositories"},
+	{Label: "Search", Path: "/search"},
 	{Label: "API tokens", Path: "/tokens"},
 	{Label: "Events", Path: "/events"},
 	{Label: "Users", Path: "/users", Admin: true},

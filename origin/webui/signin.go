@@ -35,6 +35,7 @@ func (u *UI) routes() {
 	u.page("GET /artifacts/{id}/download", signedIn, u.download)
 
 	u.page("GET /api", signedIn, u.apiPage)
+	u.page("GET /search", signedIn, u.search)
 	u.page("GET /events", signedIn, u.events)
 	u.page("GET /stats", admin, u.stats)
 	u.page("GET /events/live", signedIn, u.liveEvents)

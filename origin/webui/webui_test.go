@@ -114,7 +114,7 @@ func TestPagesAreGuarded(t *testing.T) {
 
 	size := 0
 	group := p.post("/ui/groups", url.Values{"name": {"ops"}}).location
-	for _, path := range []string{"/ui/login", "/ui/repositories", "/ui/repositories/new", "/ui/repositories/files", "/ui/repositories/files/settings", "/ui/tokens", "/ui/password", "/ui/api", "/ui/nowhere",
+	for _, path := range []string{"/ui/login", "/ui/repositories", "/ui/repositories/new", "/ui/repositories/files", "/ui/repositories/files/settings", "/ui/tokens", "/ui/password", "/ui/api", "/ui/search", "/ui/search?checksum=00", "/ui/nowhere",
 		"/ui/settings/webhooks", "/ui/settings/webhooks/new", "/ui/edges", "/ui/cluster", "/ui/users", "/ui/users/new", "/ui/users/admin", "/ui/groups", group, "/ui/permissions", "/ui/permissions?repository=files"} {
 		a := p.get(path)
 		csp := a.header.Get("Content-Security-Policy")

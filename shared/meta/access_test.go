@@ -3,6 +3,7 @@ package meta
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/depot-registry/depot/shared/blob"
 	"math/rand/v2"
 	"path/filepath"
 	"reflect"
@@ -206,15 +207,16 @@ func TestLateIndexesAfterAnotherBuild(t *testing.T) {
 		})
 	}
 
-	// A build that kept all but the last late index (the reference
-	// order): that one is built again, the others are kept as they are.
+	// A build that kept all but the last late index (the checksums):
+	// that one is built again, the others are kept as they are.
 	s := reopened(t, append(repos,
-		&ArtifactPut{Artifact: Artifact{ID: "a1", RepositoryID: "r1", Path: "p/1/f", PackageName: "p", Version: "1", Digest: "sha256:x"}}),
+		&ArtifactPut{Artifact: Artifact{ID: "a1", RepositoryID: "r1", Path: "p/1/f", PackageName: "p", Version: "1", Digest: "sha256:x",
+			Checksums: blob.Checksums{SHA256: "AB12"}}}),
 		func(tx *bolt.Tx) error {
-			if err := tx.DeleteBucket(bRefOrder); err != nil {
+			if err := tx.DeleteBucket(bChecksums); err != nil {
 				return err
 			}
-			if _, err := tx.CreateBucket(bRefOrder); err != nil {
+			if _, err := tx.CreateBucket(bChecksums); err != nil {
 				return err
 			}
 			if err := tx.Bucket(bCounts).Put([]byte{byte(KindRepo)}, u64(7)); err != nil { // kept by it: left alone
@@ -223,8 +225,8 @@ func TestLateIndexesAfterAnotherBuild(t *testing.T) {
 			return tx.Bucket(bSys).Put(keyIndexedTo, append(u64(uint64(tx.ID())), u64(uint64(len(lateIndexes)-1))...))
 		})
 	_ = s.View(func(tx *Tx) error {
-		if refs, _ := tx.ReferencedSince(0, 10); len(refs) != 1 {
-			t.Errorf("references after a build that did not keep their order: %v", refs)
+		if ids := tx.ArtifactsByChecksum("sha256", "ab12", 10); len(ids) != 1 || ids[0] != "a1" {
+			t.Errorf("checksums after a build that did not keep them: %v", ids)
 		}
 		if n := tx.Count(KindRepo); n != 7 {
 			t.Errorf("%d repositories counted, want the 7 the last build kept", n)

@@ -29,7 +29,7 @@ var (
 
 func init() {
 	declareKind(KindArtifact, kindDecl{Name: "artifacts", Bucket: "artifacts", Repo: artifactRepo, Index: indexArtifact,
-		Derived: [][]byte{bPackages, bBlobRefs, bRefOrder, bPkgGrams, bGramCounts},
+		Derived: [][]byte{bPackages, bBlobRefs, bRefOrder, bPkgGrams, bGramCounts, bChecksums},
 		Lookups: []lookupDecl{{SpaceArtifactPaths, "artifact paths", "artifact_paths"}, {SpaceArtifactPkgs, "package versions", "artifact_pkgs"}}})
 	declareCommand(CmdArtifactPut, func() Command { return new(ArtifactPut) })
 	declareCommand(CmdArtifactDelete, func() Command { return new(ArtifactDelete) })
@@ -254,6 +254,9 @@ func readPkgEntry(v []byte) (at int64, size int64) {
 func indexArtifact(tx *Tx, id string, before, after []byte) error {
 	o, n, err := decodePair[Artifact](before, after)
 	if err != nil {
+		return err
+	}
+	if err := tx.indexChecksums(id, o, n); err != nil {
 		return err
 	}
 	if o != nil {

@@ -60,6 +60,7 @@ var lateIndexes = []struct {
 	{[][]byte{bCounts}, buildCounts},
 	{[][]byte{bSessExpiry}, buildSessExpiry},
 	{[][]byte{bRefOrder}, buildRefOrder},
+	{[][]byte{bChecksums}, buildChecksums},
 }
 
 func allBuckets() [][]byte {
