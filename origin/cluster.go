@@ -498,9 +498,9 @@ func (c originCluster) RemoveMember(ctx context.Context, id string) error {
 // and once more when it stops; what a report could not commit waits for
 // the next (an origin that cannot commit for two days loses the oldest).
 func (o *Origin) reportDownloads(ctx context.Context) {
-	every := o.cfg.DownloadsReport
-	if every <= 0 {
-		every = time.Minute
+	interval := o.cfg.DownloadsReport
+	if interval <= 0 {
+		interval = time.Minute
 	}
 	report := func(ctx context.Context) {
 		counts := o.downloads.Take()
@@ -514,19 +514,10 @@ func (o *Origin) reportDownloads(ctx context.Context) {
 			}
 		}
 	}
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			final, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			report(final)
-			cancel()
-			return
-		case <-t.C:
-			report(ctx)
-		}
-	}
+	every(ctx, interval, func() { report(ctx) })
+	final, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	report(final)
 }
 
 // clusterDownloads is downloads_24h for a cluster: each origin counts the

@@ -114,6 +114,11 @@ func (l *LDAPConfig) directory() (*ldap.Directory, error) {
 		GroupAttribute: l.GroupAttribute, Timeout: l.Timeout, MaxConns: l.MaxConns})
 }
 
+// identityOf is a directory's user as the authenticator takes it.
+func identityOf(id *ldap.Identity) *auth.Identity {
+	return &auth.Identity{Source: meta.SourceLDAP, Username: id.Username, Email: id.Email, Name: id.Name, Groups: id.Groups}
+}
+
 // ldapDirectory is the authenticator's directory over an LDAP one.
 type ldapDirectory struct{ d *ldap.Directory }
 
@@ -125,7 +130,7 @@ func (l ldapDirectory) Authenticate(ctx context.Context, username, password stri
 	case err != nil:
 		return nil, fmt.Errorf("%w: %v", auth.ErrDirectoryUnavailable, err)
 	}
-	return &auth.Identity{Source: meta.SourceLDAP, Username: id.Username, Email: id.Email, Name: id.Name, Groups: id.Groups}, nil
+	return identityOf(id), nil
 }
 
 // Lookup reads a user for the sync (app.DirectoryLookup).
@@ -137,24 +142,16 @@ func (l ldapDirectory) Lookup(ctx context.Context, username string) (*auth.Ident
 	case err != nil:
 		return nil, fmt.Errorf("%w: %v", auth.ErrDirectoryUnavailable, err)
 	}
-	return &auth.Identity{Source: meta.SourceLDAP, Username: id.Username, Email: id.Email, Name: id.Name, Groups: id.Groups}, nil
+	return identityOf(id), nil
 }
 
 // syncDirectory syncs the directory users every SyncInterval while this
 // origin leads (leaderJobs): one sync at a time in the cluster.
 func (o *Origin) syncDirectory(ctx context.Context, a *app.App) {
-	every := o.cfg.LDAP.SyncInterval
-	if o.directory == nil || every <= 0 {
+	if o.directory == nil || o.cfg.LDAP.SyncInterval <= 0 {
 		return
 	}
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	every(ctx, o.cfg.LDAP.SyncInterval, func() {
 		res := a.SyncDirectory(ctx, meta.SourceLDAP, ldapDirectory{o.directory}, o.directorySync)
 		if res.Error != "" && ctx.Err() == nil {
 			o.log.Warn("directory sync failed: no user was disabled after the failure; the next sync tries again",
@@ -162,5 +159,5 @@ func (o *Origin) syncDirectory(ctx context.Context, a *app.App) {
 		} else if res.Updated > 0 || res.Disabled > 0 {
 			o.log.Info("directory sync", "users", res.Users, "updated", res.Updated, "disabled", res.Disabled)
 		}
-	}
+	})
 }

@@ -370,7 +370,7 @@ func (o *Origin) serve(context.Context) error {
 	uiKey := hmac.New(sha256.New, o.secret)
 	uiKey.Write([]byte("depot web ui key"))
 	if o.ui, err = webui.New(webui.Deps{App: application, Key: uiKey.Sum(nil), Log: log.With("area", "ui"),
-		SignIn: apiSrv.SignIn, OpenAPI: apiSrv.OpenAPI(), Version: version.Version}); err != nil {
+		SignIn: apiSrv.SignIn, BeginSSO: apiSrv.BeginSSO, OpenAPI: apiSrv.OpenAPI(), Version: version.Version}); err != nil {
 		return err
 	}
 
@@ -624,17 +624,24 @@ func (l eventLog) RecordingDownloads() (bool, time.Time) { return l.gate.Since()
 
 // purgeSessions drops expired login sessions now and then, so the store
 // does not grow with every login forever.
-func (o *Origin) purgeSessions(ctx context.Context, every time.Duration) {
-	t := time.NewTicker(every)
+func (o *Origin) purgeSessions(ctx context.Context, interval time.Duration) {
+	every(ctx, interval, func() {
+		if _, err := o.commit.Apply(ctx, &meta.SessionPurge{Before: o.now().UTC()}); err != nil {
+			o.log.Warn("purging expired sessions", "err", err)
+		}
+	})
+}
+
+// every runs fn each interval until ctx ends: the origin's periodic jobs.
+func every(ctx context.Context, interval time.Duration, fn func()) {
+	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-		}
-		if _, err := o.commit.Apply(ctx, &meta.SessionPurge{Before: o.now().UTC()}); err != nil {
-			o.log.Warn("purging expired sessions", "err", err)
+			fn()
 		}
 	}
 }

@@ -5,12 +5,12 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"github.com/depot-registry/depot/shared/syncbuf"
 	"io"
 	stdlog "log"
 	mrand "math/rand/v2"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -53,32 +53,13 @@ func TestThrottle(t *testing.T) {
 	}
 }
 
-// lockedBuffer is written by memberlist's goroutines while the test
-// reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestStrangersPacketsAreQuiet: thousands of UDP packets no member sent
 // (random bytes, and ones shaped like another key's encrypted gossip),
 // from 16 addresses, and garbage on the gossip TCP port, leave a line or
 // so per kind in the log, and the members keep seeing each other.
 func TestStrangersPacketsAreQuiet(t *testing.T) {
 	key := peerauth.NewKey()
-	var log lockedBuffer
+	var log syncbuf.Buffer
 	a, err := Start(Config{NodeID: "a", BindAddr: "127.0.0.1:0", Key: key, Meta: Meta{Role: RoleOrigin}, Fast: true,
 		Logger: logx.New(&log, "text", "info")})
 	if err != nil {

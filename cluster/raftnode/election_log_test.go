@@ -1,12 +1,11 @@
 package raftnode
 
 import (
-	"bytes"
 	"errors"
+	"github.com/depot-registry/depot/shared/syncbuf"
 	"io"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,28 +21,10 @@ func (nopFSM) Apply(*raft.Log) any                 { return nil }
 func (nopFSM) Snapshot() (raft.FSMSnapshot, error) { return nil, errors.New("no snapshots here") }
 func (nopFSM) Restore(io.ReadCloser) error         { return nil }
 
-// lockedBuffer is written by raft's goroutines while the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestElectionWarning: a lone voter electing itself at start is normal
 // (debug); a voter of a larger cluster that lost its leader warns.
 func TestElectionWarning(t *testing.T) {
-	var log lockedBuffer
+	var log syncbuf.Buffer
 	n, err := New(Config{
 		NodeID: "n1", BindAddr: "127.0.0.1:0", Dir: t.TempDir(), Bootstrap: true, Key: peerauth.NewKey(),
 		Logger: logx.New(&log, "text", "debug"), HeartbeatTimeout: 50 * time.Millisecond, ElectionTimeout: 50 * time.Millisecond,

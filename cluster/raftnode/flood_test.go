@@ -4,6 +4,7 @@ package raftnode
 
 import (
 	"errors"
+	"github.com/depot-registry/depot/shared/syncbuf"
 	"io"
 	"net"
 	"strings"
@@ -45,7 +46,7 @@ func TestFloodDoesNotBlockPeers(t *testing.T) {
 		sources int
 	}{{"one address", 1}, {"125 addresses", 125}} {
 		t.Run(tc.name, func(t *testing.T) {
-			var log lockedBuffer
+			var log syncbuf.Buffer
 			key := peerauth.NewKey()
 			l, err := listen("127.0.0.1:0", nil, key, handshakeTimeout, logx.New(&log, "text", "info"), nil)
 			if err != nil {

@@ -18,7 +18,14 @@ import (
 const oidcCookie = "depot_oidc_flow"
 
 func (s *Server) oidcLogin(w http.ResponseWriter, r *http.Request, _ *auth.Principal) error {
-	redirect, flow, err := s.app.OIDCBegin(r.Context(), httpx.SeenURL(r), "")
+	return s.BeginSSO(w, r, "")
+}
+
+// BeginSSO sends the browser to the provider with the flow cookie set, for
+// the API (next "": the callback answers the tokens) and for the web UI
+// (next: its page to return to, through Deps.BrowserSignIn).
+func (s *Server) BeginSSO(w http.ResponseWriter, r *http.Request, next string) error {
+	redirect, flow, err := s.app.OIDCBegin(r.Context(), httpx.SeenURL(r), next)
 	if err != nil {
 		return err
 	}

@@ -182,12 +182,8 @@ func (s *Server) openAPIDoc() ([]byte, error) {
 func errorStatuses(a access) []int {
 	st := []int{http.StatusBadRequest, http.StatusNotFound, http.StatusConflict, http.StatusRequestEntityTooLarge,
 		http.StatusUnsupportedMediaType, http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusServiceUnavailable,
-		http.StatusRequestTimeout, http.StatusInsufficientStorage, http.StatusMethodNotAllowed}
-	if a&^ownAccount != open {
-		st = append(st, http.StatusUnauthorized, http.StatusForbidden)
-	} else {
-		st = append(st, http.StatusUnauthorized, http.StatusForbidden) // a wrong password, a disabled account
-	}
+		http.StatusRequestTimeout, http.StatusInsufficientStorage, http.StatusMethodNotAllowed,
+		http.StatusUnauthorized, http.StatusForbidden} // open routes too: a wrong password, a disabled account
 	if a&^ownAccount == edgeNode {
 		st = append(st, http.StatusGone) // a change feed read from too far back
 	}

@@ -55,13 +55,8 @@ func (a *App) Events(ctx context.Context, p *auth.Principal, q EventQuery) (Even
 	if since != "" && since != "latest" && !meta.ValidCursor(since) {
 		return EventPage{}, apierr.Invalid("since", "since must be a cursor from an earlier answer, 0 (the oldest) or latest")
 	}
-	for _, t := range q.Types {
-		if !slices.Contains(meta.EventNames, t) {
-			return EventPage{}, apierr.Invalid("types", "unknown event %q", t).With("event", t)
-		}
-	}
-	if q.Limit < 1 || q.Limit > 1000 {
-		return EventPage{}, apierr.Invalid("limit", "limit must be an integer from 1 to 1000")
+	if err := checkEventFilter(q.Types, q.Limit); err != nil {
+		return EventPage{}, err
 	}
 	if q.Wait < 0 || q.Wait > MaxEventWait {
 		return EventPage{}, apierr.Invalid("wait", "wait must be a number of seconds from 0 to %d", int(MaxEventWait/time.Second))
@@ -114,24 +109,36 @@ func withoutIP(data json.RawMessage) json.RawMessage {
 // readEvents reads up to limit visible events after since; next is the
 // cursor of the last event looked at (since when none).
 func (a *App) readEvents(p *auth.Principal, since string, types []string, repoID string, limit int) ([]Event, string, error) {
-	out := []Event{}
-	next := since
-	err := a.view(func(tx *meta.Tx) error {
+	out, next, _, err := a.walkEvents(p, types, repoID, since, limit, (*meta.Tx).Events)
+	return out, next, err
+}
+
+// walkEvents reads the log in pages with read (from a cursor, a page's
+// size) until limit events p may see are found or the log ends (end);
+// the look is bounded so a caller who may see little does not walk the
+// whole log. last is the cursor of the last event looked at (from when
+// none).
+func (a *App) walkEvents(p *auth.Principal, types []string, repoID, from string, limit int,
+	read func(tx *meta.Tx, from string, n int) ([]meta.LoggedEvent, error)) (out []Event, last string, end bool, err error) {
+	out, last = []Event{}, from
+	err = a.view(func(tx *meta.Tx) error {
 		visible, err := eventFilter(tx, p, types, repoID)
 		if err != nil {
 			return err
 		}
-		// Pages of the log until enough are visible; the look is bounded
-		// so a caller who may see little does not walk the whole log.
 		for looked := 0; len(out) < limit && looked < 20*limit+1000; {
-			evs, err := tx.Events(next, limit)
-			if err != nil || len(evs) == 0 {
+			evs, err := read(tx, last, limit)
+			if err != nil {
 				return err
+			}
+			if len(evs) == 0 {
+				end = true
+				return nil
 			}
 			for i := range evs {
 				e := &evs[i]
 				looked++
-				next = e.Cursor
+				last = e.Cursor
 				if visible(&e.Event) {
 					out = append(out, eventAs(p, e))
 					if len(out) == limit {
@@ -142,7 +149,21 @@ func (a *App) readEvents(p *auth.Principal, since string, types []string, repoID
 		}
 		return nil
 	})
-	return out, next, err
+	return out, last, end, err
+}
+
+// checkEventFilter refuses unknown event names and a limit out of 1 to
+// 1000.
+func checkEventFilter(types []string, limit int) error {
+	for _, t := range types {
+		if !slices.Contains(meta.EventNames, t) {
+			return apierr.Invalid("types", "unknown event %q", t).With("event", t)
+		}
+	}
+	if limit < 1 || limit > 1000 {
+		return apierr.Invalid("limit", "limit must be an integer from 1 to 1000")
+	}
+	return nil
 }
 
 // eventFilter says which events of the log p may see among those asked
@@ -187,43 +208,12 @@ func (a *App) RecentEvents(_ context.Context, p *auth.Principal, types []string,
 	if before != "" && !meta.ValidCursor(before) {
 		return nil, "", apierr.Invalid("before", "before must be a cursor from an earlier answer")
 	}
-	for _, t := range types {
-		if !slices.Contains(meta.EventNames, t) {
-			return nil, "", apierr.Invalid("types", "unknown event %q", t).With("event", t)
-		}
+	if err := checkEventFilter(types, limit); err != nil {
+		return nil, "", err
 	}
-	if limit < 1 || limit > 1000 {
-		return nil, "", apierr.Invalid("limit", "limit must be an integer from 1 to 1000")
+	out, older, end, err := a.walkEvents(p, types, repoID, before, limit, (*meta.Tx).EventsNewestFirst)
+	if end {
+		older = "" // none older
 	}
-	out := []Event{}
-	older := before
-	err := a.view(func(tx *meta.Tx) error {
-		visible, err := eventFilter(tx, p, types, repoID)
-		if err != nil {
-			return err
-		}
-		for looked := 0; len(out) < limit && looked < 20*limit+1000; {
-			evs, err := tx.EventsNewestFirst(older, limit)
-			if err != nil {
-				return err
-			}
-			if len(evs) == 0 {
-				older = ""
-				return nil
-			}
-			for i := range evs {
-				e := &evs[i]
-				looked++
-				older = e.Cursor
-				if visible(&e.Event) {
-					out = append(out, eventAs(p, e))
-					if len(out) == limit {
-						return nil
-					}
-				}
-			}
-		}
-		return nil
-	})
 	return out, older, err
 }

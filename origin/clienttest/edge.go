@@ -1,8 +1,8 @@
 package clienttest
 
 import (
-	"bytes"
 	"encoding/json"
+	"github.com/depot-registry/depot/shared/syncbuf"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -187,19 +187,4 @@ func FreeAddr(t testing.TB) string {
 }
 
 // Buffer collects a child process's output while a test reads it.
-type Buffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *Buffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *Buffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
+type Buffer = syncbuf.Buffer

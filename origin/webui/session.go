@@ -74,7 +74,7 @@ func (u *UI) clearSession(w http.ResponseWriter, r *http.Request) {
 // sign-in page with the reason.
 func (u *UI) SignedIn(w http.ResponseWriter, r *http.Request, pair *app.TokenPair, next string, err error) {
 	if err != nil {
-		c := &call{r: r, ui: u}
+		c := &call{r: r}
 		msg, status := "single sign-on failed", http.StatusBadRequest
 		if e := apierr.As(err, format.Domain); e != nil {
 			msg, status = e.Message, e.Status()

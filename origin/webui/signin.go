@@ -6,7 +6,6 @@ import (
 
 	"github.com/depot-registry/depot/origin/app"
 	"github.com/depot-registry/depot/shared/apierr"
-	"github.com/depot-registry/depot/shared/httpx"
 )
 
 // routes lists every page.
@@ -138,14 +137,7 @@ func (u *UI) loginSSO(w http.ResponseWriter, c *call) error {
 	if len(next) > maxNext {
 		next = Prefix + "/"
 	}
-	redirect, flow, err := u.d.App.OIDCBegin(c.r.Context(), httpx.SeenURL(c.r), next)
-	if err != nil {
-		return err
-	}
-	http.SetCookie(w, &http.Cookie{Name: "depot_oidc_flow", Value: flow, Path: "/api/v1/auth/oidc/", MaxAge: 600,
-		HttpOnly: true, Secure: httpx.Secure(c.r), SameSite: http.SameSiteLaxMode})
-	http.Redirect(w, c.r, redirect, http.StatusFound)
-	return nil
+	return u.d.BeginSSO(w, c.r, next)
 }
 
 func (u *UI) logout(w http.ResponseWriter, c *call) error {

@@ -296,16 +296,9 @@ func (u *UI) testWebhook(w http.ResponseWriter, c *call) error {
 	return nil
 }
 
-// deliveryRow is a delivery as the pages show it: when its retry is due
-// only while one is pending.
-type deliveryRow struct {
-	meta.Delivery
-	Retry bool
-}
-
 type deliveryList struct {
 	Hook       *meta.Webhook
-	Deliveries []deliveryRow
+	Deliveries []meta.Delivery
 	Pager      pager
 }
 
@@ -319,16 +312,13 @@ func (u *UI) deliveries(w http.ResponseWriter, c *call) error {
 	if err != nil {
 		return err
 	}
-	out := deliveryList{Hook: h, Pager: pagerOf(c.r, l.Page, l.Total)}
-	for _, d := range l.Items {
-		out.Deliveries = append(out.Deliveries, deliveryRow{Delivery: d, Retry: d.RetryPending()})
-	}
+	out := deliveryList{Hook: h, Deliveries: l.Items, Pager: pagerOf(c.r, l.Page, l.Total)}
 	return u.render(w, c, 0, "deliveries", "Deliveries to "+h.URL, out)
 }
 
 type deliveryPage struct {
 	Hook     *meta.Webhook
-	Delivery deliveryRow
+	Delivery *meta.Delivery
 	Body     string // the request body, indented
 	Err      string
 }
@@ -344,7 +334,7 @@ func (u *UI) deliveryPage(c *call) (*deliveryPage, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &deliveryPage{Hook: h, Delivery: deliveryRow{Delivery: *d, Retry: d.RetryPending()}, Body: string(d.Body)}
+	p := &deliveryPage{Hook: h, Delivery: d, Body: string(d.Body)}
 	var buf bytes.Buffer
 	if json.Indent(&buf, d.Body, "", "  ") == nil {
 		p.Body = buf.String()

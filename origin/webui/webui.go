@@ -45,6 +45,9 @@ type Deps struct {
 	// SignIn opens a login session with a password, limited and audited
 	// as the API's sign-in (api.Server.SignIn).
 	SignIn func(r *http.Request, in app.Credentials) (*app.TokenPair, uint64, error)
+	// BeginSSO sends the browser to the identity provider, to come back
+	// to next (api.Server.BeginSSO).
+	BeginSSO func(w http.ResponseWriter, r *http.Request, next string) error
 	// OpenAPI is the API's document, rendered by the API page.
 	OpenAPI []byte
 	// Version is shown in the footer.
@@ -72,7 +75,7 @@ type asset struct {
 
 // New parses the templates and reads the static files.
 func New(d Deps) (*UI, error) {
-	if d.App == nil || d.SignIn == nil || len(d.Key) < 16 {
+	if d.App == nil || d.SignIn == nil || d.BeginSSO == nil || len(d.Key) < 16 {
 		return nil, errors.New("webui: the application and a key are required")
 	}
 	if d.Log == nil {
@@ -148,7 +151,6 @@ type call struct {
 	p    *auth.Principal // nil: nobody signed in
 	user *meta.User
 	csrf string
-	ui   *UI
 }
 
 type handler func(w http.ResponseWriter, c *call) error
@@ -161,7 +163,7 @@ func (u *UI) page(pattern string, a access, h handler) {
 		method, p = "", pattern // any method
 	}
 	u.mux.HandleFunc(strings.TrimSpace(method+" "+Prefix+p), func(w http.ResponseWriter, r *http.Request) {
-		c := &call{r: r, ui: u}
+		c := &call{r: r}
 		var err error
 		if c.p, err = u.principal(w, r); err != nil {
 			u.fail(w, c, err)
@@ -299,7 +301,6 @@ func (u *UI) funcs() template.FuncMap {
 		"when":   func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") },
 		"iso":    func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
 		"prefix": func() string { return Prefix },
-		"add":    func(a, b int) int { return a + b },
 		"list":   func(s ...string) []string { return s },
 		"slug": func(s string) string {
 			return strings.Trim(strings.Map(func(r rune) rune {
@@ -312,17 +313,7 @@ func (u *UI) funcs() template.FuncMap {
 				return '-'
 			}, s), "-")
 		},
-		"hasRole": func(u *meta.User, roles ...string) bool { return u != nil && containsRole(roles, string(u.Role)) },
 	}
-}
-
-func containsRole(roles []string, r string) bool {
-	for _, x := range roles {
-		if x == r {
-			return true
-		}
-	}
-	return false
 }
 
 // serveStatic answers /ui/static/<version>/<name>; any version serves

@@ -63,12 +63,15 @@ func (c *DownloadsCounted) apply(tx *Tx) error {
 			return err
 		}
 	}
+	// The hours past the history: from the first kept, up to the oldest
+	// to keep (a few at most, as every report moves it an hour at most).
 	oldest := downloadsKey(newest - DownloadHistoryHours + 1)
-	keys, _ := tx.under(Space(KindState), downloadsPrefix)
-	for _, k := range keys {
-		if k >= oldest {
-			break
-		}
+	var old []string
+	cur := tx.space(Space(KindState)).Cursor()
+	for k, _ := cur.Seek([]byte(downloadsPrefix)); k != nil && string(k) < oldest; k, _ = cur.Next() {
+		old = append(old, string(k))
+	}
+	for _, k := range old {
 		if err := tx.delRec(KindState, k); err != nil {
 			return err
 		}

@@ -1,7 +1,7 @@
 package progress
 
 import (
-	"bytes"
+	"github.com/depot-registry/depot/shared/syncbuf"
 	"log/slog"
 	"strings"
 	"sync"
@@ -9,26 +9,8 @@ import (
 	"time"
 )
 
-// syncBuffer is a log destination the ticker and the test share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestTrackerLogsWhileRunning(t *testing.T) {
-	var out syncBuffer
+	var out syncbuf.Buffer
 	tr := New("blob_repair", slog.New(slog.NewTextHandler(&out, nil)))
 	tr.every = 20 * time.Millisecond
 	clock := time.Unix(1000, 0)
@@ -69,7 +51,7 @@ func TestTrackerLogsWhileRunning(t *testing.T) {
 }
 
 func TestTrackerQuietWhenShort(t *testing.T) {
-	var out syncBuffer
+	var out syncbuf.Buffer
 	tr := New("gc", slog.New(slog.NewTextHandler(&out, nil)))
 	tr.Start(0)
 	tr.Grow(3)

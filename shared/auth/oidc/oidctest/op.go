@@ -5,6 +5,7 @@ package oidctest
 
 import (
 	"bufio"
+	"github.com/depot-registry/depot/shared/syncbuf"
 	"html"
 	"io"
 	"net/http"
@@ -15,7 +16,6 @@ import (
 	"regexp"
 	"runtime"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -61,7 +61,7 @@ func Start(t *testing.T, redirectURIs ...string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stderr := &lockedBuffer{} // written by the process's copier while a failure reads it
+	stderr := &syncbuf.Buffer{} // written by the process's copier while a failure reads it
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -101,24 +101,6 @@ func Start(t *testing.T, redirectURIs ...string) string {
 // startTimeout bounds the provider's start: well under a second alone,
 // much more on a machine busy with a whole test run.
 const startTimeout = time.Minute
-
-// lockedBuffer is a buffer written and read from different goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 var formAction = regexp.MustCompile(`<form[^>]*action="([^"]+)"[^>]*method="post"`)
 
