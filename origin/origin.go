@@ -38,6 +38,7 @@ import (
 	"github.com/depot-registry/depot/origin/service/downloads"
 	"github.com/depot-registry/depot/origin/service/events"
 	"github.com/depot-registry/depot/origin/service/gc"
+	"github.com/depot-registry/depot/origin/service/indexer"
 	"github.com/depot-registry/depot/origin/service/webhooks"
 	"github.com/depot-registry/depot/origin/webui"
 	"github.com/depot-registry/depot/shared/apierr"
@@ -90,7 +91,8 @@ type Origin struct {
 	events    *events.Recorder   // download events, batched into the log
 	// recordDownloads says whether downloads are events now.
 	recordDownloads *events.Gate
-	webhooks        *webhooks.Queue // deliveries, run by the leader
+	webhooks        *webhooks.Queue  // deliveries, run by the leader
+	indexer         *indexer.Indexer // search's package information, run by the leader
 	poolChanged     chan struct{}
 	stopLoop        func()
 	stopJobs        func()
@@ -317,6 +319,8 @@ func (o *Origin) serve(context.Context) error {
 	// Keyed by every repository format served: the API refuses
 	// repositories of a format no handler serves.
 	byName := format.ByRepoFormat(formats)
+	o.indexer = indexer.New(indexer.Config{Store: o.store, Commit: o.commit, Blobs: o.blobs, Formats: byName,
+		Log: log.With("component", "search"), Metrics: &m.Search, Now: now})
 	for name := range byName {
 		m.Uploads.WithLabelValues(name) // each served format's count starts at 0
 	}
@@ -572,7 +576,7 @@ func (o *Origin) Run(ctx context.Context, ln net.Listener) error {
 // leaderJobs is the work done once in the cluster, by its leader
 // (leader.Loop moves it with the leadership): creating the initial
 // administrator, should the origin that formed the cluster have died
-// before it did, purging expired sessions, and webhook deliveries. Garbage collection is not
+// before it did, purging expired sessions, webhook deliveries and the search indexer. Garbage collection is not
 // among them: it sweeps this origin's own disk and commits nothing, so
 // every origin runs its own.
 func (o *Origin) leaderJobs(ctx context.Context) {
@@ -582,6 +586,7 @@ func (o *Origin) leaderJobs(ctx context.Context) {
 	var jobs sync.WaitGroup
 	defer jobs.Wait()
 	jobs.Go(func() { o.webhooks.Run(ctx) })
+	jobs.Go(func() { o.indexer.Run(ctx) })
 	jobs.Go(func() { o.syncDirectory(ctx, o.app) })
 	o.purgeSessions(ctx, time.Hour)
 }

@@ -158,6 +158,7 @@ const (
 	tagWebhooks = "Events and webhooks"
 	tagAdmin    = "Administration"
 	tagEdges    = "Edge nodes"
+	tagSearch   = "Search"
 	tagNodes    = "Edge node protocol"
 )
 
@@ -225,8 +226,16 @@ func (s *Server) routes() {
 
 	s.handle("GET /packages", anyone, s.listPackages, op{Tag: tagRepos, Summary: "List packages of the repositories the caller may read",
 		Out: packageList{}, Query: append([]param{{"query", "string", "names containing it"}, {"format", "string", "only this format"}, repoParam}, pageParams...)})
-	s.handle("GET /search/checksum", anyone, s.searchChecksum, op{Tag: tagRepos, Summary: "The artifacts the caller may read whose MD5, SHA-1 or SHA-256 (by its length) is checksum, exactly",
+	s.handle("GET /search/quick", anyone, s.searchQuick, op{Tag: tagSearch, Summary: "Packages, versions and files the caller may read, found by name, file name or what packages say of themselves; best first (scores in the README)",
+		Out: quickResults{}, Query: []param{{"q", "string", "the text to search for (required, at most 256 bytes)"}, {"limit", "integer", "results, 1 to 100 (default 10)"}}})
+	s.handle("GET /search/advanced", anyone, s.searchAdvanced, op{Tag: tagSearch, Summary: "Versions the caller may read, by text, format, repository and upload date; paginated",
+		Out: advancedResults{}, Query: append([]param{{"query", "string", "text matched as a quick search matches packages"}, {"format", "string", "only this format"},
+			{"repository", "string", "only this repository, by name or id"}, {"min_date", "string", "uploaded at or after: an ISO date or an RFC 3339 time"},
+			{"max_date", "string", "uploaded before: an RFC 3339 time, or an ISO date (that day included)"}}, pageParams...)})
+	s.handle("GET /search/checksum", anyone, s.searchChecksum, op{Tag: tagSearch, Summary: "The artifacts the caller may read whose MD5, SHA-1 or SHA-256 (by its length) is checksum, exactly",
 		Out: checksumResults{}, Query: []param{{"checksum", "string", "hexadecimal: 32 (MD5), 40 (SHA-1) or 64 (SHA-256) digits"}}})
+	s.handle("GET /search/suggest", anyone, s.searchSuggest, op{Tag: tagSearch, Summary: "Completions of a partial query: package names, then terms packages are found by",
+		Out: suggestions{}, Query: []param{{"q", "string", "the partial query (required)"}, {"limit", "integer", "suggestions, 1 to 100 (default 10)"}}})
 	s.handle("GET /packages/{name}/versions", anyone, s.listVersions, op{Tag: tagRepos, Summary: "List a package's versions", Out: versionList{},
 		Query: []param{repoParam}})
 
@@ -248,6 +257,10 @@ func (s *Server) routes() {
 			repoParam, {"limit", "integer", "at most 1000"}, {"wait", "integer", "seconds to wait for an event when there is none"}}})
 	s.handle("GET /admin/stats", adminOnly, s.stats, op{Tag: tagAdmin, Summary: "Statistics: repositories, artifacts, users, storage, downloads", Out: app.Stats{}})
 	s.handle("POST /admin/cleanup", adminOnly, s.cleanup, op{Tag: tagAdmin, Summary: "Run a garbage collection now: what it removed", Out: gc.Result{}})
+	s.handle("GET /admin/reindex", adminOnly, s.reindexState, op{Tag: tagAdmin, Summary: "The search index: the reindex running or last finished, and how far the indexer has read",
+		Out: app.ReindexStatus{}})
+	s.handle("POST /admin/reindex", adminOnly, s.startReindex, op{Tag: tagAdmin, Summary: "Read every artifact again for search, in the background (one at a time in the cluster; searches keep answering)",
+		Out: app.ReindexStatus{}, Status: http.StatusAccepted})
 	s.handle("GET /admin/cluster", adminOnly, s.clusterView, op{Tag: tagAdmin, Summary: "The origin cluster: members, roles, health, sync", Out: app.ClusterView{}})
 	s.handle("DELETE /admin/cluster/members/{id}", adminOnly, s.removeClusterMember, op{Tag: tagAdmin, Summary: "Remove a dead origin from the cluster", Status: http.StatusNoContent})
 	s.handle("GET /admin/directory", adminOnly, s.directoryStatus, op{Tag: tagAdmin, Summary: "The directory (LDAP) and single sign-on settings and the last syncs",

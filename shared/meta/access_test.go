@@ -1,14 +1,17 @@
 package meta
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/depot-registry/depot/shared/blob"
 	"math/rand/v2"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
+
+	"github.com/depot-registry/depot/shared/blob"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -207,8 +210,9 @@ func TestLateIndexesAfterAnotherBuild(t *testing.T) {
 		})
 	}
 
-	// A build that kept all but the last late index (the checksums):
-	// that one is built again, the others are kept as they are.
+	// A build that kept the late indexes before the checksums': that one
+	// (and those after it) is built again, the others are kept as they are.
+	kept := slices.IndexFunc(lateIndexes, func(ix lateIndex) bool { return bytes.Equal(ix.buckets[0], bChecksums) })
 	s := reopened(t, append(repos,
 		&ArtifactPut{Artifact: Artifact{ID: "a1", RepositoryID: "r1", Path: "p/1/f", PackageName: "p", Version: "1", Digest: "sha256:x",
 			Checksums: blob.Checksums{SHA256: "AB12"}}}),
@@ -222,7 +226,7 @@ func TestLateIndexesAfterAnotherBuild(t *testing.T) {
 			if err := tx.Bucket(bCounts).Put([]byte{byte(KindRepo)}, u64(7)); err != nil { // kept by it: left alone
 				return err
 			}
-			return tx.Bucket(bSys).Put(keyIndexedTo, append(u64(uint64(tx.ID())), u64(uint64(len(lateIndexes)-1))...))
+			return tx.Bucket(bSys).Put(keyIndexedTo, append(u64(uint64(tx.ID())), u64(uint64(kept))...))
 		})
 	_ = s.View(func(tx *Tx) error {
 		if ids := tx.ArtifactsByChecksum("sha256", "ab12", 10); len(ids) != 1 || ids[0] != "a1" {

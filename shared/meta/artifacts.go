@@ -29,7 +29,7 @@ var (
 
 func init() {
 	declareKind(KindArtifact, kindDecl{Name: "artifacts", Bucket: "artifacts", Repo: artifactRepo, Index: indexArtifact,
-		Derived: [][]byte{bPackages, bBlobRefs, bRefOrder, bPkgGrams, bGramCounts, bChecksums},
+		Derived: [][]byte{bPackages, bBlobRefs, bRefOrder, bPkgGrams, bGramCounts, bChecksums, bPkgNames, bFileNames},
 		Lookups: []lookupDecl{{SpaceArtifactPaths, "artifact paths", "artifact_paths"}, {SpaceArtifactPkgs, "package versions", "artifact_pkgs"}}})
 	declareCommand(CmdArtifactPut, func() Command { return new(ArtifactPut) })
 	declareCommand(CmdArtifactDelete, func() Command { return new(ArtifactDelete) })
@@ -136,7 +136,11 @@ func (tx *Tx) putArtifact(a Artifact, replace, announce bool) error {
 		if !replace {
 			return Conflictf("%s already exists in repository %s", a.Path, r.Name)
 		}
-		if err := tx.delRec(KindArtifact, string(old)); err != nil {
+		was, err := tx.Artifact(string(old))
+		if err != nil {
+			return err
+		}
+		if err := tx.delArtifact(was); err != nil {
 			return err
 		}
 	}
@@ -173,7 +177,7 @@ func (c *ArtifactDelete) apply(tx *Tx) error {
 		if err != nil {
 			return err
 		}
-		if err := tx.delRec(KindArtifact, id); err != nil {
+		if err := tx.delArtifact(a); err != nil {
 			return err
 		}
 		if err := tx.emitDeleted(a, r, c.Actor, c.At); err != nil {
@@ -202,7 +206,7 @@ func (c *ArtifactsApply) apply(tx *Tx) error {
 		if a.RepositoryID != r.ID {
 			return Invalidf("artifact %s is not in repository %s", id, r.Name)
 		}
-		if err := tx.delRec(KindArtifact, id); err != nil {
+		if err := tx.delArtifact(a); err != nil {
 			return err
 		}
 		if !slices.Contains(c.Quiet, id) {
@@ -257,6 +261,9 @@ func indexArtifact(tx *Tx, id string, before, after []byte) error {
 		return err
 	}
 	if err := tx.indexChecksums(id, o, n); err != nil {
+		return err
+	}
+	if err := tx.indexFileName(id, o, n); err != nil {
 		return err
 	}
 	if o != nil {

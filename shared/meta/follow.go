@@ -298,8 +298,10 @@ func (s *Store) SetFollowed(repoID string, on bool) error {
 func (tx *Tx) dropRepo(id string) error {
 	_, arts := tx.under(SpaceArtifactPaths, key(id, ""))
 	kv, _ := tx.under(Space(KindKV), key(id, ""))
+	infos, _ := tx.under(Space(KindPackageInfo), key(id, ""))
 	for _, err := range []error{
 		tx.delAll(KindKV, kv),
+		tx.delAll(KindPackageInfo, infos),
 		tx.delAll(KindArtifact, arts),
 		tx.delAll(KindPermission, tx.prefixKeys(bPermRepo, key(id, ""))),
 	} {

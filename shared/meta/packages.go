@@ -70,6 +70,9 @@ func (tx *Tx) summarise(repoID, name, format string) error {
 		if err := tx.indexGrams(repoID, name, false); err != nil {
 			return err
 		}
+		if err := tx.indexPkgName(repoID, name, false); err != nil {
+			return err
+		}
 		return tx.bucket(bPackages).Delete(k)
 	}
 	if !existed {
@@ -78,6 +81,9 @@ func (tx *Tx) summarise(repoID, name, format string) error {
 			return err
 		}
 		if err := tx.indexGrams(repoID, name, true); err != nil {
+			return err
+		}
+		if err := tx.indexPkgName(repoID, name, true); err != nil {
 			return err
 		}
 	}

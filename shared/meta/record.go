@@ -51,16 +51,20 @@ var (
 // does not keep them, after a downgrade) has them built again: each
 // write transaction of this build marks itself and how many of them it
 // keeps (markIndexed). New ones are appended.
-var lateIndexes = []struct {
-	buckets [][]byte // the first is the one that says whether it was built
-	build   func(tx *Tx) error
-}{
+var lateIndexes = []lateIndex{
 	{[][]byte{bPublicRepos}, buildPublicRepos},
 	{[][]byte{bPkgGrams, bGramCounts}, buildPkgGrams},
 	{[][]byte{bCounts}, buildCounts},
 	{[][]byte{bSessExpiry}, buildSessExpiry},
 	{[][]byte{bRefOrder}, buildRefOrder},
 	{[][]byte{bChecksums}, buildChecksums},
+	{[][]byte{bPkgNames}, buildPkgNames},
+	{[][]byte{bFileNames}, buildFileNames},
+}
+
+type lateIndex struct {
+	buckets [][]byte // the first is the one that says whether it was built
+	build   func(tx *Tx) error
 }
 
 func allBuckets() [][]byte {

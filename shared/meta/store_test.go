@@ -103,6 +103,10 @@ func script() []Command {
 		&UserDisplayName{ID: "u3", DisplayName: "Carol Example", At: t0.Add(2 * time.Minute)},
 		&DownloadsCounted{Hours: map[int64]int64{490000: 3, 490001: 1}},
 		&GroupRemoveMembers{GroupID: "g1", UserIDs: []string{"u3"}},
+		&PackageInfoPut{Infos: []PackageInfo{{RepositoryID: "r1", Name: "tool", ArtifactID: "a2", Summary: "A tool for things",
+			Keywords: []string{"cli"}, Licenses: []string{"MIT"}}}, To: 30, Read: 1},
+		&ReindexStart{By: "u1", At: t0, Total: 1},
+		&PackageInfoPut{To: 40, Read: 1, Finished: true, At: &t0},
 	)
 }
 

@@ -25,6 +25,17 @@ type Metrics struct {
 	GC           GC
 	Events       Events
 	Raft         Raft
+	Search       Search
+}
+
+// Search are the search indexer's metrics (reported by the leader).
+type Search struct {
+	// Inspected counts artifacts the indexer read, by outcome (ok,
+	// failed: the file could not be inspected; none: its format says
+	// nothing search uses).
+	Inspected *prometheus.CounterVec
+	// Behind is how many log indexes the indexer has yet to read.
+	Behind prometheus.Gauge
 }
 
 // Raft are the metadata log's metrics (an origin's); its leader, term
@@ -115,6 +126,14 @@ func New() *Metrics {
 				Name: "depot_webhook_deliveries_pending", Help: "Webhook deliveries waiting for an attempt (reported by the leader).",
 			}),
 		},
+		Search: Search{
+			Inspected: prometheus.NewCounterVec(prometheus.CounterOpts{
+				Name: "depot_search_inspected_total", Help: "Artifacts the search indexer read, by outcome (ok, failed, none).",
+			}, []string{"outcome"}),
+			Behind: prometheus.NewGauge(prometheus.GaugeOpts{
+				Name: "depot_search_index_behind", Help: "Log indexes the search indexer has yet to read (reported by the leader).",
+			}),
+		},
 		Raft: Raft{
 			Apply: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 				Name: "depot_raft_apply_duration_seconds", Help: "Time to apply a committed command to the store, by command type.",
@@ -132,6 +151,7 @@ func New() *Metrics {
 	reg.MustRegister(m.HTTP.Requests, m.HTTP.Duration, m.HTTP.Bytes, m.Uploads, m.AuthFailures,
 		m.GC.Runs, m.GC.Removed, m.GC.RemovedBytes, m.GC.Duration, m.GC.LastSuccess,
 		m.Events.Dropped, m.Events.Attempts, m.Events.Pending, m.Raft.Apply, m.Raft.LeaderChanges, m.Raft.Snapshot,
+		m.Search.Inspected, m.Search.Behind,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Every known label value starts at 0, so a series exists (and rate()
 	// and alerts on it work) before its first event.
@@ -139,6 +159,7 @@ func New() *Metrics {
 		m.AuthFailures: {"bad_credentials", "throttled", "busy", "unverifiable"},
 		m.GC.Runs:      {"ok", "error"}, m.GC.Removed: {"blob", "upload", "temp"}, m.GC.RemovedBytes: {"blob", "upload", "temp"},
 		m.Events.Dropped: {"queue_full", "expired", "trimmed"}, m.Events.Attempts: {"success", "failure"},
+		m.Search.Inspected: {"ok", "failed", "none"},
 	} {
 		for _, v := range values {
 			vec.WithLabelValues(v)
