@@ -118,7 +118,9 @@ type candidate struct {
 	score                               float64
 }
 
-func (c candidate) key() string { return c.typ + "\x00" + c.repo + "\x00" + c.name + "\x00" + c.version + "\x00" + c.id }
+func (c candidate) key() string {
+	return c.typ + "\x00" + c.repo + "\x00" + c.name + "\x00" + c.version + "\x00" + c.id
+}
 
 // take adds the best of cands (already found ones aside) until the
 // search has its limit.
