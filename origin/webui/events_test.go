@@ -184,4 +184,45 @@ func TestSearchPage(t *testing.T) {
 	if a := u.get("/ui/search?checksum=xyz"); a.status != 400 || !strings.Contains(a.body, `aria-invalid="true"`) {
 		t.Errorf("a malformed checksum: %d", a.status)
 	}
+
+	// Quick search: the files' package by name, a file by its name.
+	a = p.get("/ui/search?q=tool")
+	if !strings.Contains(a.body, "2 results for <q>tool</q>") || !strings.Contains(a.body, `href="/ui/repositories/hidden/package?name=tool"`) {
+		t.Errorf("quick search as the admin:\n%.3000s", a.body)
+	}
+	if a := u.get("/ui/search?q=a.bin"); !strings.Contains(a.body, "0 results") {
+		t.Errorf("quick search as a user who reads neither:\n%.3000s", a.body)
+	}
+	if a := u.get("/ui/search?q=" + strings.Repeat("x", 300)); a.status != 400 || !strings.Contains(a.body, `id="q" name="q"`) {
+		t.Errorf("a query too long: %d", a.status)
+	}
+	// Advanced: by repository and dates, refusals on the field.
+	a = p.get("/ui/search?mode=advanced&repository=files&min_date=2000-01-01")
+	if !strings.Contains(a.body, "1 version found") || !strings.Contains(a.body, "/ui/repositories/files/version?name=tool&amp;version=1.0") {
+		t.Errorf("advanced search:\n%.3000s", a.body)
+	}
+	if a := p.get("/ui/search?mode=advanced&min_date=soon"); a.status != 400 || !strings.Contains(a.body, `id="min_date" name="min_date" type="date" value="soon" aria-invalid="true"`) {
+		t.Errorf("a bad date: %d\n%.3000s", a.status, a.body)
+	}
+	// Suggestions for the box, as JSON.
+	if a := p.get("/ui/search/suggest?q=to"); a.status != 200 || !strings.Contains(a.body, `{"text":"tool","type":"package"}`) {
+		t.Errorf("suggestions: %d %s", a.status, a.body)
+	}
+	// The index: an administrator's to see and reindex.
+	if a := u.get("/ui/search"); strings.Contains(a.body, "Search index") {
+		t.Error("a user sees the search index")
+	}
+	if a := u.post("/ui/search/reindex", nil); a.status != 403 {
+		t.Errorf("a user's reindex: %d", a.status)
+	}
+	if a := p.post("/ui/search/reindex", nil); a.status != 303 {
+		t.Errorf("the admin's reindex: %d %s", a.status, a.body)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for a = p.get("/ui/search"); !strings.Contains(a.body, "Reindex completed: 2 of 2 artifacts read") && time.Now().Before(deadline); a = p.get("/ui/search") {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !strings.Contains(a.body, "Reindex completed: 2 of 2 artifacts read") || !strings.Contains(a.body, "by admin") {
+		t.Errorf("the reindex's progress:\n%.3000s", a.body)
+	}
 }

@@ -235,3 +235,23 @@ func TestEveryPageForEachRole(t *testing.T) {
 		})
 	}
 }
+
+// TestSearchInTheBrowser: typing in the quick search box offers the
+// names it completes (the page's script asks as one types), and the
+// search answers its table.
+func TestSearchInTheBrowser(t *testing.T) {
+	e := origintest.Start(t, origintest.Options{})
+	e.CreateRepo("files", "generic", false)
+	e.Do("PUT", "/generic/files/toolkit/1.0/toolkit-1.0.bin", e.Admin, "x").Want(201)
+	b := newBrowser(t, e.URL)
+	b.open("/ui/login")
+	b.do(then("header nav", append(fill("username", "admin", "password", origintest.AdminPassword), chromedp.Click(chromedp.ID("sign-in")))...)...)
+	b.open("/ui/search")
+	b.do(append(fill("q", "too"), chromedp.WaitReady(chromedp.CSS(`#suggestions option[value="toolkit"]`)))...)
+	b.do(then("#search-results", chromedp.Click(chromedp.ID("search-quick")))...)
+	if got := b.text("#search-results tbody"); !strings.Contains(got, "toolkit") || !strings.Contains(got, "toolkit-1.0.bin") {
+		t.Errorf("results: %q", got)
+	}
+	b.shot("search")
+	b.clean()
+}

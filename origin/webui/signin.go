@@ -35,6 +35,8 @@ func (u *UI) routes() {
 
 	u.page("GET /api", signedIn, u.apiPage)
 	u.page("GET /search", signedIn, u.search)
+	u.page("GET /search/suggest", signedIn, u.suggest)
+	u.page("POST /search/reindex", admin, u.reindex)
 	u.page("GET /events", signedIn, u.events)
 	u.page("GET /stats", admin, u.stats)
 	u.page("GET /events/live", signedIn, u.liveEvents)

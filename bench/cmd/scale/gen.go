@@ -85,7 +85,9 @@ type fixture struct {
 	Package    string `json:"package"`
 	GenericGet string `json:"generic_get"`
 	ArtifactID string `json:"artifact_id"`
-	Generated  string `json:"generated"`
+	// UniqueSHA256 is the SHA-256 of a file stored once.
+	UniqueSHA256 string `json:"unique_sha256"`
+	Generated    string `json:"generated"`
 }
 
 // plan lays out repositories: one large repository per format holds a
@@ -137,7 +139,8 @@ func plan(artifacts, repos int) []repoPlan {
 // blobs are the few real files many artifacts share.
 type blobs struct {
 	generic                   []blob.Info
-	npmTgz                    blob.Info
+	npmTgz                    map[string]blob.Info // by the package's first word: its description says it
+	unique                    blob.Info            // one file's bytes, stored once (checksum search)
 	sdist, wheel, wheelMeta   blob.Info
 	jar, pom                  blob.Info
 	config, layer, manifest   blob.Info
@@ -162,11 +165,21 @@ func makeBlobs(ctx context.Context, dir string) (*blobs, error) {
 		}
 		b.generic = append(b.generic, info)
 	}
-	tgz, err := tarGz(map[string]string{"package/package.json": `{"name":"bench","version":"1.0.0"}`, "package/index.js": "module.exports = 1\n"})
-	if err != nil {
-		return nil, err
+	// The npm tarballs say what the package is about, as real ones do:
+	// the search indexer reads their package.json.
+	b.npmTgz = map[string]blob.Info{}
+	for _, w := range words {
+		manifest, _ := json.Marshal(map[string]any{"name": "bench-" + w, "version": "1.0.0", "description": npmDescription(w),
+			"license": "MIT", "keywords": []string{w, "bench"}})
+		tgz, err := tarGz(map[string]string{"package/package.json": string(manifest), "package/index.js": "module.exports = 1\n"})
+		if err != nil {
+			return nil, err
+		}
+		if b.npmTgz[w], err = putBlob(ctx, store, tgz); err != nil {
+			return nil, err
+		}
 	}
-	if b.npmTgz, err = putBlob(ctx, store, tgz); err != nil {
+	if b.unique, err = putBlob(ctx, store, []byte("the one file with these bytes\n")); err != nil {
 		return nil, err
 	}
 	sdist, err := tarGz(map[string]string{"bench-1.0/PKG-INFO": "Metadata-Version: 2.1\nName: bench\nVersion: 1.0\n"})
@@ -336,17 +349,19 @@ func generate(ctx context.Context, cfg genConfig) (*fixture, error) {
 }
 
 type gen struct {
-	cfg       genConfig
-	b         *blobs
-	c         *committer
-	now       time.Time
-	seq       int // artifacts so far: timestamps and progress
-	userID    string
-	groupID   string
-	users     []string // ids; users[0] is the bench user
-	groups    []string // ids; groups[0] holds the bench user
-	firstID   string   // the first artifact of the large generic repository
-	adminName string
+	cfg     genConfig
+	b       *blobs
+	c       *committer
+	now     time.Time
+	seq     int // artifacts so far: timestamps and progress
+	userID  string
+	groupID string
+	users   []string // ids; users[0] is the bench user
+	groups  []string // ids; groups[0] holds the bench user
+	firstID string   // the first artifact of the large generic repository
+	// uniqueSHA256 is the checksum of the one file stored once.
+	uniqueSHA256 string
+	adminName    string
 }
 
 func (g *gen) at() time.Time { return g.now.Add(time.Duration(g.seq) * time.Millisecond) }
@@ -382,6 +397,7 @@ func (g *gen) run() (*fixture, error) {
 	c, _ := generic.ParsePath(large.Name + "/" + genericPkg(large.Index, 0) + "/1.0.0/" + genericPkg(large.Index, 0) + "-1.0.0.bin")
 	fx.GenericGet = "/generic/" + large.Name + "/" + c.Path()
 	fx.ArtifactID = g.firstID
+	fx.UniqueSHA256 = g.uniqueSHA256
 	return fx, nil
 }
 
@@ -550,6 +566,15 @@ func (g *gen) generic(p repoPlan) error {
 			return err
 		}
 	}
+	if p.Index == 0 {
+		// One file whose bytes are stored nowhere else.
+		a := fromBlob(g.b.unique)
+		a.Path, a.PackageName, a.Version, a.ContentType = "unique/1.0/unique.bin", "unique", "1.0", "application/octet-stream"
+		if err := bt.add(a); err != nil {
+			return err
+		}
+		g.uniqueSHA256 = g.b.unique.Checksums.SHA256
+	}
 	return bt.flush()
 }
 
@@ -569,13 +594,13 @@ func (g *gen) npm(p repoPlan) error {
 			return err
 		}
 		v := fmt.Sprintf("1.%d.0", i%perPkg)
-		w1, w2, _ := strings.Cut(n.Base, "-")
-		desc := fmt.Sprintf("The %s library for %s work", w1, strings.SplitN(w2, "-", 2)[0])
+		w1, _, _ := strings.Cut(n.Base, "-")
+		desc := npmDescription(w1)
 		manifest, _ := json.Marshal(map[string]any{"name": n.String(), "version": v, "description": desc,
 			"main": "index.js", "license": "MIT", "keywords": []string{w1, "bench"},
 			"dependencies": map[string]string{"left-pad": "^1.3.0"},
-			"dist":         map[string]any{"shasum": g.b.npmTgz.Checksums.SHA1, "fileCount": 2, "unpackedSize": 60}})
-		a := fromBlob(g.b.npmTgz)
+			"dist":         map[string]any{"shasum": g.b.npmTgz[w1].Checksums.SHA1, "fileCount": 2, "unpackedSize": 60}})
+		a := fromBlob(g.b.npmTgz[w1])
 		a.Path, a.PackageName, a.Version, a.ContentType, a.Attrs = n.Path(v), n.String(), v, "application/octet-stream", manifest
 		var kv []meta.KVOp
 		if i%perPkg == perPkg-1 || i == p.Artifacts-1 {
@@ -593,6 +618,10 @@ func (g *gen) npm(p repoPlan) error {
 	}
 	return bt.flush()
 }
+
+// npmDescription is the description of the npm packages named after
+// word w.
+func npmDescription(w string) string { return fmt.Sprintf("The %s library for bench work", w) }
 
 // pypi: projects of 5 versions, each an sdist and a wheel (with its
 // METADATA blob, as an upload extracts it).

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -163,6 +164,8 @@ type route struct {
 func (b *bench) routes(w *who) ([]route, error) {
 	fx := b.fx
 	word := "parser"
+	// A package of the typical npm repository, which the bench user reads.
+	exact := name(repoIndex(fx, fx.Typical["npm"]), 3)
 	rs := []route{
 		{"repositories, page 1", "/api/v1/repositories?page=1&limit=20", false},
 		{"repositories, page 20", "/api/v1/repositories?page=20&limit=20", false},
@@ -180,6 +183,13 @@ func (b *bench) routes(w *who) ([]route, error) {
 		{"npm search, typical repository", "/npm/" + fx.Typical["npm"] + "/-/v1/search?text=" + word, false},
 		{"pypi simple/, large repository", "/pypi/" + fx.Large["pypi"] + "/simple/", false},
 		{"pypi simple/, typical repository", "/pypi/" + fx.Typical["pypi"] + "/simple/", false},
+		{"quick search q=" + word, "/api/v1/search/quick?q=" + word, false},
+		{"quick search, a package's whole name", "/api/v1/search/quick?q=" + url.QueryEscape(exact), false},
+		{"quick search, a file name's start", "/api/v1/search/quick?q=" + url.QueryEscape(exact+"-1.0"), false},
+		{"quick search, no match", "/api/v1/search/quick?q=zzqx-none", false},
+		{"suggest q=" + word[:4], "/api/v1/search/suggest?q=" + word[:4], false},
+		{"advanced search query=" + word + "&format=npm", "/api/v1/search/advanced?query=" + word + "&format=npm", false},
+		{"checksum search (sha256)", "/api/v1/search/checksum?checksum=" + fx.UniqueSHA256, false},
 		{"generic download", fx.GenericGet, false},
 		{"REST artifact download", "/api/v1/artifacts/" + fx.ArtifactID + "/download", false},
 	}
@@ -314,5 +324,50 @@ func printRows(rows []row) {
 		fmt.Printf("| %s%s | %s | %d | %s | %s | %s | %s / %s / %s | %.0f | %s |\n", r.route, note, r.who, r.status,
 			ms(stat.Percentile(r.seq, 50)), ms(stat.Percentile(r.seq, 90)), ms(stat.Percentile(r.seq, 99)),
 			ms(stat.Percentile(r.conc, 50)), ms(stat.Percentile(r.conc, 90)), ms(stat.Percentile(r.conc, 99)), rate, ok)
+	}
+}
+
+// reindex has the origin read every artifact again for search (POST
+// /admin/reindex) and waits for it to finish: how long it took, and what
+// it reports.
+func (b *bench) reindex() (time.Duration, string, error) {
+	req, _ := http.NewRequest(http.MethodPost, b.url+"/api/v1/admin/reindex", nil)
+	req.Header.Set("Authorization", "Bearer "+b.admin.token)
+	start := time.Now()
+	resp, err := b.client.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		return 0, "", fmt.Errorf("POST /admin/reindex: %s", resp.Status)
+	}
+	last := time.Now()
+	for {
+		time.Sleep(time.Second)
+		if err := b.relogin(); err != nil {
+			return 0, "", err
+		}
+		body, _, err := b.expect(b.admin, "/api/v1/admin/reindex", 200)
+		if err != nil {
+			return 0, "", err
+		}
+		var st struct {
+			Reindex struct {
+				Status              string
+				Total, Done, Failed int
+			}
+		}
+		if err := json.Unmarshal(body, &st); err != nil {
+			return 0, "", err
+		}
+		r := st.Reindex
+		if r.Status == "completed" {
+			return time.Since(start), fmt.Sprintf("%d artifacts read, %d not inspected", r.Done, r.Failed), nil
+		}
+		if time.Since(last) >= 30*time.Second {
+			last = time.Now()
+			b.log.Info("reindexing", "done", r.Done, "of", r.Total)
+		}
 	}
 }

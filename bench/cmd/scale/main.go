@@ -167,7 +167,12 @@ func run(o options, log *slog.Logger) error {
 	if err := b.check(); err != nil {
 		return fmt.Errorf("the generated data does not read back: %w", err)
 	}
-	log.Info("read routes answer on the generated data; measuring")
+	log.Info("read routes answer on the generated data; reindexing for search")
+	took, reindexed, err := b.reindex()
+	if err != nil {
+		return err
+	}
+	log.Info("reindexed; measuring", "seconds", took.Seconds(), "result", reindexed)
 	rows := b.measure()
 	rssLoad, hwm := proc.Memory(p.PID())
 
@@ -177,6 +182,7 @@ func run(o options, log *slog.Logger) error {
 	fmt.Printf("| first start after generating, to healthy | %.2f s | | |\n", starts[0].Seconds())
 	fmt.Printf("| restart, to healthy | %.2f s | < 5 s | %s |\n", starts[1].Seconds(), verdict(starts[1] < 5*time.Second))
 	fmt.Printf("| RSS after restart (then 2 s idle) | %s (%s) | < 1 GiB | %s |\n", mib(rssStart), mib(rssIdle), verdict(rssIdle < 1<<30))
+	fmt.Printf("| search reindex, every artifact read by its format's inspector | %.1f s (%s) | | |\n", took.Seconds(), reindexed)
 	fmt.Printf("| RSS after the load (peak) | %s (%s) | < 1 GiB | %s |\n\n", mib(rssLoad), mib(hwm), verdict(hwm < 1<<30))
 	printRows(rows)
 	return nil

@@ -66,3 +66,33 @@ if (live) {
   };
   poll();
 }
+
+// The quick search box's suggestions: as one types, the completions the
+// page's URL answers fill the box's list (text only).
+const box = document.querySelector("input[data-suggest]");
+if (box && box.list) {
+  let timer, asked = "";
+  box.addEventListener("input", () => {
+    clearTimeout(timer);
+    timer = setTimeout(async () => {
+      const q = box.value.trim();
+      if (q === "" || q === asked) return;
+      asked = q;
+      try {
+        const url = new URL(box.dataset.suggest, location.href);
+        url.searchParams.set("q", q);
+        const r = await fetch(url, { credentials: "same-origin", headers: { Accept: "application/json" } });
+        if (!r.ok) return;
+        const answer = await r.json();
+        box.list.replaceChildren(...answer.suggestions.map((s) => {
+          const o = document.createElement("option");
+          o.value = s.text;
+          o.label = s.type === "package" ? "package" : "keyword or word";
+          return o;
+        }));
+      } catch {
+        // Suggestions are a help; the form works without them.
+      }
+    }, 150);
+  });
+}
