@@ -478,6 +478,8 @@ func (e *Edge) other(ctx *fasthttp.RequestCtx) {
 		writeJSON(ctx, status, body)
 	case (ctx.IsGet() || ctx.IsHead()) && downloadID(path) != "":
 		e.download(ctx, downloadID(path))
+	case ctx.IsGet() && searchKind(path) != "":
+		e.search(ctx, searchKind(path))
 	case strings.HasPrefix(path, "/api/v1/"):
 		if err := e.forward(ctx); err != nil {
 			server.APIError(ctx, apierr.New(apierr.Unavailable, "this edge node cannot reach an origin; retry later").With(apierr.RetryAfter, 5))

@@ -312,6 +312,25 @@ func TestEdgeProcess(t *testing.T) {
 		}
 	}
 
+	// Search: a question about a repository the edge holds is answered
+	// from its replica (saying so), any other by an origin.
+	search := func(path string) (status int, scope, answer string) {
+		t.Helper()
+		req, _ := http.NewRequest("GET", e.url+"/api/v1/search/"+path, nil)
+		req.Header.Set("Authorization", "Bearer "+es.apiToken)
+		r, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.StatusCode, r.Header.Get("X-Depot-Search-Scope"), body(r)
+	}
+	if st, scope, got := search("advanced?repository=files"); st != 200 || scope != "edge" || !strings.Contains(got, `"name":"pkg","version":"1.0"`) {
+		t.Errorf("an advanced search of the edge's repository: %d %q %s", st, scope, got)
+	}
+	if st, scope, got := search("quick?q=a.bin"); st != 200 || scope != "" || !strings.Contains(got, `"path":"pkg/1.0/a.bin"`) {
+		t.Errorf("a quick search at the edge: %d %q %s", st, scope, got)
+	}
+
 	// Origin down: the edge says it is degraded, and keeps serving.
 	o.stop(t)
 	waitFor(t, 10*time.Second, "the edge to report the origin unreachable", func() bool {
@@ -336,6 +355,13 @@ func TestEdgeProcess(t *testing.T) {
 		t.Fatalf("a password at the edge with the origin down: %v %v", r, err)
 	}
 	call(t, "GET", e.url+file, "Basic "+basicAuth("carol", carolTok.Token), nil, 200)
+	// Searches are answered from the replica, saying so.
+	if st, scope, got := search("quick?q=a.bin"); st != 200 || scope != "edge" || !strings.Contains(got, `"path":"pkg/1.0/a.bin"`) {
+		t.Errorf("a quick search with the origin down: %d %q %s", st, scope, got)
+	}
+	if st, _, got := search("quick?q="); st != 400 || !strings.Contains(got, "VALIDATION_FAILED") {
+		t.Errorf("a blank quick search with the origin down: %d %s", st, got)
+	}
 	// Writes need an origin: a clear 503 in the format's shape.
 	req, _ = http.NewRequest("PUT", e.url+"/generic/files/pkg/3.0/c.bin", strings.NewReader("nowhere to go"))
 	req.Header.Set("Authorization", basic)

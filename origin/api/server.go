@@ -21,6 +21,7 @@ import (
 	"github.com/depot-registry/depot/shared/format"
 	"github.com/depot-registry/depot/shared/httpx"
 	"github.com/depot-registry/depot/shared/meta"
+	"github.com/depot-registry/depot/shared/search"
 	"github.com/depot-registry/depot/shared/ratelimit"
 )
 
@@ -226,16 +227,16 @@ func (s *Server) routes() {
 
 	s.handle("GET /packages", anyone, s.listPackages, op{Tag: tagRepos, Summary: "List packages of the repositories the caller may read",
 		Out: packageList{}, Query: append([]param{{"query", "string", "names containing it"}, {"format", "string", "only this format"}, repoParam}, pageParams...)})
-	s.handle("GET /search/quick", anyone, s.searchQuick, op{Tag: tagSearch, Summary: "Packages, versions and files the caller may read, found by name, file name or what packages say of themselves; best first (scores in the README)",
-		Out: quickResults{}, Query: []param{{"q", "string", "the text to search for (required, at most 256 bytes)"}, {"limit", "integer", "results, 1 to 100 (default 10)"}}})
-	s.handle("GET /search/advanced", anyone, s.searchAdvanced, op{Tag: tagSearch, Summary: "Versions the caller may read, by text, format, repository and upload date; paginated",
-		Out: advancedResults{}, Query: append([]param{{"query", "string", "text matched as a quick search matches packages"}, {"format", "string", "only this format"},
+	s.handle("GET /search/quick", anyone, s.search("quick"), op{Tag: tagSearch, Summary: "Packages, versions and files the caller may read, found by name, file name or what packages say of themselves; best first (scores in the README)",
+		Out: search.QuickAnswer{}, Query: []param{{"q", "string", "the text to search for (required, at most 256 bytes)"}, {"limit", "integer", "results, 1 to 100 (default 10)"}}})
+	s.handle("GET /search/advanced", anyone, s.search("advanced"), op{Tag: tagSearch, Summary: "Versions the caller may read, by text, format, repository and upload date; paginated",
+		Out: search.AdvancedAnswer{}, Query: append([]param{{"query", "string", "text matched as a quick search matches packages"}, {"format", "string", "only this format"},
 			{"repository", "string", "only this repository, by name or id"}, {"min_date", "string", "uploaded at or after: an ISO date or an RFC 3339 time"},
 			{"max_date", "string", "uploaded before: an RFC 3339 time, or an ISO date (that day included)"}}, pageParams...)})
-	s.handle("GET /search/checksum", anyone, s.searchChecksum, op{Tag: tagSearch, Summary: "The artifacts the caller may read whose MD5, SHA-1 or SHA-256 (by its length) is checksum, exactly",
-		Out: checksumResults{}, Query: []param{{"checksum", "string", "hexadecimal: 32 (MD5), 40 (SHA-1) or 64 (SHA-256) digits"}}})
-	s.handle("GET /search/suggest", anyone, s.searchSuggest, op{Tag: tagSearch, Summary: "Completions of a partial query: package names, then terms packages are found by",
-		Out: suggestions{}, Query: []param{{"q", "string", "the partial query (required)"}, {"limit", "integer", "suggestions, 1 to 100 (default 10)"}}})
+	s.handle("GET /search/checksum", anyone, s.search("checksum"), op{Tag: tagSearch, Summary: "The artifacts the caller may read whose MD5, SHA-1 or SHA-256 (by its length) is checksum, exactly",
+		Out: search.ChecksumAnswer{}, Query: []param{{"checksum", "string", "hexadecimal: 32 (MD5), 40 (SHA-1) or 64 (SHA-256) digits"}}})
+	s.handle("GET /search/suggest", anyone, s.search("suggest"), op{Tag: tagSearch, Summary: "Completions of a partial query: package names, then terms packages are found by",
+		Out: search.SuggestAnswer{}, Query: []param{{"q", "string", "the partial query (required)"}, {"limit", "integer", "suggestions, 1 to 100 (default 10)"}}})
 	s.handle("GET /packages/{name}/versions", anyone, s.listVersions, op{Tag: tagRepos, Summary: "List a package's versions", Out: versionList{},
 		Query: []param{repoParam}})
 
