@@ -21,8 +21,8 @@ import (
 	"github.com/depot-registry/depot/shared/format"
 	"github.com/depot-registry/depot/shared/httpx"
 	"github.com/depot-registry/depot/shared/meta"
-	"github.com/depot-registry/depot/shared/search"
 	"github.com/depot-registry/depot/shared/ratelimit"
+	"github.com/depot-registry/depot/shared/search"
 )
 
 // Prefix is where the API is mounted.
