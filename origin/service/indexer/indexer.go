@@ -46,6 +46,11 @@ type Indexer struct {
 	// other kinds are not read twice, and no command is committed for
 	// them (a command per heartbeat would feed itself).
 	base, scanned uint64
+	// failures not reported yet, the first of them, and when the last
+	// report was: at most one warning a minute.
+	failed     int
+	firstFail  string
+	lastReport time.Time
 }
 
 // New makes an indexer.
@@ -136,6 +141,7 @@ func (ix *Indexer) Step(ctx context.Context) (more bool, err error) {
 	if _, err := ix.cfg.Commit.Apply(ctx, cmd); err != nil {
 		return false, err
 	}
+	ix.report(atEnd)
 	ix.base, ix.scanned = next, next
 	if cmd.Finished {
 		ix.cfg.Log.Info("search indexer: reindex finished", "artifacts", st.Reindex.Done+cmd.Read, "failed", st.Reindex.Failed+cmd.Failed)
@@ -143,12 +149,34 @@ func (ix *Indexer) Step(ctx context.Context) (more bool, err error) {
 	return !atEnd, nil
 }
 
+// fail notes a file that could not be read: each at debug level, and a
+// warning with their count and the first one at most once a minute
+// (report).
+func (ix *Indexer) fail(id, path string, err error) {
+	ix.cfg.Log.Debug("search indexer: a file cannot be inspected", "artifact", id, "path", path, "err", err)
+	if ix.failed == 0 {
+		ix.firstFail = path + " (artifact " + id + "): " + err.Error()
+	}
+	ix.failed++
+}
+
+// report warns of the failures since the last report, at most once a
+// minute unless now.
+func (ix *Indexer) report(now bool) {
+	if ix.failed == 0 || !now && time.Since(ix.lastReport) < time.Minute {
+		return
+	}
+	ix.cfg.Log.Warn("search indexer: files could not be inspected; they are found by name only (the debug log lists each)",
+		"files", ix.failed, "first", ix.firstFail)
+	ix.failed, ix.lastReport = 0, time.Now()
+}
+
 // inspect reads what an artifact's file says of its package: outcome
 // ok (info is it), none (its format says nothing search uses) or failed.
 func (ix *Indexer) inspect(ctx context.Context, c meta.Change) (meta.PackageInfo, string) {
 	var a meta.Artifact
 	if err := json.Unmarshal(c.Value, &a); err != nil {
-		ix.cfg.Log.Warn("search indexer: an unreadable artifact record", "artifact", c.Key, "err", err)
+		ix.fail(c.Key, "", err)
 		return meta.PackageInfo{}, "failed"
 	}
 	in, ok := ix.cfg.Formats[a.Format].(format.Inspector)
@@ -159,13 +187,13 @@ func (ix *Indexer) inspect(ctx context.Context, c meta.Change) (meta.PackageInfo
 	defer cancel()
 	f, err := ix.cfg.Blobs.Open(ctx, a.Digest)
 	if err != nil {
-		ix.cfg.Log.Debug("search indexer: the artifact's blob cannot be read", "artifact", a.ID, "path", a.Path, "err", err)
+		ix.fail(a.ID, a.Path, err)
 		return meta.PackageInfo{}, "failed"
 	}
 	defer f.Close()
 	p, err := in.Inspect(ctx, format.Stored{Path: a.Path, File: f, Size: f.Size(), Blobs: ix.cfg.Blobs})
 	if err != nil {
-		ix.cfg.Log.Debug("search indexer: the artifact cannot be inspected", "artifact", a.ID, "path", a.Path, "err", err)
+		ix.fail(a.ID, a.Path, err)
 		return meta.PackageInfo{}, "failed"
 	}
 	info := meta.PackageInfo{RepositoryID: a.RepositoryID, Name: a.PackageName, ArtifactID: a.ID, Summary: p.Summary,
