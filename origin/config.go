@@ -12,11 +12,17 @@ import (
 
 	"github.com/depot-registry/depot/shared/config"
 	"github.com/depot-registry/depot/shared/meta"
+	"github.com/depot-registry/depot/shared/settings"
 )
 
 // Config of an origin process. Every field has a flag and/or an
 // environment variable; see Bind.
 type Config struct {
+	// Given says how a setting was given at startup (config.Set.Given):
+	// the run-time settings whose flag or variable was are fixed. Nil
+	// (a Config not bound to flags): none is.
+	Given func(flag string) string
+
 	Listen   string
 	DataDir  string
 	RaftAddr string
@@ -188,6 +194,7 @@ func DefaultConfig() Config {
 // Bind registers the settings on a flag set, in groups (depot help
 // origin lists them so).
 func (c *Config) Bind(s *config.Set) {
+	c.Given = s.Given
 	s.Group("Network")
 	s.String(&c.Listen, "listen", "DEPOT_LISTEN", "HTTP address to serve the API and package formats on")
 	s.String(&c.ExternalURL, "external-url", "DEPOT_EXTERNAL_URL", "public base URL for absolute links (default: from each request)")
@@ -245,4 +252,23 @@ func (c *Config) Bind(s *config.Set) {
 	s.Group("Logging")
 	s.String(&c.LogFormat, "log-format", "DEPOT_LOG_FORMAT", "log format: text or json")
 	s.String(&c.LogLevel, "log-level", "DEPOT_LOG_LEVEL", "log level: debug, info, warn, error")
+}
+
+// settingsSource is this origin's side of the run-time settings: the
+// values its flags gave, and those fixed by being given.
+func (c *Config) settingsSource() settings.Source {
+	w := c.Webhooks
+	src := settings.Source{Fixed: map[string]string{}, Startup: settings.Values{
+		UsersCreateRepositories: c.UsersCreateRepo, RateLimitAPI: c.RateLimit, RateLimitLogin: c.RateLimitLogin,
+		RateLimitWindowSeconds: int64(c.RateWindow / time.Second), WebhooksEnabled: w.Enabled,
+		WebhookTimeoutSeconds: int64(w.Timeout / time.Second), WebhookMaxRetries: int64(w.MaxRetries),
+		WebhookRetryBackoff: w.Backoff, WebhookRateLimit: int64(w.RateLimit)}}
+	for _, d := range settings.Defs {
+		if d.Flag != "" && c.Given != nil {
+			if by := c.Given(d.Flag); by != "" {
+				src.Fixed[d.Key] = by
+			}
+		}
+	}
+	return src
 }

@@ -343,7 +343,7 @@ func (o *Origin) serve(context.Context) error {
 	application := &app.App{
 		Store: o.store, Commit: o.commit, Blobs: o.blobs, Authn: authn, Hasher: authn.Hasher,
 		Formats: byName, Env: env, Writer: writer, Now: now, NewID: auth.NewID,
-		AccessTTL: cfg.AccessTTL, RefreshTTL: cfg.RefreshTTL, UsersCreateRepo: cfg.UsersCreateRepo, RequireHTTPS: cfg.RequireHTTPS,
+		AccessTTL: cfg.AccessTTL, RefreshTTL: cfg.RefreshTTL, SettingsSource: cfg.settingsSource(), RequireHTTPS: cfg.RequireHTTPS,
 		Webhooks: o.webhooks, Downloads: clusterDownloads{o}, EventLog: eventLog{o.events, o.recordDownloads}, GC: o.gc, Cluster: originCluster{o},
 		Directory: policy, OIDCPolicy: ssoPolicy,
 	}
@@ -352,6 +352,13 @@ func (o *Origin) serve(context.Context) error {
 		log.Info("single sign-on on: GET /api/v1/auth/oidc/login signs users in with the OpenID provider", "issuer", cfg.OIDC.Issuer)
 	}
 	o.app = application
+	// The webhooks.* settings, changed at run time, over the flags'.
+	o.webhooks.SetOverlay(func(c webhooks.Config) webhooks.Config {
+		v := application.Settings()
+		c.Enabled, c.Timeout, c.MaxRetries = v.WebhooksEnabled, time.Duration(v.WebhookTimeoutSeconds)*time.Second, int(v.WebhookMaxRetries)
+		c.Backoff, c.RateLimit = v.WebhookRetryBackoff, int(v.WebhookRateLimit)
+		return c
+	})
 	if dir != nil {
 		authn.Directory, authn.Provision = ldapDirectory{dir}, application.ProvisionDirectoryUser
 		o.directory, o.directorySync = dir, progress.New("directory_sync", log.With("component", "ldap"))
@@ -362,11 +369,7 @@ func (o *Origin) serve(context.Context) error {
 		log.Info("directory sign-in on: passwords of users not kept here are checked with LDAP", "url", cfg.LDAP.URL,
 			"base_dn", cfg.LDAP.BaseDN, "start_tls", cfg.LDAP.StartTLS)
 	}
-	apiSrv := api.New(api.Config{
-		DemoMode:  cfg.DemoMode,
-		RateLimit: int(cfg.RateLimit), RateLimitLogin: int(cfg.RateLimitLogin), RateWindow: cfg.RateWindow,
-		CORSOrigins: splitList(cfg.CORSOrigins),
-	}, api.Deps{App: application, Audit: o.audit, Log: log, Health: o.health,
+	apiSrv := api.New(api.Config{DemoMode: cfg.DemoMode, CORSOrigins: splitList(cfg.CORSOrigins)}, api.Deps{App: application, Audit: o.audit, Log: log, Health: o.health,
 		BrowserSignIn: func(w http.ResponseWriter, r *http.Request, pair *app.TokenPair, next string, err error) {
 			o.ui.SignedIn(w, r, pair, next, err)
 		}})

@@ -189,6 +189,17 @@ func TestClusterFormsAndFailsOver(t *testing.T) {
 	// A conflict decided at a follower comes back as one.
 	call(t, "POST", procs[1].url+"/api/v1/repositories", ftok, strings.NewReader(`{"name":"more","format":"generic"}`), 409)
 
+	// A setting changed at one follower applies on the other, no restart.
+	call(t, "PUT", procs[1].url+"/api/v1/admin/settings", ftok, strings.NewReader(`{"repositories.default_public": true}`), 200)
+	waitFor(t, 10*time.Second, "the setting on the other follower", func() bool {
+		return strings.Contains(string(call(t, "GET", procs[2].url+"/api/v1/admin/settings", ftok, nil, 200)), `"repositories.default_public":true`)
+	})
+	var open struct{ Public bool }
+	_ = json.Unmarshal(call(t, "POST", procs[2].url+"/api/v1/repositories", ftok, strings.NewReader(`{"name":"open","format":"generic"}`), 201), &open)
+	if !open.Public {
+		t.Error("a repository made at another origin without saying is not public after the setting changed")
+	}
+
 	// kill -9 of the leader.
 	_ = procs[0].cmd.Process.Kill()
 	_ = procs[0].cmd.Wait()

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"net/http"
 
 	"github.com/depot-registry/depot/shared/auth"
@@ -36,4 +37,25 @@ func (s *Server) directoryStatus(w http.ResponseWriter, r *http.Request, p *auth
 
 func (s *Server) removeClusterMember(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
 	return written(w, 0, s.app.RemoveClusterMember(r.Context(), p, r.PathValue("id")), http.StatusNoContent, nil)
+}
+
+func (s *Server) getSettings(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	v, err := s.app.GetSettings(r.Context(), p)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, v)
+}
+
+// settingsChange is PUT /admin/settings: the settings to change, by key
+// (null: back to the default).
+type settingsChange map[string]json.RawMessage
+
+func (s *Server) putSettings(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	var in settingsChange
+	if err := decode(r, &in); err != nil {
+		return err
+	}
+	v, idx, err := s.app.UpdateSettings(r.Context(), p, in)
+	return written(w, idx, err, http.StatusOK, v)
 }

@@ -61,11 +61,12 @@ type newPermissionRequest struct {
 }
 
 type newRepoRequest struct {
-	Name        string            `json:"name"`
-	Format      string            `json:"format"`
-	Description string            `json:"description,omitempty"`
-	Public      bool              `json:"public,omitempty"`
-	Settings    map[string]string `json:"settings,omitempty"`
+	Name        string `json:"name"`
+	Format      string `json:"format"`
+	Description string `json:"description,omitempty"`
+	// Public: absent takes the repositories.default_public setting.
+	Public   *bool             `json:"public,omitempty"`
+	Settings map[string]string `json:"settings,omitempty"`
 }
 
 type repoChangeRequest struct {

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/depot-registry/depot/origin/app"
@@ -29,11 +30,9 @@ import (
 const Prefix = "/api/v1"
 
 // Config of the API.
+// The rate limits are run-time settings (app.Settings: rate_limit.*).
 type Config struct {
-	DemoMode       bool
-	RateLimit      int // API requests per RateWindow per client; <= 0 disables
-	RateLimitLogin int // login attempts per RateWindow per client and username
-	RateWindow     time.Duration
+	DemoMode bool
 	// CORSOrigins are the browser origins (scheme://host[:port]) allowed
 	// to call the API from another site; "*" allows any.
 	CORSOrigins []string
@@ -66,6 +65,8 @@ type Server struct {
 	apiLimit   *ratelimit.Limiter
 	nodeLimit  *ratelimit.Limiter // edge nodes' own requests (see NodeRateFactor)
 	loginLimit *ratelimit.Limiter
+	// limits are the rate-limit settings the limiters have (followLimits).
+	limits atomic.Pointer[limits]
 	// draining ends when the server shuts down, so long polls answer at
 	// once instead of holding the shutdown up.
 	draining context.Context
@@ -83,6 +84,30 @@ type Server struct {
 	openapi []byte  // the document made from table
 }
 
+// limits are the rate-limit settings.
+type limits struct {
+	api, login int
+	window     time.Duration
+}
+
+// followLimits gives the limiters (the API's, and the credential
+// guard's per username) the rate-limit settings in effect, when they
+// changed: a PUT /admin/settings applies at the next request.
+func (s *Server) followLimits() {
+	v := s.app.Settings()
+	now := limits{api: int(v.RateLimitAPI), login: int(v.RateLimitLogin), window: v.RateWindow()}
+	if was := s.limits.Load(); was != nil && *was == now {
+		return
+	}
+	s.apiLimit.SetLimit(now.api, now.window)
+	s.nodeLimit.SetLimit(now.api*NodeRateFactor, now.window)
+	s.loginLimit.SetLimit(now.login, now.window)
+	if g := s.app.Authn.Guard; g != nil {
+		g.SetLimits(now.login, now.window)
+	}
+	s.limits.Store(&now)
+}
+
 // Drain ends the long polls in progress and those to come (they answer
 // what they have): the process is shutting down.
 func (s *Server) Drain() { s.drain() }
@@ -98,10 +123,11 @@ func New(cfg Config, d Deps) *Server {
 		healthOf:      d.Health,
 		browserSignIn: d.BrowserSignIn,
 		mux:           http.NewServeMux(),
-		apiLimit:      ratelimit.New(cfg.RateLimit, cfg.RateWindow, now),
-		nodeLimit:     ratelimit.New(cfg.RateLimit*NodeRateFactor, cfg.RateWindow, now),
-		loginLimit:    ratelimit.New(cfg.RateLimitLogin, cfg.RateWindow, now),
+		apiLimit:      ratelimit.New(0, time.Minute, now),
+		nodeLimit:     ratelimit.New(0, time.Minute, now),
+		loginLimit:    ratelimit.New(0, time.Minute, now),
 	}
+	s.followLimits()
 	s.draining, s.drain = context.WithCancel(context.Background())
 	s.routes()
 	doc, err := s.openAPIDoc()
@@ -258,6 +284,10 @@ func (s *Server) routes() {
 			repoParam, {"limit", "integer", "at most 1000"}, {"wait", "integer", "seconds to wait for an event when there is none"}}})
 	s.handle("GET /admin/stats", adminOnly, s.stats, op{Tag: tagAdmin, Summary: "Statistics: repositories, artifacts, users, storage, downloads", Out: app.Stats{}})
 	s.handle("POST /admin/cleanup", adminOnly, s.cleanup, op{Tag: tagAdmin, Summary: "Run a garbage collection now: what it removed", Out: gc.Result{}})
+	s.handle("GET /admin/settings", adminOnly, s.getSettings, op{Tag: tagAdmin, Summary: "The run-time settings: each one's value, default, bounds and source (default, settings, or the flag or variable fixing it on this origin)",
+		Out: app.SettingsView{}})
+	s.handle("PUT /admin/settings", adminOnly, s.putSettings, op{Tag: tagAdmin, Summary: "Change settings by key (null: back to the default), at once, on every node; refused for a setting this origin's flag fixes",
+		In: settingsChange{}, Out: app.SettingsView{}})
 	s.handle("GET /admin/reindex", adminOnly, s.reindexState, op{Tag: tagAdmin, Summary: "The search index: the reindex running or last finished, and how far the indexer has read",
 		Out: app.ReindexStatus{}})
 	s.handle("POST /admin/reindex", adminOnly, s.startReindex, op{Tag: tagAdmin, Summary: "Read every artifact again for search, in the background (one at a time in the cluster; searches keep answering)",
@@ -326,6 +356,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// Registry tokens serve their format's paths only.
 		p, authErr = nil, auth.ErrBadCredentials
 	}
+	s.followLimits()
 	key, limit := "a:"+ip, s.apiLimit
 	switch {
 	case p.Edge() != "":

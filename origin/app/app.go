@@ -25,6 +25,7 @@ import (
 	"github.com/depot-registry/depot/shared/blob"
 	"github.com/depot-registry/depot/shared/format"
 	"github.com/depot-registry/depot/shared/meta"
+	"github.com/depot-registry/depot/shared/settings"
 )
 
 // App holds what the use cases need. Nil optional parts turn their
@@ -46,8 +47,11 @@ type App struct {
 	// AccessTTL and RefreshTTL are the lifetimes of a login session's
 	// access token and of the session (its refresh token).
 	AccessTTL, RefreshTTL time.Duration
-	// UsersCreateRepo lets role "user" create repositories.
-	UsersCreateRepo bool
+	// SettingsSource is where the run-time settings come from besides
+	// the store: this origin's flags, which of them fix a setting, and
+	// the defaults (Settings).
+	SettingsSource settings.Source
+	live           liveSettings
 	// RequireHTTPS refuses webhook URLs that are not https.
 	RequireHTTPS bool
 	// LookupHost resolves a webhook's host name (the system's resolver

@@ -118,8 +118,9 @@ func (a *App) ServedFormats() []string {
 // NewRepository is what creating a repository takes.
 type NewRepository struct {
 	Name, Format, Description string
-	Public                    bool
-	Settings                  map[string]string
+	// Public: nil takes the repositories.default_public setting.
+	Public   *bool
+	Settings map[string]string
 }
 
 // CreateRepository creates a repository; one made by a user who is not an
@@ -130,7 +131,7 @@ func (a *App) CreateRepository(ctx context.Context, p *auth.Principal, in NewRep
 		return nil, 0, apierr.New(apierr.Unauthorized, "authentication required")
 	case p.Role == meta.RoleViewer:
 		return nil, 0, apierr.New(apierr.Forbidden, "viewers cannot create repositories")
-	case p.Role == meta.RoleUser && !a.UsersCreateRepo:
+	case p.Role == meta.RoleUser && !a.Settings().UsersCreateRepositories:
 		return nil, 0, apierr.New(apierr.Forbidden, "only administrators can create repositories here")
 	case p.TokenID != "" && !auth.Allows(p.Scopes, meta.ActionAdmin, in.Name):
 		return nil, 0, apierr.New(apierr.Forbidden, "this token's scopes do not allow creating repositories")
@@ -154,9 +155,13 @@ func (a *App) CreateRepository(ctx context.Context, p *auth.Principal, in NewRep
 	if err := format.CheckRepo(a.Formats[in.Format], in.Name, in.Settings); err != nil {
 		return nil, 0, err
 	}
+	public := a.Settings().DefaultPublic
+	if in.Public != nil {
+		public = *in.Public
+	}
 	now := a.now()
 	repo := meta.Repository{ID: a.NewID(), Name: in.Name, Format: in.Format, Description: in.Description,
-		Public: in.Public, Settings: in.Settings, CreatedBy: p.UserID, CreatedAt: now, UpdatedAt: now}
+		Public: public, Settings: in.Settings, CreatedBy: p.UserID, CreatedAt: now, UpdatedAt: now}
 	cmd := &meta.RepoCreate{Repo: repo}
 	if p.Role != meta.RoleAdmin {
 		cmd.CreatorGrant = &meta.Permission{ID: a.NewID(), UserID: p.UserID, Permissions: []string{meta.ActionAdmin}, CreatedAt: now}

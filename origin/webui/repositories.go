@@ -96,7 +96,8 @@ func refused(err error, field *string) (*apierr.Error, bool) {
 }
 
 func (u *UI) newRepository(w http.ResponseWriter, c *call) error {
-	return u.render(w, c, 0, "repository-form", "New repository", repoForm{Formats: u.d.App.ServedFormats(), Format: "generic"})
+	return u.render(w, c, 0, "repository-form", "New repository", repoForm{Formats: u.d.App.ServedFormats(), Format: "generic",
+		Public: u.d.App.Settings().DefaultPublic})
 }
 
 func (u *UI) createRepository(w http.ResponseWriter, c *call) error {
@@ -104,7 +105,7 @@ func (u *UI) createRepository(w http.ResponseWriter, c *call) error {
 	form := repoForm{Name: strings.TrimSpace(f.Get("name")), Format: f.Get("format"), Description: f.Get("description"),
 		Public: f.Get("public") == "on", Formats: u.d.App.ServedFormats()}
 	repo, _, err := u.d.App.CreateRepository(c.r.Context(), c.p, app.NewRepository{Name: form.Name, Format: form.Format,
-		Description: form.Description, Public: form.Public})
+		Description: form.Description, Public: &form.Public})
 	if e, ok := refused(err, &form.Field); ok {
 		form.Err = e.Message
 		return u.render(w, c, e.Status(), "repository-form", "New repository", form)

@@ -142,6 +142,15 @@ func NewGuard(perUser, perAddr int, window time.Duration, now func() time.Time) 
 		perNode: ratelimit.New(perAddr*NodeFactor, window, now), now: now}
 }
 
+// SetLimits changes the failures allowed per address and username, and
+// the windows (run-time settings).
+func (g *Guard) SetLimits(perUser int, window time.Duration) {
+	g.perUser.SetLimit(perUser, window)
+	for _, l := range []*ratelimit.Limiter{g.perAddr, g.perNode} {
+		l.SetLimit(l.Limit(), window)
+	}
+}
+
 type nodeKey struct{}
 
 // ThroughNode marks ctx as a request edge node forwarded (see Guard).

@@ -238,6 +238,29 @@ func (s *Set) Parse(args []string) error {
 // flagName is a flag as the flag package's errors name it.
 var flagName = regexp.MustCompile(`(^|: |flag |for )-([A-Za-z])`)
 
+// Given says how a setting was given, when it was: "--name" when its
+// flag is on the command line, else the name of its environment variable
+// when that is set; "" when it has its default.
+func (s *Set) Given(name string) string {
+	given := ""
+	s.fs.Visit(func(f *flag.Flag) {
+		if f.Name == name {
+			given = "--" + name
+		}
+	})
+	if given != "" {
+		return given
+	}
+	for _, e := range s.entries {
+		if e.name == name {
+			if v, k := s.envNamed(e.env, ""); v != "" {
+				return k
+			}
+		}
+	}
+	return ""
+}
+
 // Args are the arguments left after the flags.
 func (s *Set) Args() []string { return s.fs.Args() }
 

@@ -50,7 +50,7 @@ const (
 
 // EventNames lists every event a webhook may subscribe to.
 var EventNames = []string{EventArtifactUploaded, EventArtifactDownloaded, EventArtifactDeleted, EventScanCompleted,
-	EventRepoCreated, EventRepoDeleted, EventUserCreated, EventPolicyViolated, EventWebhookTest}
+	EventRepoCreated, EventRepoDeleted, EventUserCreated, EventPolicyViolated, EventWebhookTest, EventSettingsUpdated}
 
 // Actor is who did something. IPAddress is set for downloads only.
 type Actor struct {

@@ -107,6 +107,8 @@ func script() []Command {
 			Keywords: []string{"cli"}, Licenses: []string{"MIT"}}}, To: 30, Read: 1},
 		&ReindexStart{By: "u1", At: t0, Total: 1},
 		&PackageInfoPut{To: 40, Read: 1, Finished: true, At: &t0},
+		&SettingsSet{Set: map[string]json.RawMessage{"a.b": json.RawMessage(`true`), "c.d": json.RawMessage(`5`)}, Actor: &Actor{UserID: "u1", Username: "alice"}, At: t0},
+		&SettingsSet{Set: map[string]json.RawMessage{"c.d": json.RawMessage(`6`)}, Reset: []string{"a.b"}, At: t0.Add(time.Minute)},
 	)
 }
 

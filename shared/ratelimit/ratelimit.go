@@ -67,6 +67,25 @@ func New(limit int, per time.Duration, now func() time.Time) *Limiter {
 		windows: map[[16]byte]*list.Element{}, order: list.New()}
 }
 
+// SetLimit changes the limit and the window (a run-time setting): the
+// windows counting go on with the new limit; a new window length applies
+// from each key's next window.
+func (l *Limiter) SetLimit(limit int, per time.Duration) {
+	if per <= 0 {
+		per = time.Minute
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.limit, l.window = limit, per
+}
+
+// Limit is the limit now.
+func (l *Limiter) Limit() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.limit
+}
+
 // WithMaxKeys sets how many keys the limiter remembers (tests use few).
 func (l *Limiter) WithMaxKeys(n int) *Limiter {
 	if n > 0 {
@@ -91,12 +110,12 @@ func (l *Limiter) Len() int {
 
 func (l *Limiter) decide(key string, count bool) Decision {
 	now := l.now()
-	if l.limit <= 0 {
-		return Decision{Allowed: true, Reset: now.Add(l.window)}
-	}
 	id := hashKey(key)
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.limit <= 0 {
+		return Decision{Allowed: true, Reset: now.Add(l.window)}
+	}
 	l.expire(now)
 	var w *window
 	if el, ok := l.windows[id]; ok {

@@ -102,6 +102,10 @@ type Queue struct {
 	log     *slog.Logger
 	metrics *metrics.Events
 
+	// overlay, when set, gives the settings changed at run time (the
+	// webhooks.* settings) over cfg; set before Run.
+	overlay func(Config) Config
+
 	mu       sync.Mutex
 	inflight map[string]bool
 	sent     map[string][]time.Time // attempts per webhook in the last minute
@@ -112,13 +116,24 @@ type Queue struct {
 // delivery ids.
 func NewQueue(cfg Config, store *meta.Store, commit meta.Committer, now func() time.Time, newID func() string,
 	log *slog.Logger, m *metrics.Events) *Queue {
-	return &Queue{cfg: cfg, store: store, commit: commit, sender: NewSender(cfg.Timeout, cfg.AllowPrivate), now: now,
+	// The sender's own bound is the longest a setting may ask; each
+	// attempt is bounded by the timeout in effect (conf).
+	return &Queue{cfg: cfg, store: store, commit: commit, sender: NewSender(10*time.Minute, cfg.AllowPrivate), now: now,
 		newID: newID, log: log, metrics: m, inflight: map[string]bool{}, sent: map[string][]time.Time{},
 		wake: make(chan struct{}, 1)}
 }
 
-// Config is the loop's configuration.
-func (q *Queue) Config() Config { return q.cfg }
+// SetOverlay makes the loop read the run-time settings: fn gives them
+// over the startup configuration, each time the loop decides.
+func (q *Queue) SetOverlay(fn func(Config) Config) { q.overlay = fn }
+
+// Config is the loop's configuration in effect now.
+func (q *Queue) Config() Config {
+	if q.overlay == nil {
+		return q.cfg
+	}
+	return q.overlay(q.cfg)
+}
 
 // nudge makes the loop look for work now (an attempt ended, or the log
 // moved).
@@ -140,7 +155,7 @@ func (q *Queue) Run(ctx context.Context) {
 	defer t.Stop()
 	for {
 		applied := q.store.LastApplied()
-		if q.cfg.Enabled {
+		if q.Config().Enabled {
 			if err := q.enqueue(ctx); err != nil && ctx.Err() == nil {
 				q.log.Warn("webhooks: enqueueing deliveries", "err", err)
 			}
@@ -250,9 +265,10 @@ func (q *Queue) dispatch(ctx context.Context, wg *sync.WaitGroup, sem chan struc
 		q.log.Warn("webhooks: reading due deliveries", "err", err)
 		return
 	}
+	enabled := q.Config().Enabled
 	for _, d := range due {
 		h := hooks[d.WebhookID]
-		if h == nil || !q.cfg.Enabled || (!d.Manual && !h.Active) || !q.claim(d.ID, h.ID, now) {
+		if h == nil || !enabled || (!d.Manual && !h.Active) || !q.claim(d.ID, h.ID, now) {
 			continue
 		}
 		select {
@@ -283,7 +299,7 @@ func (q *Queue) claim(id, hook string, now time.Time) bool {
 	if q.inflight[id] {
 		return false
 	}
-	if q.cfg.RateLimit > 0 {
+	if limit := q.Config().RateLimit; limit > 0 {
 		recent := q.sent[hook][:0]
 		for _, t := range q.sent[hook] {
 			if now.Sub(t) < time.Minute {
@@ -291,7 +307,7 @@ func (q *Queue) claim(id, hook string, now time.Time) bool {
 			}
 		}
 		q.sent[hook] = recent
-		if len(recent) >= q.cfg.RateLimit {
+		if len(recent) >= limit {
 			return false
 		}
 		q.sent[hook] = append(recent, now)
@@ -309,7 +325,10 @@ func (q *Queue) release(id string) {
 // attempt makes one attempt and commits its outcome with the next retry.
 func (q *Queue) attempt(ctx context.Context, d meta.Delivery, h *meta.Webhook) {
 	n := d.Attempts + 1
-	res := q.sender.Send(ctx, h.URL, h.ID, fmt.Sprintf("%s.%d", d.ID, n), d.Event, h.Secret, d.Body)
+	cfg := q.Config()
+	actx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+	res := q.sender.Send(actx, h.URL, h.ID, fmt.Sprintf("%s.%d", d.ID, n), d.Event, h.Secret, d.Body)
+	cancel()
 	if ctx.Err() != nil {
 		return // the leadership went mid-attempt: the next leader makes it again
 	}
@@ -322,8 +341,8 @@ func (q *Queue) attempt(ctx context.Context, d meta.Delivery, h *meta.Webhook) {
 		cmd.Error = res.Describe()
 		// Retries are counted from the first attempt; a manual redelivery
 		// is one attempt more.
-		if retry := n; !d.Manual && retry <= q.cfg.MaxRetries {
-			next := at.Add(q.cfg.RetryDelay(retry))
+		if retry := n; !d.Manual && retry <= cfg.MaxRetries {
+			next := at.Add(cfg.RetryDelay(retry))
 			if next.Sub(d.CreatedAt) <= q.cfg.GiveUp {
 				cmd.Retry = &next
 			}
