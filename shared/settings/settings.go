@@ -35,7 +35,9 @@ type Values struct {
 }
 
 // RateWindow is the rate limits' window.
-func (v Values) RateWindow() time.Duration { return time.Duration(v.RateLimitWindowSeconds) * time.Second }
+func (v Values) RateWindow() time.Duration {
+	return time.Duration(v.RateLimitWindowSeconds) * time.Second
+}
 
 // Def describes one setting.
 type Def struct {
