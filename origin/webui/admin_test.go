@@ -483,3 +483,50 @@ func TestAdministrationInTheBrowser(t *testing.T) {
 	}
 	b.clean()
 }
+
+// TestSettingsPage: an administrator sees every setting with its source,
+// saves the ones changed (the others stay default), brings one back to
+// its default, and a value out of bounds comes back marked; others may
+// not open the page.
+func TestSettingsPage(t *testing.T) {
+	e := origintest.Start(t, origintest.Options{})
+	p := newForm(t, e.URL)
+	p.signIn("admin", origintest.AdminPassword)
+	a := p.get("/ui/settings")
+	if a.status != 200 || !strings.Contains(a.body, `<code>repositories.default_public</code>`) || !strings.Contains(a.body, `name="webhooks.retry_backoff"`) {
+		t.Fatalf("the page: %d\n%.3000s", a.status, a.body)
+	}
+	form := url.Values{"repositories.users_create": {"on"}, "repositories.default_public": {"on"}, "webhooks.enabled": {"on"},
+		"rate_limit.api": {"0"}, "rate_limit.login": {"1000"}, "rate_limit.window_seconds": {"60"}, "webhooks.timeout_seconds": {"30"},
+		"webhooks.max_retries": {"5"}, "webhooks.retry_backoff": {"linear"}, "webhooks.rate_limit": {"600"}}
+	if a := p.post("/ui/settings", form); a.status != 303 {
+		t.Fatalf("save: %d %s", a.status, a.body)
+	}
+	a = p.get("/ui/settings")
+	if !strings.Contains(a.body, "Saved: repositories.default_public, webhooks.retry_backoff.") {
+		t.Errorf("the flash names what changed:\n%.3000s", a.body)
+	}
+	var got struct{ Values map[string]any }
+	e.Do("GET", "/api/v1/admin/settings", e.Admin, nil).Want(200).JSON(&got)
+	if got.Values["repositories.default_public"] != true || got.Values["webhooks.retry_backoff"] != "linear" || got.Values["rate_limit.api"] != float64(0) {
+		t.Errorf("after saving: %v", got.Values)
+	}
+	if a := p.post("/ui/settings", url.Values{"reset": {"webhooks.retry_backoff"}}); a.status != 303 {
+		t.Fatalf("reset: %d", a.status)
+	}
+	e.Do("GET", "/api/v1/admin/settings", e.Admin, nil).Want(200).JSON(&got)
+	if got.Values["webhooks.retry_backoff"] != "exponential" || got.Values["repositories.default_public"] != true {
+		t.Errorf("after the reset: %v", got.Values)
+	}
+	form.Set("webhooks.max_retries", "1000")
+	if a := p.post("/ui/settings", form); a.status != 400 || !strings.Contains(a.body, `name="webhooks.max_retries" value="5" min="0" max="100"`) ||
+		!strings.Contains(a.body, "must be an integer from 0 to 100") {
+		t.Errorf("out of bounds: %d\n%.4000s", a.status, a.body)
+	}
+	e.CreateUser("uma", "user", "uma-password-1")
+	u := newForm(t, e.URL)
+	u.signIn("uma", "uma-password-1")
+	if a := u.get("/ui/settings"); a.status != 403 {
+		t.Errorf("a user: %d", a.status)
+	}
+}

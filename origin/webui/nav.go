@@ -7,7 +7,7 @@ import (
 )
 
 // navEntry is a page in the navigation. Each feature still to come adds
-// its page here (settings, backups, scans and policies, migrations,
+// its page here (backups, scans and policies, migrations,
 // signing, plugins; search grows its own), marked Admin when only
 // administrators may open it.
 type navEntry struct {
@@ -23,6 +23,7 @@ var navEntries = []navEntry{
 	{Label: "Users", Path: "/users", Admin: true},
 	{Label: "Groups", Path: "/groups", Admin: true},
 	{Label: "Permissions", Path: "/permissions", Admin: true},
+	{Label: "Settings", Path: "/settings", Admin: true},
 	{Label: "Webhooks", Path: "/settings/webhooks", Admin: true},
 	{Label: "Edge nodes", Path: "/edges", Admin: true},
 	{Label: "Cluster", Path: "/cluster", Admin: true},
@@ -35,15 +36,23 @@ type navItem struct {
 	Current     bool
 }
 
-// nav is the navigation p sees, the entry of path marked current.
+// nav is the navigation p sees, the entry of path (the longest that
+// leads to it: Webhooks under Settings) marked current.
 func nav(p *auth.Principal, path string) []navItem {
 	var out []navItem
+	best := -1
 	for _, e := range navEntries {
 		if e.Admin && !p.IsAdmin() {
 			continue
 		}
 		href := Prefix + e.Path
-		out = append(out, navItem{Label: e.Label, Href: href, Current: path == href || strings.HasPrefix(path, href+"/")})
+		if (path == href || strings.HasPrefix(path, href+"/")) && (best < 0 || len(href) > len(out[best].Href)) {
+			best = len(out)
+		}
+		out = append(out, navItem{Label: e.Label, Href: href})
+	}
+	if best >= 0 {
+		out[best].Current = true
 	}
 	return out
 }

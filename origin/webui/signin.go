@@ -44,6 +44,8 @@ func (u *UI) routes() {
 	u.page("POST /tokens", signedIn, u.createToken)
 	u.page("POST /tokens/{id}/revoke", signedIn, u.revokeToken)
 
+	u.page("GET /settings", admin, u.settingsPage)
+	u.page("POST /settings", admin, u.changeSettings)
 	u.page("GET /settings/webhooks", admin, u.webhooks)
 	u.page("GET /settings/webhooks/new", admin, u.newWebhook)
 	u.page("POST /settings/webhooks/new", admin, u.createWebhook)
