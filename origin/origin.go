@@ -23,6 +23,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/depot-registry/depot/cluster/blobs"
@@ -35,6 +36,7 @@ import (
 	"github.com/depot-registry/depot/origin/app"
 	"github.com/depot-registry/depot/origin/fsm"
 	"github.com/depot-registry/depot/origin/service/audit"
+	"github.com/depot-registry/depot/origin/service/backup"
 	"github.com/depot-registry/depot/origin/service/downloads"
 	"github.com/depot-registry/depot/origin/service/events"
 	"github.com/depot-registry/depot/origin/service/gc"
@@ -93,6 +95,7 @@ type Origin struct {
 	recordDownloads *events.Gate
 	webhooks        *webhooks.Queue  // deliveries, run by the leader
 	indexer         *indexer.Indexer // search's package information, run by the leader
+	backups         *backup.Service  // backups and restores, run by the leader
 	poolChanged     chan struct{}
 	stopLoop        func()
 	stopJobs        func()
@@ -321,6 +324,13 @@ func (o *Origin) serve(context.Context) error {
 	byName := format.ByRepoFormat(formats)
 	o.indexer = indexer.New(indexer.Config{Store: o.store, Commit: o.commit, Blobs: o.blobs, Formats: byName,
 		Log: log.With("component", "search"), Metrics: &m.Search, Now: now})
+	backupWork := filepath.Join(cfg.DataDir, "backup-work")
+	_ = os.RemoveAll(backupWork) // what a stopped backup or restore left
+	o.backups = backup.New(backup.Config{Store: o.store, Commit: o.commit, Blobs: o.blobs, Node: o.nodeID, WorkDir: backupWork,
+		Version: version.Version, Log: log.With("component", "backup"), Now: now, LastIndex: o.node.Raft.LastIndex,
+		Restore: func(index uint64, size int64, r io.Reader) error {
+			return o.node.Raft.Restore(&raft.SnapshotMeta{Version: raft.SnapshotVersionMax, Index: index, Size: size}, r, time.Hour)
+		}})
 	for name := range byName {
 		m.Uploads.WithLabelValues(name) // each served format's count starts at 0
 	}
@@ -344,7 +354,7 @@ func (o *Origin) serve(context.Context) error {
 		Store: o.store, Commit: o.commit, Blobs: o.blobs, Authn: authn, Hasher: authn.Hasher,
 		Formats: byName, Env: env, Writer: writer, Now: now, NewID: auth.NewID,
 		AccessTTL: cfg.AccessTTL, RefreshTTL: cfg.RefreshTTL, SettingsSource: cfg.settingsSource(), RequireHTTPS: cfg.RequireHTTPS,
-		Webhooks: o.webhooks, Downloads: clusterDownloads{o}, EventLog: eventLog{o.events, o.recordDownloads}, GC: o.gc, Cluster: originCluster{o},
+		Webhooks: o.webhooks, BackupJobs: o.backups, Downloads: clusterDownloads{o}, EventLog: eventLog{o.events, o.recordDownloads}, GC: o.gc, Cluster: originCluster{o},
 		Directory: policy, OIDCPolicy: ssoPolicy,
 	}
 	if sso != nil {
@@ -590,6 +600,7 @@ func (o *Origin) leaderJobs(ctx context.Context) {
 	defer jobs.Wait()
 	jobs.Go(func() { o.webhooks.Run(ctx) })
 	jobs.Go(func() { o.indexer.Run(ctx) })
+	jobs.Go(func() { o.backups.Run(ctx) })
 	jobs.Go(func() { o.syncDirectory(ctx, o.app) })
 	o.purgeSessions(ctx, time.Hour)
 }

@@ -288,6 +288,15 @@ func (s *Server) routes() {
 		Out: app.SettingsView{}})
 	s.handle("PUT /admin/settings", adminOnly, s.putSettings, op{Tag: tagAdmin, Summary: "Change settings by key (null: back to the default), at once, on every node; refused for a setting this origin's flag fixes",
 		In: settingsChange{}, Out: app.SettingsView{}})
+	s.handle("GET /admin/backups", adminOnly, s.listBackups, op{Tag: tagAdmin, Summary: "List backups, newest first, with their status and progress", Out: backupList{}})
+	s.handle("POST /admin/backups", adminOnly, s.createBackup, op{Tag: tagAdmin, Summary: "Start a backup in the background: the metadata, and every blob when include_artifacts",
+		In: backupRequest{}, Out: meta.Backup{}, Status: http.StatusAccepted})
+	s.handle("GET /admin/backups/{id}", adminOnly, s.getBackup, op{Tag: tagAdmin, Summary: "A backup", Out: meta.Backup{}})
+	s.handle("GET /admin/backups/{id}/download", adminOnly, s.downloadBackup, op{Tag: tagAdmin, Summary: "A completed backup's archive (zstd-compressed tar; Range requests honoured)", Raw: true})
+	s.handle("DELETE /admin/backups/{id}", adminOnly, s.deleteBackup, op{Tag: tagAdmin, Summary: "Delete a backup (its archive goes with the next garbage collection)", Status: http.StatusNoContent})
+	s.handle("POST /admin/backups/{id}/restore", adminOnly, s.restoreBackup, op{Tag: tagAdmin, Summary: "Restore a backup into the running cluster, in the background (GET /admin/restore follows it)",
+		In: restoreRequest{}, Out: meta.RestoreState{}, Status: http.StatusAccepted})
+	s.handle("GET /admin/restore", adminOnly, s.restoreState, op{Tag: tagAdmin, Summary: "The restore in progress or last finished", Out: restoreStatus{}})
 	s.handle("GET /admin/reindex", adminOnly, s.reindexState, op{Tag: tagAdmin, Summary: "The search index: the reindex running or last finished, and how far the indexer has read",
 		Out: app.ReindexStatus{}})
 	s.handle("POST /admin/reindex", adminOnly, s.startReindex, op{Tag: tagAdmin, Summary: "Read every artifact again for search, in the background (one at a time in the cluster; searches keep answering)",

@@ -65,6 +65,8 @@ type App struct {
 	Downloads Downloads
 	// EventLog takes edge nodes' download events (nil: not recorded).
 	EventLog EventSink
+	// BackupJobs is the leader's backup service (nil: none woken).
+	BackupJobs BackupJobs
 	// GC collects garbage (nil: not on this node).
 	GC *gc.Collector
 	// Cluster is the origin cluster (nil: a lone origin).

@@ -149,15 +149,27 @@ func (tx *Tx) RepoBlobs(repoID string) ([]string, error) {
 // at most limit of them after the digest after ("" from the first), and
 // the digest to go on after (none: "" at the end).
 func (tx *Tx) ReferencedBlobs(after string, limit int) (digests []string, next string) {
+	return tx.ReferencedBlobsBy(after, limit, nil)
+}
+
+// ReferencedBlobsBy is ReferencedBlobs counting only the references of
+// the kinds by accepts (nil: all).
+func (tx *Tx) ReferencedBlobsBy(after string, limit int, by func(Kind) bool) (digests []string, next string) {
 	c := tx.bucket(bBlobRefs).Cursor()
 	k, _ := c.First()
 	if after != "" {
 		k, _ = c.Seek([]byte(after + "\x01")) // past every key of after
 	}
 	for ; k != nil; k, _ = c.Next() {
-		d, _, _ := strings.Cut(string(k), "\x00")
+		d, rest, _ := strings.Cut(string(k), "\x00")
 		if n := len(digests); n > 0 && digests[n-1] == d {
 			continue
+		}
+		if by != nil {
+			kind, _, _ := strings.Cut(rest, "\x00")
+			if n, err := strconv.Atoi(kind); err != nil || !by(Kind(n)) {
+				continue
+			}
 		}
 		if len(digests) == limit {
 			return digests, digests[len(digests)-1]

@@ -52,6 +52,9 @@ func (s *Store) BeginSnapshot() (*Snapshot, error) {
 	return &Snapshot{tx: tx, unlock: s.mu.RUnlock}, nil
 }
 
+// Tx reads the pinned state.
+func (sn *Snapshot) Tx() *Tx { return &Tx{tx: sn.tx} }
+
 // Release ends the snapshot; call it exactly once.
 func (sn *Snapshot) Release() {
 	_ = sn.tx.Rollback()

@@ -109,6 +109,11 @@ func script() []Command {
 		&PackageInfoPut{To: 40, Read: 1, Finished: true, At: &t0},
 		&SettingsSet{Set: map[string]json.RawMessage{"a.b": json.RawMessage(`true`), "c.d": json.RawMessage(`5`)}, Actor: &Actor{UserID: "u1", Username: "alice"}, At: t0},
 		&SettingsSet{Set: map[string]json.RawMessage{"c.d": json.RawMessage(`6`)}, Reset: []string{"a.b"}, At: t0.Add(time.Minute)},
+		&BackupPut{Backup: Backup{ID: "b1", Status: BackupPending, Description: "nightly", CreatedAt: t0}, Create: true},
+		&BackupPut{Backup: Backup{ID: "b1", Status: BackupCompleted, Description: "nightly", CreatedAt: t0, Digest: "sha256:bk", SizeBytes: 9}, Was: BackupPending},
+		&BackupPut{Backup: Backup{ID: "b2", Status: BackupPending, CreatedAt: t0}, Create: true},
+		&BackupDelete{ID: "b2"},
+		&RestoreStateSet{State: RestoreState{BackupID: "b1", Status: "requested", RequestedAt: t0}, Request: true},
 	)
 }
 
