@@ -234,6 +234,13 @@ func (o *Origin) startRaft(ctx context.Context) error {
 		Placement: o.placement(), MaxSize: o.cfg.MaxUploadBytes, Referenced: o.referencedBlobs,
 		ReferencedSince: o.referencedSince, Applied: o.store.LastApplied, Grace: o.cfg.GCGrace,
 		Now: o.now, Log: o.log})
+	backupWork := filepath.Join(o.cfg.DataDir, "backup-work")
+	_ = os.RemoveAll(backupWork) // what a stopped backup or restore left
+	o.backups = backup.New(backup.Config{Store: o.store, Commit: o.commit, Blobs: o.blobs, Node: o.nodeID, WorkDir: backupWork,
+		Version: version.Version, Log: o.log.With("component", "backup"), Now: o.now, LastIndex: o.node.Raft.LastIndex,
+		Restore: func(index uint64, size int64, r io.Reader) error {
+			return o.node.Raft.Restore(&raft.SnapshotMeta{Version: raft.SnapshotVersionMax, Index: index, Size: size}, r, time.Hour)
+		}})
 	o.servePeers()
 	if err := o.startMembership(ctx); err != nil {
 		return err
@@ -260,6 +267,16 @@ func (o *Origin) startRaft(ctx context.Context) error {
 	}
 	if err := o.node.Barrier(30 * time.Second); err != nil {
 		return err
+	}
+	if backup.HasPending(o.cfg.DataDir) {
+		// depot admin restore prepared this data directory: its metadata
+		// becomes the new cluster's before anything else is written.
+		o.log.Info("restoring the metadata depot admin restore unpacked")
+		id, err := o.backups.RestorePending(context.WithoutCancel(ctx), o.cfg.DataDir)
+		if err != nil {
+			return fmt.Errorf("restoring backup %s at the first start: %w (the data directory is left as it is: fix the cause and start again)", id, err)
+		}
+		fmt.Fprintf(o.out, "Restored backup %s: its users, repositories and artifacts are this cluster's.\n", id)
 	}
 	return o.ensureAdmin(ctx, o.commit)
 }
@@ -324,13 +341,6 @@ func (o *Origin) serve(context.Context) error {
 	byName := format.ByRepoFormat(formats)
 	o.indexer = indexer.New(indexer.Config{Store: o.store, Commit: o.commit, Blobs: o.blobs, Formats: byName,
 		Log: log.With("component", "search"), Metrics: &m.Search, Now: now})
-	backupWork := filepath.Join(cfg.DataDir, "backup-work")
-	_ = os.RemoveAll(backupWork) // what a stopped backup or restore left
-	o.backups = backup.New(backup.Config{Store: o.store, Commit: o.commit, Blobs: o.blobs, Node: o.nodeID, WorkDir: backupWork,
-		Version: version.Version, Log: log.With("component", "backup"), Now: now, LastIndex: o.node.Raft.LastIndex,
-		Restore: func(index uint64, size int64, r io.Reader) error {
-			return o.node.Raft.Restore(&raft.SnapshotMeta{Version: raft.SnapshotVersionMax, Index: index, Size: size}, r, time.Hour)
-		}})
 	for name := range byName {
 		m.Uploads.WithLabelValues(name) // each served format's count starts at 0
 	}

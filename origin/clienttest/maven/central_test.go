@@ -26,7 +26,7 @@ func TestMvnBuildWithCentralPlugins(t *testing.T) {
 		m := newMvn(t, url, alice.Name, alice.Token)
 		jar, _ := makeJar(t, work, "greeter-1.0.jar", "greeter")
 		clienttest.WriteFile(t, filepath.Join(work, "greeter.xml"), libPOM("greeter", "1.0"))
-		m.deployJar(url, jar, filepath.Join(work, "greeter.xml"))
+		m.DeployJar(url, jar, filepath.Join(work, "greeter.xml"))
 
 		// The build: our repository by id, Central as Maven knows it.
 		home, local := clienttest.Home(t), filepath.Join(t.TempDir(), "m2")

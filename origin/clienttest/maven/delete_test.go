@@ -71,12 +71,12 @@ func TestRESTDelete(t *testing.T) {
 		pom := filepath.Join(work, "demo-"+v+".xml")
 		clienttest.WriteFile(t, pom, libPOM("demo", v))
 		if v == "1.0" {
-			m.deployJar(url, jar, pom)
+			m.DeployJar(url, jar, pom)
 			continue
 		}
 		var sources string
 		sources, sourcesBytes = makeJar(t, work, "demo-"+v+"-sources.jar", "sources-"+v)
-		m.run(m.home, deployArgs(url, jar, "-DpomFile="+pom, "-Dsources="+sources)...)
+		m.Run(m.Home, deployArgs(url, jar, "-DpomFile="+pom, "-Dsources="+sources)...)
 		var err error
 		if pomBytes, err = os.ReadFile(pom); err != nil {
 			t.Fatal(err)
@@ -110,11 +110,11 @@ func TestRESTDelete(t *testing.T) {
 		m := newMvn(t, url, alice.Name, alice.Password) // a fresh local repository
 		dir := t.TempDir()
 		clienttest.WriteFile(t, filepath.Join(dir, "pom.xml"), extensionConsumer(version))
-		out, err := clienttest.TryRun(m.cmd(dir, "validate"))
+		out, err := clienttest.TryRun(m.Cmd(dir, "validate"))
 		if err != nil {
 			return out, err
 		}
-		jar, rerr := os.ReadFile(filepath.Join(m.local, "com/example/demo", strings.Trim(version, "[)"), "demo-"+strings.Trim(version, "[)")+".jar"))
+		jar, rerr := os.ReadFile(filepath.Join(m.Local, "com/example/demo", strings.Trim(version, "[)"), "demo-"+strings.Trim(version, "[)")+".jar"))
 		if rerr == nil {
 			return unzipMarker(t, string(jar)), nil
 		}
@@ -146,10 +146,10 @@ func TestRESTDelete(t *testing.T) {
 	m2 := newMvn(t, url, alice.Name, alice.Password)
 	dir := t.TempDir()
 	clienttest.WriteFile(t, filepath.Join(dir, "pom.xml"), extensionConsumer("[1.0,2.0)"))
-	if out, err := clienttest.TryRun(m2.cmd(dir, "validate")); err != nil {
+	if out, err := clienttest.TryRun(m2.Cmd(dir, "validate")); err != nil {
 		t.Fatalf("a range after deleting 1.1: %v\n%s", err, out)
 	}
-	if b, err := os.ReadFile(filepath.Join(m2.local, "com/example/demo/1.0/demo-1.0.jar")); err != nil || unzipMarker(t, string(b)) != "release-1.0\n" {
+	if b, err := os.ReadFile(filepath.Join(m2.Local, "com/example/demo/1.0/demo-1.0.jar")); err != nil || unzipMarker(t, string(b)) != "release-1.0\n" {
 		t.Fatalf("the range did not resolve demo 1.0: %v", err)
 	}
 	if out, err := resolve("1.1"); err == nil {

@@ -6,10 +6,8 @@ import (
 	"crypto/sha1"
 	"encoding/base64"
 	"encoding/hex"
-	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,88 +16,14 @@ import (
 	"github.com/depot-registry/depot/origin/origintest"
 )
 
-// debianRepo is Debian's system Maven repository: every plugin mvn needs
-// here (deploy plugin 3.0.0 included), so no run touches the internet.
-const debianRepo = "/usr/share/maven-repo"
+// mvn is an isolated Maven setup (clienttest.Maven).
+type mvn = clienttest.Maven
 
-// mvn is one isolated Maven setup: a writable local repository (a symlink
-// copy of Debian's) and a settings.xml pinning every repository to ours.
-type mvn struct {
-	t        *testing.T
-	home     string
-	settings string
-	local    string
-}
-
-// newMvn writes settings for repository URL url with credentials user and
-// secret (a password or an API token) under the server id "depot".
-// "central" is redefined to our URL, so nothing ever asks the public one.
 func newMvn(t *testing.T, url, user, secret string) *mvn {
-	t.Helper()
-	clienttest.RequireClients(t, "mvn")
-	if _, err := os.Stat(debianRepo); err != nil {
-		if os.Getenv("DEPOT_REQUIRE_CLIENTS") != "" {
-			t.Fatalf("%s is required: %v", debianRepo, err)
-		}
-		t.Skipf("%s missing: %v", debianRepo, err)
-	}
-	m := &mvn{t: t, home: clienttest.Home(t)}
-	m.local = filepath.Join(t.TempDir(), "m2")
-	if err := os.MkdirAll(m.local, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command("cp", "-rs", debianRepo+"/.", m.local+"/").CombinedOutput(); err != nil {
-		t.Fatalf("copy local repo: %v\n%s", err, out)
-	}
-	repo := func(kind string) string {
-		return fmt.Sprintf(`<%[1]s><id>central</id><url>%[2]s</url><releases><enabled>true</enabled></releases>
-          <snapshots><enabled>true</enabled><updatePolicy>always</updatePolicy></snapshots></%[1]s>`, kind, url)
-	}
-	m.settings = filepath.Join(m.home, "settings.xml")
-	clienttest.WriteFile(t, m.settings, `<settings>
-  <localRepository>`+m.local+`</localRepository>
-  <servers>
-    <server><id>depot</id><username>`+user+`</username><password>`+secret+`</password></server>
-    <server><id>central</id><username>`+user+`</username><password>`+secret+`</password></server>
-  </servers>
-  <profiles><profile><id>depot</id>
-    <repositories>`+repo("repository")+`</repositories>
-    <pluginRepositories>`+repo("pluginRepository")+`</pluginRepositories>
-  </profile></profiles>
-  <activeProfiles><activeProfile>depot</activeProfile></activeProfiles>
-</settings>
-`)
-	return m
+	return clienttest.NewMaven(t, url, user, secret)
 }
 
-func (m *mvn) cmd(dir string, args ...string) clienttest.Cmd {
-	return clienttest.Cmd{Dir: dir, Name: "mvn", Env: []string{"HOME=" + m.home, "MAVEN_OPTS=-Xmx256m"},
-		Args: append([]string{"-B", "-s", m.settings}, args...)}
-}
-
-// run runs mvn in dir and fails the test on failure.
-func (m *mvn) run(dir string, args ...string) string {
-	m.t.Helper()
-	return clienttest.Run(m.t, m.cmd(dir, args...))
-}
-
-// deployArgs are maven-deploy-plugin 3.0.0's deploy-file arguments.
-func deployArgs(url, file string, extra ...string) []string {
-	return append([]string{"org.apache.maven.plugins:maven-deploy-plugin:3.0.0:deploy-file", "-Dfile=" + file,
-		"-DrepositoryId=depot", "-Durl=" + url}, extra...)
-}
-
-// deployJar deploys a jar with the POM pom describes.
-func (m *mvn) deployJar(url, jar, pom string) string {
-	m.t.Helper()
-	return m.run(m.home, deployArgs(url, jar, "-DpomFile="+pom)...)
-}
-
-// deployPOM deploys a POM project (a parent or a BOM) described by pom.
-func (m *mvn) deployPOM(url, pom string) string {
-	m.t.Helper()
-	return m.run(m.home, deployArgs(url, pom, "-DpomFile="+pom)...)
-}
+var deployArgs = clienttest.DeployArgs
 
 // makeJar writes a small jar whose one resource holds marker.
 func makeJar(t *testing.T, dir, name, marker string) (string, []byte) {

@@ -103,9 +103,9 @@ func TestMvnDeployAndResolve(t *testing.T) {
 			jar, jarBytes := makeJar(t, work, "demo-1.0.jar", "release-1.0")
 			pom := filepath.Join(work, "demo.xml")
 			clienttest.WriteFile(t, pom, libPOM("demo", "1.0"))
-			m.deployJar(url, jar, pom)
+			m.DeployJar(url, jar, pom)
 			clienttest.WriteFile(t, filepath.Join(work, "bom.xml"), bomPOM)
-			m.deployPOM(url, filepath.Join(work, "bom.xml"))
+			m.DeployPOM(url, filepath.Join(work, "bom.xml"))
 
 			base := "/maven2/libs/com/example/demo/"
 			// mvn's GETs are not preemptive: the challenge is what makes it
@@ -142,7 +142,7 @@ func TestMvnDeployAndResolve(t *testing.T) {
 			before, size := e.RepoCounters(repoID)
 			m := newMvn(t, url, alice.Name, alice.Password)
 			jar, _ := makeJar(t, t.TempDir(), "demo-1.0.jar", "other bytes")
-			out, err := clienttest.TryRun(m.cmd(m.home, deployArgs(url, jar, "-DgroupId=com.example", "-DartifactId=demo",
+			out, err := clienttest.TryRun(m.Cmd(m.Home, deployArgs(url, jar, "-DgroupId=com.example", "-DartifactId=demo",
 				"-Dversion=1.0", "-Dpackaging=jar")...))
 			if err == nil || !strings.Contains(out, "409") {
 				t.Fatalf("redeploy of a release: err %v, output:\n%s", err, out)
@@ -160,10 +160,10 @@ func TestMvnDeployAndResolve(t *testing.T) {
 				jar, _ := makeJar(t, t.TempDir(), "tool-2.0-SNAPSHOT.jar", "tool "+marker)
 				pom := filepath.Join(t.TempDir(), "tool.xml")
 				clienttest.WriteFile(t, pom, libPOM("tool", "2.0-SNAPSHOT"))
-				m.deployJar(url, jar, pom)
+				m.DeployJar(url, jar, pom)
 				parent := filepath.Join(t.TempDir(), "parent.xml")
 				clienttest.WriteFile(t, parent, parentPOM(marker))
-				m.deployPOM(url, parent)
+				m.DeployPOM(url, parent)
 				for a, v := range map[string]string{"tool": "2.0-SNAPSHOT", "parent": "1.0-SNAPSHOT"} {
 					var doc snapshotDoc
 					body := e.Do("GET", "/maven2/libs/com/example/"+a+"/"+v+"/maven-metadata.xml", basic(alice.Name, alice.Token), nil).
@@ -204,12 +204,12 @@ func TestMvnDeployAndResolve(t *testing.T) {
 			m := newMvn(t, url, carol.Name, carol.Token)
 			dir := t.TempDir()
 			clienttest.WriteFile(t, filepath.Join(dir, "pom.xml"), consumerPOM)
-			out := m.run(dir, "validate")
+			out := m.Run(dir, "validate")
 			if !strings.Contains(out, "BUILD SUCCESS") {
 				t.Fatalf("validate:\n%s", out)
 			}
 			read := func(p string) string {
-				b, err := os.ReadFile(filepath.Join(m.local, p))
+				b, err := os.ReadFile(filepath.Join(m.Local, p))
 				if err != nil {
 					t.Fatalf("not resolved: %v\n%s", err, out)
 				}

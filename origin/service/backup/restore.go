@@ -109,7 +109,13 @@ func (s *Service) Apply(ctx context.Context, open func() (io.ReadCloser, error),
 	if err != nil {
 		return err
 	}
-	// The metadata, rebased past the log's end, the backups as they are.
+	return s.install(ctx, snap, hdr.IncludeArtifacts, st)
+}
+
+// install makes the metadata snapshot snap the cluster's, rebased past
+// the log's end, the backups as they are; for metadata backed up without
+// its blobs, it first looks for every blob the metadata references.
+func (s *Service) install(ctx context.Context, snap io.ReadSeeker, withBlobs bool, st *meta.RestoreState) error {
 	rebased, err := os.CreateTemp(s.cfg.WorkDir, "restore-*.rebased")
 	if err != nil {
 		return err
@@ -124,7 +130,7 @@ func (s *Service) Apply(ctx context.Context, open func() (io.ReadCloser, error),
 	seen := map[string]bool{}
 	err = s.cfg.Store.View(func(tx *meta.Tx) error {
 		return meta.Rebase(rebased, snap, at, tx, []meta.Kind{meta.KindBackup}, func(d string) {
-			if d != "" && !seen[d] && !hdr.IncludeArtifacts {
+			if d != "" && !seen[d] && !withBlobs {
 				seen[d] = true
 				digests = append(digests, d)
 			}
@@ -134,14 +140,12 @@ func (s *Service) Apply(ctx context.Context, open func() (io.ReadCloser, error),
 		return fmt.Errorf("%w: metadata: %v", ErrCorrupt, err)
 	}
 	seen = nil
-	if !hdr.IncludeArtifacts {
-		if missing := s.missing(ctx, digests); len(missing) > 0 {
-			st.MissingCount = len(missing)
-			st.Missing = missing[:min(len(missing), meta.MaxMissingListed)]
-			if !st.AllowMissingBlobs {
-				return fmt.Errorf("the backup holds metadata alone, and %d blobs it references are in no origin's store (listed in missing); "+
-					"restore a backup with artifacts, or restore with allow_missing_blobs (their files answer 404 until uploaded again)", len(missing))
-			}
+	if missing := s.missing(ctx, digests); len(missing) > 0 {
+		st.MissingCount = len(missing)
+		st.Missing = missing[:min(len(missing), meta.MaxMissingListed)]
+		if !st.AllowMissingBlobs {
+			return fmt.Errorf("the backup holds metadata alone, and %d blobs it references are in no origin's store (listed in missing); "+
+				"restore a backup with artifacts, or restore with allow_missing_blobs (their files answer 404 until uploaded again)", len(missing))
 		}
 	}
 	size, err := rebased.Seek(0, io.SeekEnd)
