@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -241,4 +242,67 @@ func makeTestJar(t *testing.T, path string) []byte {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
+}
+
+// TestRestoreClusterInPlace: a backup restored into a running cluster of
+// three origins, asked at a follower, with an edge serving the
+// repository: every origin and the edge come to the backup's state (a
+// file deleted since is back, one uploaded since is gone, a repository
+// made since is gone), and writes go on.
+func TestRestoreClusterInPlace(t *testing.T) {
+	c := startCluster(t)
+	procs, tok, basic := c.procs, c.tok, c.basic
+	var files struct{ ID string }
+	_ = json.Unmarshal(call(t, "POST", procs[0].url+"/api/v1/repositories", tok, strings.NewReader(`{"name":"files","format":"generic"}`), 201), &files)
+	call(t, "PUT", procs[0].url+"/generic/files/tool/1.0/a.bin", basic, strings.NewReader("kept"), 201)
+	var node struct{ ID, Token string }
+	edgeListen := clienttest.FreeAddr(t)
+	_ = json.Unmarshal(call(t, "POST", procs[0].url+"/api/v1/edge-nodes", tok, strings.NewReader(`{"name":"near","url":"http://`+edgeListen+`"}`), 201), &node)
+	call(t, "POST", procs[0].url+"/api/v1/edge-nodes/"+node.ID+"/repositories", tok, strings.NewReader(`{"repository_ids":["`+files.ID+`"]}`), 200)
+	edge := edgeProc(t, c.bin, procs[0].url, node.ID, node.Token, edgeListen, t.TempDir())
+	fileAt := func(base, path string) (int, string) {
+		req, _ := http.NewRequest("GET", base+"/generic/files/"+path, nil)
+		req.Header.Set("Authorization", basic)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0, ""
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	waitFor(t, 20*time.Second, "the file at the edge", func() bool { st, _ := fileAt(edge.url, "tool/1.0/a.bin"); return st == 200 })
+
+	id, _ := backupOf(t, procs[1].url, tok, t.TempDir())
+
+	// After the backup: the file goes, another comes, a repository too.
+	call(t, "DELETE", procs[0].url+"/generic/files/tool/1.0/a.bin", basic, nil, 204)
+	call(t, "PUT", procs[0].url+"/generic/files/tool/2.0/b.bin", basic, strings.NewReader("later"), 201)
+	call(t, "POST", procs[0].url+"/api/v1/repositories", tok, strings.NewReader(`{"name":"later","format":"generic"}`), 201)
+	waitFor(t, 20*time.Second, "the edge to see the changes", func() bool { st, _ := fileAt(edge.url, "tool/2.0/b.bin"); return st == 200 })
+
+	call(t, "POST", procs[2].url+"/api/v1/admin/backups/"+id+"/restore", tok, nil, 202)
+	waitFor(t, 2*time.Minute, "the restore to complete", func() bool {
+		var st struct{ Restore struct{ Status, Error string } }
+		_ = json.Unmarshal(call(t, "GET", procs[2].url+"/api/v1/admin/restore", tok, nil, 200), &st)
+		if st.Restore.Status == "failed" {
+			t.Fatalf("restore failed: %s", st.Restore.Error)
+		}
+		return st.Restore.Status == "completed"
+	})
+	for i, p := range procs {
+		waitFor(t, 20*time.Second, "origin "+string(rune('1'+i))+" to hold the backup's state", func() bool {
+			st1, body := fileAt(p.url, "tool/1.0/a.bin")
+			st2, _ := fileAt(p.url, "tool/2.0/b.bin")
+			return st1 == 200 && body == "kept" && st2 == 404
+		})
+		call(t, "GET", p.url+"/api/v1/repositories/later", tok, nil, 404)
+	}
+	waitFor(t, 30*time.Second, "the edge to resync to the backup's state", func() bool {
+		st1, body := fileAt(edge.url, "tool/1.0/a.bin")
+		st2, _ := fileAt(edge.url, "tool/2.0/b.bin")
+		return st1 == 200 && body == "kept" && st2 == 404
+	})
+	call(t, "PUT", procs[1].url+"/generic/files/tool/3.0/c.bin", basic, strings.NewReader("after"), 201)
+	waitFor(t, 20*time.Second, "a write after the restore at the edge", func() bool { st, _ := fileAt(edge.url, "tool/3.0/c.bin"); return st == 200 })
 }
