@@ -283,7 +283,9 @@ func TestRestoreClusterInPlace(t *testing.T) {
 
 	call(t, "POST", procs[2].url+"/api/v1/admin/backups/"+id+"/restore", tok, nil, 202)
 	waitFor(t, 2*time.Minute, "the restore to complete", func() bool {
-		var st struct{ Restore struct{ Status, Error string } }
+		var st struct {
+			Restore struct{ Status, Error string }
+		}
 		_ = json.Unmarshal(call(t, "GET", procs[2].url+"/api/v1/admin/restore", tok, nil, 200), &st)
 		if st.Restore.Status == "failed" {
 			t.Fatalf("restore failed: %s", st.Restore.Error)
