@@ -237,7 +237,11 @@ func (o *Origin) startRaft(ctx context.Context) error {
 	backupWork := filepath.Join(o.cfg.DataDir, "backup-work")
 	_ = os.RemoveAll(backupWork) // what a stopped backup or restore left
 	o.backups = backup.New(backup.Config{Store: o.store, Commit: o.commit, Blobs: o.blobs, Node: o.nodeID, WorkDir: backupWork,
-		Version: version.Version, Log: o.log.With("component", "backup"), Now: o.now, LastIndex: o.node.Raft.LastIndex,
+		Version: version.Version, Log: o.log.With("component", "backup"), Now: o.now, LastIndex: o.node.Raft.LastIndex, NewID: auth.NewID,
+		Schedule: func() (time.Duration, int, bool) {
+			v := o.app.Settings()
+			return time.Duration(v.BackupIntervalHours) * time.Hour, int(v.BackupKeep), v.BackupIncludeArtifacts
+		},
 		Restore: func(index uint64, size int64, r io.Reader) error {
 			return o.node.Raft.Restore(&raft.SnapshotMeta{Version: raft.SnapshotVersionMax, Index: index, Size: size}, r, time.Hour)
 		}})

@@ -146,3 +146,45 @@ func TestMetadataOnlyRestoreSaysWhatIsMissing(t *testing.T) {
 	e.Do("GET", "/api/v1/repositories/later", admin, nil).WantError(404, "NOT_FOUND")
 	e.Do("GET", "/generic/files/tool/1.0/tool.bin", admin, nil).Want(404)
 }
+
+// TestScheduledBackups: with an interval set, a backup is made when the
+// last scheduled one is that old, and only the newest kept remain;
+// backups asked for by hand are not counted nor deleted.
+func TestScheduledBackups(t *testing.T) {
+	e := origintest.Start(t, origintest.Options{})
+	admin := e.Token(e.Admin, []string{"admin"}, nil) // the hours go by: a session would not last
+	var hand backupView
+	e.Do("POST", "/api/v1/admin/backups", admin, map[string]any{"description": "by hand"}).Want(202).JSON(&hand)
+	waitBackup(t, e, hand.ID)
+	e.Do("PUT", "/api/v1/admin/settings", admin, map[string]any{"backups.interval_hours": 1, "backups.keep": 2,
+		"backups.include_artifacts": false}).Want(200)
+	scheduled := func() (n int, done bool) {
+		var list struct{ Backups []backupView }
+		e.Do("GET", "/api/v1/admin/backups", admin, nil).Want(200).JSON(&list)
+		done = true
+		for _, b := range list.Backups {
+			if b.Description == "scheduled" {
+				n++
+				done = done && b.Status == "completed" && !b.IncludeArtifacts
+			}
+		}
+		return n, done
+	}
+	for i, want := range []int{1, 2, 2} {
+		if i > 0 {
+			e.Clock.Advance(61 * time.Minute)
+		}
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			n, done := scheduled()
+			if n == want && done && (i < 2 || time.Now().After(deadline.Add(-15*time.Second))) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: %d scheduled backups (done %v), want %d", i, n, done, want)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	e.Do("GET", "/api/v1/admin/backups/"+hand.ID, admin, nil).Want(200)
+}

@@ -101,6 +101,7 @@ func (a *App) UpdateSettings(ctx context.Context, p *auth.Principal, in map[stri
 	if err != nil {
 		return SettingsView{}, idx, err
 	}
+	a.wakeBackups() // a schedule may have changed
 	out, err := a.GetSettings(ctx, p)
 	return out, idx, err
 }

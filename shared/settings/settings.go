@@ -32,6 +32,9 @@ type Values struct {
 	WebhookMaxRetries       int64  `json:"webhooks.max_retries"`
 	WebhookRetryBackoff     string `json:"webhooks.retry_backoff"`
 	WebhookRateLimit        int64  `json:"webhooks.rate_limit"`
+	BackupIntervalHours     int64  `json:"backups.interval_hours"`
+	BackupKeep              int64  `json:"backups.keep"`
+	BackupIncludeArtifacts  bool   `json:"backups.include_artifacts"`
 }
 
 // RateWindow is the rate limits' window.
@@ -62,6 +65,9 @@ var Defs = []Def{
 	{Key: "webhooks.max_retries", Flag: "webhook-max-retries", Min: 0, Max: 100, Doc: "retries after a failed delivery (given up 24 hours after its event in any case)"},
 	{Key: "webhooks.retry_backoff", Flag: "webhook-retry-backoff", Enum: []string{"exponential", "linear"}, Doc: "retry schedule: exponential (1m, 5m, 30m, 2h, 6h) or linear (1m, 2m, 3m...)"},
 	{Key: "webhooks.rate_limit", Flag: "webhook-rate-limit", Min: 0, Max: 1_000_000, Doc: "delivery attempts per webhook per minute (0 = unlimited)"},
+	{Key: "backups.interval_hours", Min: 0, Max: 8760, Doc: "a scheduled backup is made this many hours after the last one (0 = none scheduled)"},
+	{Key: "backups.keep", Min: 1, Max: 1000, Doc: "scheduled backups kept: older ones are deleted (backups asked for by hand are kept until deleted)"},
+	{Key: "backups.include_artifacts", Doc: "scheduled backups hold every file, not only the metadata"},
 }
 
 // Lookup finds a setting by key.

@@ -35,6 +35,12 @@ type Config struct {
 	Now       func() time.Time
 	// Poll is how often the job looks for work when not woken (default 2 s).
 	Poll time.Duration
+	// Schedule gives the scheduled backups' settings now: how long after
+	// the last one the next is made (0: none), how many are kept, and
+	// whether they hold the files. Nil: none scheduled.
+	Schedule func() (every time.Duration, keep int, artifacts bool)
+	// NewID makes backup ids.
+	NewID func() string
 }
 
 // Service runs backups and restores on the leader (Run).
@@ -99,12 +105,14 @@ func (s *Service) interrupted(ctx context.Context) {
 	}
 }
 
-// step does the oldest backup asked for, then a restore asked for.
+// step does the scheduled backup when it is due, the oldest backup
+// asked for, then a restore asked for.
 func (s *Service) step(ctx context.Context) {
 	var pending *meta.Backup
 	var restore *meta.RestoreState
+	var backups []meta.Backup
 	_ = s.cfg.Store.View(func(tx *meta.Tx) error {
-		backups, _ := tx.Backups()
+		backups, _ = tx.Backups()
 		for i := len(backups) - 1; i >= 0; i-- { // oldest first
 			if backups[i].Status == meta.BackupPending {
 				pending = &backups[i]
@@ -114,12 +122,54 @@ func (s *Service) step(ctx context.Context) {
 		restore = tx.Restore()
 		return nil
 	})
+	if pending == nil {
+		pending = s.schedule(ctx, backups)
+	}
 	if pending != nil {
 		s.backup(ctx, *pending)
 	}
 	if restore != nil && restore.Status == "requested" && ctx.Err() == nil {
 		s.restore(ctx, *restore)
 	}
+}
+
+// schedule asks for the scheduled backup when the last is older than the
+// interval, and deletes the scheduled backups beyond those kept (backups
+// lists every backup, newest first). It answers the backup asked for.
+func (s *Service) schedule(ctx context.Context, backups []meta.Backup) *meta.Backup {
+	if s.cfg.Schedule == nil {
+		return nil
+	}
+	every, keep, artifacts := s.cfg.Schedule()
+	kept := 0
+	var last *meta.Backup
+	for i := range backups {
+		b := &backups[i]
+		if !b.Scheduled {
+			continue
+		}
+		if last == nil {
+			last = b
+		}
+		if b.Status == meta.BackupPending || b.Status == meta.BackupRunning {
+			continue
+		}
+		if kept++; kept > keep {
+			if _, err := s.cfg.Commit.Apply(ctx, &meta.BackupDelete{ID: b.ID}); err != nil && !errors.Is(err, meta.ErrNotFound) {
+				s.cfg.Log.Warn("deleting a scheduled backup past those kept", "backup", b.ID, "err", err)
+			}
+		}
+	}
+	if every <= 0 || (last != nil && s.now().Sub(last.CreatedAt) < every) {
+		return nil
+	}
+	b := meta.Backup{ID: s.cfg.NewID(), Status: meta.BackupPending, Description: "scheduled", IncludeArtifacts: artifacts,
+		Scheduled: true, CreatedAt: s.now(), CreatedBy: "schedule"}
+	if _, err := s.cfg.Commit.Apply(ctx, &meta.BackupPut{Backup: b, Create: true}); err != nil {
+		s.cfg.Log.Warn("asking for the scheduled backup", "err", err)
+		return nil
+	}
+	return &b
 }
 
 // finish records how a backup ended (err nil: completed).
