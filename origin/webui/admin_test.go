@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -498,7 +499,8 @@ func TestSettingsPage(t *testing.T) {
 	}
 	form := url.Values{"repositories.users_create": {"on"}, "repositories.default_public": {"on"}, "webhooks.enabled": {"on"},
 		"rate_limit.api": {"0"}, "rate_limit.login": {"1000"}, "rate_limit.window_seconds": {"60"}, "webhooks.timeout_seconds": {"30"},
-		"webhooks.max_retries": {"5"}, "webhooks.retry_backoff": {"linear"}, "webhooks.rate_limit": {"600"}}
+		"webhooks.max_retries": {"5"}, "webhooks.retry_backoff": {"linear"}, "webhooks.rate_limit": {"600"},
+		"backups.interval_hours": {"0"}, "backups.keep": {"7"}, "backups.include_artifacts": {"on"}}
 	if a := p.post("/ui/settings", form); a.status != 303 {
 		t.Fatalf("save: %d %s", a.status, a.body)
 	}
@@ -527,6 +529,51 @@ func TestSettingsPage(t *testing.T) {
 	u := newForm(t, e.URL)
 	u.signIn("uma", "uma-password-1")
 	if a := u.get("/ui/settings"); a.status != 403 {
+		t.Errorf("a user: %d", a.status)
+	}
+}
+
+// TestBackupsPage: an administrator backs up from the page, which
+// refreshes itself while the backup runs and then offers its download,
+// its restore and its deletion; others may not open it.
+func TestBackupsPage(t *testing.T) {
+	e := origintest.Start(t, origintest.Options{})
+	e.CreateRepo("files", "generic", false)
+	e.Do("PUT", "/generic/files/tool/1.0/a.bin", e.Admin, "abc").Want(201)
+	p := newForm(t, e.URL)
+	p.signIn("admin", origintest.AdminPassword)
+	if a := p.get("/ui/backups"); a.status != 200 || !strings.Contains(a.body, "No backup yet.") {
+		t.Fatalf("the empty page: %d\n%.2000s", a.status, a.body)
+	}
+	if a := p.post("/ui/backups", url.Values{"description": {"from the page"}, "include_artifacts": {"on"}}); a.status != 303 {
+		t.Fatalf("back up: %d %s", a.status, a.body)
+	}
+	var a answer
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if a = p.get("/ui/backups"); strings.Contains(a.body, ">completed<") {
+			break
+		}
+	}
+	if !strings.Contains(a.body, "from the page") || !strings.Contains(a.body, "with files") || a.header.Get("Refresh") != "" {
+		t.Fatalf("the completed backup:\n%.3000s", a.body)
+	}
+	m := regexp.MustCompile(`href="/ui/backups/([0-9a-f]+)/download"`).FindStringSubmatch(a.body)
+	if m == nil {
+		t.Fatalf("no download link:\n%.3000s", a.body)
+	}
+	if d := p.get("/ui/backups/" + m[1] + "/download"); d.status != 200 || d.header.Get("Content-Type") != "application/zstd" || len(d.body) == 0 {
+		t.Errorf("download: %d %s", d.status, d.header)
+	}
+	if d := p.post("/ui/backups/"+m[1]+"/delete", nil); d.status != 303 {
+		t.Errorf("delete: %d", d.status)
+	}
+	if a := p.get("/ui/backups"); !strings.Contains(a.body, "No backup yet.") {
+		t.Errorf("after the delete:\n%.2000s", a.body)
+	}
+	e.CreateUser("uma", "user", "uma-password-1")
+	u := newForm(t, e.URL)
+	u.signIn("uma", "uma-password-1")
+	if a := u.get("/ui/backups"); a.status != 403 {
 		t.Errorf("a user: %d", a.status)
 	}
 }

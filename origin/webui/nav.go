@@ -7,7 +7,7 @@ import (
 )
 
 // navEntry is a page in the navigation. Each feature still to come adds
-// its page here (backups, scans and policies, migrations,
+// its page here ( scans and policies, migrations,
 // signing, plugins; search grows its own), marked Admin when only
 // administrators may open it.
 type navEntry struct {
@@ -24,6 +24,7 @@ var navEntries = []navEntry{
 	{Label: "Groups", Path: "/groups", Admin: true},
 	{Label: "Permissions", Path: "/permissions", Admin: true},
 	{Label: "Settings", Path: "/settings", Admin: true},
+	{Label: "Backups", Path: "/backups", Admin: true},
 	{Label: "Webhooks", Path: "/settings/webhooks", Admin: true},
 	{Label: "Edge nodes", Path: "/edges", Admin: true},
 	{Label: "Cluster", Path: "/cluster", Admin: true},

@@ -44,6 +44,11 @@ func (u *UI) routes() {
 	u.page("POST /tokens", signedIn, u.createToken)
 	u.page("POST /tokens/{id}/revoke", signedIn, u.revokeToken)
 
+	u.page("GET /backups", admin, u.backups)
+	u.page("POST /backups", admin, u.createBackup)
+	u.page("GET /backups/{id}/download", admin, u.downloadBackup)
+	u.page("POST /backups/{id}/restore", admin, u.restoreBackup)
+	u.page("POST /backups/{id}/delete", admin, u.deleteBackup)
 	u.page("GET /settings", admin, u.settingsPage)
 	u.page("POST /settings", admin, u.changeSettings)
 	u.page("GET /settings/webhooks", admin, u.webhooks)
