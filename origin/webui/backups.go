@@ -80,29 +80,11 @@ func (u *UI) downloadBackup(w http.ResponseWriter, c *call) error {
 func (u *UI) deleteBackup(w http.ResponseWriter, c *call) error {
 	id := c.r.PathValue("id")
 	_, err := u.d.App.DeleteBackup(c.r.Context(), c.p, id)
-	var field string
-	if e, ok := refused(err, &field); ok {
-		u.flash(w, c.r, e.Message)
-	} else if err != nil {
-		return err
-	} else {
-		u.flash(w, c.r, "Backup "+id+" deleted.")
-	}
-	http.Redirect(w, c.r, backupsPath, http.StatusSeeOther)
-	return nil
+	return u.after(w, c, err, "Backup "+id+" deleted.", backupsPath)
 }
 
 func (u *UI) restoreBackup(w http.ResponseWriter, c *call) error {
 	id := c.r.PathValue("id")
 	_, _, err := u.d.App.RequestRestore(c.r.Context(), c.p, id, c.r.PostForm.Get("allow_missing_blobs") == "on")
-	var field string
-	if e, ok := refused(err, &field); ok {
-		u.flash(w, c.r, e.Message)
-	} else if err != nil {
-		return err
-	} else {
-		u.flash(w, c.r, "Restore of backup "+id+" started. Sessions made since the backup end with it: sign in again when it completes.")
-	}
-	http.Redirect(w, c.r, backupsPath, http.StatusSeeOther)
-	return nil
+	return u.after(w, c, err, "Restore of backup "+id+" started. Sessions made since the backup end with it: sign in again when it completes.", backupsPath)
 }

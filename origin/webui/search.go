@@ -110,14 +110,5 @@ func (u *UI) suggest(w http.ResponseWriter, c *call) error {
 // reindex starts a reindex (administrators).
 func (u *UI) reindex(w http.ResponseWriter, c *call) error {
 	_, _, err := u.d.App.StartReindex(c.r.Context(), c.p)
-	var field string
-	if e, ok := refused(err, &field); ok {
-		u.flash(w, c.r, e.Message)
-	} else if err != nil {
-		return err
-	} else {
-		u.flash(w, c.r, "Reindex started: every artifact is read again in the background; searches keep answering meanwhile.")
-	}
-	http.Redirect(w, c.r, Prefix+"/search", http.StatusSeeOther)
-	return nil
+	return u.after(w, c, err, "Reindex started: every artifact is read again in the background; searches keep answering meanwhile.", Prefix+"/search")
 }

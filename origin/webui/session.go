@@ -137,6 +137,20 @@ func (u *UI) flash(w http.ResponseWriter, r *http.Request, msg string) {
 	http.SetCookie(w, u.cookie(r, cookieFlash, base64.RawURLEncoding.EncodeToString([]byte(msg)), 60))
 }
 
+// after ends an action posted from a page: it flashes what the action
+// did, or why it was refused, and goes back to path.
+func (u *UI) after(w http.ResponseWriter, c *call, err error, done, path string) error {
+	var field string
+	if e, ok := refused(err, &field); ok {
+		done = e.Message
+	} else if err != nil {
+		return err
+	}
+	u.flash(w, c.r, done)
+	http.Redirect(w, c.r, path, http.StatusSeeOther)
+	return nil
+}
+
 func takeFlash(w http.ResponseWriter, r *http.Request) string {
 	c, err := r.Cookie(cookieFlash)
 	if err != nil {

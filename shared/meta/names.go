@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"path"
 	"strings"
-	"time"
 )
 
 // Names for search. Package names are indexed by their lower-case form
@@ -147,17 +146,10 @@ func (tx *Tx) Version(repoID, name, version string) (vs VersionSummary, ok bool)
 	for k, v := cur.Seek(p); k != nil && bytes.HasPrefix(k, p); k, v = cur.Next() {
 		id := string(k[len(p):])
 		at, size := readPkgEntry(v[8:])
-		t := time.Unix(0, at).UTC()
 		if !ok {
-			vs, ok = VersionSummary{Version: version, ArtifactID: id, RepositoryID: repoID, UploadedAt: t}, true
-		} else if better(tx, id, vs.ArtifactID) {
-			vs.ArtifactID = id
+			vs, ok = VersionSummary{Version: version, RepositoryID: repoID}, true
 		}
-		vs.SizeBytes += size
-		vs.FileCount++
-		if t.After(vs.UploadedAt) {
-			vs.UploadedAt = t
-		}
+		vs.add(tx, id, at, size)
 	}
 	return vs, ok
 }

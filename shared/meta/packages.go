@@ -305,6 +305,21 @@ func better(tx *Tx, id, cur string) bool {
 	return err == nil && (!a.Companion || len(a.Path) < len(c.Path))
 }
 
+// add counts one file of the version (id, uploaded at at, in unix
+// nanoseconds, of size bytes): its main file is the best of them, its
+// upload time the latest.
+func (vs *VersionSummary) add(tx *Tx, id string, at, size int64) {
+	t := time.Unix(0, at).UTC()
+	if vs.FileCount == 0 || better(tx, id, vs.ArtifactID) {
+		vs.ArtifactID = id
+	}
+	if vs.FileCount == 0 || t.After(vs.UploadedAt) {
+		vs.UploadedAt = t
+	}
+	vs.SizeBytes += size
+	vs.FileCount++
+}
+
 // Versions lists the versions of a package in one repository, newest
 // upload first.
 func (tx *Tx) Versions(repoID, name string) ([]VersionSummary, error) {
@@ -314,20 +329,13 @@ func (tx *Tx) Versions(repoID, name string) ([]VersionSummary, error) {
 	err := tx.scan(SpaceArtifactPkgs, p, func(k string, v []byte) error {
 		version, artID, _ := strings.Cut(k[len(p):], "\x00")
 		at, size := readPkgEntry(v)
-		t := time.Unix(0, at).UTC()
 		vs := byVersion[version]
 		if vs == nil {
-			vs = &VersionSummary{Version: version, ArtifactID: artID, RepositoryID: repoID, UploadedAt: t}
+			vs = &VersionSummary{Version: version, RepositoryID: repoID}
 			byVersion[version] = vs
 			order = append(order, version)
-		} else if better(tx, artID, vs.ArtifactID) {
-			vs.ArtifactID = artID
 		}
-		vs.SizeBytes += size
-		vs.FileCount++
-		if t.After(vs.UploadedAt) {
-			vs.UploadedAt = t
-		}
+		vs.add(tx, artID, at, size)
 		return nil
 	})
 	if err != nil {

@@ -109,13 +109,7 @@ func Advanced(tx *meta.Tx, readable []string, q Query) Page {
 	if lq := strings.ToLower(strings.TrimSpace(q.Text)); lq != "" {
 		// The package tiers of a quick search, gathering candidates
 		// instead of results.
-		s.packages(lq, true, 1, 1, "name")
-		s.packages(lq, false, 0.6, 0.9, "name_prefix")
-		s.terms(lq, true, 0.55, 0.55, "term")
-		if len(lq) >= 3 {
-			s.containing(lq, 0.3, 0.45)
-			s.terms(lq, false, 0.2, 0.3, "term_prefix")
-		}
+		s.tiers(lq, false)
 		for _, r := range s.out {
 			pkgs = append(pkgs, pkg{r.RepositoryID, r.Name, r.Match, r.Score})
 		}

@@ -200,19 +200,56 @@ func Quick(tx *meta.Tx, readable []string, q string, limit int) []Result {
 		return []Result{}
 	}
 	s.versions(q)
-	s.packages(lq, true, 1, 1, "name")
-	s.files(lq, true, 0.95, 0.95, "file_name")
-	s.packages(lq, false, 0.6, 0.9, "name_prefix")
-	s.terms(lq, true, 0.55, 0.55, "term")
-	s.files(lq, false, 0.45, 0.5, "file_name_prefix")
-	if len(lq) >= 3 {
-		s.containing(lq, 0.3, 0.45)
-		s.terms(lq, false, 0.2, 0.3, "term_prefix")
-	}
+	s.tiers(lq, true)
 	if s.out == nil {
 		return []Result{}
 	}
 	return s.out
+}
+
+// tier is one tier of the search: what it looks in (package names, file
+// names, terms, or name substrings), whole or by prefix, its scores and
+// the match it reports.
+type tier struct {
+	in       string // name, file, term, contains
+	exact    bool
+	lo, hi   float64
+	match    string
+	minQuery int // bytes a query needs for this tier
+}
+
+// tierList is the quick search's, best first (the package comment's
+// table).
+var tierList = []tier{
+	{"name", true, 1, 1, "name", 0},
+	{"file", true, 0.95, 0.95, "file_name", 0},
+	{"name", false, 0.6, 0.9, "name_prefix", 0},
+	{"term", true, 0.55, 0.55, "term", 0},
+	{"file", false, 0.45, 0.5, "file_name_prefix", 0},
+	{"contains", false, 0.3, 0.45, "name_contains", gramQuery},
+	{"term", false, 0.2, 0.3, "term_prefix", gramQuery},
+}
+
+// gramQuery is the shortest query the substring and term-prefix tiers
+// take.
+const gramQuery = 3
+
+// tiers searches the tiers for lq, best first, until the search has its
+// limit; files: the file-name tiers too.
+func (s *searcher) tiers(lq string, files bool) {
+	for _, t := range tierList {
+		switch {
+		case len(lq) < t.minQuery || t.in == "file" && !files:
+		case t.in == "name":
+			s.packages(lq, t.exact, t.lo, t.hi, t.match)
+		case t.in == "file":
+			s.files(lq, t.exact, t.lo, t.hi, t.match)
+		case t.in == "term":
+			s.terms(lq, t.exact, t.lo, t.hi, t.match)
+		case t.in == "contains":
+			s.containing(lq, t.lo, t.hi)
+		}
+	}
 }
 
 // versions finds the version q names as "name@version", "name version"
