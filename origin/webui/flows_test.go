@@ -8,11 +8,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
 	"github.com/depot-registry/depot/origin/clienttest"
 	"github.com/depot-registry/depot/origin/origintest"
+	"github.com/depot-registry/depot/shared/formattest"
 )
 
 const newAdminPW = "a-new-admin-pw-123"
@@ -254,4 +256,28 @@ func TestSearchInTheBrowser(t *testing.T) {
 	}
 	b.shot("search")
 	b.clean()
+}
+
+// TestPackageInfoOnItsPage: what an npm package says of itself (its
+// description, licence and keywords, read in the background) is on its
+// page, the keywords leading to a search.
+func TestPackageInfoOnItsPage(t *testing.T) {
+	e := origintest.Start(t, origintest.Options{})
+	e.CreateRepo("js", "npm", false)
+	tgz := formattest.Tgz(t, map[string]string{"package/package.json": `{"name":"described","version":"1.0.0",` +
+		`"description":"A package that says what it is","license":"Apache-2.0","keywords":["explained","demo"]}`})
+	e.Do("PUT", "/npm/js/described", e.Admin, formattest.NPMDocument("described", "1.0.0", "latest", tgz)).Want(201)
+	p := newForm(t, e.URL)
+	p.signIn("admin", origintest.AdminPassword)
+	var a answer
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if a = p.get("/ui/repositories/js/package?name=described"); strings.Contains(a.body, `id="package-info"`) {
+			break
+		}
+	}
+	for _, want := range []string{"A package that says what it is", "<dd>Apache-2.0</dd>", `<a href="/ui/search?q=explained">explained</a>`, "version 1.0.0"} {
+		if !strings.Contains(a.body, want) {
+			t.Errorf("the page lacks %q:\n%.3000s", want, a.body)
+		}
+	}
 }

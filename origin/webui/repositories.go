@@ -192,6 +192,8 @@ type packagePage struct {
 	Repo     *meta.Repository
 	Name     string
 	Versions []meta.VersionSummary
+	// Info is what the package says of itself (nil: not read yet).
+	Info *meta.PackageInfo
 }
 
 func (u *UI) packagePage(w http.ResponseWriter, c *call) error {
@@ -204,7 +206,11 @@ func (u *UI) packagePage(w http.ResponseWriter, c *call) error {
 	if err != nil {
 		return err
 	}
-	return u.render(w, c, 0, "package", name, packagePage{Repo: repo, Name: name, Versions: versions})
+	info, err := u.d.App.PackageInfo(c.r.Context(), c.p, repo.ID, name)
+	if err != nil {
+		return err
+	}
+	return u.render(w, c, 0, "package", name, packagePage{Repo: repo, Name: name, Versions: versions, Info: info})
 }
 
 type versionPage struct {
