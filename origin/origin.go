@@ -242,6 +242,7 @@ func (o *Origin) startRaft(ctx context.Context) error {
 			v := o.app.Settings()
 			return time.Duration(v.BackupIntervalHours) * time.Hour, int(v.BackupKeep), v.BackupIncludeArtifacts
 		},
+		Export: func() string { return o.app.Settings().BackupExportDirectory },
 		Restore: func(index uint64, size int64, r io.Reader) error {
 			return o.node.Raft.Restore(&raft.SnapshotMeta{Version: raft.SnapshotVersionMax, Index: index, Size: size}, r, time.Hour)
 		}})

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -187,4 +189,33 @@ func TestScheduledBackups(t *testing.T) {
 		}
 	}
 	e.Do("GET", "/api/v1/admin/backups/"+hand.ID, admin, nil).Want(200)
+}
+
+// TestBackupExport: with backups.export_directory set, the archive is
+// also written there, whole; a relative directory is refused.
+func TestBackupExport(t *testing.T) {
+	e := origintest.Start(t, origintest.Options{})
+	dir := t.TempDir()
+	e.Do("PUT", "/api/v1/admin/settings", e.Admin, map[string]any{"backups.export_directory": "relative/dir"}).
+		WantError(400, "VALIDATION_FAILED").WantField("backups.export_directory")
+	e.Do("PUT", "/api/v1/admin/settings", e.Admin, map[string]any{"backups.export_directory": dir}).Want(200)
+	var b backupView
+	e.Do("POST", "/api/v1/admin/backups", e.Admin, map[string]any{"description": "exported"}).Want(202).JSON(&b)
+	if b = waitBackup(t, e, b.ID); b.Status != "completed" {
+		t.Fatalf("%+v", b)
+	}
+	var got struct{ Exported, ExportError string }
+	e.Do("GET", "/api/v1/admin/backups/"+b.ID, e.Admin, nil).Want(200).JSON(&got)
+	raw, err := os.ReadFile(filepath.Join(dir, "depot-backup-"+b.ID+".tar.zst"))
+	if err != nil || sha256Hex(raw) != b.Checksum || got.Exported != filepath.Join(dir, "depot-backup-"+b.ID+".tar.zst") {
+		t.Errorf("the exported copy: %v %+v", err, got)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("the directory holds %d entries", len(entries))
+	}
+}
+
+func sha256Hex(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
 }

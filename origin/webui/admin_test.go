@@ -500,7 +500,7 @@ func TestSettingsPage(t *testing.T) {
 	form := url.Values{"repositories.users_create": {"on"}, "repositories.default_public": {"on"}, "webhooks.enabled": {"on"},
 		"rate_limit.api": {"0"}, "rate_limit.login": {"1000"}, "rate_limit.window_seconds": {"60"}, "webhooks.timeout_seconds": {"30"},
 		"webhooks.max_retries": {"5"}, "webhooks.retry_backoff": {"linear"}, "webhooks.rate_limit": {"600"},
-		"backups.interval_hours": {"0"}, "backups.keep": {"7"}, "backups.include_artifacts": {"on"}}
+		"backups.interval_hours": {"0"}, "backups.keep": {"7"}, "backups.include_artifacts": {"on"}, "backups.export_directory": {""}}
 	if a := p.post("/ui/settings", form); a.status != 303 {
 		t.Fatalf("save: %d %s", a.status, a.body)
 	}

@@ -59,6 +59,10 @@ type Backup struct {
 	Index    uint64          `json:"index,omitempty"`
 	Progress *BackupProgress `json:"progress,omitempty"`
 	Error    string          `json:"error,omitempty"`
+	// Exported is where a copy of the archive was written
+	// (backups.export_directory), on Node; ExportError why it was not.
+	Exported    string `json:"exported,omitempty"`
+	ExportError string `json:"export_error,omitempty"`
 }
 
 // BackupProgress is how far a backup (or its counts, once done) got.

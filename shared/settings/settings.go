@@ -11,6 +11,7 @@ package settings
 import (
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -35,6 +36,7 @@ type Values struct {
 	BackupIntervalHours     int64  `json:"backups.interval_hours"`
 	BackupKeep              int64  `json:"backups.keep"`
 	BackupIncludeArtifacts  bool   `json:"backups.include_artifacts"`
+	BackupExportDirectory   string `json:"backups.export_directory"`
 }
 
 // RateWindow is the rate limits' window.
@@ -51,6 +53,7 @@ type Def struct {
 	Doc      string
 	Min, Max int64    // integers
 	Enum     []string // strings: the values allowed
+	Path     bool     // a string that is an absolute directory, or empty
 }
 
 // Defs are the settings, in the order they are listed.
@@ -68,6 +71,7 @@ var Defs = []Def{
 	{Key: "backups.interval_hours", Min: 0, Max: 8760, Doc: "a scheduled backup is made this many hours after the last one (0 = none scheduled)"},
 	{Key: "backups.keep", Min: 1, Max: 1000, Doc: "scheduled backups kept: older ones are deleted (backups asked for by hand are kept until deleted)"},
 	{Key: "backups.include_artifacts", Doc: "scheduled backups hold every file, not only the metadata"},
+	{Key: "backups.export_directory", Path: true, Doc: "an absolute directory (a mounted share, say) where the origin that makes a backup also writes a copy of its archive (empty: none)"},
 }
 
 // Lookup finds a setting by key.
@@ -102,7 +106,8 @@ func field(v *Values, key string) reflect.Value {
 // Get is key's value in v.
 func (v Values) Get(key string) any { return field(&v, key).Interface() }
 
-// Type names a setting's JSON type: boolean, integer or string.
+// Type names a setting's JSON type: boolean, integer, string (one of
+// Enum) or path.
 func (d Def) Type() string {
 	var v Values
 	switch field(&v, d.Key).Kind() {
@@ -110,6 +115,9 @@ func (d Def) Type() string {
 		return "boolean"
 	case reflect.Int64:
 		return "integer"
+	}
+	if d.Path {
+		return "path"
 	}
 	return "string"
 }
@@ -132,6 +140,12 @@ func (d Def) Check(raw json.RawMessage) (any, error) {
 		return n, nil
 	}
 	var s string
+	if d.Path {
+		if err := json.Unmarshal(raw, &s); err != nil || len(s) > 4096 || s != "" && (!filepath.IsAbs(s) || filepath.Clean(s) != s) {
+			return nil, fmt.Errorf("%s must be an absolute, clean directory path, or empty", d.Key)
+		}
+		return s, nil
+	}
 	if err := json.Unmarshal(raw, &s); err != nil || !slices.Contains(d.Enum, s) {
 		return nil, fmt.Errorf("%s must be one of %s", d.Key, strings.Join(d.Enum, ", "))
 	}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/depot-registry/depot/shared/blob"
@@ -41,6 +42,9 @@ type Config struct {
 	Schedule func() (every time.Duration, keep int, artifacts bool)
 	// NewID makes backup ids.
 	NewID func() string
+	// Export gives the directory a copy of each archive is written to
+	// ("": none).
+	Export func() string
 }
 
 // Service runs backups and restores on the leader (Run).
@@ -205,6 +209,14 @@ func (s *Service) backup(ctx context.Context, b meta.Backup) {
 	}
 	s.cfg.Log.Info("backup started", "backup", b.ID, "include_artifacts", b.IncludeArtifacts)
 	err := s.write(ctx, &b)
+	if err == nil && s.cfg.Export != nil {
+		if dir := s.cfg.Export(); dir != "" {
+			if b.Exported, err = s.export(ctx, b, dir); err != nil {
+				b.ExportError, err = err.Error(), nil
+				s.cfg.Log.Warn("writing a copy of a backup's archive", "backup", b.ID, "dir", dir, "err", b.ExportError)
+			}
+		}
+	}
 	s.finish(ctx, b, meta.BackupRunning, err)
 }
 
@@ -332,6 +344,34 @@ func (s *Service) archive(ctx context.Context, w io.Writer, hdr Header, metadata
 		b.Progress = &p
 	}
 	return aw.Close()
+}
+
+// export copies b's archive into dir, whole or not at all (a file
+// written aside, then renamed).
+func (s *Service) export(ctx context.Context, b meta.Backup, dir string) (string, error) {
+	src, err := s.cfg.Blobs.Open(ctx, b.Digest)
+	if err != nil {
+		return "", err
+	}
+	defer src.Close()
+	path := filepath.Join(dir, "depot-backup-"+b.ID+".tar.zst")
+	tmp, err := os.CreateTemp(dir, ".depot-backup-*")
+	if err != nil {
+		return "", err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := io.Copy(tmp, src); err != nil {
+		tmp.Close()
+		return "", err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return "", err
+	}
+	if err := tmp.Close(); err != nil {
+		return "", err
+	}
+	return path, os.Rename(tmp.Name(), path)
 }
 
 func countRecords(tx *meta.Tx) int {
