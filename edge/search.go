@@ -46,26 +46,10 @@ func (e *Edge) search(ctx *fasthttp.RequestCtx, kind string) {
 	var out any
 	if err == nil {
 		err = e.replica.View(func(tx *meta.Tx) error {
-			readable, err := auth.Readable(tx, p)
-			if err != nil {
-				return err
-			}
-			out, err = search.Serve(tx, readable, kind, q, func(ref string) (string, error) {
-				repo, err := tx.RepoByRef(ref)
-				if errors.Is(err, meta.ErrNotFound) {
-					repo = nil
-				} else if err != nil {
-					return "", err
-				}
-				check := format.AccessByID
-				if repo != nil && repo.ID != ref {
-					check = format.Access
-				}
-				if err := check(tx, p, repo, ref, meta.ActionRead); err != nil {
-					return "", err
-				}
-				return repo.ID, nil
-			})
+			var err error
+			out, err = search.Serve(tx, search.CallerOf(tx, p, func(ref string) (*meta.Repository, error) {
+				return format.RepoByRef(tx, p, ref, meta.ActionRead)
+			}), kind, q)
 			return err
 		})
 	}

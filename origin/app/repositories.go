@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"errors"
 	"regexp"
 	"slices"
 	"strings"
@@ -31,20 +30,7 @@ func PortableName(name string) bool { return repoNameRE.MatchString(name) }
 // repository it names by id is refused (403) rather than told it is not
 // there; named by name, it is not found, as on a package path.
 func RepoAccess(tx *meta.Tx, p *auth.Principal, ref, action string) (*meta.Repository, error) {
-	repo, err := tx.RepoByRef(ref)
-	if errors.Is(err, meta.ErrNotFound) {
-		repo = nil
-	} else if err != nil {
-		return nil, err
-	}
-	check := format.AccessByID
-	if repo != nil && repo.ID != ref {
-		check = format.Access
-	}
-	if err := check(tx, p, repo, ref, action); err != nil {
-		return nil, err
-	}
-	return repo, nil
+	return format.RepoByRef(tx, p, ref, action)
 }
 
 // RepoFilter narrows a listing of repositories.

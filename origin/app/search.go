@@ -17,17 +17,10 @@ import (
 func (a *App) Search(_ context.Context, p *auth.Principal, kind string, q url.Values) (any, error) {
 	var out any
 	err := a.view(func(tx *meta.Tx) error {
-		readable, err := auth.Readable(tx, p)
-		if err != nil {
-			return err
-		}
-		out, err = search.Serve(tx, readable, kind, q, func(ref string) (string, error) {
-			repo, err := RepoAccess(tx, p, ref, meta.ActionRead)
-			if err != nil {
-				return "", err
-			}
-			return repo.ID, nil
-		})
+		var err error
+		out, err = search.Serve(tx, search.CallerOf(tx, p, func(ref string) (*meta.Repository, error) {
+			return RepoAccess(tx, p, ref, meta.ActionRead)
+		}), kind, q)
 		return err
 	})
 	return out, err

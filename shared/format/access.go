@@ -160,3 +160,23 @@ func (d *Env) Require(r *Request, action string) error {
 	_, err := d.Repo(r, r.Repo.Name, action, r.Repo.Format)
 	return err
 }
+
+// RepoByRef finds the repository ref names (its id or its name) and
+// checks that p may do action there, answering as Access and AccessByID
+// do (a repository p may not see is not found).
+func RepoByRef(tx *meta.Tx, p *auth.Principal, ref, action string) (*meta.Repository, error) {
+	repo, err := tx.RepoByRef(ref)
+	if errors.Is(err, meta.ErrNotFound) {
+		repo = nil
+	} else if err != nil {
+		return nil, err
+	}
+	check := AccessByID
+	if repo != nil && repo.ID != ref {
+		check = Access
+	}
+	if err := check(tx, p, repo, ref, action); err != nil {
+		return nil, err
+	}
+	return repo, nil
+}

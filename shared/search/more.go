@@ -86,6 +86,7 @@ const maxCandidates = 1000
 // Offset+Limit) of them.
 func Advanced(tx *meta.Tx, readable []string, q Query) Page {
 	s := newSearcher(tx, readable, maxCandidates)
+	s.bare = true // candidates: their versions are read below
 	if q.RepoID != "" {
 		s.readable = map[string]bool{}
 		for _, id := range readable {
@@ -181,15 +182,23 @@ func Advanced(tx *meta.Tx, readable []string, q Query) Page {
 }
 
 // Checksum finds the artifacts whose algorithm (md5, sha1, sha256)
-// checksum is hex, of the repositories the caller may read: at most
-// limit.
-func Checksum(tx *meta.Tx, readable []string, algorithm, hex string, limit int) []*meta.Artifact {
-	s := newSearcher(tx, readable, limit)
+// checksum is hex, of the repositories the caller may read (mayRead,
+// asked once a repository): at most limit.
+func Checksum(tx *meta.Tx, mayRead func(repoID string) bool, algorithm, hex string, limit int) []*meta.Artifact {
 	var out []*meta.Artifact
+	asked := map[string]bool{}
 	for _, id := range tx.ArtifactsByChecksum(algorithm, hex, limit*widen) {
 		a, err := tx.Artifact(id)
-		if err != nil || s.repo(a.RepositoryID) == nil {
-			continue // deleted in between, or not the caller's to see
+		if err != nil {
+			continue // deleted in between
+		}
+		ok, seen := asked[a.RepositoryID]
+		if !seen {
+			ok = mayRead(a.RepositoryID)
+			asked[a.RepositoryID] = ok
+		}
+		if !ok {
+			continue
 		}
 		if out = append(out, a); len(out) >= limit {
 			break

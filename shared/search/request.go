@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/depot-registry/depot/shared/apierr"
+	"github.com/depot-registry/depot/shared/auth"
 	"github.com/depot-registry/depot/shared/format"
 	"github.com/depot-registry/depot/shared/format/all"
 	"github.com/depot-registry/depot/shared/meta"
@@ -130,12 +131,45 @@ func ChecksumAlgorithm(hex string) (string, error) {
 	return "", bad
 }
 
+// Caller is what a search needs to know of who asks: the repositories
+// they may read (all of them, for the searches that walk indexes), or
+// whether they may read one (for the checksum search, which finds few
+// files), and the id of a repository they name (by name or id) and may
+// read, or the error to answer.
+type Caller struct {
+	Readable func() ([]string, error)
+	MayRead  func(repoID string) bool
+	Repo     func(ref string) (string, error)
+}
+
+// CallerOf is principal p as a search asks of them, in tx; repo
+// resolves a repository p names and may read (an origin's rule and an
+// edge's are each their own).
+func CallerOf(tx *meta.Tx, p *auth.Principal, repo func(ref string) (*meta.Repository, error)) Caller {
+	return Caller{
+		Readable: func() ([]string, error) { return auth.Readable(tx, p) },
+		MayRead: func(id string) bool {
+			r, err := tx.Repo(id)
+			if err != nil {
+				return false
+			}
+			ok, err := auth.Can(tx, p, r, meta.ActionRead)
+			return err == nil && ok
+		},
+		Repo: func(ref string) (string, error) {
+			r, err := repo(ref)
+			if err != nil {
+				return "", err
+			}
+			return r.ID, nil
+		},
+	}
+}
+
 // Serve answers the search kind (quick, advanced, checksum, suggest) the
-// query asks, from tx, among the readable repositories; repo resolves
-// an advanced search's repository (a name or an id) to the id of one
-// the caller may read, or the error to answer. Pages of an advanced
-// search are of at most MaxLimit, 20 when not asked.
-func Serve(tx *meta.Tx, readable []string, kind string, q url.Values, repo func(ref string) (string, error)) (any, error) {
+// query asks, from tx, among what the caller may read. Pages of an
+// advanced search are of at most MaxLimit, 20 when not asked.
+func Serve(tx *meta.Tx, who Caller, kind string, q url.Values) (any, error) {
 	switch kind {
 	case "quick", "suggest":
 		text := q.Get("q")
@@ -143,6 +177,10 @@ func Serve(tx *meta.Tx, readable []string, kind string, q url.Values, repo func(
 			return nil, err
 		}
 		limit, err := ParseLimit(q.Get("limit"))
+		if err != nil {
+			return nil, err
+		}
+		readable, err := who.Readable()
 		if err != nil {
 			return nil, err
 		}
@@ -157,7 +195,7 @@ func Serve(tx *meta.Tx, readable []string, kind string, q url.Values, repo func(
 			return nil, err
 		}
 		out := ChecksumAnswer{Checksum: sum, Algorithm: algo, Results: []format.ArtifactView{}}
-		for _, a := range Checksum(tx, readable, algo, sum, MaxChecksumResults) {
+		for _, a := range Checksum(tx, who.MayRead, algo, sum, MaxChecksumResults) {
 			if r, err := tx.Repo(a.RepositoryID); err == nil {
 				out.Results = append(out.Results, format.ViewArtifact(a, r.Name))
 			}
@@ -188,9 +226,13 @@ func Serve(tx *meta.Tx, readable []string, kind string, q url.Values, repo func(
 			}
 		}
 		if ref := q.Get("repository"); ref != "" {
-			if in.RepoID, err = repo(ref); err != nil {
+			if in.RepoID, err = who.Repo(ref); err != nil {
 				return nil, err
 			}
+		}
+		readable, err := who.Readable()
+		if err != nil {
+			return nil, err
 		}
 		in.Offset, in.Limit = (page-1)*limit, limit
 		p := Advanced(tx, readable, in)

@@ -77,6 +77,9 @@ type searcher struct {
 	out      []Result
 	limit    int
 	budget   int
+	// bare results say what matched and nothing more (the advanced
+	// search reads their versions itself).
+	bare bool
 }
 
 func newSearcher(tx *meta.Tx, readable []string, limit int) *searcher {
@@ -151,6 +154,9 @@ func (s *searcher) result(c candidate) (Result, bool) {
 	}
 	out := Result{Type: c.typ, Name: c.name, Version: c.version, Repository: r.Name, RepositoryID: r.ID, Format: r.Format,
 		Score: round(c.score), Match: c.match}
+	if s.bare {
+		return out, true
+	}
 	switch c.typ {
 	case "artifact":
 		a, err := s.tx.Artifact(c.id)
