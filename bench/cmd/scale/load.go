@@ -339,7 +339,11 @@ func (b *bench) reindex() (time.Duration, string, error) {
 		return 0, "", err
 	}
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusAccepted {
+	switch resp.StatusCode {
+	case http.StatusAccepted:
+	case http.StatusConflict:
+		b.log.Info("a reindex is already running (one stopped with its origin goes on): waiting for it")
+	default:
 		return 0, "", fmt.Errorf("POST /admin/reindex: %s", resp.Status)
 	}
 	last := time.Now()
