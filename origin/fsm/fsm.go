@@ -38,9 +38,10 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 	out := make([]any, len(logs))
 	entries := make([]meta.Entry, 0, len(logs))
 	pos := make([]int, 0, len(logs))
+	applied := f.store.LastApplied()
 	for i, l := range logs {
-		if l.Type != raft.LogCommand {
-			continue
+		if l.Type != raft.LogCommand || l.Index <= applied {
+			continue // raft's own entries; entries the store has (a log replayed at start)
 		}
 		if err := meta.Applicable(l.Data); err != nil {
 			if f.Unapplicable != nil {

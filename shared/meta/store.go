@@ -249,7 +249,11 @@ var errRollback = errors.New("meta: roll back")
 // with Applicable first and stops without applying).
 func (s *Store) ApplyBatch(entries []Entry) []Result {
 	cmds := make([]Command, len(entries))
+	applied := s.LastApplied()
 	for i, e := range entries {
+		if e.Index != 0 && e.Index <= applied {
+			continue // applied already (a log replayed at start): not decoded
+		}
 		c, err := Decode(e.Data)
 		if err != nil && !errors.Is(err, errIgnorable) {
 			panic(fmt.Sprintf("meta: log entry %d: %v", e.Index, err))
