@@ -51,7 +51,14 @@ type Indexer struct {
 	failed     int
 	firstFail  string
 	lastReport time.Time
+	// committed is when the cursor was last committed.
+	committed time.Time
+	// reindex is the start of the last reindex seen.
+	reindex time.Time
 }
+
+// cursorEvery is how often the cursor is committed when nothing else is.
+const cursorEvery = time.Minute
 
 // New makes an indexer.
 func New(cfg Config) *Indexer {
@@ -70,6 +77,7 @@ func New(cfg Config) *Indexer {
 // Run indexes until ctx ends (the leadership went).
 func (ix *Indexer) Run(ctx context.Context) {
 	defer ix.cfg.Metrics.Behind.Set(0) // the next leader reports it
+	ix.committed = time.Now()
 	for ctx.Err() == nil {
 		applied := ix.cfg.Store.LastApplied()
 		more, err := ix.Step(ctx)
@@ -95,6 +103,10 @@ func (ix *Indexer) Step(ctx context.Context) (more bool, err error) {
 	err = ix.cfg.Store.View(func(tx *meta.Tx) error {
 		st = tx.Indexer()
 		applied = tx.Applied()
+		if r := st.Reindex; r != nil && !r.StartedAt.Equal(ix.reindex) {
+			// A reindex began: read it all again, whatever was read.
+			ix.reindex, ix.scanned = r.StartedAt, 0
+		}
 		from := st.Cursor
 		if ix.base == st.Cursor && ix.scanned > from {
 			from = ix.scanned
@@ -129,9 +141,13 @@ func (ix *Indexer) Step(ctx context.Context) (more bool, err error) {
 			cmd.Failed++
 		}
 	}
-	if cmd.Read == 0 && !(running && atEnd) {
-		// Nothing to record: remember how far the feed was read.
+	// Nothing to record (no package says anything new, no reindex to
+	// report on): remember how far the feed was read, and commit the
+	// cursor alone only now and then, so that what the next leader reads
+	// again stays small without a log entry after every upload.
+	if len(cmd.Infos) == 0 && !running && (cmd.Read == 0 || time.Since(ix.committed) < cursorEvery) {
 		ix.base, ix.scanned = st.Cursor, next
+		ix.report(atEnd)
 		return !atEnd, nil
 	}
 	if running && atEnd {
@@ -141,6 +157,7 @@ func (ix *Indexer) Step(ctx context.Context) (more bool, err error) {
 	if _, err := ix.cfg.Commit.Apply(ctx, cmd); err != nil {
 		return false, err
 	}
+	ix.committed = time.Now()
 	ix.report(atEnd)
 	ix.base, ix.scanned = next, next
 	if cmd.Finished {
