@@ -83,14 +83,6 @@ func Lookup(key string) (Def, bool) {
 	return Defs[i], true
 }
 
-// Keys lists the settings' keys.
-func Keys() []string {
-	out := make([]string, len(Defs))
-	for i, d := range Defs {
-		out[i] = d.Key
-	}
-	return out
-}
 
 // field is the field of v holding key's value.
 func field(v *Values, key string) reflect.Value {
