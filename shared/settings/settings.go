@@ -83,7 +83,6 @@ func Lookup(key string) (Def, bool) {
 	return Defs[i], true
 }
 
-
 // field is the field of v holding key's value.
 func field(v *Values, key string) reflect.Value {
 	rv := reflect.ValueOf(v).Elem()
