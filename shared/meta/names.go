@@ -84,33 +84,6 @@ func (tx *Tx) PackagesByName(prefix string, exact bool, fn func(repoID, name str
 	}
 }
 
-// PackagesContaining visits the packages whose lower-case name contains
-// q (lower case, at least three bytes), in (name, repository) order, by
-// the names holding q's rarest trigram; fn returning false stops.
-func (tx *Tx) PackagesContaining(q string, fn func(repoID, name string) bool) {
-	if len(q) < gramLen {
-		return
-	}
-	rarest, least := "", uint64(0)
-	for i, g := range grams(q) {
-		n := getU64(tx.bucket(bGramCounts).Get([]byte(g)))
-		if i == 0 || n < least {
-			rarest, least = g, n
-		}
-	}
-	if least == 0 {
-		return
-	}
-	p := []byte(key(rarest, ""))
-	cur := tx.bucket(bPkgGrams).Cursor()
-	for k, _ := cur.Seek(p); k != nil && bytes.HasPrefix(k, p); k, _ = cur.Next() {
-		name, repo, _ := strings.Cut(string(k[len(p):]), "\x00")
-		if strings.Contains(lower(name), q) && !fn(repo, name) {
-			return
-		}
-	}
-}
-
 // FilesByName visits, in (file name, repository, id) order, the
 // artifacts whose lower-case file name starts with prefix (lower case), or
 // is it when exact; fn returning false stops.

@@ -55,10 +55,44 @@ func (tx *Tx) indexGrams(repoID, name string, add bool) error {
 	return nil
 }
 
-// searchGrams is searchPackages for a query of at least gramLen bytes:
-// it walks the names holding the query's rarest trigram, which come in
-// (name, repository) order, so the matches need no sort.
+// searchGrams is searchPackages for a query of at least gramLen bytes,
+// over PackagesContaining: the matches come in (name, repository) order,
+// so they need no sort.
 func (tx *Tx) searchGrams(repos []string, q string, want func(int) bool) ([]PackageSummary, int, error) {
+	readable := make(map[string]bool, len(repos))
+	for _, id := range repos {
+		readable[id] = true
+	}
+	out := []PackageSummary{}
+	total := 0
+	var err error
+	tx.PackagesContaining(q, func(repo, name string) bool {
+		if !readable[repo] {
+			return true
+		}
+		if want(total) {
+			var s PackageSummary
+			if s, err = tx.packageSummary(repo, name); err != nil {
+				return false
+			}
+			out = append(out, s)
+		}
+		total++
+		return true
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	return out, total, nil
+}
+
+// PackagesContaining visits the packages whose lower-case name contains
+// q (lower case, at least three bytes), in (name, repository) order, by
+// the names holding q's rarest trigram; fn returning false stops.
+func (tx *Tx) PackagesContaining(q string, fn func(repoID, name string) bool) {
+	if len(q) < gramLen {
+		return
+	}
 	rarest, least := "", uint64(0)
 	for i, g := range grams(q) {
 		n := getU64(tx.bucket(bGramCounts).Get([]byte(g)))
@@ -66,32 +100,17 @@ func (tx *Tx) searchGrams(repos []string, q string, want func(int) bool) ([]Pack
 			rarest, least = g, n
 		}
 	}
-	out := []PackageSummary{}
 	if least == 0 {
-		return out, 0, nil
+		return
 	}
-	readable := make(map[string]bool, len(repos))
-	for _, id := range repos {
-		readable[id] = true
-	}
-	total := 0
 	p := []byte(key(rarest, ""))
 	cur := tx.bucket(bPkgGrams).Cursor()
 	for k, _ := cur.Seek(p); k != nil && bytes.HasPrefix(k, p); k, _ = cur.Next() {
 		name, repo, _ := strings.Cut(string(k[len(p):]), "\x00")
-		if !readable[repo] || !strings.Contains(lower(name), q) {
-			continue
+		if strings.Contains(lower(name), q) && !fn(repo, name) {
+			return
 		}
-		if want(total) {
-			s, err := tx.packageSummary(repo, name)
-			if err != nil {
-				return nil, 0, err
-			}
-			out = append(out, s)
-		}
-		total++
 	}
-	return out, total, nil
 }
 
 // buildPkgGrams fills the trigram index from the package summaries.
