@@ -57,14 +57,8 @@ func runAdmin(args []string, stdout, stderr io.Writer) int {
 	set := config.New("admin reset-password", nil)
 	set.String(&dataDir, "data-dir", "DEPOT_DATA_DIR", "the origin's data directory")
 	set.String(&username, "username", "", "the user whose password is reset")
-	if err := set.Parse(args); err != nil {
-		if config.IsHelp(err) {
-			fmt.Fprint(stdout, adminUsage)
-			set.PrintUsage(stdout)
-			return 0
-		}
-		fmt.Fprintf(stderr, "depot admin reset-password: %v\nRun 'depot help admin' for the flags.\n", err)
-		return 2
+	if code, done := parseAdmin(set, "reset-password", args, stdout, stderr); done {
+		return code
 	}
 	if len(set.Args()) > 0 {
 		fmt.Fprintf(stderr, "depot admin reset-password: unexpected argument %q\n", set.Args()[0])
@@ -87,6 +81,22 @@ func runAdmin(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// parseAdmin parses an admin command's flags: done, with the exit code,
+// when that is all there is to do (--help, or an error said).
+func parseAdmin(set *config.Set, name string, args []string, stdout, stderr io.Writer) (int, bool) {
+	err := set.Parse(args)
+	switch {
+	case err == nil:
+		return 0, false
+	case config.IsHelp(err):
+		fmt.Fprint(stdout, adminUsage)
+		set.PrintUsage(stdout)
+		return 0, true
+	}
+	fmt.Fprintf(stderr, "depot admin %s: %v\nRun 'depot help admin' for the flags.\n", name, err)
+	return 2, true
+}
+
 func runRestore(args []string, stdout, stderr io.Writer) int {
 	dataDir, allowMissing := "", false
 	set := config.New("admin restore", nil)
@@ -97,14 +107,8 @@ func runRestore(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		archive, args = args[0], args[1:]
 	}
-	if err := set.Parse(args); err != nil {
-		if config.IsHelp(err) {
-			fmt.Fprint(stdout, adminUsage)
-			set.PrintUsage(stdout)
-			return 0
-		}
-		fmt.Fprintf(stderr, "depot admin restore: %v\nRun 'depot help admin' for the flags.\n", err)
-		return 2
+	if code, done := parseAdmin(set, "restore", args, stdout, stderr); done {
+		return code
 	}
 	if rest := set.Args(); archive == "" && len(rest) == 1 {
 		archive = rest[0]
