@@ -27,7 +27,7 @@ const (
 var bTerms = []byte("pkg_terms") // term \0 repo \0 name -> ""
 
 func init() {
-	declareKind(KindPackageInfo, kindDecl{Name: "package information", Bucket: "pkg_info", Repo: pkgInfoRepo,
+	declareKind(KindPackageInfo, kindDecl{Name: "package information", Bucket: "pkg_info", Repo: kvRepo,
 		Index: indexPackageInfo, Derived: [][]byte{bTerms}})
 	declareCommand(CmdPackageInfoPut, func() Command { return new(PackageInfoPut) })
 	declareCommand(CmdReindexStart, func() Command { return new(ReindexStart) })
@@ -96,11 +96,6 @@ func clip(s string, n int) string {
 		n--
 	}
 	return s[:n]
-}
-
-func pkgInfoRepo(k string, _ []byte) string {
-	repo, _, _ := strings.Cut(k, "\x00")
-	return repo
 }
 
 // stopWords are words too common in descriptions to find anything by.
