@@ -39,6 +39,7 @@ import (
 	"github.com/depot-registry/depot/shared/format"
 	"github.com/depot-registry/depot/shared/format/all"
 	"github.com/depot-registry/depot/shared/meta"
+	"github.com/depot-registry/depot/shared/seen"
 	"github.com/depot-registry/depot/shared/version"
 )
 
@@ -213,7 +214,7 @@ func New(cfg Config, log *slog.Logger, out io.Writer) (*Edge, error) {
 	}
 	e.follower = &feed.Follower{Client: e.client, Store: e.replica}
 	e.prefetch = newPrefetcher(e.replica, e.cache, log, cfg.Prefetch)
-	e.ship = &shipper{client: e.client, log: log, heartbeat: cfg.Heartbeat}
+	e.ship = &shipper{client: e.client, log: log, heartbeat: cfg.Heartbeat, seen: seen.New(maxSeen)}
 	e.beats = &heartbeat{client: e.client, follower: e.follower, cache: e.cache, ship: e.ship, prefetch: e.prefetch,
 		every: cfg.Heartbeat, log: log, out: out, reached: make(chan struct{}, 1)}
 	return e, nil

@@ -11,12 +11,17 @@ import (
 
 	"github.com/depot-registry/depot/edge/server"
 	"github.com/depot-registry/depot/replication/protocol"
+	"github.com/depot-registry/depot/shared/seen"
 )
 
 // maxPendingEvents bounds the download events an edge holds for the
 // origins: beyond it (no origin has taken them for a while, at thousands
 // of downloads a second) they are dropped, counted and logged.
 const maxPendingEvents = 100_000
+
+// maxSeen bounds the artifacts served that wait for a heartbeat to name
+// them to an origin (their last download day; protocol.Report.Seen).
+const maxSeen = 100_000
 
 // pendingEvents are the downloads this edge served that no origin has
 // taken yet, kept raw (what, for whom, from where, when): a download
@@ -100,6 +105,7 @@ type shipper struct {
 	heartbeat time.Duration // how soon the origins' wishes reach the node
 
 	downloads     atomic.Int64                   // served since the last heartbeat an origin took
+	seen          *seen.Set                      // the artifacts served since then
 	events        pendingEvents                  // downloads no origin has taken yet
 	recording     atomic.Pointer[recordingSince] // whether the origins want downloads as events (their last heartbeat)
 	originDropped atomic.Int64                   // download events an origin said it dropped
@@ -110,6 +116,7 @@ type shipper struct {
 // an event while a webhook wants downloads (the heartbeat says).
 func (s *shipper) record(d *server.Download, remote net.IP) {
 	s.downloads.Add(1)
+	s.seen.Add(d.Artifact.ID)
 	if !s.events.add(d, remote, time.Now()) {
 		if rec := s.recording.Load(); rec == nil || !rec.on {
 			return // nobody wants them: the window kept just got shorter

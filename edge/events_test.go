@@ -9,12 +9,13 @@ import (
 
 	"github.com/depot-registry/depot/edge/server"
 	"github.com/depot-registry/depot/shared/meta"
+	"github.com/depot-registry/depot/shared/seen"
 )
 
 // BenchmarkRecordDownload is what keeping a download for the origins
 // costs on the hot path, every core at it.
 func BenchmarkRecordDownload(b *testing.B) {
-	s := &shipper{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	s := &shipper{log: slog.New(slog.NewTextHandler(io.Discard, nil)), seen: seen.New(maxSeen)}
 	d := &server.Download{Artifact: &meta.Artifact{ID: "a"}}
 	ip := net.ParseIP("127.0.0.1")
 	b.RunParallel(func(pb *testing.PB) {

@@ -78,11 +78,12 @@ func (h *heartbeat) run(ctx context.Context) {
 
 func (h *heartbeat) beat(ctx context.Context) error {
 	replica := h.follower.Store
-	served := h.ship.counted()
+	served, ids := h.ship.counted(), h.ship.seen.Take(protocol.MaxSeen)
 	a, err := h.client.Heartbeat(ctx, protocol.Report{AppliedIndex: replica.LastApplied(), CachedBytes: h.cache.Stats().Bytes,
-		MissingBlobs: h.prefetch.missing.Load(), Version: version.Version, Downloads: served, Sync: h.prefetch.sync()})
+		MissingBlobs: h.prefetch.missing.Load(), Version: version.Version, Downloads: served, Sync: h.prefetch.sync(), Seen: ids})
 	if err != nil {
 		h.ship.uncount(served) // reported with the next heartbeat that goes through
+		h.ship.seen.Return(ids)
 		return err
 	}
 	h.lastContact.Store(time.Now().UnixNano())

@@ -503,6 +503,7 @@ func (o *Origin) reportDownloads(ctx context.Context) {
 		interval = time.Minute
 	}
 	report := func(ctx context.Context) {
+		o.reportSeen(ctx)
 		counts := o.downloads.Take()
 		if len(counts) == 0 {
 			return
@@ -520,6 +521,42 @@ func (o *Origin) reportDownloads(ctx context.Context) {
 	report(final)
 }
 
+// maxSeen bounds the artifacts an origin holds as downloaded before it
+// records them (each minute): beyond it, downloads of further artifacts
+// that minute are not recorded as their last.
+const maxSeen = 100_000
+
+// reportSeen records today as the last download day of the artifacts
+// downloaded here or at this origin's edges since the last report, those
+// whose record does not already say today: a busy artifact costs one
+// write a day, not one per download. What cannot be committed waits for
+// the next report.
+func (o *Origin) reportSeen(ctx context.Context) {
+	day := meta.UnixDay(o.now())
+	for o.seen.Len() > 0 && ctx.Err() == nil {
+		ids := o.seen.Take(meta.MaxSeenPerCommand)
+		var fresh []string
+		_ = o.store.View(func(tx *meta.Tx) error {
+			for _, id := range ids {
+				if tx.LastDownloaded(id) < day {
+					fresh = append(fresh, id)
+				}
+			}
+			return nil
+		})
+		if len(fresh) == 0 {
+			continue
+		}
+		if _, err := o.commit.Apply(ctx, &meta.DownloadsSeen{Day: day, ArtifactIDs: fresh}); err != nil {
+			o.seen.Return(fresh)
+			if !errors.Is(err, meta.ErrUpgrading) && ctx.Err() == nil {
+				o.log.Warn("recording the last downloads of artifacts; trying again later", "err", err)
+			}
+			return
+		}
+	}
+}
+
 // clusterDownloads is downloads_24h for a cluster: each origin counts the
 // downloads it serves and those its edges report to it, and gossips its
 // count; the statistic adds up every live origin's (a few seconds old
@@ -527,7 +564,8 @@ func (o *Origin) reportDownloads(ctx context.Context) {
 // death takes its count with it.
 type clusterDownloads struct{ o *Origin }
 
-func (d clusterDownloads) AddN(n int64) { d.o.downloads.AddN(n) }
+func (d clusterDownloads) AddN(n int64)           { d.o.downloads.AddN(n) }
+func (d clusterDownloads) Seen(artifactID string) { d.o.seen.Add(artifactID) }
 
 func (d clusterDownloads) Last24h() int64 {
 	n := d.o.downloads.Last24h()

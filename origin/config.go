@@ -262,7 +262,8 @@ func (c *Config) settingsSource() settings.Source {
 		UsersCreateRepositories: c.UsersCreateRepo, RateLimitAPI: c.RateLimit, RateLimitLogin: c.RateLimitLogin,
 		RateLimitWindowSeconds: int64(c.RateWindow / time.Second), WebhooksEnabled: w.Enabled,
 		WebhookTimeoutSeconds: int64(w.Timeout / time.Second), WebhookMaxRetries: int64(w.MaxRetries),
-		WebhookRetryBackoff: w.Backoff, WebhookRateLimit: int64(w.RateLimit), BackupKeep: 7, BackupIncludeArtifacts: true}}
+		WebhookRetryBackoff: w.Backoff, WebhookRateLimit: int64(w.RateLimit), BackupKeep: 7, BackupIncludeArtifacts: true,
+		RetentionIntervalHours: 24}}
 	for _, d := range settings.Defs {
 		if d.Flag != "" && c.Given != nil {
 			if by := c.Given(d.Flag); by != "" {

@@ -41,6 +41,7 @@ import (
 	"github.com/depot-registry/depot/origin/service/events"
 	"github.com/depot-registry/depot/origin/service/gc"
 	"github.com/depot-registry/depot/origin/service/indexer"
+	"github.com/depot-registry/depot/origin/service/retention"
 	"github.com/depot-registry/depot/origin/service/webhooks"
 	"github.com/depot-registry/depot/origin/webui"
 	"github.com/depot-registry/depot/shared/apierr"
@@ -55,6 +56,7 @@ import (
 	"github.com/depot-registry/depot/shared/meta"
 	"github.com/depot-registry/depot/shared/metrics"
 	"github.com/depot-registry/depot/shared/progress"
+	"github.com/depot-registry/depot/shared/seen"
 	"github.com/depot-registry/depot/shared/version"
 )
 
@@ -90,12 +92,16 @@ type Origin struct {
 	// leader had committed when asked (health says catching_up until).
 	caughtUp  atomic.Bool
 	downloads *downloads.Counter // served here and by the edges reporting here
-	events    *events.Recorder   // download events, batched into the log
+	// seen are the artifacts downloaded here or at the edges reporting
+	// here since the last report (their last download day).
+	seen   *seen.Set
+	events *events.Recorder // download events, batched into the log
 	// recordDownloads says whether downloads are events now.
 	recordDownloads *events.Gate
 	webhooks        *webhooks.Queue  // deliveries, run by the leader
 	indexer         *indexer.Indexer // search's package information, run by the leader
 	backups         *backup.Service  // backups and restores, run by the leader
+	retention       *retention.Service
 	poolChanged     chan struct{}
 	stopLoop        func()
 	stopJobs        func()
@@ -122,7 +128,8 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, out io.Writer) (o *O
 	if now == nil {
 		now = time.Now
 	}
-	o = &Origin{cfg: cfg, log: log, out: out, now: now, poolChanged: make(chan struct{}, 1), downloads: downloads.New(now)}
+	o = &Origin{cfg: cfg, log: log, out: out, now: now, poolChanged: make(chan struct{}, 1), downloads: downloads.New(now),
+		seen: seen.New(maxSeen)}
 	// Every error return sets o to nil: close what was built through a copy.
 	built := o
 	// A first start that fails leaves no data directory behind: the next
@@ -321,6 +328,7 @@ func (o *Origin) serve(context.Context) error {
 	env := &format.Env{Meta: o.store, Now: now, Tokens: authn,
 		OnDownload: func(r *format.Request, a *meta.Artifact) {
 			o.downloads.Add()
+			o.seen.Add(a.ID)
 			o.recordDownload(r, a)
 		}}
 	scratch := filepath.Join(cfg.DataDir, "scratch")
@@ -365,11 +373,22 @@ func (o *Origin) serve(context.Context) error {
 	if err != nil {
 		return err
 	}
+	o.retention = retention.New(retention.Config{Store: o.store, Commit: o.commit, Formats: byName, Now: now,
+		Log: log.With("component", "retention"), Metrics: &m.Retention,
+		Default: func() (meta.Retention, time.Duration) {
+			v := o.app.Settings()
+			return v.Retention(), time.Duration(v.RetentionIntervalHours) * time.Hour
+		},
+		Delete: func(ctx context.Context, repo *meta.Repository, a *meta.Artifact) error {
+			ctx = meta.WithActor(ctx, meta.Actor{Username: "retention"}, now())
+			_, err := writer.DeleteThrough(ctx, byName[repo.Format], &format.Request{Repo: repo, Principal: auth.Job("retention")}, a)
+			return err
+		}})
 	application := &app.App{
 		Store: o.store, Commit: o.commit, Blobs: o.blobs, Authn: authn, Hasher: authn.Hasher,
 		Formats: byName, Env: env, Writer: writer, Now: now, NewID: auth.NewID,
 		AccessTTL: cfg.AccessTTL, RefreshTTL: cfg.RefreshTTL, SettingsSource: cfg.settingsSource(), RequireHTTPS: cfg.RequireHTTPS,
-		Webhooks: o.webhooks, BackupJobs: o.backups, Downloads: clusterDownloads{o}, EventLog: eventLog{o.events, o.recordDownloads}, GC: o.gc, Cluster: originCluster{o},
+		Webhooks: o.webhooks, BackupJobs: o.backups, Downloads: clusterDownloads{o}, EventLog: eventLog{o.events, o.recordDownloads}, GC: o.gc, Retention: o.retention, Cluster: originCluster{o},
 		Directory: policy, OIDCPolicy: ssoPolicy,
 	}
 	if sso != nil {
@@ -604,7 +623,8 @@ func (o *Origin) Run(ctx context.Context, ln net.Listener) error {
 // leaderJobs is the work done once in the cluster, by its leader
 // (leader.Loop moves it with the leadership): creating the initial
 // administrator, should the origin that formed the cluster have died
-// before it did, purging expired sessions, webhook deliveries and the search indexer. Garbage collection is not
+// before it did, purging expired sessions, webhook deliveries, the search
+// indexer, backups and the scheduled retention rules. Garbage collection is not
 // among them: it sweeps this origin's own disk and commits nothing, so
 // every origin runs its own.
 func (o *Origin) leaderJobs(ctx context.Context) {
@@ -616,6 +636,7 @@ func (o *Origin) leaderJobs(ctx context.Context) {
 	jobs.Go(func() { o.webhooks.Run(ctx) })
 	jobs.Go(func() { o.indexer.Run(ctx) })
 	jobs.Go(func() { o.backups.Run(ctx) })
+	jobs.Go(func() { o.retention.Run(ctx) })
 	jobs.Go(func() { o.syncDirectory(ctx, o.app) })
 	o.purgeSessions(ctx, time.Hour)
 }

@@ -3,7 +3,9 @@ package api
 import (
 	"encoding/json"
 	"net/http"
+	"strconv"
 
+	"github.com/depot-registry/depot/shared/apierr"
 	"github.com/depot-registry/depot/shared/auth"
 )
 
@@ -15,10 +17,17 @@ func (s *Server) stats(w http.ResponseWriter, r *http.Request, p *auth.Principal
 	return writeJSON(w, http.StatusOK, st)
 }
 
-// cleanup runs a garbage collection and answers what it removed
-// (app.Cleanup).
+// cleanup applies the retention rules and runs a garbage collection, or
+// with dry_run=true reports what the rules would delete (app.Cleanup).
 func (s *Server) cleanup(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
-	res, err := s.app.Cleanup(r.Context(), p)
+	dry := false
+	if v := r.URL.Query().Get("dry_run"); v != "" {
+		var err error
+		if dry, err = strconv.ParseBool(v); err != nil {
+			return apierr.Invalid("dry_run", "dry_run must be true or false")
+		}
+	}
+	res, err := s.app.Cleanup(r.Context(), p, dry)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"time"
 
 	"github.com/depot-registry/depot/origin/app"
@@ -65,8 +66,9 @@ type newRepoRequest struct {
 	Format      string `json:"format"`
 	Description string `json:"description,omitempty"`
 	// Public: absent takes the repositories.default_public setting.
-	Public   *bool             `json:"public,omitempty"`
-	Settings map[string]string `json:"settings,omitempty"`
+	Public    *bool             `json:"public,omitempty"`
+	Settings  map[string]string `json:"settings,omitempty"`
+	Retention *meta.Retention   `json:"retention,omitempty"`
 }
 
 type repoChangeRequest struct {
@@ -75,7 +77,27 @@ type repoChangeRequest struct {
 	Name        *string           `json:"name,omitempty"`
 	Format      *string           `json:"format,omitempty"`
 	Settings    map[string]string `json:"settings,omitempty"`
+	// Retention: a rule, or null to go back to the default rule.
+	Retention retentionField `json:"retention"`
 }
+
+// retentionField is a body's retention rule: absent (Set false), null
+// (the installation's default) or a rule.
+type retentionField struct {
+	Set  bool
+	Rule *meta.Retention
+}
+
+func (f *retentionField) UnmarshalJSON(b []byte) error {
+	f.Set, f.Rule = true, nil
+	if string(b) == "null" {
+		return nil
+	}
+	f.Rule = new(meta.Retention)
+	return json.Unmarshal(b, f.Rule)
+}
+
+func (f retentionField) MarshalJSON() ([]byte, error) { return json.Marshal(f.Rule) }
 
 type newEdgeRequest struct {
 	Name   string `json:"name"`

@@ -306,8 +306,8 @@ func nullable(s map[string]any) map[string]any {
 }
 
 // structSchema is the object encoding/json writes for t: fields by their
-// json names, embedded structs' fields flattened, omitempty fields
-// optional and the others required.
+// json names, embedded structs' fields flattened, omitempty fields (and
+// those of an embedded pointer) optional and the others required.
 func (g *schemaGen) structSchema(t reflect.Type) map[string]any {
 	props := map[string]any{}
 	var required []string
@@ -329,12 +329,13 @@ func (g *schemaGen) fields(t reflect.Type, props map[string]any, required *[]str
 		}
 		name, opts, _ := strings.Cut(tag, ",")
 		if f.Anonymous && name == "" {
-			ft := f.Type
+			ft, req := f.Type, required
 			if ft.Kind() == reflect.Pointer {
-				ft = ft.Elem()
+				// A nil embedded pointer writes none of its fields.
+				ft, req = ft.Elem(), new([]string)
 			}
 			if ft.Kind() == reflect.Struct {
-				g.fields(ft, props, required)
+				g.fields(ft, props, req)
 				continue
 			}
 		}

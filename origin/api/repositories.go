@@ -29,7 +29,7 @@ func (s *Server) createRepo(w http.ResponseWriter, r *http.Request, p *auth.Prin
 		return err
 	}
 	repo, idx, err := s.app.CreateRepository(r.Context(), p, app.NewRepository{Name: req.Name, Format: req.Format,
-		Description: req.Description, Public: req.Public, Settings: req.Settings})
+		Description: req.Description, Public: req.Public, Settings: req.Settings, Retention: req.Retention})
 	if err != nil {
 		return written(w, idx, err, 0, nil)
 	}
@@ -49,8 +49,11 @@ func (s *Server) updateRepo(w http.ResponseWriter, r *http.Request, p *auth.Prin
 	if err := decode(r, &req); err != nil {
 		return err
 	}
-	repo, idx, err := s.app.UpdateRepository(r.Context(), p, r.PathValue("id"), app.RepositoryChange{Description: req.Description,
-		Public: req.Public, Name: req.Name, Format: req.Format, Settings: req.Settings})
+	change := app.RepositoryChange{Description: req.Description, Public: req.Public, Name: req.Name, Format: req.Format, Settings: req.Settings}
+	if req.Retention.Set {
+		change.Retention = &app.RetentionChange{Rule: req.Retention.Rule}
+	}
+	repo, idx, err := s.app.UpdateRepository(r.Context(), p, r.PathValue("id"), change)
 	if err != nil {
 		return written(w, idx, err, 0, nil)
 	}

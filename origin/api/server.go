@@ -15,7 +15,6 @@ import (
 
 	"github.com/depot-registry/depot/origin/app"
 	"github.com/depot-registry/depot/origin/service/audit"
-	"github.com/depot-registry/depot/origin/service/gc"
 	"github.com/depot-registry/depot/replication/protocol"
 	"github.com/depot-registry/depot/shared/apierr"
 	"github.com/depot-registry/depot/shared/auth"
@@ -283,7 +282,8 @@ func (s *Server) routes() {
 		Out: eventPage{}, Query: []param{{"since", "string", `a cursor (next_cursor of an answer), or "latest"`}, {"types", "string", "comma-separated event names"},
 			repoParam, {"limit", "integer", "at most 1000"}, {"wait", "integer", "seconds to wait for an event when there is none"}}})
 	s.handle("GET /admin/stats", adminOnly, s.stats, op{Tag: tagAdmin, Summary: "Statistics: repositories, artifacts, users, storage, downloads", Out: app.Stats{}})
-	s.handle("POST /admin/cleanup", adminOnly, s.cleanup, op{Tag: tagAdmin, Summary: "Run a garbage collection now: what it removed", Out: gc.Result{}})
+	s.handle("POST /admin/cleanup", adminOnly, s.cleanup, op{Tag: tagAdmin, Summary: "Apply the retention rules, then run a garbage collection: what they removed",
+		Out: app.CleanupResult{}, Query: []param{{"dry_run", "boolean", "true: only report what the retention rules would delete (no garbage collection)"}}})
 	s.handle("GET /admin/settings", adminOnly, s.getSettings, op{Tag: tagAdmin, Summary: "The run-time settings: each one's value, default, bounds and source (default, settings, or the flag or variable fixing it on this origin)",
 		Out: app.SettingsView{}})
 	s.handle("PUT /admin/settings", adminOnly, s.putSettings, op{Tag: tagAdmin, Summary: "Change settings by key (null: back to the default), at once, on every node; refused for a setting this origin's flag fixes",

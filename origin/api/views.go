@@ -58,6 +58,9 @@ type repoView struct {
 	ArtifactCount int64             `json:"artifact_count"`
 	SizeBytes     int64             `json:"size_bytes"`
 	Settings      map[string]string `json:"settings"`
+	// Retention is the repository's own retention rule; null: the
+	// installation's default (the retention.* settings).
+	Retention *meta.Retention `json:"retention"`
 }
 
 func viewRepo(r *meta.Repository) repoView {
@@ -67,5 +70,5 @@ func viewRepo(r *meta.Repository) repoView {
 	}
 	return repoView{ID: r.ID, Name: r.Name, Format: r.Format, Description: r.Description, Public: r.Public,
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, ArtifactCount: r.ArtifactCount, SizeBytes: r.SizeBytes,
-		Settings: settings}
+		Settings: settings, Retention: r.Retention}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/depot-registry/depot/origin/service/gc"
+	"github.com/depot-registry/depot/origin/service/retention"
 	"github.com/depot-registry/depot/shared/apierr"
 	"github.com/depot-registry/depot/shared/auth"
 	"github.com/depot-registry/depot/shared/meta"
@@ -68,22 +69,48 @@ func (a *App) Stats(_ context.Context, p *auth.Principal) (Stats, error) {
 	return out, nil
 }
 
-// Cleanup runs a garbage collection to its end, even if the caller stops
-// waiting (a half-done sweep would only have to be done again), and
-// returns what it removed (administrators only).
-func (a *App) Cleanup(ctx context.Context, p *auth.Principal) (gc.Result, error) {
+// CleanupResult is the answer of POST /admin/cleanup: what the
+// retention rules deleted (would delete, in a dry run), then what the
+// garbage collection that followed removed, its fields at the top as
+// before retention rules existed (absent in a dry run, which collects
+// nothing).
+type CleanupResult struct {
+	*gc.Result
+	DryRun    bool              `json:"dry_run"`
+	Retention *retention.Report `json:"retention,omitempty"`
+}
+
+// Cleanup applies the retention rules, then runs a garbage collection, to
+// their end even if the caller stops waiting (a half-done sweep would
+// only have to be done again), and answers what they removed; a dry run
+// only reports what the rules would delete (administrators only).
+func (a *App) Cleanup(ctx context.Context, p *auth.Principal, dryRun bool) (CleanupResult, error) {
 	if err := requireAdmin(p); err != nil {
-		return gc.Result{}, err
+		return CleanupResult{}, err
 	}
-	if a.GC == nil {
-		return gc.Result{}, apierr.New(apierr.Unavailable, "garbage collection is not available on this node")
+	if a.GC == nil || a.Retention == nil {
+		return CleanupResult{}, apierr.New(apierr.Unavailable, "cleanup is not available on this node")
 	}
-	res, err := a.GC.Run(context.WithoutCancel(ctx))
+	ctx = context.WithoutCancel(ctx)
+	out := CleanupResult{DryRun: dryRun}
+	rep, err := a.Retention.Apply(ctx, dryRun, p.Name())
+	switch {
+	case errors.Is(err, retention.ErrRunning):
+		return out, apierr.New(apierr.Conflict, "the retention rules are being applied already; try again when that has finished")
+	case err != nil:
+		return out, fmt.Errorf("applying the retention rules: %w", err)
+	}
+	out.Retention = &rep
+	if dryRun {
+		return out, nil
+	}
+	res, err := a.GC.Run(ctx)
+	out.Result = &res
 	if errors.Is(err, gc.ErrRunning) {
-		return res, apierr.New(apierr.Conflict, "a garbage collection is running already; try again when it has finished")
+		return out, apierr.New(apierr.Conflict, "a garbage collection is running already; try again when it has finished")
 	}
 	if err != nil {
-		return res, fmt.Errorf("garbage collection: %w", err)
+		return out, fmt.Errorf("garbage collection: %w", err)
 	}
-	return res, nil
+	return out, nil
 }

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/depot-registry/depot/origin/service/gc"
+	"github.com/depot-registry/depot/origin/service/retention"
 	"github.com/depot-registry/depot/origin/service/webhooks"
 	"github.com/depot-registry/depot/shared/apierr"
 	"github.com/depot-registry/depot/shared/auth"
@@ -69,6 +70,8 @@ type App struct {
 	BackupJobs BackupJobs
 	// GC collects garbage (nil: not on this node).
 	GC *gc.Collector
+	// Retention applies the retention rules (nil: not on this node).
+	Retention *retention.Service
 	// Cluster is the origin cluster (nil: a lone origin).
 	Cluster Cluster
 	// Directory is how directory (LDAP) users become Depot users;
@@ -85,10 +88,12 @@ type App struct {
 }
 
 // Downloads counts downloads for the downloads_24h statistic: AddN takes
-// an edge node's count; Last24h is the whole cluster's.
+// an edge node's count; Last24h is the whole cluster's. Seen takes an
+// artifact an edge node served, for its last download day.
 type Downloads interface {
 	AddN(n int64)
 	Last24h() int64
+	Seen(artifactID string)
 }
 
 // commit stamps c with the actor in ctx and commits it.

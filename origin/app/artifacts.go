@@ -56,8 +56,5 @@ func (a *App) DeleteArtifact(ctx context.Context, p *auth.Principal, id string, 
 		via = &format.Request{}
 	}
 	via.Principal, via.Repo = p, repo
-	if del, ok := a.Formats[repo.Format].(format.ArtifactDeleter); ok {
-		return del.DeleteArtifact(ctx, via, a.Writer, art)
-	}
-	return a.Writer.DeleteArtifact(ctx, via, repo, art.ID)
+	return a.Writer.DeleteThrough(ctx, a.Formats[repo.Format], via, art)
 }

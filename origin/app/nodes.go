@@ -89,8 +89,9 @@ func (a *App) Heartbeat(ctx context.Context, p *auth.Principal, id string, rep p
 	if err := requireNode(p, id, "reports only for itself"); err != nil {
 		return protocol.Assignment{}, 0, err
 	}
-	if rep.CachedBytes < 0 || rep.MissingBlobs < 0 || rep.Downloads < 0 || rep.Downloads > 1<<40 || len(rep.Version) > 64 {
-		return protocol.Assignment{}, 0, apierr.Invalid("report", "cached_bytes, missing_blobs and downloads must not be negative, version at most 64 characters")
+	if rep.CachedBytes < 0 || rep.MissingBlobs < 0 || rep.Downloads < 0 || rep.Downloads > 1<<40 || len(rep.Version) > 64 ||
+		len(rep.Seen) > protocol.MaxSeen {
+		return protocol.Assignment{}, 0, apierr.Invalid("report", "cached_bytes, missing_blobs and downloads must not be negative, version at most 64 characters, seen at most %d artifacts", protocol.MaxSeen)
 	}
 	if err := checkSync(rep.Sync); err != nil {
 		return protocol.Assignment{}, 0, err
@@ -100,7 +101,22 @@ func (a *App) Heartbeat(ctx context.Context, p *auth.Principal, id string, rep p
 		a.Downloads.AddN(a.budgets().countable(id, rep.Downloads, now))
 	}
 	var e *meta.EdgeNode
-	if err := a.view(func(tx *meta.Tx) error { var err error; e, err = tx.Edge(id); return err }); err != nil {
+	err := a.view(func(tx *meta.Tx) error {
+		var err error
+		if e, err = tx.Edge(id); err != nil {
+			return err
+		}
+		if a.Downloads != nil {
+			// Only artifacts of the repositories the node serves.
+			for _, aid := range rep.Seen {
+				if art, err := tx.Artifact(aid); err == nil && slices.Contains(e.Repositories, art.RepositoryID) {
+					a.Downloads.Seen(aid)
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
 		return protocol.Assignment{}, 0, err
 	}
 	var idx uint64

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"regexp"
 	"slices"
 	"strings"
@@ -107,6 +108,8 @@ type NewRepository struct {
 	// Public: nil takes the repositories.default_public setting.
 	Public   *bool
 	Settings map[string]string
+	// Retention: the repository's own retention rule (nil: the default).
+	Retention *meta.Retention
 }
 
 // CreateRepository creates a repository; one made by a user who is not an
@@ -141,6 +144,9 @@ func (a *App) CreateRepository(ctx context.Context, p *auth.Principal, in NewRep
 	if err := format.CheckRepo(a.Formats[in.Format], in.Name, in.Settings); err != nil {
 		return nil, 0, err
 	}
+	if err := checkRetention(in.Retention); err != nil {
+		return nil, 0, err
+	}
 	public := a.Settings().DefaultPublic
 	if in.Public != nil {
 		public = *in.Public
@@ -155,6 +161,14 @@ func (a *App) CreateRepository(ctx context.Context, p *auth.Principal, in NewRep
 	idx, err := a.commit(ctx, cmd)
 	if err != nil {
 		return nil, idx, err
+	}
+	if in.Retention != nil {
+		// A command of its own (meta.RepoRetain): one that a cluster in the
+		// middle of an upgrade refuses, leaving the repository without it.
+		if idx, err = a.commit(ctx, &meta.RepoRetain{ID: repo.ID, Rule: in.Retention, At: now}); err != nil {
+			return nil, idx, fmt.Errorf("the repository %s was created, but not its retention rule (set it again with PUT): %w", repo.Name, err)
+		}
+		repo.Retention = in.Retention
 	}
 	return &repo, idx, nil
 }
@@ -176,6 +190,22 @@ type RepositoryChange struct {
 	Description, Name, Format *string
 	Public                    *bool
 	Settings                  map[string]string
+	Retention                 *RetentionChange
+}
+
+// RetentionChange sets a repository's own retention rule, or with Rule
+// nil removes it (the installation's default applies again).
+type RetentionChange struct{ Rule *meta.Retention }
+
+// checkRetention refuses a rule that says nothing sensible.
+func checkRetention(r *meta.Retention) error {
+	if r == nil {
+		return nil
+	}
+	if err := r.Check(); err != nil {
+		return apierr.Invalid("retention", "%s", err)
+	}
+	return nil
 }
 
 // UpdateRepository changes a repository p administers.
@@ -196,11 +226,24 @@ func (a *App) UpdateRepository(ctx context.Context, p *auth.Principal, id string
 		if err := format.CheckRepo(a.Formats[repo.Format], "", in.Settings); err != nil {
 			return nil, err
 		}
+		if in.Retention != nil {
+			if err := checkRetention(in.Retention.Rule); err != nil {
+				return nil, err
+			}
+		}
 		id = repo.ID // it may have been named by its name
+		if in.Retention != nil && in.Description == nil && in.Public == nil && len(in.Settings) == 0 {
+			return nil, nil // only the rule changes
+		}
 		return &meta.RepoUpdate{ID: id, Description: in.Description, Public: in.Public, Settings: in.Settings, At: a.now()}, nil
 	})
 	if err != nil {
 		return nil, idx, err
+	}
+	if in.Retention != nil {
+		if idx, err = a.commit(ctx, &meta.RepoRetain{ID: id, Rule: in.Retention.Rule, At: a.now()}); err != nil {
+			return nil, idx, err
+		}
 	}
 	var repo *meta.Repository
 	err = a.view(func(tx *meta.Tx) error { var err error; repo, err = tx.Repo(id); return err })

@@ -140,7 +140,14 @@ type Report struct {
 	// Sync is the progress of the node's prefetch (absent from nodes
 	// before it was reported).
 	Sync *progress.Sync `json:"sync,omitempty"`
+	// Seen are the artifacts the node served since its last report, each
+	// once (at most MaxSeen): the origins record their last download
+	// day, which retention rules read (absent from nodes before them).
+	Seen []string `json:"seen,omitempty"`
 }
+
+// MaxSeen bounds the artifacts one report names.
+const MaxSeen = 5000
 
 // MaxEvents bounds one batch of downloads a node sends.
 const MaxEvents = 1000

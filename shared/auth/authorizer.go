@@ -46,7 +46,12 @@ const (
 	CredAPIToken            // API token
 	CredRegistry            // registry token from a format's token endpoint
 	CredEdge                // an edge node's credential
+	CredJob                 // none: a job of the registry's own (Job)
 )
+
+// Job is the principal of a job the registry runs on its own (the
+// retention rules): no user, named in what it writes.
+func Job(name string) *Principal { return &Principal{Username: name, Via: CredJob} }
 
 // Edge is the id of the edge node p authenticated as, or "".
 func (p *Principal) Edge() string {
@@ -85,6 +90,9 @@ func (p *Principal) Anonymous() bool { return p == nil || p.UserID == "" }
 func (p *Principal) Name() string {
 	if id := p.Edge(); id != "" {
 		return "edge:" + id
+	}
+	if p != nil && p.Via == CredJob {
+		return p.Username
 	}
 	if p.Anonymous() {
 		return "anonymous"

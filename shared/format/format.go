@@ -178,6 +178,13 @@ type ArtifactDeleter interface {
 	DeleteArtifact(ctx context.Context, r *Request, w *Writer, a *meta.Artifact) (uint64, error)
 }
 
+// Pinner is implemented by formats whose versions other records point
+// at (npm dist-tags, the OCI tag latest, an image index's manifests):
+// retention rules never delete the versions of a package Pinned names.
+type Pinner interface {
+	Pinned(tx *meta.Tx, repo *meta.Repository, pkg string) (map[string]bool, error)
+}
+
 // Header is the read side of request headers, whatever the transport.
 type Header interface {
 	Get(key string) string

@@ -233,6 +233,16 @@ func (d *Writer) ChangeCmd(r *Request, repo *meta.Repository, drop []*meta.Artif
 	return c, nil
 }
 
+// DeleteThrough deletes artifact a of r.Repo as its format f does:
+// through the format's own ArtifactDeleter when it keeps state beside its
+// artifacts (tags, dist-tags), else DeleteArtifact.
+func (d *Writer) DeleteThrough(ctx context.Context, f Format, r *Request, a *meta.Artifact) (uint64, error) {
+	if del, ok := f.(ArtifactDeleter); ok {
+		return del.DeleteArtifact(ctx, r, d, a)
+	}
+	return d.DeleteArtifact(ctx, r, r.Repo, a.ID)
+}
+
 // DeleteArtifact deletes an artifact the REST API names, keeping its
 // format consistent: a file of a version made of a main file and its
 // companions goes with the whole version (DeleteVersion); any other file

@@ -285,6 +285,11 @@ func indexArtifact(tx *Tx, id string, before, after []byte) error {
 		if err := tx.summarise(o.RepositoryID, o.PackageName, o.Format); err != nil {
 			return err
 		}
+		if n == nil {
+			if err := tx.forgetDownloaded(id); err != nil {
+				return err
+			}
+		}
 	}
 	if n != nil {
 		if err := tx.setIndexEntry(SpaceArtifactPaths, key(n.RepositoryID, n.Path), []byte(id)); err != nil {
@@ -321,8 +326,6 @@ func (tx *Tx) ArtifactByPath(repoID, path string) (*Artifact, error) {
 	return tx.Artifact(string(id))
 }
 
-// ArtifactsUnder lists the artifacts of a repository whose path starts
-// with prefix, in path order.
 // VersionFiles are the artifacts of one version of a package in a
 // repository.
 func (tx *Tx) VersionFiles(repoID, name, version string) ([]Artifact, error) {
@@ -339,6 +342,8 @@ func (tx *Tx) VersionFiles(repoID, name, version string) ([]Artifact, error) {
 	return out, err
 }
 
+// ArtifactsUnder lists the artifacts of a repository whose path starts
+// with prefix, in path order.
 func (tx *Tx) ArtifactsUnder(repoID, prefix string) ([]Artifact, error) {
 	var out []Artifact
 	err := tx.scan(SpaceArtifactPaths, key(repoID, prefix), func(_ string, id []byte) error {

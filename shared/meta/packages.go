@@ -354,9 +354,19 @@ func (tx *Tx) Versions(repoID, name string) ([]VersionSummary, error) {
 // false. Derived from the package versions, it is not tracked: for reads,
 // not for decisions.
 func (tx *Tx) PackageNames(repoID string, fn func(name string) bool) {
+	tx.PackageNamesAfter(repoID, "", fn)
+}
+
+// PackageNamesAfter is PackageNames from the first name after after (""
+// from the first): a long walk in short views.
+func (tx *Tx) PackageNamesAfter(repoID, after string, fn func(name string) bool) {
 	p := []byte(key(repoID, ""))
 	cur := tx.bucket(bPackages).Cursor()
-	for k, _ := cur.Seek(p); k != nil && bytes.HasPrefix(k, p); k, _ = cur.Next() {
+	k, _ := cur.Seek([]byte(key(repoID, after)))
+	if after != "" && k != nil && string(k[len(p):]) == after {
+		k, _ = cur.Next()
+	}
+	for ; k != nil && bytes.HasPrefix(k, p); k, _ = cur.Next() {
 		if !fn(string(k[len(p):])) {
 			return
 		}

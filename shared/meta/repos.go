@@ -33,17 +33,20 @@ func init() {
 // derived from its artifacts when it is read; the record does not keep
 // them, so that an upload does not change the repository's modify index.
 type Repository struct {
-	ID            string            `json:"id"`
-	Name          string            `json:"name"`
-	Format        string            `json:"format"`
-	Description   string            `json:"description"`
-	Public        bool              `json:"public"`
-	Settings      map[string]string `json:"settings,omitempty"`
-	CreatedBy     string            `json:"created_by,omitempty"`
-	CreatedAt     time.Time         `json:"created_at"`
-	UpdatedAt     time.Time         `json:"updated_at"`
-	ArtifactCount int64             `json:"artifact_count"`
-	SizeBytes     int64             `json:"size_bytes"`
+	ID          string            `json:"id"`
+	Name        string            `json:"name"`
+	Format      string            `json:"format"`
+	Description string            `json:"description"`
+	Public      bool              `json:"public"`
+	Settings    map[string]string `json:"settings,omitempty"`
+	// Retention is the repository's own retention rule (RepoRetain);
+	// nil: the installation's default.
+	Retention     *Retention `json:"retention,omitempty"`
+	CreatedBy     string     `json:"created_by,omitempty"`
+	CreatedAt     time.Time  `json:"created_at"`
+	UpdatedAt     time.Time  `json:"updated_at"`
+	ArtifactCount int64      `json:"artifact_count"`
+	SizeBytes     int64      `json:"size_bytes"`
 }
 
 // WithoutTotals is r as its record keeps it, without the totals read with

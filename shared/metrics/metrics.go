@@ -26,6 +26,16 @@ type Metrics struct {
 	Events       Events
 	Raft         Raft
 	Search       Search
+	Retention    Retention
+}
+
+// Retention are the retention rules' metrics (reported where they run).
+type Retention struct {
+	// Runs counts runs that deleted (not dry runs), by outcome (ok, error).
+	Runs *prometheus.CounterVec
+	// Deleted counts the versions, files and bytes runs deleted.
+	Versions, Files, Bytes prometheus.Counter
+	LastSuccess            prometheus.Gauge
 }
 
 // Search are the search indexer's metrics (reported by the leader).
@@ -126,6 +136,23 @@ func New() *Metrics {
 				Name: "depot_webhook_deliveries_pending", Help: "Webhook deliveries waiting for an attempt (reported by the leader).",
 			}),
 		},
+		Retention: Retention{
+			Runs: prometheus.NewCounterVec(prometheus.CounterOpts{
+				Name: "depot_retention_runs_total", Help: "Runs of the retention rules that deleted (dry runs aside), by outcome (ok, error).",
+			}, []string{"outcome"}),
+			Versions: prometheus.NewCounter(prometheus.CounterOpts{
+				Name: "depot_retention_deleted_versions_total", Help: "Package versions the retention rules deleted.",
+			}),
+			Files: prometheus.NewCounter(prometheus.CounterOpts{
+				Name: "depot_retention_deleted_files_total", Help: "Files the retention rules deleted, with their versions.",
+			}),
+			Bytes: prometheus.NewCounter(prometheus.CounterOpts{
+				Name: "depot_retention_deleted_bytes_total", Help: "Bytes of the files the retention rules deleted (freed by the next garbage collection).",
+			}),
+			LastSuccess: prometheus.NewGauge(prometheus.GaugeOpts{
+				Name: "depot_retention_last_success_timestamp_seconds", Help: "When a run of the retention rules last ended without error.",
+			}),
+		},
 		Search: Search{
 			Inspected: prometheus.NewCounterVec(prometheus.CounterOpts{
 				Name: "depot_search_inspected_total", Help: "Artifacts the search indexer read, by outcome (ok, failed, none).",
@@ -152,6 +179,7 @@ func New() *Metrics {
 		m.GC.Runs, m.GC.Removed, m.GC.RemovedBytes, m.GC.Duration, m.GC.LastSuccess,
 		m.Events.Dropped, m.Events.Attempts, m.Events.Pending, m.Raft.Apply, m.Raft.LeaderChanges, m.Raft.Snapshot,
 		m.Search.Inspected, m.Search.Behind,
+		m.Retention.Runs, m.Retention.Versions, m.Retention.Files, m.Retention.Bytes, m.Retention.LastSuccess,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Every known label value starts at 0, so a series exists (and rate()
 	// and alerts on it work) before its first event.
@@ -159,7 +187,7 @@ func New() *Metrics {
 		m.AuthFailures: {"bad_credentials", "throttled", "busy", "unverifiable"},
 		m.GC.Runs:      {"ok", "error"}, m.GC.Removed: {"blob", "upload", "temp"}, m.GC.RemovedBytes: {"blob", "upload", "temp"},
 		m.Events.Dropped: {"queue_full", "expired", "trimmed"}, m.Events.Attempts: {"success", "failure"},
-		m.Search.Inspected: {"ok", "failed", "none"},
+		m.Search.Inspected: {"ok", "failed", "none"}, m.Retention.Runs: {"ok", "error"},
 	} {
 		for _, v := range values {
 			vec.WithLabelValues(v)

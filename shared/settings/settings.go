@@ -37,6 +37,16 @@ type Values struct {
 	BackupKeep              int64  `json:"backups.keep"`
 	BackupIncludeArtifacts  bool   `json:"backups.include_artifacts"`
 	BackupExportDirectory   string `json:"backups.export_directory"`
+	RetentionIntervalHours  int64  `json:"retention.interval_hours"`
+	RetentionKeepLast       int64  `json:"retention.keep_last"`
+	RetentionOlderThanDays  int64  `json:"retention.older_than_days"`
+	RetentionDownloadedDays int64  `json:"retention.keep_downloaded_days"`
+}
+
+// Retention is the rule of repositories without one of their own.
+func (v Values) Retention() meta.Retention {
+	return meta.Retention{KeepLast: int(v.RetentionKeepLast), OlderThanDays: int(v.RetentionOlderThanDays),
+		KeepDownloadedDays: int(v.RetentionDownloadedDays)}
 }
 
 // RateWindow is the rate limits' window.
@@ -72,6 +82,10 @@ var Defs = []Def{
 	{Key: "backups.keep", Min: 1, Max: 1000, Doc: "scheduled backups kept: older ones are deleted (backups asked for by hand are kept until deleted)"},
 	{Key: "backups.include_artifacts", Doc: "scheduled backups hold every file, not only the metadata"},
 	{Key: "backups.export_directory", Path: true, Doc: "an absolute directory (a mounted share, say) where the origin that makes a backup also writes a copy of its archive (empty: none)"},
+	{Key: "retention.interval_hours", Min: 0, Max: 8760, Doc: "the leader applies the retention rules this many hours after the last run (0 = only on POST /admin/cleanup)"},
+	{Key: "retention.keep_last", Min: 0, Max: 1_000_000, Doc: "default rule of repositories without their own: keep the newest N versions of each package (0 = any number)"},
+	{Key: "retention.older_than_days", Min: 0, Max: meta.MaxRetentionDays, Doc: "default rule: delete only versions uploaded more than this many days ago (0 = any age)"},
+	{Key: "retention.keep_downloaded_days", Min: 0, Max: meta.MaxRetentionDays, Doc: "default rule: keep versions downloaded in the last this many days (0 = downloads not considered)"},
 }
 
 // Lookup finds a setting by key.

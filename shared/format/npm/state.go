@@ -240,3 +240,21 @@ func integrity(a *meta.Artifact) string {
 	}
 	return "sha512-" + base64.StdEncoding.EncodeToString(raw)
 }
+
+// Pinned names the versions a dist-tag points at (latest among them):
+// retention rules keep them (format.Pinner).
+func (f *Format) Pinned(tx *meta.Tx, repo *meta.Repository, pkg string) (map[string]bool, error) {
+	n, err := ParseName(pkg)
+	if err != nil {
+		return nil, nil // not a package this format stored: nothing points at it
+	}
+	st, err := loadTx(tx, repo, n)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for _, v := range st.distTags() {
+		out[v] = true
+	}
+	return out, nil
+}

@@ -178,3 +178,41 @@ func (f *Format) blobLink(repo *meta.Repository, image, digest string) (l blobLi
 	})
 	return l, ok, err
 }
+
+// Pinned names what retention rules keep of an image (format.Pinner):
+// the tag latest and every tag of the manifest it points at, the
+// manifests another manifest of the image refers to (an index's
+// platform images), and referrers (signatures, SBOMs), which go with
+// their subject's deletion, not by age.
+func (f *Format) Pinned(tx *meta.Tx, repo *meta.Repository, image string) (map[string]bool, error) {
+	v := view{tx: tx, repo: repo}
+	out := map[string]bool{}
+	tags, err := v.tagArtifacts(image)
+	if err != nil {
+		return nil, err
+	}
+	latest := ""
+	for i := range tags {
+		if tags[i].Path == tagPath(image, "latest") {
+			latest = digestOf(&tags[i])
+		}
+	}
+	for i := range tags {
+		if latest != "" && digestOf(&tags[i]) == latest {
+			out[tags[i].Version] = true
+		}
+	}
+	for _, kv := range tx.KVList(repo.ID, manifestKey(image, "")) {
+		var m manifestRec
+		if json.Unmarshal(kv.Value, &m) != nil {
+			continue
+		}
+		for _, ref := range m.Refs {
+			out[ref] = true // a digest artifact's version is its digest
+		}
+		if m.Subject != "" {
+			out[strings.TrimPrefix(kv.Key, manifestKey(image, ""))] = true
+		}
+	}
+	return out, nil
+}
