@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"time"
 
 	"github.com/depot-registry/depot/shared/auth"
 	"github.com/depot-registry/depot/shared/blob"
@@ -202,6 +203,10 @@ type Placed struct {
 	// Quiet: the format's bookkeeping, not an upload of its own (no
 	// artifact.uploaded event).
 	Quiet bool
+	// UploadedAt, when set, is the time of the upload it stands for (a
+	// record of bytes uploaded earlier, as an OCI manifest that lost its
+	// last tag); zero: now.
+	UploadedAt time.Time
 }
 
 // Quiet marks p as bookkeeping beside the upload it comes with (a
@@ -224,6 +229,9 @@ func (d *Writer) ChangeCmd(r *Request, repo *meta.Repository, drop []*meta.Artif
 		}
 		p.Repo = repo
 		a := d.NewArtifact(r, p.Upload, p.Info)
+		if !p.UploadedAt.IsZero() {
+			a.UploadedAt = p.UploadedAt
+		}
 		if p.Quiet {
 			a.Companion = true
 			c.Quiet = append(c.Quiet, a.ID)

@@ -313,6 +313,13 @@ func orphan(v view, image, digest string, losing []string) (format.Placed, bool,
 	}
 	p := placed(v.repo, image, untaggedPath(image, digest), digest, digest, rec)
 	p.Quiet = true // the manifest was not uploaded again: it lost its last tag
+	for _, a := range tagged {
+		// It was pushed when its first tag was: retention rules see its
+		// age, not the untagging's.
+		if p.UploadedAt.IsZero() || a.UploadedAt.Before(p.UploadedAt) {
+			p.UploadedAt = a.UploadedAt
+		}
+	}
 	return p, true, nil
 }
 
