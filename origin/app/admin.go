@@ -114,3 +114,23 @@ func (a *App) Cleanup(ctx context.Context, p *auth.Principal, dryRun bool) (Clea
 	}
 	return out, nil
 }
+
+// RetentionStatus is the retention rules' last run that deleted (nil:
+// none yet), the default rule and how often the leader applies the rules
+// (administrators only).
+type RetentionStatus struct {
+	Last          *meta.RetentionRun `json:"last"`
+	Default       meta.Retention     `json:"default"`
+	IntervalHours int64              `json:"interval_hours"`
+}
+
+// RetentionStatus reads the retention rules' state.
+func (a *App) RetentionStatus(_ context.Context, p *auth.Principal) (RetentionStatus, error) {
+	if err := requireAdmin(p); err != nil {
+		return RetentionStatus{}, err
+	}
+	v := a.Settings()
+	out := RetentionStatus{Default: v.Retention(), IntervalHours: v.RetentionIntervalHours}
+	err := a.view(func(tx *meta.Tx) error { out.Last = tx.Retention().Last; return nil })
+	return out, err
+}

@@ -500,7 +500,8 @@ func TestSettingsPage(t *testing.T) {
 	form := url.Values{"repositories.users_create": {"on"}, "repositories.default_public": {"on"}, "webhooks.enabled": {"on"},
 		"rate_limit.api": {"0"}, "rate_limit.login": {"1000"}, "rate_limit.window_seconds": {"60"}, "webhooks.timeout_seconds": {"30"},
 		"webhooks.max_retries": {"5"}, "webhooks.retry_backoff": {"linear"}, "webhooks.rate_limit": {"600"},
-		"backups.interval_hours": {"0"}, "backups.keep": {"7"}, "backups.include_artifacts": {"on"}, "backups.export_directory": {""}}
+		"backups.interval_hours": {"0"}, "backups.keep": {"7"}, "backups.include_artifacts": {"on"}, "backups.export_directory": {""},
+		"retention.interval_hours": {"24"}, "retention.keep_last": {"0"}, "retention.older_than_days": {"0"}, "retention.keep_downloaded_days": {"0"}}
 	if a := p.post("/ui/settings", form); a.status != 303 {
 		t.Fatalf("save: %d %s", a.status, a.body)
 	}
@@ -575,5 +576,68 @@ func TestBackupsPage(t *testing.T) {
 	u.signIn("uma", "uma-password-1")
 	if a := u.get("/ui/backups"); a.status != 403 {
 		t.Errorf("a user: %d", a.status)
+	}
+}
+
+// TestCleanupPage: a repository's administrator sets its own retention
+// rule on its settings page (a bad number refused on the form), and an
+// administrator previews on the cleanup page what the rules would delete,
+// then cleans up: the versions go, and the page says what went and the
+// last run; a user may not open it; the default rule comes back.
+func TestCleanupPage(t *testing.T) {
+	e := origintest.Start(t, origintest.Options{})
+	e.CreateRepo("files", "generic", false)
+	for _, v := range []string{"1", "2", "3"} {
+		e.Do("PUT", "/generic/files/tool/"+v+"/a.bin", e.Admin, "bytes of "+v).Want(201)
+	}
+	p := newForm(t, e.URL)
+	p.signIn("admin", origintest.AdminPassword)
+	if a := p.get("/ui/repositories/files/settings"); !strings.Contains(a.body, "The default rule: keep everything") {
+		t.Fatalf("the settings page:\n%.3000s", a.body)
+	}
+	bad := p.post("/ui/repositories/files/retention", url.Values{"rule": {"own"}, "keep_last": {"-2"}})
+	if bad.status != 400 || !strings.Contains(bad.body, "keep_last must be") || !strings.Contains(bad.body, `value="-2"`) {
+		t.Fatalf("a bad rule: %d\n%.3000s", bad.status, bad.body)
+	}
+	if a := p.post("/ui/repositories/files/retention", url.Values{"rule": {"own"}, "keep_last": {"1"}}); a.status != 303 {
+		t.Fatalf("saving the rule: %d %s", a.status, a.body)
+	}
+	var r struct {
+		Retention *struct {
+			KeepLast int `json:"keep_last"`
+		}
+	}
+	e.Do("GET", "/api/v1/repositories/files", e.Admin, nil).Want(200).JSON(&r)
+	if r.Retention == nil || r.Retention.KeepLast != 1 {
+		t.Fatalf("the rule saved: %+v", r.Retention)
+	}
+	if a := p.get("/ui/cleanup"); a.status != 200 || !strings.Contains(a.body, "have not deleted anything yet") {
+		t.Fatalf("the cleanup page: %d\n%.3000s", a.status, a.body)
+	}
+	preview := p.post("/ui/cleanup", url.Values{"action": {"preview"}})
+	if preview.status != 200 || !strings.Contains(preview.body, "What the rules would delete") ||
+		strings.Count(preview.body, "<code>1</code>")+strings.Count(preview.body, "<code>2</code>") != 2 || strings.Contains(preview.body, `id="gc-result"`) {
+		t.Fatalf("the preview:\n%.4000s", preview.body)
+	}
+	run := p.post("/ui/cleanup", url.Values{"action": {"run"}})
+	if run.status != 200 || !strings.Contains(run.body, "What the rules deleted") || !strings.Contains(run.body, `id="gc-result"`) ||
+		!strings.Contains(run.body, "by admin") {
+		t.Fatalf("the run:\n%.4000s", run.body)
+	}
+	for v, code := range map[string]int{"1": 404, "2": 404, "3": 200} {
+		e.Do("GET", "/generic/files/tool/"+v+"/a.bin", e.Admin, nil).Want(code)
+	}
+	if a := p.post("/ui/repositories/files/retention", url.Values{"rule": {"default"}}); a.status != 303 {
+		t.Fatalf("back to the default: %d", a.status)
+	}
+	e.Do("GET", "/api/v1/repositories/files", e.Admin, nil).Want(200).JSON(&r)
+	if r.Retention != nil {
+		t.Errorf("the rule is kept: %+v", r.Retention)
+	}
+	e.CreateUser("uma", "user", "uma-password-1")
+	u := newForm(t, e.URL)
+	u.signIn("uma", "uma-password-1")
+	if a := u.post("/ui/cleanup", url.Values{"action": {"run"}}); a.status != 403 {
+		t.Errorf("a user cleaning up: %d", a.status)
 	}
 }

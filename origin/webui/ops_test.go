@@ -96,7 +96,7 @@ func strict(t *testing.T, path string, a answer) {
 	}
 }
 
-var adminPages = []string{"/settings/webhooks", "/edges", "/cluster"}
+var adminPages = []string{"/settings/webhooks", "/edges", "/cluster", "/cleanup"}
 
 // TestOpsPagesAreForAdmins: a user who is not an administrator is
 // refused every page of webhooks, edge nodes and the cluster, reading or

@@ -77,6 +77,11 @@ type repoForm struct {
 	Public                    bool
 	Formats                   []string
 	Err, Field                string
+	// Own is the repository's own retention rule as the form shows it
+	// (OwnRule: it has one), Default the installation's.
+	OwnRule bool
+	Own     meta.Retention
+	Default meta.Retention
 }
 
 func (f repoForm) formError() string { return f.Err }
@@ -148,8 +153,41 @@ func (u *UI) repositorySettings(w http.ResponseWriter, c *call) error {
 	if err != nil {
 		return err
 	}
-	return u.render(w, c, 0, "repository-form", repo.Name+": settings", repoForm{Repo: repo, Name: repo.Name, Format: repo.Format,
-		Description: repo.Description, Public: repo.Public})
+	return u.render(w, c, 0, "repository-form", repo.Name+": settings", u.editForm(repo))
+}
+
+// editForm is the settings form of repo as it is.
+func (u *UI) editForm(repo *meta.Repository) repoForm {
+	f := repoForm{Repo: repo, Name: repo.Name, Format: repo.Format, Description: repo.Description, Public: repo.Public,
+		Default: u.d.App.Settings().Retention()}
+	if repo.Retention != nil {
+		f.OwnRule, f.Own = true, *repo.Retention
+	}
+	return f
+}
+
+// updateRetention sets the repository's own retention rule, or with
+// rule=default removes it.
+func (u *UI) updateRetention(w http.ResponseWriter, c *call) error {
+	repo, err := u.d.App.GetRepository(c.r.Context(), c.p, c.r.PathValue("repo"))
+	if err != nil {
+		return err
+	}
+	f := c.r.PostForm
+	form := u.editForm(repo)
+	change := &app.RetentionChange{}
+	if f.Get("rule") == "own" {
+		num := func(key string) int { n, _ := strconv.Atoi(strings.TrimSpace(f.Get(key))); return n }
+		form.OwnRule, form.Own = true, meta.Retention{KeepLast: num("keep_last"), OlderThanDays: num("older_than_days"),
+			KeepDownloadedDays: num("keep_downloaded_days")}
+		change.Rule = &form.Own
+	}
+	_, _, err = u.d.App.UpdateRepository(c.r.Context(), c.p, repo.ID, app.RepositoryChange{Retention: change})
+	if e, ok := refused(err, &form.Field); ok {
+		form.Err = e.Message
+		return u.render(w, c, e.Status(), "repository-form", repo.Name+": settings", form)
+	}
+	return u.after(w, c, err, "Retention rule of "+repo.Name+" saved.", repoPath(repo)+"/settings")
 }
 
 func (u *UI) updateRepository(w http.ResponseWriter, c *call) error {
@@ -158,7 +196,8 @@ func (u *UI) updateRepository(w http.ResponseWriter, c *call) error {
 		return err
 	}
 	f := c.r.PostForm
-	form := repoForm{Repo: repo, Name: repo.Name, Format: repo.Format, Description: f.Get("description"), Public: f.Get("public") == "on"}
+	form := u.editForm(repo)
+	form.Description, form.Public = f.Get("description"), f.Get("public") == "on"
 	updated, _, err := u.d.App.UpdateRepository(c.r.Context(), c.p, repo.ID, app.RepositoryChange{Description: &form.Description, Public: &form.Public})
 	if e, ok := refused(err, &form.Field); ok {
 		form.Err = e.Message
