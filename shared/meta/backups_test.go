@@ -10,8 +10,7 @@ import (
 // while its record is.
 func TestBackupRecords(t *testing.T) {
 	s := open(t)
-	idx := uint64(0)
-	apply := func(c Command) error { idx++; return s.Apply(idx, c) }
+	apply := (&testLog{t: t, s: s}).apply
 	if err := apply(&BackupPut{Backup: Backup{ID: "b1", Status: BackupPending}, Create: true}); err != nil {
 		t.Fatal(err)
 	}

@@ -12,14 +12,8 @@ import (
 // only from where it is.
 func TestPackageInfo(t *testing.T) {
 	s := open(t)
-	idx := uint64(0)
-	apply := func(c Command) error { idx++; return s.Apply(idx, c) }
-	must := func(c Command) {
-		t.Helper()
-		if err := apply(c); err != nil {
-			t.Fatalf("%T: %v", c, err)
-		}
-	}
+	l := &testLog{t: t, s: s}
+	apply, must := l.apply, l.must
 	art := func(id, version string, at time.Time) Command {
 		return &ArtifactPut{Artifact: Artifact{ID: id, RepositoryID: "r1", Path: "p/" + version + "/f", PackageName: "p", Version: version,
 			Digest: "sha256:" + id, UploadedAt: at}}
@@ -31,7 +25,7 @@ func TestPackageInfo(t *testing.T) {
 	}
 	put := func(id, summary string) {
 		t.Helper()
-		must(&PackageInfoPut{From: cursor(), To: idx + 1, Infos: []PackageInfo{{RepositoryID: "r1", Name: "p", ArtifactID: id, Summary: summary}}})
+		must(&PackageInfoPut{From: cursor(), To: l.idx + 1, Infos: []PackageInfo{{RepositoryID: "r1", Name: "p", ArtifactID: id, Summary: summary}}})
 	}
 	has := func(term string) (summary string, found bool) {
 		_ = s.View(func(tx *Tx) error {
@@ -83,7 +77,7 @@ func TestPackageInfo(t *testing.T) {
 	if err := apply(&ReindexStart{At: t0}); !errors.Is(err, ErrConflict) {
 		t.Errorf("a second reindex: %v", err)
 	}
-	must(&PackageInfoPut{From: 0, To: idx, Read: 5, Failed: 1, Finished: true, At: &t0})
+	must(&PackageInfoPut{From: 0, To: l.idx, Read: 5, Failed: 1, Finished: true, At: &t0})
 	_ = s.View(func(tx *Tx) error {
 		if r := tx.Indexer().Reindex; r == nil || r.Status != "completed" || r.Done != 5 || r.Failed != 1 {
 			t.Errorf("reindex: %+v", r)

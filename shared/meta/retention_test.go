@@ -12,14 +12,8 @@ import (
 // is recorded.
 func TestRetentionRecords(t *testing.T) {
 	s := open(t)
-	idx := uint64(0)
-	apply := func(c Command) error { idx++; return s.Apply(idx, c) }
-	must := func(c Command) {
-		t.Helper()
-		if err := apply(c); err != nil {
-			t.Fatalf("%T: %v", c, err)
-		}
-	}
+	l := &testLog{t: t, s: s}
+	apply, must := l.apply, l.must
 	art := func(id, version string) Command {
 		return &ArtifactPut{Artifact: Artifact{ID: id, RepositoryID: "r1", Path: "p/" + version + "/" + id, PackageName: "p", Version: version,
 			Digest: "sha256:" + id, UploadedAt: t0}}

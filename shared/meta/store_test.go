@@ -120,6 +120,23 @@ func script() []Command {
 	)
 }
 
+// testLog applies commands to a store one index after another, as the log
+// would: apply answers a command's error, must fails the test on one.
+type testLog struct {
+	t   *testing.T
+	s   *Store
+	idx uint64
+}
+
+func (l *testLog) apply(c Command) error { l.idx++; return l.s.Apply(l.idx, c) }
+
+func (l *testLog) must(c Command) {
+	l.t.Helper()
+	if err := l.apply(c); err != nil {
+		l.t.Fatalf("%T: %v", c, err)
+	}
+}
+
 func open(t *testing.T) *Store {
 	t.Helper()
 	s, err := Open(filepath.Join(t.TempDir(), "meta.db"))
