@@ -181,6 +181,9 @@ type RetentionState struct {
 	// TrackedSince is the first day downloads were recorded: what was
 	// uploaded before it may have been downloaded up to that day.
 	TrackedSince int64 `json:"tracked_since,omitempty"`
+	// ScheduledSince is when the leader first found a rule to apply: the
+	// schedule counts from it until a run is recorded.
+	ScheduledSince *time.Time `json:"scheduled_since,omitempty"`
 	// Last is how the last run that deleted went (a dry run records
 	// nothing).
 	Last *RetentionRun `json:"last,omitempty"`
@@ -217,11 +220,14 @@ func (tx *Tx) trackDownloadsSince(day int64) error {
 	return tx.putRec(KindState, stateRetention, s)
 }
 
-// RetentionRan records a run of the retention rules; Day starts the
-// download tracking if nothing did yet (a registry nobody downloads from).
+// RetentionRan records a run of the retention rules (Run) or the start
+// of their schedule (Scheduled, kept only the first time); Day starts
+// the download tracking if nothing did yet (a registry nobody downloads
+// from).
 type RetentionRan struct {
-	Run RetentionRun `json:"run"`
-	Day int64        `json:"day"`
+	Run       *RetentionRun `json:"run,omitempty"`
+	Scheduled *time.Time    `json:"scheduled,omitempty"`
+	Day       int64         `json:"day,omitempty"`
 }
 
 func (*RetentionRan) Type() CmdType { return CmdRetentionRan }
@@ -232,9 +238,14 @@ func (c *RetentionRan) apply(tx *Tx) error {
 	if s.TrackedSince == 0 && c.Day > 0 {
 		s.TrackedSince = c.Day
 	}
-	run := c.Run
-	run.Error = clip(run.Error, 1024)
-	s.Last = &run
+	if c.Scheduled != nil && s.ScheduledSince == nil {
+		s.ScheduledSince = c.Scheduled
+	}
+	if c.Run != nil {
+		run := *c.Run
+		run.Error = clip(run.Error, 1024)
+		s.Last = &run
+	}
 	return tx.putRec(KindState, stateRetention, s)
 }
 

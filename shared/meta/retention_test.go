@@ -61,7 +61,7 @@ func TestRetentionRecords(t *testing.T) {
 	if _, ok := seen["2"]; ok || left != 0 {
 		t.Errorf("a deleted artifact's download is kept: %v %d", seen, left)
 	}
-	must(&RetentionRan{Run: RetentionRun{StartedAt: t0, FinishedAt: t0.Add(time.Minute), By: "schedule", Versions: 3}, Day: 30000})
+	must(&RetentionRan{Run: &RetentionRun{StartedAt: t0, FinishedAt: t0.Add(time.Minute), By: "schedule", Versions: 3}, Day: 30000})
 	view(func(tx *Tx) { st = tx.Retention() })
 	if st.TrackedSince != 20000 || st.Last == nil || st.Last.Versions != 3 {
 		t.Errorf("after a run: %+v", st)

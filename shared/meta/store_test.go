@@ -116,7 +116,7 @@ func script() []Command {
 		&RestoreStateSet{State: RestoreState{BackupID: "b1", Status: "requested", RequestedAt: t0}, Request: true},
 		&RepoRetain{ID: "r1", Rule: &Retention{KeepLast: 3, KeepDownloadedDays: 30}, At: t0},
 		&DownloadsSeen{Day: 20000, ArtifactIDs: []string{"a2", "gone"}},
-		&RetentionRan{Run: RetentionRun{StartedAt: t0, FinishedAt: t0.Add(time.Second), By: "schedule", Repositories: 1}, Day: 20001},
+		&RetentionRan{Run: &RetentionRun{StartedAt: t0, FinishedAt: t0.Add(time.Second), By: "schedule", Repositories: 1}, Day: 20001},
 	)
 }
 

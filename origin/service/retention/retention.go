@@ -144,21 +144,29 @@ type repoRule struct {
 	named string
 }
 
-func (s *Service) run(ctx context.Context, rep *Report) error {
+// rules lists the repositories with a rule that deletes.
+func (s *Service) rules(tx *meta.Tx) ([]repoRule, error) {
 	def, _ := s.cfg.Default()
+	var todo []repoRule
+	repos, err := tx.Repos()
+	for _, r := range repos {
+		rr := repoRule{repo: r, rule: def, named: "default"}
+		if r.Retention != nil {
+			rr.rule, rr.named = *r.Retention, "repository"
+		}
+		if rr.rule.Deletes() {
+			todo = append(todo, rr)
+		}
+	}
+	return todo, err
+}
+
+func (s *Service) run(ctx context.Context, rep *Report) error {
 	var todo []repoRule
 	var tracked int64
 	err := s.cfg.Store.View(func(tx *meta.Tx) error {
-		repos, err := tx.Repos()
-		for _, r := range repos {
-			rr := repoRule{repo: r, rule: def, named: "default"}
-			if r.Retention != nil {
-				rr.rule, rr.named = *r.Retention, "repository"
-			}
-			if rr.rule.Deletes() {
-				todo = append(todo, rr)
-			}
-		}
+		var err error
+		todo, err = s.rules(tx)
 		tracked = tx.Retention().TrackedSince
 		return err
 	})
@@ -368,14 +376,15 @@ func (s *Service) observe(ctx context.Context, rep Report, by string, err error)
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	if _, err := s.cfg.Commit.Apply(rctx, &meta.RetentionRan{Run: run, Day: meta.UnixDay(s.cfg.Now())}); err != nil && !errors.Is(err, meta.ErrUpgrading) {
+	if _, err := s.cfg.Commit.Apply(rctx, &meta.RetentionRan{Run: &run, Day: meta.UnixDay(s.cfg.Now())}); err != nil && !errors.Is(err, meta.ErrUpgrading) {
 		s.cfg.Log.Warn("recording the retention run", "err", err)
 	}
 }
 
 // Run applies the rules on schedule while ctx lasts (this origin leads):
 // when Every has passed since the last run that deleted, whichever
-// origin made it.
+// origin made it, or, before any, since the leader first found a rule to
+// apply (so a new rule can be previewed before it deletes anything).
 func (s *Service) Run(ctx context.Context) {
 	t := time.NewTicker(time.Minute)
 	defer t.Stop()
@@ -394,9 +403,33 @@ func (s *Service) due(ctx context.Context) {
 	if every <= 0 {
 		return
 	}
-	var last *meta.RetentionRun
-	_ = s.cfg.Store.View(func(tx *meta.Tx) error { last = tx.Retention().Last; return nil })
-	if last != nil && s.cfg.Now().Sub(last.StartedAt) < every {
+	var st meta.RetentionState
+	var todo []repoRule
+	if err := s.cfg.Store.View(func(tx *meta.Tx) error {
+		st = tx.Retention()
+		var err error
+		todo, err = s.rules(tx)
+		return err
+	}); err != nil || len(todo) == 0 {
+		return
+	}
+	now := s.cfg.Now().UTC()
+	var from time.Time
+	switch {
+	case st.Last != nil:
+		from = st.Last.StartedAt
+	case st.ScheduledSince != nil:
+		from = *st.ScheduledSince
+	default:
+		if _, err := s.cfg.Commit.Apply(ctx, &meta.RetentionRan{Scheduled: &now}); err != nil && ctx.Err() == nil && !errors.Is(err, meta.ErrUpgrading) {
+			s.cfg.Log.Warn("starting the retention schedule", "err", err)
+		} else if err == nil {
+			s.cfg.Log.Info("retention rules found: the leader applies them from "+now.Add(every).Format(time.RFC3339)+
+				"; preview them with POST /api/v1/admin/cleanup?dry_run=true", "repositories", len(todo))
+		}
+		return
+	}
+	if now.Sub(from) < every {
 		return
 	}
 	if _, err := s.Apply(ctx, false, "schedule"); errors.Is(err, ErrRunning) {

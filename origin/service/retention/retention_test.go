@@ -157,9 +157,9 @@ func TestConditions(t *testing.T) {
 	}
 }
 
-// TestSchedule: the leader applies the rules when the interval has passed
-// since the last run that deleted, whichever origin made it, and not at
-// all with no interval.
+// TestSchedule: the leader applies the rules an interval after it first
+// found one, then when the interval has passed since the last run that
+// deleted, whichever origin made it, and not at all with no interval.
 func TestSchedule(t *testing.T) {
 	f := newFixture(t)
 	f.upload("app", "1", 1)
@@ -171,6 +171,13 @@ func TestSchedule(t *testing.T) {
 		t.Fatal("a run without an interval")
 	}
 	f.every = 24 * time.Hour
+	f.svc.due(context.Background()) // the schedule starts: a day to preview
+	f.advance(23 * time.Hour)
+	f.svc.due(context.Background())
+	if f.deletes != 0 {
+		t.Fatal("a run within the first interval")
+	}
+	f.advance(time.Hour)
 	f.svc.due(context.Background())
 	if f.deletes != 1 {
 		t.Fatalf("the first due run deleted %d", f.deletes)
