@@ -1,0 +1,236 @@
+package vuln
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+
+	"github.com/google/osv-scalibr/semantic"
+)
+
+// DB is a set of advisories indexed by the packages they name; it is not
+// changed once built, so any number of scans read it at once.
+type DB struct {
+	advs  []Advisory
+	index map[string][]hit // ecosystem \x00 normal name -> where it is named
+}
+
+type hit struct{ adv, aff int }
+
+func indexKey(ecosystem, name string) string { return ecosystem + "\x00" + NormalName(ecosystem, name) }
+
+// Build indexes advisories. Of two records with one id the later
+// modified is kept; withdrawn records are kept (they say what was
+// withdrawn) but never match.
+func Build(advs []Advisory) *DB {
+	byID := map[string]int{}
+	var kept []Advisory
+	for _, a := range advs {
+		if i, ok := byID[a.ID]; ok {
+			if a.Modified.After(kept[i].Modified) {
+				kept[i] = a
+			}
+			continue
+		}
+		byID[a.ID] = len(kept)
+		kept = append(kept, a)
+	}
+	sort.Slice(kept, func(i, j int) bool { return kept[i].ID < kept[j].ID })
+	db := &DB{advs: kept, index: map[string][]hit{}}
+	for i := range kept {
+		for j, af := range kept[i].Affected {
+			k := indexKey(af.Package.Ecosystem, af.Package.Name)
+			db.index[k] = append(db.index[k], hit{i, j})
+		}
+	}
+	return db
+}
+
+// Len is how many advisories the database holds.
+func (db *DB) Len() int {
+	if db == nil {
+		return 0
+	}
+	return len(db.advs)
+}
+
+// Advisories are the records, in id order (not to be changed).
+func (db *DB) Advisories() []Advisory { return db.advs }
+
+// Ecosystems counts the advisories naming a package of each ecosystem.
+func (db *DB) Ecosystems() map[string]int {
+	out := map[string]int{}
+	for _, a := range db.advs {
+		seen := map[string]bool{}
+		for _, af := range a.Affected {
+			if e := af.Package.Ecosystem; !seen[e] {
+				seen[e] = true
+				out[e]++
+			}
+		}
+	}
+	return out
+}
+
+// Covers reports whether the database holds advisories of an ecosystem.
+func (db *DB) Covers(ecosystem string) bool { return db.Len() > 0 && db.Ecosystems()[ecosystem] > 0 }
+
+// Finding is an advisory that affects a package at a version.
+type Finding struct {
+	ID         string   `json:"id"`
+	Aliases    []string `json:"aliases,omitempty"`
+	Ecosystem  string   `json:"ecosystem"`
+	Package    string   `json:"package"`
+	Version    string   `json:"installed_version"`
+	Fixed      []string `json:"fixed_versions,omitempty"`
+	Severity   string   `json:"severity"`
+	Summary    string   `json:"summary,omitempty"`
+	References []string `json:"references,omitempty"`
+}
+
+// Match lists the advisories affecting package name at version in
+// ecosystem, by the OSV evaluation: the version is one the record lists,
+// or, walking a range's events in version order, the last one at or
+// below it introduced the vulnerability (fixed and last_affected end
+// it). A version the ecosystem cannot parse is an error.
+func (db *DB) Match(ecosystem, name, version string) ([]Finding, error) {
+	if db == nil {
+		return nil, nil
+	}
+	hits := db.index[indexKey(ecosystem, name)]
+	if len(hits) == 0 {
+		return nil, nil
+	}
+	v, err := parseVersion(ecosystem, version)
+	if err != nil {
+		return nil, fmt.Errorf("%s is not a version %s orders: %w", version, ecosystem, err)
+	}
+	var out []Finding
+	for _, h := range hits {
+		a := &db.advs[h.adv]
+		if a.Withdrawn != nil {
+			continue
+		}
+		af := &a.Affected[h.aff]
+		if !affects(ecosystem, af, v, version) {
+			continue
+		}
+		if i := slices.IndexFunc(out, func(f Finding) bool { return f.ID == a.ID }); i >= 0 {
+			continue // the record names the package twice
+		}
+		f := Finding{ID: a.ID, Aliases: a.Aliases, Ecosystem: ecosystem, Package: name, Version: version,
+			Severity: a.SeverityLevel(), Summary: a.Summary, Fixed: fixedVersions(af)}
+		for _, r := range a.References {
+			f.References = append(f.References, r.URL)
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// affects evaluates one affected entry for version v (raw as given).
+func affects(ecosystem string, af *Affected, v version, raw string) bool {
+	for _, lv := range af.Versions {
+		if lv == raw {
+			return true
+		}
+		if c, err := v.compare(lv); err == nil && c == 0 {
+			return true
+		}
+	}
+	for _, r := range af.Ranges {
+		if inRange(ecosystem, r, v) {
+			return true
+		}
+	}
+	return false
+}
+
+// event is one event of a range with its version parsed ("0": nil,
+// before everything).
+type event struct {
+	Event
+	at semantic.Version
+}
+
+func (e event) version() string {
+	switch {
+	case e.Introduced != "":
+		return e.Introduced
+	case e.Fixed != "":
+		return e.Fixed
+	case e.LastAffected != "":
+		return e.LastAffected
+	}
+	return e.Limit
+}
+
+func inRange(ecosystem string, r Range, v version) bool {
+	events := make([]event, 0, len(r.Events))
+	for _, e := range r.Events {
+		ev := event{Event: e}
+		raw := ev.version()
+		if raw == "" {
+			continue
+		}
+		if !(e.Introduced == "0") {
+			p, err := parseVersion(ecosystem, raw)
+			if err != nil {
+				continue // a version the ecosystem cannot order says nothing
+			}
+			ev.at = p.v
+		}
+		events = append(events, ev)
+	}
+	sort.SliceStable(events, func(i, j int) bool {
+		a, b := events[i].at, events[j].at
+		switch {
+		case a == nil:
+			return b != nil
+		case b == nil:
+			return false
+		}
+		c, err := a.Compare(b)
+		return err == nil && c < 0
+	})
+	affected := false
+	for _, e := range events {
+		var c int // v against the event's version
+		if e.at != nil {
+			var err error
+			if c, err = v.v.Compare(e.at); err != nil {
+				continue
+			}
+		} else {
+			c = 1
+		}
+		switch {
+		case e.Introduced != "":
+			if c >= 0 {
+				affected = true
+			}
+		case e.Fixed != "":
+			if c >= 0 {
+				affected = false
+			}
+		case e.LastAffected != "":
+			if c > 0 {
+				affected = false
+			}
+		}
+	}
+	return affected
+}
+
+// fixedVersions are the versions the ranges say fix the package.
+func fixedVersions(af *Affected) []string {
+	var out []string
+	for _, r := range af.Ranges {
+		for _, e := range r.Events {
+			if e.Fixed != "" && !slices.Contains(out, e.Fixed) {
+				out = append(out, e.Fixed)
+			}
+		}
+	}
+	return out
+}
