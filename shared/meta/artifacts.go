@@ -289,6 +289,9 @@ func indexArtifact(tx *Tx, id string, before, after []byte) error {
 			if err := tx.forgetDownloaded(id); err != nil {
 				return err
 			}
+			if err := tx.forgetScans(id); err != nil {
+				return err
+			}
 		}
 	}
 	if n != nil {

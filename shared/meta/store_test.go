@@ -117,6 +117,12 @@ func script() []Command {
 		&RepoRetain{ID: "r1", Rule: &Retention{KeepLast: 3, KeepDownloadedDays: 30}, At: t0},
 		&DownloadsSeen{Day: 20000, ArtifactIDs: []string{"a2", "gone"}},
 		&RetentionRan{Run: &RetentionRun{StartedAt: t0, FinishedAt: t0.Add(time.Second), By: "schedule", Repositories: 1}, Day: 20001},
+		&AdvisoriesSet{DB: AdvisoryDB{Digest: "sha256:adv", Advisories: 2, Ecosystems: map[string]int{"npm": 2}, LoadedAt: t0, LoadedBy: "alice",
+			Loads: []AdvisoryLoad{{At: t0, By: "alice", Source: "osv.zip", Read: 2, Added: 2}}}},
+		&ScansRequest{Scans: []Scan{{ID: "s1", ArtifactID: "a2", Scanner: "osv", Status: ScanQueued, Trigger: "request", CreatedAt: t0}}},
+		&ScanUpdate{Scan: Scan{ID: "s1", ArtifactID: "a2", RepositoryID: "r1", Scanner: "osv", Status: ScanRunning, CreatedAt: t0, StartedAt: &t0}, Was: ScanQueued},
+		&ScanUpdate{Scan: Scan{ID: "s1", ArtifactID: "a2", RepositoryID: "r1", Scanner: "osv", Status: ScanCompleted, CreatedAt: t0, StartedAt: &t0,
+			ScannedAt: &t0, Vulnerabilities: Vulnerabilities{High: 1, Unknown: 2}, Report: "sha256:rep", ReportURL: "http://depot/api/v1/security/scans/s1"}, Was: ScanRunning},
 	)
 }
 
