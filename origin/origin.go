@@ -42,6 +42,7 @@ import (
 	"github.com/depot-registry/depot/origin/service/gc"
 	"github.com/depot-registry/depot/origin/service/indexer"
 	"github.com/depot-registry/depot/origin/service/retention"
+	"github.com/depot-registry/depot/origin/service/scan"
 	"github.com/depot-registry/depot/origin/service/webhooks"
 	"github.com/depot-registry/depot/origin/webui"
 	"github.com/depot-registry/depot/shared/apierr"
@@ -102,15 +103,19 @@ type Origin struct {
 	indexer         *indexer.Indexer // search's package information, run by the leader
 	backups         *backup.Service  // backups and restores, run by the leader
 	retention       *retention.Service
-	poolChanged     chan struct{}
-	stopLoop        func()
-	stopJobs        func()
-	metrics         *metrics.Metrics
-	space           *diskspace.Guard
-	gc              *gc.Collector
-	api             *api.Server
-	ui              *webui.UI
-	handler         http.Handler
+	scans           *scan.Service
+	// baseURL is where clients reach this origin: --external-url, or the
+	// address it listens on (set once it listens).
+	baseURL     atomic.Pointer[string]
+	poolChanged chan struct{}
+	stopLoop    func()
+	stopJobs    func()
+	metrics     *metrics.Metrics
+	space       *diskspace.Guard
+	gc          *gc.Collector
+	api         *api.Server
+	ui          *webui.UI
+	handler     http.Handler
 }
 
 // New opens the data directory and starts raft; Run serves. It builds the
@@ -384,11 +389,20 @@ func (o *Origin) serve(context.Context) error {
 			_, err := writer.DeleteThrough(ctx, byName[repo.Format], &format.Request{Repo: repo, Principal: auth.Job("retention")}, a)
 			return err
 		}})
+	o.scans = scan.New(scan.Config{Store: o.store, Commit: o.commit, Blobs: o.blobs, Formats: byName, NewID: auth.NewID, Node: o.nodeID,
+		Now: now, Log: log.With("component", "scan"),
+		ReportURL: func(id string) string {
+			base := ""
+			if b := o.baseURL.Load(); b != nil {
+				base = *b
+			}
+			return base + api.Prefix + "/security/scans/" + id
+		}})
 	application := &app.App{
 		Store: o.store, Commit: o.commit, Blobs: o.blobs, Authn: authn, Hasher: authn.Hasher,
 		Formats: byName, Env: env, Writer: writer, Now: now, NewID: auth.NewID,
 		AccessTTL: cfg.AccessTTL, RefreshTTL: cfg.RefreshTTL, SettingsSource: cfg.settingsSource(), RequireHTTPS: cfg.RequireHTTPS,
-		Webhooks: o.webhooks, BackupJobs: o.backups, Downloads: clusterDownloads{o}, EventLog: eventLog{o.events, o.recordDownloads}, GC: o.gc, Retention: o.retention, Cluster: originCluster{o},
+		Webhooks: o.webhooks, BackupJobs: o.backups, Downloads: clusterDownloads{o}, EventLog: eventLog{o.events, o.recordDownloads}, GC: o.gc, Retention: o.retention, Scans: o.scans, Cluster: originCluster{o},
 		Directory: policy, OIDCPolicy: ssoPolicy,
 	}
 	if sso != nil {
@@ -560,6 +574,11 @@ func (o *Origin) Run(ctx context.Context, ln net.Listener) error {
 	abs, _ := filepath.Abs(o.cfg.DataDir)
 	o.log.Info("depot origin started", "listen", ln.Addr().String(), "data_dir", abs, "node_id", o.nodeID,
 		"raft_addr", o.node.Addr(), "gossip_addr", o.pool.Addr(), "version", version.Version, "gc_interval", o.cfg.GCInterval.String(), "gc_grace", o.cfg.GCGrace.String())
+	base := strings.TrimSuffix(o.cfg.ExternalURL, "/")
+	if base == "" {
+		base = scheme + "://" + o.reachableAt(ln.Addr())
+	}
+	o.baseURL.Store(&base)
 	if o.pool != nil && o.cfg.ExternalURL == "" {
 		url := scheme + "://" + o.reachableAt(ln.Addr())
 		o.pool.Update(func(m *membership.Meta) { m.APIURL = url })
@@ -624,7 +643,8 @@ func (o *Origin) Run(ctx context.Context, ln net.Listener) error {
 // (leader.Loop moves it with the leadership): creating the initial
 // administrator, should the origin that formed the cluster have died
 // before it did, purging expired sessions, webhook deliveries, the search
-// indexer, backups and the scheduled retention rules. Garbage collection is not
+// indexer, backups, the scheduled retention rules and security scans.
+// Garbage collection is not
 // among them: it sweeps this origin's own disk and commits nothing, so
 // every origin runs its own.
 func (o *Origin) leaderJobs(ctx context.Context) {
@@ -637,6 +657,7 @@ func (o *Origin) leaderJobs(ctx context.Context) {
 	jobs.Go(func() { o.indexer.Run(ctx) })
 	jobs.Go(func() { o.backups.Run(ctx) })
 	jobs.Go(func() { o.retention.Run(ctx) })
+	jobs.Go(func() { o.scans.Run(ctx) })
 	jobs.Go(func() { o.syncDirectory(ctx, o.app) })
 	o.purgeSessions(ctx, time.Hour)
 }

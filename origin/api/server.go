@@ -186,6 +186,7 @@ const (
 	tagEdges    = "Edge nodes"
 	tagSearch   = "Search"
 	tagNodes    = "Edge node protocol"
+	tagSecurity = "Security"
 )
 
 var (
@@ -281,6 +282,18 @@ func (s *Server) routes() {
 	s.handle("GET /events", authenticated, s.listEvents, op{Tag: tagWebhooks, Summary: "The event log after a cursor, filtered by what the caller may read (long poll with wait)",
 		Out: eventPage{}, Query: []param{{"since", "string", `a cursor (next_cursor of an answer), or "latest"`}, {"types", "string", "comma-separated event names"},
 			repoParam, {"limit", "integer", "at most 1000"}, {"wait", "integer", "seconds to wait for an event when there is none"}}})
+	s.handle("POST /security/scans", authenticated, s.requestScan, op{Tag: tagSecurity, Summary: "Queue a scan of an artifact (write access): the scan, queued (or the one queued already)",
+		In: scanRequest{}, Out: meta.Scan{}, Status: http.StatusAccepted})
+	s.handle("GET /security/scans", authenticated, s.listScans, op{Tag: tagSecurity, Summary: "Scans of the artifacts the caller may read, newest first",
+		Out: scanList{}, Query: append([]param{{"artifact_id", "string", "only this artifact's"}, repoParam,
+			{"status", "string", "queued, running, completed or failed"}}, pageParams...)})
+	s.handle("GET /security/scans/{id}", authenticated, s.getScan, op{Tag: tagSecurity, Summary: "A scan and its report: findings, packages matched, what was not scanned and why",
+		Out: scanDetail{}})
+	s.handle("POST /security/advisories", adminOnly, s.loadAdvisories, op{Tag: tagSecurity,
+		Summary: "Load OSV advisories (body: a zip of OSV JSON files, one record, or a JSON array of them): merged into the database every origin uses",
+		Out:     advisoriesLoaded{}, Query: []param{{"filename", "string", "the uploaded file's name, kept in the database's loads"}}})
+	s.handle("GET /security/advisories", authenticated, s.advisories, op{Tag: tagSecurity, Summary: "The advisory database in force: its advisories by ecosystem and its last loads",
+		Out: advisoryStatus{}})
 	s.handle("GET /admin/stats", adminOnly, s.stats, op{Tag: tagAdmin, Summary: "Statistics: repositories, artifacts, users, storage, downloads", Out: app.Stats{}})
 	s.handle("POST /admin/cleanup", adminOnly, s.cleanup, op{Tag: tagAdmin, Summary: "Apply the retention rules, then run a garbage collection: what they removed",
 		Out: app.CleanupResult{}, Query: []param{{"dry_run", "boolean", "true: only report what the retention rules would delete (no garbage collection)"}}})

@@ -20,6 +20,7 @@ import (
 
 	"github.com/depot-registry/depot/origin/service/gc"
 	"github.com/depot-registry/depot/origin/service/retention"
+	"github.com/depot-registry/depot/origin/service/scan"
 	"github.com/depot-registry/depot/origin/service/webhooks"
 	"github.com/depot-registry/depot/shared/apierr"
 	"github.com/depot-registry/depot/shared/auth"
@@ -72,6 +73,8 @@ type App struct {
 	GC *gc.Collector
 	// Retention applies the retention rules (nil: not on this node).
 	Retention *retention.Service
+	// Scans is the scanner and its advisory database (nil: none).
+	Scans *scan.Service
 	// Cluster is the origin cluster (nil: a lone origin).
 	Cluster Cluster
 	// Directory is how directory (LDAP) users become Depot users;

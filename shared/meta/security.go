@@ -165,7 +165,7 @@ type Scan struct {
 	NotScanned int `json:"not_scanned"`
 	// Report is the blob of the report (findings and what was not
 	// scanned); ReportURL where the API serves it.
-	Report      string     `json:"report,omitempty"`
+	Report      string     `json:"report_digest,omitempty"`
 	ReportURL   string     `json:"report_url,omitempty"`
 	Advisories  string     `json:"advisories,omitempty"` // the database's digest it was matched against
 	Trigger     string     `json:"trigger"`              // request, upload, advisories
@@ -288,7 +288,8 @@ func (c *ScansRequest) apply(tx *Tx) error {
 
 // ScanUpdate moves a scan on from status Was (a conflict otherwise: the
 // scan another origin took stays its own): to running, or to completed
-// or failed with its outcome. Completing one records the scan.completed
+// or failed with its outcome, or a running scan back to queued (its
+// origin stopped leading before it finished). Completing one records the scan.completed
 // event and forgets the artifact's scans beyond ScansKept.
 type ScanUpdate struct {
 	Scan Scan   `json:"scan"`
@@ -309,8 +310,8 @@ func (c *ScanUpdate) apply(tx *Tx) error {
 		return Conflictf("scan %s is %s, not %s", s.ID, old.Status, c.Was)
 	case old.ArtifactID != s.ArtifactID:
 		return Invalidf("a scan keeps its artifact")
-	case !slices.Contains([]string{ScanRunning, ScanCompleted, ScanFailed}, s.Status):
-		return Invalidf("a scan moves on to running, completed or failed")
+	case !slices.Contains([]string{ScanRunning, ScanCompleted, ScanFailed}, s.Status) && !(s.Status == ScanQueued && c.Was == ScanRunning):
+		return Invalidf("a scan moves on to running, completed or failed, or back to queued from running")
 	}
 	s.Error = clip(s.Error, 1024)
 	if err := tx.putRec(KindScan, s.ID, s); err != nil {

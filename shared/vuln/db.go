@@ -2,6 +2,7 @@ package vuln
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 
@@ -11,8 +12,9 @@ import (
 // DB is a set of advisories indexed by the packages they name; it is not
 // changed once built, so any number of scans read it at once.
 type DB struct {
-	advs  []Advisory
-	index map[string][]hit // ecosystem \x00 normal name -> where it is named
+	advs       []Advisory
+	index      map[string][]hit // ecosystem \x00 normal name -> where it is named
+	ecosystems map[string]int
 }
 
 type hit struct{ adv, aff int }
@@ -36,11 +38,16 @@ func Build(advs []Advisory) *DB {
 		kept = append(kept, a)
 	}
 	sort.Slice(kept, func(i, j int) bool { return kept[i].ID < kept[j].ID })
-	db := &DB{advs: kept, index: map[string][]hit{}}
+	db := &DB{advs: kept, index: map[string][]hit{}, ecosystems: map[string]int{}}
 	for i := range kept {
+		seen := map[string]bool{}
 		for j, af := range kept[i].Affected {
 			k := indexKey(af.Package.Ecosystem, af.Package.Name)
 			db.index[k] = append(db.index[k], hit{i, j})
+			if e := af.Package.Ecosystem; !seen[e] {
+				seen[e] = true
+				db.ecosystems[e]++
+			}
 		}
 	}
 	return db
@@ -58,22 +65,10 @@ func (db *DB) Len() int {
 func (db *DB) Advisories() []Advisory { return db.advs }
 
 // Ecosystems counts the advisories naming a package of each ecosystem.
-func (db *DB) Ecosystems() map[string]int {
-	out := map[string]int{}
-	for _, a := range db.advs {
-		seen := map[string]bool{}
-		for _, af := range a.Affected {
-			if e := af.Package.Ecosystem; !seen[e] {
-				seen[e] = true
-				out[e]++
-			}
-		}
-	}
-	return out
-}
+func (db *DB) Ecosystems() map[string]int { return maps.Clone(db.ecosystems) }
 
 // Covers reports whether the database holds advisories of an ecosystem.
-func (db *DB) Covers(ecosystem string) bool { return db.Len() > 0 && db.Ecosystems()[ecosystem] > 0 }
+func (db *DB) Covers(ecosystem string) bool { return db.Len() > 0 && db.ecosystems[ecosystem] > 0 }
 
 // Finding is an advisory that affects a package at a version.
 type Finding struct {

@@ -1,0 +1,160 @@
+package npm
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/depot-registry/depot/origin/clienttest"
+	"github.com/depot-registry/depot/shared/meta"
+	"github.com/depot-registry/depot/shared/vuln/vulntest"
+)
+
+type scanView struct {
+	meta.Scan
+	Report *struct {
+		Packages []struct{ Name, Version, Source string }
+		Findings []struct {
+			ID       string   `json:"id"`
+			Package  string   `json:"package"`
+			Severity string   `json:"severity"`
+			Source   string   `json:"source"`
+			Fixed    []string `json:"fixed_versions"`
+		}
+		NotScanned []struct{ What, Reason string } `json:"not_scanned"`
+	}
+}
+
+// TestScans: packages npm published are scanned against the real
+// advisory data loaded through the API: the package itself and the
+// dependencies it pins, with exactly the findings the data's test cases
+// name; a range is reported as not scanned; a fixed version has none;
+// each completed scan is a scan.completed event with a working report
+// URL; a viewer reads scans but may not start one.
+func TestScans(t *testing.T) {
+	e := clienttest.Start(t)
+	repoID, alice := setup(t, e)
+	c := newClient(t, e, "js", tokenAuth(alice))
+	publish := func(name, version string, deps map[string]string) string {
+		t.Helper()
+		dir := filepath.Join(t.TempDir(), "pkg")
+		raw, _ := json.Marshal(map[string]any{"name": name, "version": version, "main": "index.js", "dependencies": deps})
+		clienttest.WriteFile(t, filepath.Join(dir, "package.json"), string(raw))
+		clienttest.WriteFile(t, filepath.Join(dir, "index.js"), "module.exports = 1;\n")
+		clienttest.WriteFile(t, filepath.Join(dir, ".npmrc"), c.npmrc)
+		c.npm(dir, "publish")
+		var list struct {
+			Versions []struct {
+				Version    string `json:"version"`
+				ArtifactID string `json:"artifact_id"`
+			} `json:"versions"`
+		}
+		e.Do("GET", "/api/v1/packages/"+name+"/versions?repository_id="+repoID, e.Admin, nil).Want(200).JSON(&list)
+		for _, v := range list.Versions {
+			if v.Version == version {
+				return v.ArtifactID
+			}
+		}
+		t.Fatalf("%s@%s not listed: %+v", name, version, list)
+		return ""
+	}
+	express := publish("express", "4.18.2", map[string]string{"marked": "0.3.3", "minimist": "^1.2.5"})
+	lodash := publish("lodash", "4.17.21", nil)
+
+	// No advisories yet: the scan says so.
+	var sc meta.Scan
+	e.Do("POST", "/api/v1/security/scans", alice.Token, map[string]string{"artifact_id": lodash}).Want(202).JSON(&sc)
+	if sc.Status != meta.ScanQueued && sc.Status != meta.ScanRunning {
+		t.Fatalf("a new scan: %+v", sc)
+	}
+	wait := func(id string) scanView {
+		t.Helper()
+		var v scanView
+		for end := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			e.Do("GET", "/api/v1/security/scans/"+id, alice.Token, nil).Want(200).JSON(&v)
+			if v.Status == meta.ScanCompleted || v.Status == meta.ScanFailed {
+				return v
+			}
+			if time.Now().After(end) {
+				t.Fatalf("scan %s still %s", id, v.Status)
+			}
+		}
+	}
+	if v := wait(sc.ID); v.Status != meta.ScanCompleted || v.Report == nil || len(v.Report.NotScanned) != 1 ||
+		v.Report.NotScanned[0].Reason != "no advisories are loaded (POST /api/v1/security/advisories)" {
+		t.Fatalf("a scan without advisories: %+v", v)
+	}
+
+	e.DoHeader("POST", "/api/v1/security/advisories?filename=osv.zip", alice.Token, vulntest.Zip(t, "npm"), map[string]string{"Content-Type": "application/zip"}).
+		WantError(403, "FORBIDDEN")
+	var loaded struct {
+		Loaded   meta.AdvisoryLoad
+		Database meta.AdvisoryDB
+	}
+	e.DoHeader("POST", "/api/v1/security/advisories?filename=osv.zip", e.Admin, vulntest.Zip(t, "npm"), map[string]string{"Content-Type": "application/zip"}).
+		Want(200).JSON(&loaded)
+	if loaded.Loaded.Added < 470 || loaded.Database.Ecosystems["npm"] < 470 || loaded.Database.Loads[0].Source != "osv.zip (474 records)" {
+		t.Fatalf("loaded: %+v", loaded)
+	}
+
+	e.Do("POST", "/api/v1/security/scans", alice.Token, map[string]string{"artifact_id": express}).Want(202).JSON(&sc)
+	v := wait(sc.ID)
+	var found []string
+	for _, f := range v.Report.Findings {
+		found = append(found, fmt.Sprintf("%s %s %s %s", f.Source, f.Package, f.ID, f.Severity))
+	}
+	slices.Sort(found)
+	want := []string{"dependency marked x_NSWG-ECO-101 medium", "dependency marked x_NSWG-ECO-23 high", "package express GHSA-rv95-896h-c2vc medium"}
+	if !slices.Equal(found, want) {
+		t.Errorf("findings %q, want %q", found, want)
+	}
+	if v.Vulnerabilities != (meta.Vulnerabilities{High: 1, Medium: 2}) || v.Packages != 2 || len(v.Report.NotScanned) != 1 ||
+		v.Report.NotScanned[0].What != "minimist ^1.2.5" {
+		t.Errorf("scan: %+v %+v", v.Vulnerabilities, v.Report)
+	}
+	e.Do("POST", "/api/v1/security/scans", alice.Token, map[string]string{"artifact_id": lodash}).Want(202).JSON(&sc)
+	if v := wait(sc.ID); v.Vulnerabilities != (meta.Vulnerabilities{}) || len(v.Report.Findings) != 0 || v.Packages != 1 {
+		t.Errorf("lodash 4.17.21: %+v", v)
+	}
+
+	var evs struct {
+		Events []struct {
+			Data struct {
+				ScanID          string         `json:"scan_id"`
+				PackageName     string         `json:"package_name"`
+				Vulnerabilities map[string]int `json:"vulnerabilities"`
+				ReportURL       string         `json:"report_url"`
+			} `json:"data"`
+		} `json:"events"`
+	}
+	e.Do("GET", "/api/v1/events?since=0&types=scan.completed", e.Admin, nil).Want(200).JSON(&evs)
+	if len(evs.Events) != 3 {
+		t.Fatalf("scan.completed events: %+v", evs.Events)
+	}
+	ev := evs.Events[1].Data
+	if ev.PackageName != "express" || ev.Vulnerabilities["high"] != 1 || ev.Vulnerabilities["medium"] != 2 {
+		t.Errorf("event: %+v", ev)
+	}
+	// Absolute with the origin's address or --external-url; this test's
+	// origin serves without listening itself, so its URL is the path.
+	if got := e.Do("GET", strings.TrimPrefix(ev.ReportURL, e.URL), alice.Token, nil).Want(200).Map(); got["id"] != ev.ScanID {
+		t.Errorf("report_url %s answers %v", ev.ReportURL, got["id"])
+	}
+
+	viewer := clienttest.NewUser(e, "vera")
+	e.Grant(repoID, viewer.ID, false, "read")
+	var list struct {
+		Scans []meta.Scan
+		Total int
+	}
+	e.Do("GET", "/api/v1/security/scans?artifact_id="+express, viewer.Token, nil).Want(200).JSON(&list)
+	if list.Total != 1 || list.Scans[0].PackageName != "express" {
+		t.Errorf("a viewer's list: %+v", list)
+	}
+	e.Do("POST", "/api/v1/security/scans", viewer.Token, map[string]string{"artifact_id": express}).WantError(403, "FORBIDDEN")
+	e.Do("POST", "/api/v1/security/scans", alice.Token, map[string]string{"artifact_id": express, "scanner": "trivy"}).WantField("scanner")
+}

@@ -1,0 +1,190 @@
+package scan
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/depot-registry/depot/shared/format"
+	"github.com/depot-registry/depot/shared/meta"
+	"github.com/depot-registry/depot/shared/vuln"
+)
+
+// Report is what a scan found, and what it could not look at and why.
+type Report struct {
+	// Advisories names the database matched against.
+	Advisories ReportDB `json:"advisories"`
+	// Packages are the packages matched: the artifact's own and the
+	// dependencies it pins.
+	Packages []Scanned `json:"packages"`
+	Findings []Finding `json:"findings"`
+	// Truncated: more findings than MaxFindings.
+	Truncated  bool         `json:"truncated,omitempty"`
+	NotScanned []NotScanned `json:"not_scanned"`
+}
+
+// ReportDB is the database a report was matched against.
+type ReportDB struct {
+	Digest     string    `json:"digest,omitempty"`
+	Advisories int       `json:"count"`
+	LoadedAt   time.Time `json:"loaded_at,omitzero"`
+}
+
+// Scanned is one package matched.
+type Scanned struct {
+	Ecosystem string `json:"ecosystem"`
+	Name      string `json:"name"`
+	Version   string `json:"version"`
+	// Source: "package" (the artifact itself) or "dependency" (with its
+	// Kind: runtime, dev, ...).
+	Source string `json:"source"`
+	Kind   string `json:"kind,omitempty"`
+}
+
+// Finding is an advisory affecting a package matched.
+type Finding struct {
+	vuln.Finding
+	Source string `json:"source"` // package, dependency
+}
+
+// NotScanned is something the scan could not match, and why.
+type NotScanned struct {
+	What   string `json:"what"`
+	Reason string `json:"reason"`
+}
+
+// scan matches an artifact's package and pinned dependencies, filling
+// the scan's counts.
+func (s *Service) scan(ctx context.Context, sc *meta.Scan) (*Report, error) {
+	var a *meta.Artifact
+	var repo *meta.Repository
+	err := s.cfg.Store.View(func(tx *meta.Tx) error {
+		var err error
+		if a, err = tx.Artifact(sc.ArtifactID); err != nil {
+			return err
+		}
+		repo, err = tx.Repo(a.RepositoryID)
+		return err
+	})
+	if errors.Is(err, meta.ErrNotFound) {
+		return nil, fmt.Errorf("the artifact was deleted before it was scanned")
+	}
+	if err != nil {
+		return nil, err
+	}
+	rep := &Report{Packages: []Scanned{}, Findings: []Finding{}, NotScanned: []NotScanned{}}
+	db, rec, err := s.Database(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if rec != nil {
+		rep.Advisories = ReportDB{Digest: rec.Digest, Advisories: rec.Advisories, LoadedAt: rec.LoadedAt}
+		sc.Advisories = rec.Digest
+	}
+	eco := vuln.Ecosystem(repo.Format)
+	switch {
+	case eco == "":
+		rep.NotScanned = append(rep.NotScanned, NotScanned{What: a.Path,
+			Reason: fmt.Sprintf("no advisory data covers %s packages", repo.Format)})
+	case db.Len() == 0:
+		rep.NotScanned = append(rep.NotScanned, NotScanned{What: a.PackageName + " " + a.Version,
+			Reason: "no advisories are loaded (POST /api/v1/security/advisories)"})
+	case !db.Covers(eco):
+		rep.NotScanned = append(rep.NotScanned, NotScanned{What: a.PackageName + " " + a.Version,
+			Reason: "no advisory data loaded for " + eco})
+	default:
+		if !a.Companion {
+			s.match(db, rep, eco, Scanned{Ecosystem: eco, Name: a.PackageName, Version: a.Version, Source: "package"})
+		}
+		s.dependencies(ctx, db, rep, eco, a)
+	}
+	s.count(sc, rep)
+	return rep, nil
+}
+
+// dependencies matches the dependencies the artifact's file pins.
+func (s *Service) dependencies(ctx context.Context, db *vuln.DB, rep *Report, eco string, a *meta.Artifact) {
+	in, ok := s.cfg.Formats[a.Format].(format.Inspector)
+	if !ok {
+		return
+	}
+	f, err := s.cfg.Blobs.Open(ctx, a.Digest)
+	if err != nil {
+		rep.NotScanned = append(rep.NotScanned, NotScanned{What: "dependencies of " + a.Path, Reason: "the file could not be read: " + err.Error()})
+		return
+	}
+	defer f.Close()
+	ictx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	info, err := in.Inspect(ictx, format.Stored{Path: a.Path, File: f, Size: f.Size(), Blobs: s.cfg.Blobs})
+	if err != nil {
+		rep.NotScanned = append(rep.NotScanned, NotScanned{What: "dependencies of " + a.Path, Reason: "the file could not be inspected: " + err.Error()})
+		return
+	}
+	ranged := 0
+	for _, d := range info.Dependencies {
+		if d.Ecosystem != "" && vuln.Ecosystem(d.Ecosystem) != eco {
+			continue // a platform requirement (php, ext-*), another ecosystem's
+		}
+		v, exact := exactVersion(eco, d.Constraint)
+		if !exact {
+			ranged++
+			if ranged <= 100 {
+				rep.NotScanned = append(rep.NotScanned, NotScanned{What: d.Name + " " + d.Constraint,
+					Reason: "a version range: the version installed is chosen by the client"})
+			}
+			continue
+		}
+		s.match(db, rep, eco, Scanned{Ecosystem: eco, Name: d.Name, Version: v, Source: "dependency", Kind: d.Kind})
+	}
+	if ranged > 100 {
+		rep.NotScanned = append(rep.NotScanned, NotScanned{What: fmt.Sprintf("%d more dependencies", ranged-100),
+			Reason: "version ranges: the versions installed are chosen by the client"})
+	}
+	if info.Truncated {
+		rep.NotScanned = append(rep.NotScanned, NotScanned{What: "dependencies of " + a.Path + " beyond the first " +
+			fmt.Sprint(format.MaxInfoDependencies), Reason: "more than a package's information holds"})
+	}
+}
+
+// match adds one package's findings.
+func (s *Service) match(db *vuln.DB, rep *Report, eco string, p Scanned) {
+	if slices.Contains(rep.Packages, p) {
+		return
+	}
+	found, err := db.Match(eco, p.Name, p.Version)
+	if err != nil {
+		rep.NotScanned = append(rep.NotScanned, NotScanned{What: p.Name + " " + p.Version, Reason: err.Error()})
+		return
+	}
+	rep.Packages = append(rep.Packages, p)
+	for _, f := range found {
+		if len(rep.Findings) >= MaxFindings {
+			rep.Truncated = true
+			return
+		}
+		rep.Findings = append(rep.Findings, Finding{Finding: f, Source: p.Source})
+	}
+}
+
+// count fills a scan's counts from its report.
+func (s *Service) count(sc *meta.Scan, rep *Report) {
+	var v meta.Vulnerabilities
+	for _, f := range rep.Findings {
+		switch f.Severity {
+		case vuln.Critical:
+			v.Critical++
+		case vuln.High:
+			v.High++
+		case vuln.Medium:
+			v.Medium++
+		case vuln.Low:
+			v.Low++
+		default:
+			v.Unknown++
+		}
+	}
+	sc.Vulnerabilities, sc.Packages, sc.NotScanned = v, len(rep.Packages), len(rep.NotScanned)
+}
