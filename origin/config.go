@@ -263,7 +263,7 @@ func (c *Config) settingsSource() settings.Source {
 		RateLimitWindowSeconds: int64(c.RateWindow / time.Second), WebhooksEnabled: w.Enabled,
 		WebhookTimeoutSeconds: int64(w.Timeout / time.Second), WebhookMaxRetries: int64(w.MaxRetries),
 		WebhookRetryBackoff: w.Backoff, WebhookRateLimit: int64(w.RateLimit), BackupKeep: 7, BackupIncludeArtifacts: true,
-		RetentionIntervalHours: 24}}
+		RetentionIntervalHours: 24, ScanOnUpload: true}}
 	for _, d := range settings.Defs {
 		if d.Flag != "" && c.Given != nil {
 			if by := c.Given(d.Flag); by != "" {

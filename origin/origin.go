@@ -390,7 +390,7 @@ func (o *Origin) serve(context.Context) error {
 			return err
 		}})
 	o.scans = scan.New(scan.Config{Store: o.store, Commit: o.commit, Blobs: o.blobs, Formats: byName, NewID: auth.NewID, Node: o.nodeID,
-		Now: now, Log: log.With("component", "scan"),
+		Now: now, Log: log.With("component", "scan"), ScanOnUpload: func() bool { return o.app.Settings().ScanOnUpload },
 		ReportURL: func(id string) string {
 			base := ""
 			if b := o.baseURL.Load(); b != nil {

@@ -146,6 +146,12 @@ type RepoNamer interface {
 	CheckRepoName(name string) error
 }
 
+// CommonSettings are the repository settings of every format, with the
+// values each takes: scan_on_upload turns the security scan of each
+// upload off or on (on unless set; the setting security.scan_on_upload
+// is the default of repositories that do not say).
+var CommonSettings = map[string][]string{"scan_on_upload": {"true", "false"}}
+
 // CheckRepo applies f's rules to a repository's name (skipped when
 // empty) and settings; the error is a validation failure naming the field.
 // A nil f (a format no handler serves) has no rules and no settings.
@@ -155,9 +161,9 @@ func CheckRepo(f Format, name string, settings map[string]string) error {
 			return apierr.Invalid("name", "%s", err.Error())
 		}
 	}
-	var allowed map[string][]string
+	allowed := maps.Clone(CommonSettings)
 	if c, ok := f.(Configurable); ok {
-		allowed = c.Settings()
+		maps.Copy(allowed, c.Settings())
 	}
 	for _, k := range slices.Sorted(maps.Keys(settings)) {
 		values, ok := allowed[k]

@@ -247,16 +247,47 @@ const (
 
 // ScansRequest queues scans (each new, queued); an artifact gone
 // meanwhile is skipped, and so is one that has a scan queued already.
+// With To set it is the scan-on-upload follower's: it moves the
+// follower's cursor in the change feed from From (refused, a conflict,
+// when the cursor is elsewhere) to To.
 type ScansRequest struct {
-	Scans []Scan `json:"scans"`
+	Scans    []Scan `json:"scans,omitempty"`
+	From, To uint64 `json:",omitempty"`
 }
 
 func (*ScansRequest) Type() CmdType { return CmdScansRequest }
 func (*ScansRequest) Scope() string { return "" }
 
+// ScannerState is the scan-on-upload follower's replicated state: how
+// far it has read the change feed.
+type ScannerState struct {
+	Cursor uint64 `json:"cursor"`
+}
+
+const stateScanner = "scanner"
+
+// Scanner reads the follower's state.
+func (tx *Tx) Scanner() ScannerState {
+	var s ScannerState
+	if raw, _ := tx.lookup(Space(KindState), stateScanner); raw != nil {
+		_ = json.Unmarshal(raw, &s)
+	}
+	return s
+}
+
 func (c *ScansRequest) apply(tx *Tx) error {
-	if len(c.Scans) == 0 || len(c.Scans) > MaxScansPerRequest {
-		return Invalidf("a scans request holds 1 to %d scans", MaxScansPerRequest)
+	if len(c.Scans) > MaxScansPerRequest || len(c.Scans) == 0 && c.To == 0 {
+		return Invalidf("a scans request holds 1 to %d scans, or moves the cursor", MaxScansPerRequest)
+	}
+	if c.To != 0 {
+		st := tx.Scanner()
+		if st.Cursor != c.From {
+			return Conflictf("the scanner's cursor is at %d, not %d", st.Cursor, c.From)
+		}
+		st.Cursor = c.To
+		if err := tx.putRec(KindState, stateScanner, st); err != nil {
+			return err
+		}
 	}
 	for _, s := range c.Scans {
 		if s.ID == "" || s.Status != ScanQueued {
@@ -267,13 +298,13 @@ func (c *ScansRequest) apply(tx *Tx) error {
 		}
 		a, err := tx.Artifact(s.ArtifactID)
 		if err != nil {
-			if len(c.Scans) == 1 {
+			if len(c.Scans) == 1 && c.To == 0 {
 				return err
 			}
 			continue
 		}
 		if q := tx.QueuedScanOf(a.ID); q != nil {
-			if len(c.Scans) == 1 {
+			if len(c.Scans) == 1 && c.To == 0 {
 				return Conflictf("artifact %s has scan %s %s already", a.ID, q.ID, q.Status)
 			}
 			continue

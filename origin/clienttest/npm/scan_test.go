@@ -102,6 +102,7 @@ func TestScans(t *testing.T) {
 	}
 
 	e.Do("POST", "/api/v1/security/scans", alice.Token, map[string]string{"artifact_id": express}).Want(202).JSON(&sc)
+	expressScan := sc.ID
 	v := wait(sc.ID)
 	var found []string
 	for _, f := range v.Report.Findings {
@@ -132,10 +133,20 @@ func TestScans(t *testing.T) {
 		} `json:"events"`
 	}
 	e.Do("GET", "/api/v1/events?since=0&types=scan.completed", e.Admin, nil).Want(200).JSON(&evs)
-	if len(evs.Events) != 3 {
-		t.Fatalf("scan.completed events: %+v", evs.Events)
+	i := slices.IndexFunc(evs.Events, func(ev struct {
+		Data struct {
+			ScanID          string         `json:"scan_id"`
+			PackageName     string         `json:"package_name"`
+			Vulnerabilities map[string]int `json:"vulnerabilities"`
+			ReportURL       string         `json:"report_url"`
+		} `json:"data"`
+	}) bool {
+		return ev.Data.ScanID == expressScan
+	})
+	if i < 0 {
+		t.Fatalf("no scan.completed event of scan %s: %+v", expressScan, evs.Events)
 	}
-	ev := evs.Events[1].Data
+	ev := evs.Events[i].Data
 	if ev.PackageName != "express" || ev.Vulnerabilities["high"] != 1 || ev.Vulnerabilities["medium"] != 2 {
 		t.Errorf("event: %+v", ev)
 	}
@@ -145,6 +156,30 @@ func TestScans(t *testing.T) {
 		t.Errorf("report_url %s answers %v", ev.ReportURL, got["id"])
 	}
 
+	// Scan on upload: a new version is scanned by itself; a repository
+	// whose scan_on_upload is false is not.
+	old := publish("braces", "3.0.2", nil)
+	var auto struct {
+		Scans []meta.Scan
+		Total int
+	}
+	for end := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		e.Do("GET", "/api/v1/security/scans?artifact_id="+old+"&status=completed", alice.Token, nil).Want(200).JSON(&auto)
+		if auto.Total == 1 || time.Now().After(end) {
+			break
+		}
+	}
+	if auto.Total != 1 || auto.Scans[0].Trigger != "upload" || auto.Scans[0].Vulnerabilities.High != 1 || auto.Scans[0].RequestedBy != "alice" {
+		t.Fatalf("the scan of an upload: %+v", auto)
+	}
+	e.Do("PUT", "/api/v1/repositories/js", e.Admin, map[string]any{"settings": map[string]string{"scan_on_upload": "false"}}).Want(200)
+	quiet := publish("minimist", "1.2.5", nil)
+	time.Sleep(500 * time.Millisecond) // the follower polls within this
+	e.Do("GET", "/api/v1/security/scans?artifact_id="+quiet, alice.Token, nil).Want(200).JSON(&auto)
+	if auto.Total != 0 {
+		t.Errorf("scanned with scan_on_upload false: %+v", auto)
+	}
+
 	viewer := clienttest.NewUser(e, "vera")
 	e.Grant(repoID, viewer.ID, false, "read")
 	var list struct {
@@ -152,7 +187,7 @@ func TestScans(t *testing.T) {
 		Total int
 	}
 	e.Do("GET", "/api/v1/security/scans?artifact_id="+express, viewer.Token, nil).Want(200).JSON(&list)
-	if list.Total != 1 || list.Scans[0].PackageName != "express" {
+	if list.Total != 2 || list.Scans[0].ID != expressScan || list.Scans[1].Trigger != "upload" {
 		t.Errorf("a viewer's list: %+v", list)
 	}
 	e.Do("POST", "/api/v1/security/scans", viewer.Token, map[string]string{"artifact_id": express}).WantError(403, "FORBIDDEN")

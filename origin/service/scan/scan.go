@@ -57,6 +57,9 @@ type Config struct {
 	Poll        time.Duration
 	// ReportURL is where the API serves a scan's report.
 	ReportURL func(scanID string) string
+	// ScanOnUpload is the default of repositories that do not say
+	// whether their uploads are scanned (nil: they are).
+	ScanOnUpload func() bool
 }
 
 // Service scans and keeps the advisory database.
@@ -227,13 +230,15 @@ func (s *Service) writeDatabase(ctx context.Context, db *vuln.DB) (blob.Info, er
 }
 
 // Run takes the queue's scans while ctx lasts (this origin leads): first
-// it queues again the scans another leader left running.
+// it queues again the scans another leader left running; and it queues
+// the scans of new uploads (follow).
 func (s *Service) Run(ctx context.Context) {
 	s.requeue(ctx)
 	slots := make(chan struct{}, s.cfg.Concurrency)
 	var running sync.Map // scan id -> true, taken here
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	wg.Go(func() { s.follow(ctx) })
 	t := time.NewTicker(s.cfg.Poll)
 	defer t.Stop()
 	for {
