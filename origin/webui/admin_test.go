@@ -501,7 +501,8 @@ func TestSettingsPage(t *testing.T) {
 		"rate_limit.api": {"0"}, "rate_limit.login": {"1000"}, "rate_limit.window_seconds": {"60"}, "webhooks.timeout_seconds": {"30"},
 		"webhooks.max_retries": {"5"}, "webhooks.retry_backoff": {"linear"}, "webhooks.rate_limit": {"600"},
 		"backups.interval_hours": {"0"}, "backups.keep": {"7"}, "backups.include_artifacts": {"on"}, "backups.export_directory": {""},
-		"retention.interval_hours": {"24"}, "retention.keep_last": {"0"}, "retention.older_than_days": {"0"}, "retention.keep_downloaded_days": {"0"}}
+		"retention.interval_hours": {"24"}, "retention.keep_last": {"0"}, "retention.older_than_days": {"0"}, "retention.keep_downloaded_days": {"0"},
+		"security.scan_on_upload": {"on"}}
 	if a := p.post("/ui/settings", form); a.status != 303 {
 		t.Fatalf("save: %d %s", a.status, a.body)
 	}
