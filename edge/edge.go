@@ -39,6 +39,7 @@ import (
 	"github.com/depot-registry/depot/shared/format"
 	"github.com/depot-registry/depot/shared/format/all"
 	"github.com/depot-registry/depot/shared/meta"
+	"github.com/depot-registry/depot/shared/policy"
 	"github.com/depot-registry/depot/shared/seen"
 	"github.com/depot-registry/depot/shared/version"
 )
@@ -349,7 +350,10 @@ func (e *Edge) routes() *server.Server {
 	env := &format.Env{Meta: e.replica, Now: now, Tokens: tokens{authn},
 		OnDownload: func(r *format.Request, a *meta.Artifact) {
 			e.ship.record(&server.Download{Artifact: a, Repo: r.Repo, Who: r.Principal.Actor()}, net.ParseIP(r.RemoteAddr))
-		}}
+		},
+		// The security policies and verdicts of the replica decide, with
+		// every origin away too.
+		Admit: policy.Admit(e.replica, now, nil)}
 	s := &server.Server{Cache: e.cache, Other: e.other, Forward: e.forward, Index: e.replica.LastApplied,
 		CatchUp: e.catchUp, Downloaded: e.ship.record}
 	e.authn, e.env, e.srv = authn, env, s
@@ -527,8 +531,11 @@ func (e *Edge) download(ctx *fasthttp.RequestCtx, id string) {
 	if err == nil {
 		req := server.Request(ctx)
 		req.Principal, req.Repo = p, repo
-		if err = e.srv.Write(ctx, e.env.Serve(req, a, true)); err == nil {
-			return
+		var resp *format.Response
+		if resp, err = e.env.Serve(req, a, true); err == nil {
+			if err = e.srv.Write(ctx, resp); err == nil {
+				return
+			}
 		}
 	}
 	ae := format.Classify(err)

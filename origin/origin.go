@@ -56,6 +56,7 @@ import (
 	"github.com/depot-registry/depot/shared/httpx"
 	"github.com/depot-registry/depot/shared/meta"
 	"github.com/depot-registry/depot/shared/metrics"
+	secpolicy "github.com/depot-registry/depot/shared/policy"
 	"github.com/depot-registry/depot/shared/progress"
 	"github.com/depot-registry/depot/shared/seen"
 	"github.com/depot-registry/depot/shared/version"
@@ -335,7 +336,12 @@ func (o *Origin) serve(context.Context) error {
 			o.downloads.Add()
 			o.seen.Add(a.ID)
 			o.recordDownload(r, a)
-		}}
+		},
+		Admit: secpolicy.Admit(o.store, now, func(r *format.Request, a *meta.Artifact, repo *meta.Repository, d secpolicy.Decision) {
+			who := r.Principal.Actor()
+			who.IPAddress = r.RemoteAddr
+			o.events.Add(meta.ViolationEvent("download", a, repo, d.PolicyID, d.Policy, d.Reason, d.Advisories, who, now()))
+		})}
 	scratch := filepath.Join(cfg.DataDir, "scratch")
 	// Writes store new blobs on a quorum of the origins before they
 	// commit; readers see the blobs of every origin (one not here yet is

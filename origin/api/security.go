@@ -90,3 +90,45 @@ func (s *Server) advisories(w http.ResponseWriter, r *http.Request, p *auth.Prin
 	}
 	return writeJSON(w, http.StatusOK, advisoryStatus{Database: db})
 }
+
+// policyList is GET /security/policies.
+type policyList struct {
+	Policies []meta.Policy `json:"policies"`
+	Total    int           `json:"total"`
+}
+
+func (s *Server) listPolicies(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	l, err := s.app.ListPolicies(r.Context(), p)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, policyList{Policies: l, Total: len(l)})
+}
+
+func (s *Server) createPolicy(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	var in app.PolicyInput
+	if err := decode(r, &in); err != nil {
+		return err
+	}
+	pol, idx, err := s.app.CreatePolicy(r.Context(), p, in)
+	return written(w, idx, err, http.StatusCreated, pol)
+}
+
+func (s *Server) getPolicy(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	pol, err := s.app.GetPolicy(r.Context(), p, r.PathValue("id"))
+	return written(w, 0, err, http.StatusOK, pol)
+}
+
+func (s *Server) updatePolicy(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	var in app.PolicyInput
+	if err := decode(r, &in); err != nil {
+		return err
+	}
+	pol, idx, err := s.app.UpdatePolicy(r.Context(), p, r.PathValue("id"), in)
+	return written(w, idx, err, http.StatusOK, pol)
+}
+
+func (s *Server) deletePolicy(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	idx, err := s.app.DeletePolicy(r.Context(), p, r.PathValue("id"))
+	return written(w, idx, err, http.StatusNoContent, nil)
+}

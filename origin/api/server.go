@@ -294,6 +294,14 @@ func (s *Server) routes() {
 		Out:     advisoriesLoaded{}, Query: []param{{"filename", "string", "the uploaded file's name, kept in the database's loads"}}})
 	s.handle("GET /security/advisories", authenticated, s.advisories, op{Tag: tagSecurity, Summary: "The advisory database in force: its advisories by ecosystem and its last loads",
 		Out: advisoryStatus{}})
+	s.handle("GET /security/policies", authenticated, s.listPolicies, op{Tag: tagSecurity, Summary: "The security policies, by name", Out: policyList{}})
+	s.handle("POST /security/policies", adminOnly, s.createPolicy, op{Tag: tagSecurity,
+		Summary: "Create a security policy: name, enabled, scope (repositories, formats), rules (severity_threshold, block_upload, block_download, block_unscanned, allowlist)",
+		In:      app.PolicyInput{}, Out: meta.Policy{}, Status: http.StatusCreated})
+	s.handle("GET /security/policies/{id}", authenticated, s.getPolicy, op{Tag: tagSecurity, Summary: "A security policy", Out: meta.Policy{}})
+	s.handle("PUT /security/policies/{id}", adminOnly, s.updatePolicy, op{Tag: tagSecurity, Summary: "Change the fields given of a policy (scope and rules are replaced whole)",
+		In: app.PolicyInput{}, Out: meta.Policy{}})
+	s.handle("DELETE /security/policies/{id}", adminOnly, s.deletePolicy, op{Tag: tagSecurity, Summary: "Delete a security policy", Status: http.StatusNoContent})
 	s.handle("GET /admin/stats", adminOnly, s.stats, op{Tag: tagAdmin, Summary: "Statistics: repositories, artifacts, users, storage, downloads", Out: app.Stats{}})
 	s.handle("POST /admin/cleanup", adminOnly, s.cleanup, op{Tag: tagAdmin, Summary: "Apply the retention rules, then run a garbage collection: what they removed",
 		Out: app.CleanupResult{}, Query: []param{{"dry_run", "boolean", "true: only report what the retention rules would delete (no garbage collection)"}}})

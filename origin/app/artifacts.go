@@ -38,7 +38,7 @@ func (a *App) DownloadArtifact(ctx context.Context, p *auth.Principal, id string
 		via = &format.Request{Method: http.MethodGet}
 	}
 	via.Principal, via.Repo = p, repo
-	return a.Env.Serve(via, art, true), nil
+	return a.Env.Serve(via, art, true)
 }
 
 // DeleteArtifact deletes an artifact p may delete, keeping its format

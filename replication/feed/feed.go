@@ -37,7 +37,7 @@ const SkipReport = time.Second
 
 // kinds are the record kinds an edge may read.
 var kinds = []meta.Kind{meta.KindUser, meta.KindToken, meta.KindSession, meta.KindGroup, meta.KindPermission,
-	meta.KindRepo, meta.KindArtifact, meta.KindKV, meta.KindPackageInfo}
+	meta.KindRepo, meta.KindArtifact, meta.KindKV, meta.KindPackageInfo, meta.KindPolicy, meta.KindVerdict}
 
 // legacyKinds are the kinds an edge from before edges named theirs can
 // apply.

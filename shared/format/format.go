@@ -277,6 +277,10 @@ type Env struct {
 	Now  func() time.Time
 	// OnDownload is told of every served download (statistics, events).
 	OnDownload func(*Request, *meta.Artifact)
+	// Admit, when set, decides whether an artifact's file may be served
+	// (the security policies): a non-nil error is the client's answer,
+	// in its format's own error shape.
+	Admit func(*Request, *meta.Artifact) error
 	// Tokens issues registry tokens (docker's Bearer token flow); nil
 	// where none are issued.
 	Tokens TokenIssuer

@@ -29,13 +29,25 @@ func URL(r *Request, prefix string, segments ...string) string {
 // Serve answers with an artifact's bytes and its checksum headers; a GET
 // counts as a download. attachment says whether a browser should save
 // the file whatever its type (the REST download).
-func (d *Env) Serve(r *Request, a *meta.Artifact, attachment bool) *Response {
+func (d *Env) Serve(r *Request, a *meta.Artifact, attachment bool) (*Response, error) {
+	if err := d.Admitted(r, a); err != nil {
+		return nil, err
+	}
 	d.Downloaded(r, a)
 	resp := NewResponse(http.StatusOK)
 	resp.Blob = &BlobRef{Digest: a.Digest, Size: a.SizeBytes}
 	resp.Name, resp.ModTime = path.Base(a.Path), a.UploadedAt
 	SetFileHeaders(resp.Header, a, attachment)
-	return resp
+	return resp, nil
+}
+
+// Admitted asks Admit whether a may be served to r (the security
+// policies): nil, or the error the client is answered.
+func (d *Env) Admitted(r *Request, a *meta.Artifact) error {
+	if d.Admit == nil {
+		return nil
+	}
+	return d.Admit(r, a)
 }
 
 // Downloaded notes that r, when a GET, downloads a: the request says so

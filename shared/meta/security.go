@@ -325,6 +325,8 @@ func (c *ScansRequest) apply(tx *Tx) error {
 type ScanUpdate struct {
 	Scan Scan   `json:"scan"`
 	Was  string `json:"was"`
+	// Findings of a completed scan become the artifact's verdict.
+	Findings []Flagged `json:"findings,omitempty"`
 }
 
 func (*ScanUpdate) Type() CmdType   { return CmdScanUpdate }
@@ -360,6 +362,10 @@ func (c *ScanUpdate) apply(tx *Tx) error {
 	at := s.CreatedAt
 	if s.ScannedAt != nil {
 		at = *s.ScannedAt
+	}
+	if err := tx.putVerdict(Verdict{ArtifactID: s.ArtifactID, RepositoryID: s.RepositoryID, ScanID: s.ID, ScannedAt: at,
+		Findings: c.Findings}); err != nil {
+		return err
 	}
 	v := s.Vulnerabilities
 	return tx.emit(Event{Name: EventScanCompleted, Timestamp: at, RepositoryID: s.RepositoryID, Format: s.Format,
@@ -416,14 +422,14 @@ func (tx *Tx) scanIDsOf(artifactID string) []string {
 	return out
 }
 
-// forgetScans drops the scans of an artifact that goes.
+// forgetScans drops the scans and the verdict of an artifact that goes.
 func (tx *Tx) forgetScans(artifactID string) error {
 	for _, id := range tx.scanIDsOf(artifactID) {
 		if err := tx.delRec(KindScan, id); err != nil {
 			return err
 		}
 	}
-	return nil
+	return tx.forgetVerdict(artifactID)
 }
 
 // Scan reads one scan.

@@ -122,7 +122,14 @@ func script() []Command {
 		&ScansRequest{Scans: []Scan{{ID: "s1", ArtifactID: "a2", Scanner: "osv", Status: ScanQueued, Trigger: "request", CreatedAt: t0}}},
 		&ScanUpdate{Scan: Scan{ID: "s1", ArtifactID: "a2", RepositoryID: "r1", Scanner: "osv", Status: ScanRunning, CreatedAt: t0, StartedAt: &t0}, Was: ScanQueued},
 		&ScanUpdate{Scan: Scan{ID: "s1", ArtifactID: "a2", RepositoryID: "r1", Scanner: "osv", Status: ScanCompleted, CreatedAt: t0, StartedAt: &t0,
-			ScannedAt: &t0, Vulnerabilities: Vulnerabilities{High: 1, Unknown: 2}, Report: "sha256:rep", ReportURL: "http://depot/api/v1/security/scans/s1"}, Was: ScanRunning},
+			ScannedAt: &t0, Vulnerabilities: Vulnerabilities{High: 1, Unknown: 2}, Report: "sha256:rep", ReportURL: "http://depot/api/v1/security/scans/s1"}, Was: ScanRunning,
+			Findings: []Flagged{{ID: "GHSA-1", Severity: "high", Package: "tool"}}},
+		&PolicyPut{Policy: Policy{ID: "p1", Name: "no criticals", Enabled: true, Rules: PolicyRules{SeverityThreshold: "critical", BlockDownload: true,
+			Allow: []Allowed{{ID: "GHSA-1", Reason: "not reachable", AddedAt: t0}}}, CreatedAt: t0, UpdatedAt: t0}, Create: true},
+		&PolicyPut{Policy: Policy{ID: "p2", Name: "gone", CreatedAt: t0, UpdatedAt: t0}, Create: true},
+		&PolicyDelete{ID: "p2"},
+		&ViolationsRecord{Events: []Event{ViolationEvent("download", &Artifact{ID: "a2", PackageName: "tool", Version: "1.0"},
+			&Repository{ID: "r1", Name: "files", Format: "generic"}, "p1", "no criticals", "blocked", []string{"GHSA-1"}, Actor{UserID: "u1", Username: "alice"}, t0)}},
 	)
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/depot-registry/depot/origin/clienttest"
+	"github.com/depot-registry/depot/origin/origintest"
 	"github.com/depot-registry/depot/shared/meta"
 	"github.com/depot-registry/depot/shared/vuln/vulntest"
 )
@@ -192,4 +193,84 @@ func TestScans(t *testing.T) {
 	}
 	e.Do("POST", "/api/v1/security/scans", viewer.Token, map[string]string{"artifact_id": express}).WantError(403, "FORBIDDEN")
 	e.Do("POST", "/api/v1/security/scans", alice.Token, map[string]string{"artifact_id": express, "scanner": "trivy"}).WantField("scanner")
+}
+
+// TestPolicies: a policy blocking downloads of high findings stops `npm
+// install` of a vulnerable version with a message naming the policy and
+// the advisory (at an edge too, from its replica), lets the fixed
+// version through, and an allow-list entry unblocks until it expires;
+// the origin records policy.violated.
+func TestPolicies(t *testing.T) {
+	clienttest.Targets(t, clienttest.Start, func(t *testing.T, e *origintest.Env) {
+		_, alice := setup(t, e)
+		c := newClient(t, e, "js", tokenAuth(alice))
+		e.DoHeader("POST", "/api/v1/security/advisories?filename=npm.zip", e.Admin, vulntest.Zip(t, "npm"),
+			map[string]string{"Content-Type": "application/zip"}).Want(200)
+		var pol meta.Policy
+		e.Do("POST", "/api/v1/security/policies", e.Admin, map[string]any{"name": "no highs",
+			"scope": map[string]any{"formats": []string{"npm"}}, "rules": map[string]any{"severity_threshold": "high", "block_download": true}}).
+			Want(201).JSON(&pol)
+		e.Do("POST", "/api/v1/security/policies", alice.Token, map[string]any{"name": "mine"}).WantError(403, "FORBIDDEN")
+		e.Do("POST", "/api/v1/security/policies", e.Admin, map[string]any{"name": "bad", "rules": map[string]any{"severity_threshold": "severe"}}).
+			WantField("rules.severity_threshold")
+		c.publish("braces", "3.0.2", "vulnerable")
+		c.publish("braces", "3.0.3", "fixed")
+
+		install := func(version string) (string, error) {
+			d := newClient(t, e, "js", tokenAuth(alice)) // a cold cache
+			return d.tryNPM(d.project(), "install", "braces@"+version, "--no-audit", "--no-fund")
+		}
+		eventually := func(what string, ok func() bool) {
+			t.Helper()
+			for end := time.Now().Add(30 * time.Second); !ok(); time.Sleep(200 * time.Millisecond) {
+				if time.Now().After(end) {
+					t.Fatalf("%s: not within 30 s", what)
+				}
+			}
+		}
+		var out string
+		eventually("npm install braces@3.0.2 blocked", func() bool {
+			var err error
+			out, err = install("3.0.2")
+			return err != nil && strings.Contains(out, "403")
+		})
+		if !strings.Contains(out, `security policy "no highs"`) || !strings.Contains(out, "GHSA-grv7-fg5c-xmjg") {
+			t.Errorf("npm says:\n%s", out)
+		}
+		if out, err := install("3.0.3"); err != nil {
+			t.Fatalf("the fixed version: %v\n%s", err, out)
+		}
+
+		until := time.Now().Add(time.Hour)
+		rules := func(expires time.Time) map[string]any {
+			return map[string]any{"rules": map[string]any{"severity_threshold": "high", "block_download": true,
+				"allowlist": []map[string]any{{"id": "CVE-2024-4068", "reason": "not reachable in our use", "expires_at": expires}}}}
+		}
+		e.Do("PUT", "/api/v1/security/policies/"+pol.ID, e.Admin, rules(until)).Want(200).JSON(&pol)
+		if len(pol.Rules.Allow) != 1 || pol.Rules.Allow[0].AddedBy != "admin" {
+			t.Errorf("the allow-list: %+v", pol.Rules.Allow)
+		}
+		eventually("allow-listed by the advisory's alias", func() bool { _, err := install("3.0.2"); return err == nil })
+		e.Do("PUT", "/api/v1/security/policies/"+pol.ID, e.Admin, rules(time.Now().Add(-time.Minute))).Want(200)
+		eventually("blocked once the entry expired", func() bool { _, err := install("3.0.2"); return err != nil })
+
+		if e.Server.URL == e.URL { // at the origin: the violations are events
+			var evs struct {
+				Events []struct {
+					Data struct {
+						PolicyName string   `json:"policy_name"`
+						Advisories []string `json:"advisories"`
+						User       struct{ Username string }
+					} `json:"data"`
+				} `json:"events"`
+			}
+			eventually("policy.violated recorded", func() bool {
+				e.Do("GET", "/api/v1/events?since=0&types=policy.violated", e.Admin, nil).Want(200).JSON(&evs)
+				return len(evs.Events) > 0
+			})
+			if d := evs.Events[0].Data; d.PolicyName != "no highs" || len(d.Advisories) != 1 || d.User.Username != "alice" {
+				t.Errorf("policy.violated: %+v", d)
+			}
+		}
+	})
 }

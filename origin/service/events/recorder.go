@@ -78,6 +78,24 @@ func (r *Recorder) Run(ctx context.Context) {
 // record commits one batch; false keeps it for the next round (no leader
 // now), while the queue behind it fills.
 func (r *Recorder) record(ctx context.Context, batch []meta.Event) bool {
+	var downloads, violations []meta.Event
+	for _, e := range batch {
+		if e.Name == meta.EventPolicyViolated {
+			violations = append(violations, e)
+		} else {
+			downloads = append(downloads, e)
+		}
+	}
+	if len(violations) > 0 {
+		if _, err := r.commit.Apply(ctx, &meta.ViolationsRecord{Events: violations}); err != nil && ctx.Err() == nil {
+			r.log.Warn("recording policy.violated events; they are dropped", "events", len(violations), "err", err)
+			r.dropped.Add(float64(len(violations)))
+		}
+		if len(downloads) == 0 {
+			return true
+		}
+		batch = downloads
+	}
 	if _, err := r.commit.Apply(ctx, &meta.EventsRecord{Events: batch}); err != nil {
 		if ctx.Err() == nil {
 			r.log.Warn("recording download events", "events", len(batch), "err", err)

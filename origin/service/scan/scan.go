@@ -313,7 +313,7 @@ func (s *Service) run(ctx context.Context, sc meta.Scan) {
 	} else {
 		sc.Status = meta.ScanCompleted
 	}
-	if _, err := s.cfg.Commit.Apply(context.WithoutCancel(ctx), &meta.ScanUpdate{Scan: sc, Was: meta.ScanRunning}); err != nil {
+	if _, err := s.cfg.Commit.Apply(context.WithoutCancel(ctx), &meta.ScanUpdate{Scan: sc, Was: meta.ScanRunning, Findings: flagged(rep)}); err != nil {
 		s.cfg.Log.Warn("recording a scan's outcome", "scan", sc.ID, "err", err)
 		return
 	}
@@ -345,4 +345,16 @@ func (s *Service) OpenReport(ctx context.Context, sc *meta.Scan) (*Report, error
 		return nil, err
 	}
 	return &rep, nil
+}
+
+// flagged is a report's findings as a verdict keeps them.
+func flagged(rep *Report) []meta.Flagged {
+	if rep == nil {
+		return nil
+	}
+	out := make([]meta.Flagged, 0, len(rep.Findings))
+	for _, f := range rep.Findings {
+		out = append(out, meta.Flagged{ID: f.ID, Aliases: f.Aliases, Severity: f.Severity, Package: f.Package})
+	}
+	return out
 }

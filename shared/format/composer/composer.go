@@ -160,7 +160,7 @@ func (f *Format) dist(ctx context.Context, r *format.Request) (*format.Response,
 	if err != nil {
 		return nil, format.NotFound("no such file in repository %s", r.Repo.Name)
 	}
-	return f.Env.Serve(r, a, false), nil
+	return f.Env.Serve(r, a, false)
 }
 
 // list is list.json ({"packageNames"}, dated as packages.json is) and

@@ -93,7 +93,7 @@ func (f *Format) get(ctx context.Context, r *format.Request) (*format.Response, 
 	if err != nil {
 		return nil, err
 	}
-	return f.Env.Serve(r, a, false), nil
+	return f.Env.Serve(r, a, false)
 }
 
 // repodata is the subdir's index, valid (and empty) for any subdir

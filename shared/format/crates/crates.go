@@ -177,5 +177,5 @@ func (f *Format) download(ctx context.Context, r *format.Request) (*format.Respo
 	if err != nil {
 		return nil, err
 	}
-	return f.Env.Serve(r, a, false), nil
+	return f.Env.Serve(r, a, false)
 }

@@ -75,7 +75,7 @@ func (f *Format) get(ctx context.Context, r *format.Request) (*format.Response, 
 	if err != nil {
 		return nil, err
 	}
-	return f.Env.Serve(r, a, false), nil
+	return f.Env.Serve(r, a, false)
 }
 
 func (f *Format) put(ctx context.Context, r *format.Request, w *format.Writer) (*format.Response, error) {

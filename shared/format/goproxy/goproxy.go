@@ -130,7 +130,7 @@ func (f *Format) get(ctx context.Context, r *format.Request) (*format.Response, 
 	if err != nil {
 		return nil, err
 	}
-	return f.Env.Serve(r, a, false), nil
+	return f.Env.Serve(r, a, false)
 }
 
 // info is {"Version", "Time"} of a stored version: when it was uploaded.

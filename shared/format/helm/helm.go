@@ -125,7 +125,7 @@ func (f *Format) chart(ctx context.Context, r *format.Request) (*format.Response
 	if err != nil {
 		return nil, err
 	}
-	return f.Env.Serve(r, a, false), nil
+	return f.Env.Serve(r, a, false)
 }
 
 // list is ChartMuseum's listing: every chart, one chart's versions, or

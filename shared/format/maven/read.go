@@ -38,7 +38,7 @@ func (f *Format) get(ctx context.Context, r *format.Request) (*format.Response, 
 		}
 		return textResponse(sum), nil
 	}
-	return f.Env.Serve(r, a, false), nil
+	return f.Env.Serve(r, a, false)
 }
 
 // getMetadata generates maven-metadata.xml (or hashes it for a sidecar)

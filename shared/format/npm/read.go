@@ -58,7 +58,7 @@ func (f *Format) tarball(ctx context.Context, r *format.Request, e Endpoint) (*f
 	if err != nil {
 		return nil, format.NotFound("not found: %s/-/%s", e.Name, e.File)
 	}
-	return f.Env.Serve(r, a, false), nil
+	return f.Env.Serve(r, a, false)
 }
 
 func (f *Format) tags(r *format.Request, e Endpoint) (*format.Response, error) {

@@ -149,7 +149,7 @@ func (f *Format) content(ctx context.Context, r *format.Request) (*format.Respon
 	if err != nil {
 		return nil, format.NotFound("%s is not in repository %s", r.Param("file"), r.Repo.Name)
 	}
-	return f.Env.Serve(r, a, false), nil
+	return f.Env.Serve(r, a, false)
 }
 
 // leaf is a version's registration leaf.

@@ -60,6 +60,9 @@ func (f *Format) getManifest(ctx context.Context, r *format.Request) (*format.Re
 		return nil, manifestUnknown(r.Param("ref"))
 	}
 	if art != nil {
+		if err := f.Env.Admitted(r, art); err != nil {
+			return nil, err
+		}
 		f.Env.Downloaded(r, art)
 	}
 	resp := newResp(http.StatusOK)

@@ -169,7 +169,7 @@ func (f *Format) file(_ context.Context, r *format.Request) (*format.Response, e
 		return nil, err
 	}
 	if !isMeta {
-		return f.Env.Serve(r, a, false), nil
+		return f.Env.Serve(r, a, false)
 	}
 	at := attrsOf(a)
 	if at.Metadata == nil {

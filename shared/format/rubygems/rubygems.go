@@ -220,7 +220,7 @@ func (f *Format) gem(ctx context.Context, r *format.Request) (*format.Response, 
 	if err != nil {
 		return nil, format.NotFound("%s is not in repository %s", file, r.Repo.Name)
 	}
-	return f.Env.Serve(r, a, false), nil
+	return f.Env.Serve(r, a, false)
 }
 
 // specs serves the legacy indexes: gzip'd Marshal of [name, version,

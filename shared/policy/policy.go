@@ -1,0 +1,138 @@
+// Package policy decides, from the security policies and an artifact's
+// verdict (what its last completed scan found), whether an upload or a
+// download is blocked, and says why in words a client shows its user.
+// Origins and edges decide alike from their own copies of both.
+package policy
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/depot-registry/depot/shared/apierr"
+	"github.com/depot-registry/depot/shared/format"
+	"github.com/depot-registry/depot/shared/meta"
+)
+
+// Decision is what the policies say of one upload or download.
+type Decision struct {
+	Blocked bool
+	// Policy is the name of the policy that blocks, Advisories the
+	// findings that violate it (none: blocked for want of a scan).
+	Policy     string
+	PolicyID   string
+	Advisories []string
+	// Reason says it for the client's user.
+	Reason string
+}
+
+// Download decides a download of an artifact of repo whose verdict is v
+// (nil: no scan completed), at now: blocked by the first policy (by
+// name) covering the repository that blocks downloads of what violates
+// it, or of what is not scanned.
+func Download(policies []meta.Policy, repo *meta.Repository, v *meta.Verdict, now time.Time) Decision {
+	for i := range policies {
+		p := &policies[i]
+		if !p.Covers(repo) {
+			continue
+		}
+		if v == nil {
+			if p.Rules.BlockUnscanned {
+				return Decision{Blocked: true, Policy: p.Name, PolicyID: p.ID,
+					Reason: fmt.Sprintf("blocked by security policy %q: not scanned yet (downloads wait for a completed scan)", p.Name)}
+			}
+			continue
+		}
+		if !p.Rules.BlockDownload {
+			continue
+		}
+		if d := violated(p, v.Findings, now); d.Blocked {
+			return d
+		}
+	}
+	return Decision{}
+}
+
+// Upload decides an upload to repo whose scan found findings: blocked by
+// the first policy covering the repository that blocks uploads of what
+// violates it.
+func Upload(policies []meta.Policy, repo *meta.Repository, findings []meta.Flagged, now time.Time) Decision {
+	for i := range policies {
+		p := &policies[i]
+		if !p.Covers(repo) || !p.Rules.BlockUpload {
+			continue
+		}
+		if d := violated(p, findings, now); d.Blocked {
+			return d
+		}
+	}
+	return Decision{}
+}
+
+// violated lists the findings at or above p's threshold that p does not
+// allow at now.
+func violated(p *meta.Policy, findings []meta.Flagged, now time.Time) Decision {
+	threshold := meta.SeverityRank(p.Rules.SeverityThreshold)
+	if threshold == 0 {
+		return Decision{}
+	}
+	d := Decision{Policy: p.Name, PolicyID: p.ID}
+	var named []string
+	for _, f := range findings {
+		if meta.SeverityRank(f.Severity) < threshold || p.Allows(f.ID, f.Aliases, now) {
+			continue
+		}
+		d.Advisories = append(d.Advisories, f.ID)
+		if len(named) < 5 {
+			named = append(named, fmt.Sprintf("%s (%s, %s)", f.ID, f.Severity, f.Package))
+		}
+	}
+	if len(d.Advisories) == 0 {
+		return Decision{}
+	}
+	more := ""
+	if n := len(d.Advisories) - len(named); n > 0 {
+		more = fmt.Sprintf(" and %d more", n)
+	}
+	d.Blocked = true
+	d.Reason = fmt.Sprintf("blocked by security policy %q: %s%s at or above %s", p.Name, strings.Join(named, ", "), more, p.Rules.SeverityThreshold)
+	return d
+}
+
+// Admit is a format.Env's Admit over a store (an origin's, or an edge's
+// replica): a file is served unless the policies, as the store holds
+// them, block its download by its verdict there. A blocked download is
+// answered 403 with the reason, in the client's own error shape, and
+// told to violated (nil: not told).
+func Admit(store *meta.Store, now func() time.Time, violated func(r *format.Request, a *meta.Artifact, repo *meta.Repository, d Decision)) func(*format.Request, *meta.Artifact) error {
+	return func(r *format.Request, a *meta.Artifact) error {
+		var d Decision
+		repo := r.Repo
+		err := store.View(func(tx *meta.Tx) error {
+			if tx.Count(meta.KindPolicy) == 0 {
+				return nil
+			}
+			policies, err := tx.Policies()
+			if err != nil {
+				return err
+			}
+			if repo == nil || repo.ID != a.RepositoryID {
+				if repo, err = tx.Repo(a.RepositoryID); err != nil {
+					return err
+				}
+			}
+			d = Download(policies, repo, tx.Verdict(a.ID), now())
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if !d.Blocked {
+			return nil
+		}
+		if violated != nil {
+			violated(r, a, repo, d)
+		}
+		return format.Errorf(apierr.Forbidden, "%s", d.Reason)
+	}
+}

@@ -1,0 +1,57 @@
+package policy
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/depot-registry/depot/shared/meta"
+)
+
+// TestDecisions: the threshold, the scope, unscanned artifacts and the
+// allow-list with its expiry decide; the reason names the policy and the
+// advisories.
+func TestDecisions(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	later := now.Add(time.Hour)
+	js := &meta.Repository{ID: "r1", Format: "npm"}
+	py := &meta.Repository{ID: "r2", Format: "pypi"}
+	policies := []meta.Policy{
+		{ID: "p1", Name: "no highs in npm", Enabled: true, Scope: meta.PolicyScope{Formats: []string{"npm"}},
+			Rules: meta.PolicyRules{SeverityThreshold: "high", BlockDownload: true, BlockUpload: true,
+				Allow: []meta.Allowed{{ID: "CVE-OK", ExpiresAt: &later}}}},
+		{ID: "p2", Name: "scanned first", Enabled: true, Scope: meta.PolicyScope{Repositories: []string{"r2"}},
+			Rules: meta.PolicyRules{BlockUnscanned: true}},
+		{ID: "p3", Name: "off", Rules: meta.PolicyRules{SeverityThreshold: "low", BlockDownload: true}},
+	}
+	verdict := func(fs ...meta.Flagged) *meta.Verdict { return &meta.Verdict{Findings: fs} }
+	high := meta.Flagged{ID: "GHSA-1", Severity: "high", Package: "lodash"}
+	medium := meta.Flagged{ID: "GHSA-2", Severity: "medium", Package: "lodash"}
+	allowed := meta.Flagged{ID: "GHSA-3", Aliases: []string{"CVE-OK"}, Severity: "critical", Package: "x"}
+
+	d := Download(policies, js, verdict(medium, high), now)
+	if !d.Blocked || d.Policy != "no highs in npm" || len(d.Advisories) != 1 || !strings.Contains(d.Reason, "GHSA-1 (high, lodash)") {
+		t.Errorf("a high finding: %+v", d)
+	}
+	if d := Download(policies, js, verdict(medium), now); d.Blocked {
+		t.Errorf("below the threshold: %+v", d)
+	}
+	if d := Download(policies, js, verdict(allowed), now); d.Blocked {
+		t.Errorf("allow-listed by an alias: %+v", d)
+	}
+	if d := Download(policies, js, verdict(allowed), later.Add(time.Second)); !d.Blocked {
+		t.Error("an expired allow-list entry still allows")
+	}
+	if d := Download(policies, js, nil, now); d.Blocked {
+		t.Errorf("unscanned, outside the scope of block_unscanned: %+v", d)
+	}
+	if d := Download(policies, py, nil, now); !d.Blocked || !strings.Contains(d.Reason, "not scanned yet") {
+		t.Errorf("unscanned: %+v", d)
+	}
+	if d := Download(policies, py, verdict(high), now); d.Blocked {
+		t.Errorf("a pypi repository with a high finding (no policy of its own blocks it): %+v", d)
+	}
+	if d := Upload(policies, js, []meta.Flagged{high}, now); !d.Blocked {
+		t.Error("an upload with a high finding")
+	}
+}
