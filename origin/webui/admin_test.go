@@ -642,3 +642,87 @@ func TestCleanupPage(t *testing.T) {
 		t.Errorf("a user cleaning up: %d", a.status)
 	}
 }
+
+// TestSecurityPages: a user asks for a scan from a version's page and
+// reads its report (a generic file: not covered, said so); an
+// administrator creates a policy on its form (a bad expiry refused with
+// the field marked), sees it listed, changes its allow-list and deletes
+// it; a user may not open the policy form.
+func TestSecurityPages(t *testing.T) {
+	e := origintest.Start(t, origintest.Options{})
+	e.CreateRepo("files", "generic", false)
+	var art struct{ ID string }
+	e.Do("PUT", "/generic/files/tool/1.0/a.bin", e.Admin, "abc").Want(201).JSON(&art)
+	p := newForm(t, e.URL)
+	p.signIn("admin", origintest.AdminPassword)
+	if a := p.get("/ui/security"); a.status != 200 || !strings.Contains(a.body, "No advisories are loaded yet") || !strings.Contains(a.body, "No policy") {
+		t.Fatalf("the page: %d\n%.3000s", a.status, a.body)
+	}
+	if v := p.get("/ui/repositories/files/version?name=tool&version=1.0"); !strings.Contains(v.body, "Scan for vulnerabilities") {
+		t.Fatalf("the version page offers no scan:\n%.3000s", v.body)
+	}
+	a := p.post("/ui/security/scans", url.Values{"artifact_id": {art.ID}})
+	if a.status != 303 || !strings.HasPrefix(a.header.Get("Location"), "/ui/security/scans/") {
+		t.Fatalf("scan: %d %s", a.status, a.header.Get("Location"))
+	}
+	var page answer
+	for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		if page = p.get(a.header.Get("Location")); strings.Contains(page.body, "completed") {
+			break
+		}
+	}
+	if !strings.Contains(page.body, "no advisory data covers generic packages") || !strings.Contains(page.body, "No known vulnerability") {
+		t.Fatalf("the report:\n%.3000s", page.body)
+	}
+
+	form := url.Values{"name": {"no highs"}, "enabled": {"on"}, "formats": {"npm"}, "severity_threshold": {"high"},
+		"block_download": {"on"}, "allowlist": {"GHSA-x | reviewed | 27-01-2027"}}
+	bad := p.post("/ui/security/policies/new", form)
+	if bad.status != 400 || !strings.Contains(bad.body, "an expiry is a date") || !strings.Contains(bad.body, `value="no highs"`) {
+		t.Fatalf("a bad expiry: %d\n%.3000s", bad.status, bad.body)
+	}
+	form.Set("allowlist", "GHSA-x | reviewed | 2027-01-27")
+	if a := p.post("/ui/security/policies/new", form); a.status != 303 {
+		t.Fatalf("create: %d %s", a.status, a.body)
+	}
+	var list struct {
+		Policies []struct {
+			ID    string
+			Rules struct {
+				Allowlist []struct{ ID, Reason string } `json:"allowlist"`
+			}
+		}
+	}
+	e.Do("GET", "/api/v1/security/policies", e.Admin, nil).Want(200).JSON(&list)
+	if len(list.Policies) != 1 || len(list.Policies[0].Rules.Allowlist) != 1 || list.Policies[0].Rules.Allowlist[0].Reason != "reviewed" {
+		t.Fatalf("the policy: %+v", list)
+	}
+	id := list.Policies[0].ID
+	if a := p.get("/ui/security"); !strings.Contains(a.body, "no highs") || !strings.Contains(a.body, "downloads of findings at or above high") {
+		t.Errorf("the list:\n%.3000s", a.body)
+	}
+	if edit := p.get("/ui/security/policies/" + id); !strings.Contains(edit.body, "GHSA-x | reviewed | 2027-01-27") {
+		t.Errorf("the edit form:\n%.3000s", edit.body)
+	}
+	form.Set("allowlist", "")
+	if a := p.post("/ui/security/policies/"+id, form); a.status != 303 {
+		t.Fatalf("edit: %d %s", a.status, a.body)
+	}
+	e.Do("GET", "/api/v1/security/policies", e.Admin, nil).Want(200).JSON(&list)
+	if len(list.Policies[0].Rules.Allowlist) != 0 {
+		t.Errorf("the allow-list after the edit: %+v", list.Policies[0].Rules)
+	}
+	e.CreateUser("uma", "user", "uma-password-1")
+	u := newForm(t, e.URL)
+	u.signIn("uma", "uma-password-1")
+	if a := u.get("/ui/security/policies/new"); a.status != 403 {
+		t.Errorf("a user opening the policy form: %d", a.status)
+	}
+	if a := u.get("/ui/security"); a.status != 200 || strings.Contains(a.body, "New policy") {
+		t.Errorf("a user's security page: %d", a.status)
+	}
+	if a := p.post("/ui/security/policies/"+id+"/delete", nil); a.status != 303 {
+		t.Errorf("delete: %d", a.status)
+	}
+	e.Do("GET", "/api/v1/security/policies/"+id, e.Admin, nil).Want(404)
+}
