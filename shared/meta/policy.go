@@ -223,7 +223,10 @@ type Verdict struct {
 	RepositoryID string    `json:"repository_id"`
 	ScanID       string    `json:"scan_id"`
 	ScannedAt    time.Time `json:"scanned_at"`
-	Findings     []Flagged `json:"findings,omitempty"`
+	// Advisories is the digest of the advisory database it was matched
+	// against.
+	Advisories string    `json:"advisories,omitempty"`
+	Findings   []Flagged `json:"findings,omitempty"`
 	// Truncated: more findings than MaxVerdictFindings (the most severe
 	// are kept).
 	Truncated bool `json:"truncated,omitempty"`

@@ -253,6 +253,18 @@ const (
 type ScansRequest struct {
 	Scans    []Scan `json:"scans,omitempty"`
 	From, To uint64 `json:",omitempty"`
+	// Rescan, when set, is how far the re-scan of what was scanned
+	// against an older advisory database has gone.
+	Rescan *Rescan `json:"rescan,omitempty"`
+}
+
+// Rescan is the re-scan of every artifact with a verdict once the
+// advisory database changed: against database Digest, the artifacts up
+// to After (in id order) are queued; Done when all are.
+type Rescan struct {
+	Digest string `json:"digest"`
+	After  string `json:"after,omitempty"`
+	Done   bool   `json:"done,omitempty"`
 }
 
 func (*ScansRequest) Type() CmdType { return CmdScansRequest }
@@ -261,7 +273,8 @@ func (*ScansRequest) Scope() string { return "" }
 // ScannerState is the scan-on-upload follower's replicated state: how
 // far it has read the change feed.
 type ScannerState struct {
-	Cursor uint64 `json:"cursor"`
+	Cursor uint64  `json:"cursor"`
+	Rescan *Rescan `json:"rescan,omitempty"`
 }
 
 const stateScanner = "scanner"
@@ -276,19 +289,25 @@ func (tx *Tx) Scanner() ScannerState {
 }
 
 func (c *ScansRequest) apply(tx *Tx) error {
-	if len(c.Scans) > MaxScansPerRequest || len(c.Scans) == 0 && c.To == 0 {
-		return Invalidf("a scans request holds 1 to %d scans, or moves the cursor", MaxScansPerRequest)
+	if len(c.Scans) > MaxScansPerRequest || len(c.Scans) == 0 && c.To == 0 && c.Rescan == nil {
+		return Invalidf("a scans request holds 1 to %d scans, or moves the cursor or the re-scan", MaxScansPerRequest)
 	}
-	if c.To != 0 {
+	if c.To != 0 || c.Rescan != nil {
 		st := tx.Scanner()
-		if st.Cursor != c.From {
-			return Conflictf("the scanner's cursor is at %d, not %d", st.Cursor, c.From)
+		if c.To != 0 {
+			if st.Cursor != c.From {
+				return Conflictf("the scanner's cursor is at %d, not %d", st.Cursor, c.From)
+			}
+			st.Cursor = c.To
 		}
-		st.Cursor = c.To
+		if c.Rescan != nil {
+			st.Rescan = c.Rescan
+		}
 		if err := tx.putRec(KindState, stateScanner, st); err != nil {
 			return err
 		}
 	}
+	bulk := len(c.Scans) > 1 || c.To != 0 || c.Rescan != nil
 	for _, s := range c.Scans {
 		if s.ID == "" || s.Status != ScanQueued {
 			return Invalidf("a scan is requested with an id, queued")
@@ -298,13 +317,13 @@ func (c *ScansRequest) apply(tx *Tx) error {
 		}
 		a, err := tx.Artifact(s.ArtifactID)
 		if err != nil {
-			if len(c.Scans) == 1 && c.To == 0 {
+			if !bulk {
 				return err
 			}
 			continue
 		}
 		if q := tx.QueuedScanOf(a.ID); q != nil {
-			if len(c.Scans) == 1 && c.To == 0 {
+			if !bulk {
 				return Conflictf("artifact %s has scan %s %s already", a.ID, q.ID, q.Status)
 			}
 			continue
@@ -364,7 +383,7 @@ func (c *ScanUpdate) apply(tx *Tx) error {
 		at = *s.ScannedAt
 	}
 	if err := tx.putVerdict(Verdict{ArtifactID: s.ArtifactID, RepositoryID: s.RepositoryID, ScanID: s.ID, ScannedAt: at,
-		Findings: c.Findings}); err != nil {
+		Advisories: s.Advisories, Findings: c.Findings}); err != nil {
 		return err
 	}
 	v := s.Vulnerabilities
@@ -430,6 +449,21 @@ func (tx *Tx) forgetScans(artifactID string) error {
 		}
 	}
 	return tx.forgetVerdict(artifactID)
+}
+
+// VerdictIDs lists up to n artifact ids with a verdict, after after, in
+// order.
+func (tx *Tx) VerdictIDs(after string, n int) []string {
+	var out []string
+	cur := tx.space(Space(KindVerdict)).Cursor()
+	k, _ := cur.Seek([]byte(after))
+	if k != nil && after != "" && string(k) == after {
+		k, _ = cur.Next()
+	}
+	for ; k != nil && len(out) < n; k, _ = cur.Next() {
+		out = append(out, string(k))
+	}
+	return out
 }
 
 // Scan reads one scan.

@@ -115,3 +115,81 @@ func (s *Service) step(ctx context.Context, f *follower) (more bool, err error) 
 	}
 	return !atEnd, nil
 }
+
+// rescanBatch is how many artifacts one step of a re-scan queues.
+const rescanBatch = 500
+
+// rescan queues, once the advisory database changed, a scan of every
+// artifact that has a verdict (a completed scan), a batch a step, so
+// that what new advisories name is found in what is already stored (each
+// scan completing is a scan.completed event; a verdict changes with it).
+// Its progress is replicated: a new leader goes on from there.
+func (s *Service) rescan(ctx context.Context) {
+	t := time.NewTicker(s.cfg.Poll)
+	defer t.Stop()
+	for {
+		for more := true; more && ctx.Err() == nil; {
+			var err error
+			if more, err = s.rescanStep(ctx); err != nil && ctx.Err() == nil && !errors.Is(err, meta.ErrConflict) {
+				s.cfg.Log.Warn("re-scanning after new advisories", "err", err)
+				more = false
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (s *Service) rescanStep(ctx context.Context) (more bool, err error) {
+	var st meta.ScannerState
+	var db *meta.AdvisoryDB
+	var ids []string
+	_ = s.cfg.Store.View(func(tx *meta.Tx) error {
+		st, db = tx.Scanner(), tx.AdvisoryDB()
+		if db == nil || st.Rescan != nil && st.Rescan.Digest == db.Digest && st.Rescan.Done {
+			return nil
+		}
+		after := ""
+		if st.Rescan != nil && st.Rescan.Digest == db.Digest {
+			after = st.Rescan.After
+		}
+		ids = tx.VerdictIDs(after, rescanBatch)
+		return nil
+	})
+	var stale []string // scanned against another database
+	_ = s.cfg.Store.View(func(tx *meta.Tx) error {
+		for _, id := range ids {
+			if v := tx.Verdict(id); v != nil && db != nil && v.Advisories != db.Digest {
+				stale = append(stale, id)
+			}
+		}
+		return nil
+	})
+	if db == nil || st.Rescan != nil && st.Rescan.Digest == db.Digest && st.Rescan.Done {
+		return false, nil
+	}
+	now := s.cfg.Now().UTC()
+	r := &meta.Rescan{Digest: db.Digest, Done: len(ids) < rescanBatch}
+	if st.Rescan != nil && st.Rescan.Digest == db.Digest {
+		r.After = st.Rescan.After
+	}
+	var scans []meta.Scan
+	for _, id := range stale {
+		scans = append(scans, meta.Scan{ID: s.cfg.NewID(), ArtifactID: id, Scanner: Scanner, Status: meta.ScanQueued,
+			Trigger: "advisories", RequestedBy: db.LoadedBy, CreatedAt: now})
+	}
+	if len(ids) > 0 {
+		r.After = ids[len(ids)-1]
+	}
+	if _, err := s.cfg.Commit.Apply(ctx, &meta.ScansRequest{Scans: scans, Rescan: r}); err != nil {
+		return false, err
+	}
+	if len(scans) > 0 {
+		s.cfg.Log.Info("advisories changed: artifacts queued for a new scan", "artifacts", len(scans), "done", r.Done)
+		s.Wake()
+	}
+	return !r.Done, nil
+}

@@ -231,7 +231,8 @@ func (s *Service) writeDatabase(ctx context.Context, db *vuln.DB) (blob.Info, er
 
 // Run takes the queue's scans while ctx lasts (this origin leads): first
 // it queues again the scans another leader left running; and it queues
-// the scans of new uploads (follow).
+// the scans of new uploads (follow) and, when the advisories change, of
+// everything scanned before (rescan).
 func (s *Service) Run(ctx context.Context) {
 	s.requeue(ctx)
 	slots := make(chan struct{}, s.cfg.Concurrency)
@@ -239,6 +240,7 @@ func (s *Service) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	wg.Go(func() { s.follow(ctx) })
+	wg.Go(func() { s.rescan(ctx) })
 	t := time.NewTicker(s.cfg.Poll)
 	defer t.Stop()
 	for {
