@@ -17,7 +17,7 @@ import (
 func TestExactVersion(t *testing.T) {
 	for _, c := range []struct {
 		eco, constraint, want string
-		exact              bool
+		exact                 bool
 	}{
 		{vuln.Go, "v1.2.3", "v1.2.3", true},
 		{vuln.Go, "v0.0.0-20240101000000-abcdef123456", "v0.0.0-20240101000000-abcdef123456", true},
