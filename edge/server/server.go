@@ -306,6 +306,9 @@ func (s *Server) write(ctx *fasthttp.RequestCtx, resp *format.Response) (fromFil
 	}
 	if resp.Blob == nil {
 		ctx.SetStatusCode(cmpStatus(resp.Status))
+		if resp.Reason != "" {
+			ctx.Response.Header.SetStatusMessage([]byte(resp.Reason))
+		}
 		ctx.SetBody(resp.Body)
 		s.count(ctx, int64(len(resp.Body)))
 		return false, nil

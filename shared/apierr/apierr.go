@@ -86,7 +86,20 @@ type Error struct {
 	Message string         `json:"message"`
 	Details map[string]any `json:"details"`
 	status  int            // 0: the code's
+	reason  string         // the status line's reason phrase ("": the standard one)
 }
+
+// WithReason has the error's answer say its message in the status
+// line's reason phrase too, where HTTP/1.1 allows it: for the clients
+// that show the reason phrase and not the body (pip, Maven) when a
+// refusal must say why.
+func (e *Error) WithReason() *Error {
+	e.reason = e.Message
+	return e
+}
+
+// Reason is the reason phrase WithReason asked for ("" none).
+func (e *Error) Reason() string { return e.reason }
 
 func (e *Error) Error() string { return string(e.Code) + ": " + e.Message }
 

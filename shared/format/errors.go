@@ -199,6 +199,7 @@ func ErrorResponse(err error, challenge string, render func(*Error) (contentType
 	ct, body := render(e)
 	resp.Header.Set("Content-Type", ct)
 	resp.Body = body
+	resp.Reason = ReasonPhrase(e.Reason())
 	return resp
 }
 

@@ -246,6 +246,21 @@ type Response struct {
 	// origin (see ErrUpstream); the response is the answer when none can
 	// be reached.
 	Upstream bool
+	// Reason, when set, is the status line's reason phrase in place of
+	// the standard one (apierr.Error.WithReason), on HTTP/1.1.
+	Reason string
+}
+
+// ReasonPhrase is s made fit for a status line: printable ASCII, no line
+// breaks, at most 400 bytes.
+func ReasonPhrase(s string) string {
+	b := make([]byte, 0, min(len(s), 400))
+	for i := 0; i < len(s) && len(b) < 400; i++ {
+		if c := s[i]; c >= 0x20 && c < 0x7f {
+			b = append(b, c)
+		}
+	}
+	return string(b)
 }
 
 // BlobRef names the blob a response serves.

@@ -2,6 +2,7 @@ package httpx
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
@@ -101,11 +102,38 @@ func WriteResponse(w http.ResponseWriter, r *http.Request, resp *format.Response
 		// Said for HEAD too, which sends no body: the length GET would send.
 		w.Header().Set("Content-Length", strconv.Itoa(len(resp.Body)))
 	}
+	if resp.Reason != "" && r.ProtoMajor == 1 && writeWithReason(w, r, status, resp) {
+		return nil
+	}
 	w.WriteHeader(status)
 	if r.Method != http.MethodHead && len(resp.Body) > 0 {
 		_, _ = w.Write(resp.Body)
 	}
 	return nil
+}
+
+// writeWithReason writes the answer itself on the connection, so that
+// its status line says resp.Reason (net/http writes only the standard
+// phrase), and closes the connection; false when the connection cannot
+// be taken over (the answer is then written as usual).
+func writeWithReason(w http.ResponseWriter, r *http.Request, status int, resp *format.Response) bool {
+	conn, buf, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		return false
+	}
+	defer conn.Close()
+	h := w.Header().Clone()
+	h.Set("Connection", "close")
+	h.Set("Content-Length", strconv.Itoa(len(resp.Body)))
+	h.Del("Transfer-Encoding")
+	_, _ = fmt.Fprintf(buf, "HTTP/1.1 %03d %s\r\n", status, resp.Reason)
+	_ = h.Write(buf)
+	_, _ = buf.WriteString("\r\n")
+	if r.Method != http.MethodHead {
+		_, _ = buf.Write(resp.Body)
+	}
+	_ = buf.Flush()
+	return true
 }
 
 // copyHeader sets the response's headers over those already set, but

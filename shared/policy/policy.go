@@ -133,6 +133,6 @@ func Admit(store *meta.Store, now func() time.Time, violated func(r *format.Requ
 		if violated != nil {
 			violated(r, a, repo, d)
 		}
-		return format.Errorf(apierr.Forbidden, "%s", d.Reason)
+		return format.Errorf(apierr.Forbidden, "%s", d.Reason).With("policy", d.Policy).With("advisories", d.Advisories).WithReason()
 	}
 }

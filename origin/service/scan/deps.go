@@ -15,7 +15,7 @@ import (
 //
 //	Go        every require names one version (minimal version selection)
 //	npm       "1.2.3" exact; ^, ~, ranges, tags, URLs: a range
-//	PyPI      "==1.2.3" or "===1.2.3" exact; anything else a range
+//	PyPI      "==1.2.3" or "===1.2.3" exact (in parentheses too); anything else a range
 //	crates    "=1.2.3" exact; "1.2.3" means ^1.2.3: a range
 //	Maven     "1.2.3" (the version Maven picks unless another wins) and "[1.2.3]" exact; ranges and ${properties} not
 //	NuGet     "1.2.3" (a minimum: NuGet restores the lowest allowed) and "[1.2.3]" exact; other ranges not
@@ -39,6 +39,7 @@ func exactVersion(ecosystem, constraint string) (string, bool) {
 	case vuln.NPM:
 		return c, plainVersion.MatchString(c) && !strings.HasPrefix(c, "v")
 	case vuln.PyPI:
+		c = strings.TrimSpace(strings.TrimSuffix(strings.TrimPrefix(c, "("), ")")) // older METADATA: "(==1.0)"
 		for _, op := range []string{"===", "=="} {
 			if v, ok := strings.CutPrefix(c, op); ok {
 				v = strings.TrimSpace(v)

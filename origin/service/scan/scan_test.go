@@ -27,6 +27,7 @@ func TestExactVersion(t *testing.T) {
 		{vuln.NPM, "github:x/y", "", false},
 		{vuln.PyPI, "==2.0.1", "2.0.1", true},
 		{vuln.PyPI, "=== 2.0.1", "2.0.1", true},
+		{vuln.PyPI, "(==1.26.17)", "1.26.17", true},
 		{vuln.PyPI, ">=2.0", "", false},
 		{vuln.PyPI, "==2.*", "", false},
 		{vuln.Crates, "=1.0.0", "1.0.0", true},
