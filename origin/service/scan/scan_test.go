@@ -6,8 +6,12 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/depot-registry/depot/shared/blob"
 	"github.com/depot-registry/depot/shared/format"
+	"github.com/depot-registry/depot/shared/formattest"
+	"github.com/depot-registry/depot/shared/meta"
 	"github.com/depot-registry/depot/shared/vuln"
 	"github.com/depot-registry/depot/shared/vuln/vulntest"
 )
@@ -73,5 +77,69 @@ func TestReadAdvisories(t *testing.T) {
 	}
 	if _, err := read([]byte("not json")); err == nil {
 		t.Error("garbage was read")
+	}
+}
+
+// TestLeaderTakesOver: a scan another leader left running is queued
+// again and completed by the next, with those still queued; the report
+// says nothing covers a generic file.
+func TestLeaderTakesOver(t *testing.T) {
+	env := formattest.New(t)
+	repo := env.Repo("files", "generic")
+	ctx := context.Background()
+	var ids []string
+	for i, v := range []string{"1", "2", "3"} {
+		info, err := env.Blobs.Put(ctx, strings.NewReader("file "+v), blob.PutOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := meta.Artifact{ID: "a" + v, RepositoryID: repo.ID, Path: "tool/" + v + "/f", PackageName: "tool", Version: v,
+			Digest: info.Digest, SizeBytes: info.Size, UploadedAt: time.Now()}
+		if _, err := env.Apply(ctx, &meta.ArtifactPut{Artifact: a}); err != nil {
+			t.Fatal(err)
+		}
+		sc := meta.Scan{ID: "s" + v, ArtifactID: a.ID, Scanner: Scanner, Status: meta.ScanQueued, Trigger: "request",
+			CreatedAt: time.Now().Add(time.Duration(i) * time.Millisecond)}
+		if _, err := env.Apply(ctx, &meta.ScansRequest{Scans: []meta.Scan{sc}}); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, sc.ID)
+	}
+	// The old leader took s1 and stopped leading.
+	var s1 *meta.Scan
+	_ = env.Store.View(func(tx *meta.Tx) error { s1, _ = tx.Scan("s1"); return nil })
+	s1.Status, s1.Node = meta.ScanRunning, "gone"
+	if _, err := env.Apply(ctx, &meta.ScanUpdate{Scan: *s1, Was: meta.ScanQueued}); err != nil {
+		t.Fatal(err)
+	}
+	svc := New(Config{Store: env.Store, Commit: env, Blobs: env.Blobs, NewID: func() string { return "x" }, Node: "next",
+		Poll: 20 * time.Millisecond})
+	rctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { svc.Run(rctx); close(done) }()
+	defer func() { stop(); <-done }()
+	for end := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		var finished []meta.Scan
+		_ = env.Store.View(func(tx *meta.Tx) error {
+			for _, id := range ids {
+				if s, _ := tx.Scan(id); s != nil && s.Status == meta.ScanCompleted {
+					finished = append(finished, *s)
+				}
+			}
+			return nil
+		})
+		if len(finished) == len(ids) {
+			if finished[0].Node != "next" || finished[0].NotScanned != 1 {
+				t.Errorf("s1 after the takeover: %+v", finished[0])
+			}
+			rep, err := svc.OpenReport(ctx, &finished[0])
+			if err != nil || len(rep.NotScanned) != 1 || rep.NotScanned[0].Reason != "no advisory data covers generic packages" {
+				t.Errorf("report: %+v %v", rep, err)
+			}
+			return
+		}
+		if time.Now().After(end) {
+			t.Fatalf("%d of %d scans completed", len(finished), len(ids))
+		}
 	}
 }
