@@ -60,6 +60,7 @@ import (
 	"github.com/depot-registry/depot/shared/progress"
 	"github.com/depot-registry/depot/shared/seen"
 	"github.com/depot-registry/depot/shared/version"
+	"github.com/depot-registry/depot/shared/vuln"
 )
 
 // Origin is a running origin process.
@@ -337,6 +338,7 @@ func (o *Origin) serve(context.Context) error {
 			o.seen.Add(a.ID)
 			o.recordDownload(r, a)
 		},
+		Advisories: func(ctx context.Context) (*vuln.DB, error) { db, _, err := o.scans.Database(ctx); return db, err },
 		Admit: secpolicy.Admit(o.store, now, func(r *format.Request, a *meta.Artifact, repo *meta.Repository, d secpolicy.Decision) {
 			who := r.Principal.Actor()
 			who.IPAddress = r.RemoteAddr

@@ -19,6 +19,7 @@ import (
 	"github.com/depot-registry/depot/shared/auth"
 	"github.com/depot-registry/depot/shared/blob"
 	"github.com/depot-registry/depot/shared/meta"
+	"github.com/depot-registry/depot/shared/vuln"
 )
 
 // Op says whether a route only reads (edges serve it locally) or writes
@@ -292,6 +293,9 @@ type Env struct {
 	Now  func() time.Time
 	// OnDownload is told of every served download (statistics, events).
 	OnDownload func(*Request, *meta.Artifact)
+	// Advisories, when set, is the advisory database (an origin's): what
+	// a client's audit is answered from (nil: ErrUpstream).
+	Advisories func(context.Context) (*vuln.DB, error)
 	// Admit, when set, decides whether an artifact's file may be served
 	// (the security policies): a non-nil error is the client's answer,
 	// in its format's own error shape.

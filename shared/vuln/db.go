@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/google/osv-scalibr/semantic"
 )
@@ -228,4 +229,82 @@ func fixedVersions(af *Affected) []string {
 		}
 	}
 	return out
+}
+
+// Advisory is the record of an id, if the database holds it.
+func (db *DB) Advisory(id string) (*Advisory, bool) {
+	if db == nil {
+		return nil, false
+	}
+	i := sort.Search(len(db.advs), func(i int) bool { return db.advs[i].ID >= id })
+	if i < len(db.advs) && db.advs[i].ID == id {
+		return &db.advs[i], true
+	}
+	return nil, false
+}
+
+// Named lists the advisories naming package name of ecosystem (withdrawn
+// ones left out), with the affected entries that name it.
+func (db *DB) Named(ecosystem, name string) []Named {
+	if db == nil {
+		return nil
+	}
+	var out []Named
+	for _, h := range db.index[indexKey(ecosystem, name)] {
+		a := &db.advs[h.adv]
+		if a.Withdrawn != nil {
+			continue
+		}
+		if n := len(out); n > 0 && out[n-1].Advisory == a {
+			out[n-1].Affected = append(out[n-1].Affected, &a.Affected[h.aff])
+			continue
+		}
+		out = append(out, Named{Advisory: a, Affected: []*Affected{&a.Affected[h.aff]}})
+	}
+	return out
+}
+
+// Named is an advisory and its entries for one package.
+type Named struct {
+	Advisory *Advisory
+	Affected []*Affected
+}
+
+// SemverRange renders the versions affected entries name as a node
+// semver range ("<1.2.3 || >=2.0.0 <2.0.5 || 3.1.0"): what npm's audit
+// matches installed versions with. Events are taken in the order they
+// are written (OSV's ranges list them in order).
+func SemverRange(affected []*Affected) string {
+	var parts []string
+	for _, af := range affected {
+		for _, r := range af.Ranges {
+			lo := ""
+			open := false
+			for _, e := range r.Events {
+				switch {
+				case e.Introduced != "":
+					if e.Introduced == "0" {
+						lo = ""
+					} else {
+						lo = ">=" + e.Introduced
+					}
+					open = true
+				case e.Fixed != "" && open:
+					parts = append(parts, strings.TrimSpace(lo+" <"+e.Fixed))
+					open = false
+				case e.LastAffected != "" && open:
+					parts = append(parts, strings.TrimSpace(lo+" <="+e.LastAffected))
+					open = false
+				}
+			}
+			if open {
+				if lo == "" {
+					lo = "*"
+				}
+				parts = append(parts, lo)
+			}
+		}
+		parts = append(parts, af.Versions...)
+	}
+	return strings.Join(parts, " || ")
 }

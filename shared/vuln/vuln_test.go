@@ -113,3 +113,13 @@ func TestParseBounds(t *testing.T) {
 		t.Errorf("details %d bytes, %v", len(a.Details), err)
 	}
 }
+
+// TestSemverRange: an entry's ranges and versions as npm's range syntax.
+func TestSemverRange(t *testing.T) {
+	af := &vuln.Affected{Ranges: []vuln.Range{
+		{Type: "SEMVER", Events: []vuln.Event{{Introduced: "0"}, {Fixed: "1.2.3"}, {Introduced: "2.0.0"}, {LastAffected: "2.0.5"}}},
+		{Type: "SEMVER", Events: []vuln.Event{{Introduced: "3.0.0"}}}}, Versions: []string{"0.9.1"}}
+	if got := vuln.SemverRange([]*vuln.Affected{af}); got != "<1.2.3 || >=2.0.0 <=2.0.5 || >=3.0.0 || 0.9.1" {
+		t.Errorf("range %q", got)
+	}
+}

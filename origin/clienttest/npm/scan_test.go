@@ -294,3 +294,43 @@ func TestPolicies(t *testing.T) {
 		}
 	})
 }
+
+// TestAudit: `npm audit` against the registry, with no internet, reports
+// the advisories of the database loaded into it for the project's tree
+// (through an edge too, which hands the audit to an origin), and not the
+// clean package.
+func TestAudit(t *testing.T) {
+	clienttest.Targets(t, clienttest.Start, func(t *testing.T, e *origintest.Env) {
+		_, alice := setup(t, e)
+		c := newClient(t, e, "js", tokenAuth(alice))
+		e.DoHeader("POST", "/api/v1/security/advisories?filename=npm.zip", e.Admin, vulntest.Zip(t, "npm"),
+			map[string]string{"Content-Type": "application/zip"}).Want(200)
+		c.publish("lodash", "4.17.11", "old lodash")
+		c.publish("minimist", "1.2.5", "old minimist")
+		c.publish("braces", "3.0.3", "fixed braces")
+		dir := c.project()
+		c.npm(dir, "install", "lodash@4.17.11", "minimist@1.2.5", "braces@3.0.3", "--save-exact", "--no-audit", "--no-fund")
+		out, err := c.tryNPM(dir, "audit", "--json")
+		if err == nil {
+			t.Fatalf("npm audit found nothing:\n%s", out)
+		}
+		var report struct {
+			Vulnerabilities map[string]struct {
+				Severity string `json:"severity"`
+				Via      []any  `json:"via"`
+			} `json:"vulnerabilities"`
+			Metadata struct {
+				Vulnerabilities map[string]int `json:"vulnerabilities"`
+			} `json:"metadata"`
+		}
+		if err := json.Unmarshal([]byte(out[strings.Index(out, "{"):]), &report); err != nil {
+			t.Fatalf("npm audit --json: %v\n%s", err, out)
+		}
+		if report.Vulnerabilities["lodash"].Severity != "critical" || report.Vulnerabilities["minimist"].Severity != "critical" {
+			t.Errorf("npm audit: %+v", report.Vulnerabilities)
+		}
+		if _, ok := report.Vulnerabilities["braces"]; ok {
+			t.Errorf("npm audit reports braces 3.0.3: %+v", report.Vulnerabilities["braces"])
+		}
+	})
+}

@@ -89,6 +89,7 @@ func (f *Format) Routes() []format.Route {
 		{Method: http.MethodGet, Path: "/{repo}/{path...}", Action: meta.ActionRead, Read: f.read},
 		{Method: http.MethodPut, Path: "/{repo}/{path...}", Action: meta.ActionWrite, Write: f.write},
 		{Method: http.MethodDelete, Path: "/{repo}/{path...}", Action: meta.ActionWrite, Write: f.write},
+		f.auditRoute(),
 	}
 }
 
