@@ -399,6 +399,7 @@ func (o *Origin) serve(context.Context) error {
 		}})
 	o.scans = scan.New(scan.Config{Store: o.store, Commit: o.commit, Blobs: o.blobs, Formats: byName, NewID: auth.NewID, Node: o.nodeID,
 		Now: now, Log: log.With("component", "scan"), ScanOnUpload: func() bool { return o.app.Settings().ScanOnUpload },
+		Directory: func() string { return o.app.Settings().AdvisoriesDirectory },
 		ReportURL: func(id string) string {
 			base := ""
 			if b := o.baseURL.Load(); b != nil {

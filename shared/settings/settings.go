@@ -42,6 +42,7 @@ type Values struct {
 	RetentionOlderThanDays  int64  `json:"retention.older_than_days"`
 	RetentionDownloadedDays int64  `json:"retention.keep_downloaded_days"`
 	ScanOnUpload            bool   `json:"security.scan_on_upload"`
+	AdvisoriesDirectory     string `json:"security.advisories_directory"`
 }
 
 // Retention is the rule of repositories without one of their own.
@@ -87,6 +88,7 @@ var Defs = []Def{
 	{Key: "retention.keep_last", Min: 0, Max: 1_000_000, Doc: "default rule of repositories without their own: keep the newest N versions of each package (0 = any number)"},
 	{Key: "retention.older_than_days", Min: 0, Max: meta.MaxRetentionDays, Doc: "default rule: delete only versions uploaded more than this many days ago (0 = any age)"},
 	{Key: "retention.keep_downloaded_days", Min: 0, Max: meta.MaxRetentionDays, Doc: "default rule: keep versions downloaded in the last this many days (0 = downloads not considered)"},
+	{Key: "security.advisories_directory", Path: true, Doc: "an absolute directory the leader loads OSV advisories from (*.json and *.zip files, read again when they change), as if uploaded (empty: none)"},
 	{Key: "security.scan_on_upload", Doc: "scan each upload for known vulnerabilities, in repositories whose scan_on_upload setting does not say otherwise"},
 }
 

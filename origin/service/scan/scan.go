@@ -60,6 +60,9 @@ type Config struct {
 	// ScanOnUpload is the default of repositories that do not say
 	// whether their uploads are scanned (nil: they are).
 	ScanOnUpload func() bool
+	// Directory is where the leader loads advisories from ("" or nil:
+	// nowhere).
+	Directory func() string
 }
 
 // Service scans and keeps the advisory database.
@@ -183,6 +186,9 @@ func (s *Service) Load(ctx context.Context, advs []vuln.Advisory, source, by str
 		if err != nil {
 			return load, nil, err
 		}
+		if rec != nil && info.Digest == rec.Digest {
+			return load, rec, nil // the same records: nothing to put in force
+		}
 		next := meta.AdvisoryDB{Digest: info.Digest, SizeBytes: info.Size, Advisories: db.Len(), Ecosystems: db.Ecosystems(),
 			LoadedAt: load.At, LoadedBy: by, Loads: []meta.AdvisoryLoad{load}}
 		was := ""
@@ -241,6 +247,7 @@ func (s *Service) Run(ctx context.Context) {
 	defer wg.Wait()
 	wg.Go(func() { s.follow(ctx) })
 	wg.Go(func() { s.rescan(ctx) })
+	wg.Go(func() { s.watch(ctx) })
 	t := time.NewTicker(s.cfg.Poll)
 	defer t.Stop()
 	for {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -141,5 +143,52 @@ func TestLeaderTakesOver(t *testing.T) {
 		if time.Now().After(end) {
 			t.Fatalf("%d of %d scans completed", len(finished), len(ids))
 		}
+	}
+}
+
+// TestDirectory: the leader loads the advisories directory's files, and
+// a file added later; the same records again change nothing.
+func TestDirectory(t *testing.T) {
+	env := formattest.New(t)
+	dir := t.TempDir()
+	record := func(id string) string {
+		return `{"id":"` + id + `","modified":"2026-01-01T00:00:00Z","affected":[{"package":{"ecosystem":"npm","name":"x"},"versions":["1.0.0"]}]}`
+	}
+	if err := os.WriteFile(filepath.Join(dir, "one.json"), []byte(record("D-1")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	svc := New(Config{Store: env.Store, Commit: env, Blobs: env.Blobs, NewID: func() string { return "x" }, Poll: 10 * time.Millisecond,
+		Directory: func() string { return dir }})
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { svc.Run(ctx); close(done) }()
+	defer func() { stop(); <-done }()
+	count := func() (int, int) {
+		var db *meta.AdvisoryDB
+		_ = env.Store.View(func(tx *meta.Tx) error { db = tx.AdvisoryDB(); return nil })
+		if db == nil {
+			return 0, 0
+		}
+		return db.Advisories, len(db.Loads)
+	}
+	wait := func(want int) int {
+		t.Helper()
+		for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+			if n, loads := count(); n == want {
+				return loads
+			}
+		}
+		n, _ := count()
+		t.Fatalf("%d advisories, want %d", n, want)
+		return 0
+	}
+	wait(1)
+	if err := os.WriteFile(filepath.Join(dir, "two.json"), []byte(record("D-2")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	loads := wait(2)
+	time.Sleep(300 * time.Millisecond) // several more looks: nothing changed
+	if _, again := count(); again != loads {
+		t.Errorf("loads %d then %d with nothing new", loads, again)
 	}
 }
