@@ -18,7 +18,12 @@ type DB struct {
 	ecosystems map[string]int
 }
 
-type hit struct{ adv, aff int }
+type hit struct {
+	adv, aff int
+	ranges   [][]event          // the entry's ranges, events parsed and sorted
+	listed   map[string]bool    // the versions it lists, as written
+	versions []semantic.Version // and parsed, in order (those that parse)
+}
 
 func indexKey(ecosystem, name string) string { return ecosystem + "\x00" + NormalName(ecosystem, name) }
 
@@ -44,7 +49,7 @@ func Build(advs []Advisory) *DB {
 		seen := map[string]bool{}
 		for j, af := range kept[i].Affected {
 			k := indexKey(af.Package.Ecosystem, af.Package.Name)
-			db.index[k] = append(db.index[k], hit{i, j})
+			db.index[k] = append(db.index[k], prepare(i, j, &kept[i].Affected[j]))
 			if e := af.Package.Ecosystem; !seen[e] {
 				seen[e] = true
 				db.ecosystems[e]++
@@ -108,7 +113,7 @@ func (db *DB) Match(ecosystem, name, version string) ([]Finding, error) {
 			continue
 		}
 		af := &a.Affected[h.aff]
-		if !affects(ecosystem, af, v, version) {
+		if !h.affects(v, version) {
 			continue
 		}
 		if i := slices.IndexFunc(out, func(f Finding) bool { return f.ID == a.ID }); i >= 0 {
@@ -124,18 +129,64 @@ func (db *DB) Match(ecosystem, name, version string) ([]Finding, error) {
 	return out, nil
 }
 
-// affects evaluates one affected entry for version v (raw as given).
-func affects(ecosystem string, af *Affected, v version, raw string) bool {
+// prepare parses an affected entry's versions and range events once,
+// in its package's ecosystem, events sorted by version ("0" first).
+func prepare(adv, aff int, af *Affected) hit {
+	h := hit{adv: adv, aff: aff, listed: map[string]bool{}}
+	eco := af.Package.Ecosystem
 	for _, lv := range af.Versions {
-		if lv == raw {
-			return true
+		h.listed[lv] = true
+		if p, err := parseVersion(eco, lv); err == nil {
+			h.versions = append(h.versions, p.v)
 		}
-		if c, err := v.compare(lv); err == nil && c == 0 {
+	}
+	slices.SortFunc(h.versions, func(a, b semantic.Version) int { c, _ := a.Compare(b); return c })
+	for _, r := range af.Ranges {
+		events := make([]event, 0, len(r.Events))
+		for _, e := range r.Events {
+			ev := event{Event: e}
+			raw := ev.version()
+			if raw == "" {
+				continue
+			}
+			if e.Introduced != "0" {
+				p, err := parseVersion(eco, raw)
+				if err != nil {
+					continue // a version the ecosystem cannot order says nothing
+				}
+				ev.at = p.v
+			}
+			events = append(events, ev)
+		}
+		sort.SliceStable(events, func(i, j int) bool {
+			a, b := events[i].at, events[j].at
+			switch {
+			case a == nil:
+				return b != nil
+			case b == nil:
+				return false
+			}
+			c, err := a.Compare(b)
+			return err == nil && c < 0
+		})
+		h.ranges = append(h.ranges, events)
+	}
+	return h
+}
+
+// affects evaluates the entry for version v (raw as given).
+func (h *hit) affects(v version, raw string) bool {
+	for _, events := range h.ranges {
+		if inRange(events, v) {
 			return true
 		}
 	}
-	for _, r := range af.Ranges {
-		if inRange(ecosystem, r, v) {
+	if h.listed[raw] {
+		return true
+	}
+	i := sort.Search(len(h.versions), func(i int) bool { c, _ := v.v.Compare(h.versions[i]); return c <= 0 })
+	if i < len(h.versions) {
+		if c, err := v.v.Compare(h.versions[i]); err == nil && c == 0 {
 			return true
 		}
 	}
@@ -161,44 +212,17 @@ func (e event) version() string {
 	return e.Limit
 }
 
-func inRange(ecosystem string, r Range, v version) bool {
-	events := make([]event, 0, len(r.Events))
-	for _, e := range r.Events {
-		ev := event{Event: e}
-		raw := ev.version()
-		if raw == "" {
-			continue
-		}
-		if !(e.Introduced == "0") {
-			p, err := parseVersion(ecosystem, raw)
-			if err != nil {
-				continue // a version the ecosystem cannot order says nothing
-			}
-			ev.at = p.v
-		}
-		events = append(events, ev)
-	}
-	sort.SliceStable(events, func(i, j int) bool {
-		a, b := events[i].at, events[j].at
-		switch {
-		case a == nil:
-			return b != nil
-		case b == nil:
-			return false
-		}
-		c, err := a.Compare(b)
-		return err == nil && c < 0
-	})
+// inRange walks a range's sorted events: the last one at or below v
+// decides.
+func inRange(events []event, v version) bool {
 	affected := false
 	for _, e := range events {
-		var c int // v against the event's version
+		c := 1 // v against the event's version ("0": v is above)
 		if e.at != nil {
 			var err error
 			if c, err = v.v.Compare(e.at); err != nil {
 				continue
 			}
-		} else {
-			c = 1
 		}
 		switch {
 		case e.Introduced != "":
