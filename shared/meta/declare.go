@@ -14,9 +14,9 @@ import (
 // Adding a record kind and a command is one file:
 //
 //	const (
-//		KindNote       Kind    = 14
-//		SpaceNoteNames Space   = 28
-//		CmdNotePut     CmdType = 35
+//		KindNote       Kind    = 30 // kinds and lookup spaces share numbers
+//		SpaceNoteNames Space   = 31
+//		CmdNotePut     CmdType = 56
 //	)
 //
 //	func init() {
