@@ -11,7 +11,9 @@ import (
 	_ "embed"
 	"encoding/json"
 	"io"
+	"maps"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -105,7 +107,9 @@ func Records(t testing.TB) map[string][]byte {
 func Advisories(t testing.TB) []vuln.Advisory {
 	t.Helper()
 	var out []vuln.Advisory
-	for name, b := range Records(t) {
+	recs := Records(t)
+	for _, name := range slices.Sorted(maps.Keys(recs)) { // in path order: the same every time
+		b := recs[name]
 		a, err := vuln.Parse(b)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
