@@ -11,27 +11,35 @@ import (
 
 // tree is a project's worth of packages to match: n (ecosystem, name,
 // version) triples taken from the advisory data itself (so many match),
-// cycling through its affected packages.
+// the ecosystems in turn, each at the last version a range names.
 func tree(advs []vuln.Advisory, n int) [][3]string {
-	var out [][3]string
-	for len(out) < n {
-		for _, a := range advs {
-			for _, af := range a.Affected {
-				v := "1.0.0"
-				if len(af.Versions) > 0 {
-					v = af.Versions[0]
-				}
-				for _, r := range af.Ranges {
-					for _, e := range r.Events {
-						if e.Fixed != "" {
-							v = e.Fixed
-						}
+	byEco := map[string][][3]string{}
+	var ecos []string
+	for _, a := range advs {
+		for _, af := range a.Affected {
+			v := "1.0.0"
+			if len(af.Versions) > 0 {
+				v = af.Versions[0]
+			}
+			for _, r := range af.Ranges {
+				for _, e := range r.Events {
+					if e.Fixed != "" {
+						v = e.Fixed
 					}
 				}
-				out = append(out, [3]string{af.Package.Ecosystem, af.Package.Name, v})
-				if len(out) == n {
-					return out
-				}
+			}
+			eco := af.Package.Ecosystem
+			if _, ok := byEco[eco]; !ok {
+				ecos = append(ecos, eco)
+			}
+			byEco[eco] = append(byEco[eco], [3]string{eco, af.Package.Name, v})
+		}
+	}
+	var out [][3]string
+	for i := 0; len(out) < n; i++ {
+		for _, eco := range ecos {
+			if l := byEco[eco]; len(out) < n {
+				out = append(out, l[i%len(l)])
 			}
 		}
 	}
