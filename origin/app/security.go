@@ -67,7 +67,8 @@ func (a *App) ListScans(_ context.Context, p *auth.Principal, in ScanFilter) (Li
 		if err != nil {
 			return err
 		}
-		out.Items, out.Total = tx.Scans(meta.ScanFilter{ArtifactID: in.ArtifactID, RepositoryID: in.RepositoryID, Status: in.Status,
+		// The repository may have been named by its name: repos holds its id.
+		out.Items, out.Total = tx.Scans(meta.ScanFilter{ArtifactID: in.ArtifactID, Status: in.Status,
 			Repos: repos, Offset: out.Page.offset(), Limit: out.Page.Limit})
 		return nil
 	})

@@ -39,7 +39,7 @@ func TestScansAndPolicies(t *testing.T) {
 		Scans []meta.Scan
 	}
 	for end := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		e.Do("GET", "/api/v1/security/scans?repository_id="+repoID+"&status=completed", e.Admin, nil).Want(200).JSON(&scans)
+		e.Do("GET", "/api/v1/security/scans?repository_id=py&status=completed", e.Admin, nil).Want(200).JSON(&scans)
 		if len(scans.Scans) == 4 || time.Now().After(end) {
 			break
 		}
