@@ -64,6 +64,14 @@ func decorate(t *testing.T, c *clustertest.Cluster, p blobs.Placement, now func(
 		}
 		out = append(out, open(t, n, p, t.TempDir(), clock))
 	}
+	// Every store's pushes end before any of the directories goes: a
+	// store pushes into its peers' directories, which the test removes
+	// before that store's own cleanup would close it.
+	t.Cleanup(func() {
+		for _, d := range out {
+			d.Close()
+		}
+	})
 	return out
 }
 
