@@ -3,6 +3,7 @@ package meta
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"time"
 )
@@ -184,17 +185,9 @@ func scanRepo(_ string, body []byte) string {
 	return s.Repo
 }
 
-func scanOrder(s *Scan) string { return hex16(uint64(s.CreatedAt.UnixNano())) }
-
-func hex16(v uint64) string {
-	const digits = "0123456789abcdef"
-	b := make([]byte, 16)
-	for i := 15; i >= 0; i-- {
-		b[i] = digits[v&15]
-		v >>= 4
-	}
-	return string(b)
-}
+// scanOrder is a scan's place in the order indexes: its creation time,
+// fixed-width hex, so keys sort by it.
+func scanOrder(s *Scan) string { return fmt.Sprintf("%016x", uint64(s.CreatedAt.UnixNano())) }
 
 func indexScan(tx *Tx, id string, before, after []byte) error {
 	o, n, err := decodePair[Scan](before, after)

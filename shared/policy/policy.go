@@ -53,22 +53,6 @@ func Download(policies []meta.Policy, repo *meta.Repository, v *meta.Verdict, no
 	return Decision{}
 }
 
-// Upload decides an upload to repo whose scan found findings: blocked by
-// the first policy covering the repository that blocks uploads of what
-// violates it.
-func Upload(policies []meta.Policy, repo *meta.Repository, findings []meta.Flagged, now time.Time) Decision {
-	for i := range policies {
-		p := &policies[i]
-		if !p.Covers(repo) || !p.Rules.BlockUpload {
-			continue
-		}
-		if d := violated(p, findings, now); d.Blocked {
-			return d
-		}
-	}
-	return Decision{}
-}
-
 // violated lists the findings at or above p's threshold that p does not
 // allow at now.
 func violated(p *meta.Policy, findings []meta.Flagged, now time.Time) Decision {

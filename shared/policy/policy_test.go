@@ -18,7 +18,7 @@ func TestDecisions(t *testing.T) {
 	py := &meta.Repository{ID: "r2", Format: "pypi"}
 	policies := []meta.Policy{
 		{ID: "p1", Name: "no highs in npm", Enabled: true, Scope: meta.PolicyScope{Formats: []string{"npm"}},
-			Rules: meta.PolicyRules{SeverityThreshold: "high", BlockDownload: true, BlockUpload: true,
+			Rules: meta.PolicyRules{SeverityThreshold: "high", BlockDownload: true,
 				Allow: []meta.Allowed{{ID: "CVE-OK", ExpiresAt: &later}}}},
 		{ID: "p2", Name: "scanned first", Enabled: true, Scope: meta.PolicyScope{Repositories: []string{"r2"}},
 			Rules: meta.PolicyRules{BlockUnscanned: true}},
@@ -50,8 +50,5 @@ func TestDecisions(t *testing.T) {
 	}
 	if d := Download(policies, py, verdict(high), now); d.Blocked {
 		t.Errorf("a pypi repository with a high finding (no policy of its own blocks it): %+v", d)
-	}
-	if d := Upload(policies, js, []meta.Flagged{high}, now); !d.Blocked {
-		t.Error("an upload with a high finding")
 	}
 }

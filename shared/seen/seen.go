@@ -6,7 +6,6 @@
 package seen
 
 import (
-	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -77,10 +76,3 @@ func (s *Set) Len() int {
 
 // Dropped is how many downloads were not kept because the set was full.
 func (s *Set) Dropped() int64 { return s.dropped.Load() }
-
-// sorted is what the set holds, in order (tests).
-func (s *Set) sorted() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Sorted(maps.Keys(s.ids))
-}

@@ -1,9 +1,17 @@
 package seen
 
 import (
+	"maps"
 	"slices"
 	"testing"
 )
+
+// sorted is what the set holds, in order.
+func (s *Set) sorted() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Sorted(maps.Keys(s.ids))
+}
 
 // TestSet: each artifact once, bounded, taken in parts and given back.
 func TestSet(t *testing.T) {

@@ -19,24 +19,6 @@ const (
 	Unknown  = "unknown"
 )
 
-// Severities lists them, most severe first.
-var Severities = []string{Critical, High, Medium, Low, Unknown}
-
-// Rank orders severities: critical 4 ... low 1, unknown 0.
-func Rank(severity string) int {
-	switch severity {
-	case Critical:
-		return 4
-	case High:
-		return 3
-	case Medium:
-		return 2
-	case Low:
-		return 1
-	}
-	return 0
-}
-
 // SeverityLevel is the advisory's severity: the database's own label when it
 // has one (CRITICAL, HIGH, MODERATE or MEDIUM, LOW), else the band of
 // its CVSS v3 base score (>= 9 critical, >= 7 high, >= 4 medium, else

@@ -73,7 +73,3 @@ func parseVersion(ecosystem, v string) (version, error) {
 	sv, err := semantic.Parse(v, ecosystem)
 	return version{sv}, err
 }
-
-// compare orders a against the version string b of the same ecosystem:
-// negative, 0 or positive; an error when b does not parse.
-func (a version) compare(b string) (int, error) { return a.v.CompareStr(b) }

@@ -138,7 +138,7 @@ func Zip(t testing.TB, ecosystems ...string) []byte {
 	zw := zip.NewWriter(&buf)
 	for name, b := range all(t) {
 		dir := strings.Split(name, "/")
-		if path.Ext(name) == ".json" && len(dir) == 3 && len(ecosystems) > 0 && !contains(ecosystems, dir[1]) {
+		if path.Ext(name) == ".json" && len(dir) == 3 && len(ecosystems) > 0 && !slices.Contains(ecosystems, dir[1]) {
 			continue
 		}
 		if name == "vulndb/testcases.json" {
@@ -156,13 +156,4 @@ func Zip(t testing.TB, ecosystems ...string) []byte {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
-}
-
-func contains(l []string, s string) bool {
-	for _, x := range l {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
