@@ -586,12 +586,11 @@ func (o *Origin) Run(ctx context.Context, ln net.Listener) error {
 	base := strings.TrimSuffix(o.cfg.ExternalURL, "/")
 	if base == "" {
 		base = scheme + "://" + o.reachableAt(ln.Addr())
+		if o.pool != nil {
+			o.pool.Update(func(m *membership.Meta) { m.APIURL = base })
+		}
 	}
 	o.baseURL.Store(&base)
-	if o.pool != nil && o.cfg.ExternalURL == "" {
-		url := scheme + "://" + o.reachableAt(ln.Addr())
-		o.pool.Update(func(m *membership.Meta) { m.APIURL = url })
-	}
 	leaderID, _ := o.node.Leader()
 	gossip := "gossip on " + o.pool.Addr()
 	if o.cfg.GossipAddr == "" {

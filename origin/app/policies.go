@@ -182,8 +182,7 @@ func (a *App) applyPolicy(tx *meta.Tx, p *auth.Principal, pol *meta.Policy, in P
 	if pol.Scope.Repositories == nil {
 		pol.Scope = meta.PolicyScope{Repositories: []string{}, Formats: []string{}}
 	}
-	if err := pol.Check(); err != nil {
-		field, msg, _ := strings.Cut(strings.TrimPrefix(err.Error(), "invalid: "), ": ")
+	if field, msg := pol.Problem(); field != "" {
 		return apierr.Invalid(field, "%s", msg)
 	}
 	return nil

@@ -8,7 +8,6 @@ import (
 
 	"github.com/depot-registry/depot/origin/app"
 	"github.com/depot-registry/depot/origin/service/scan"
-	"github.com/depot-registry/depot/shared/format/all"
 	"github.com/depot-registry/depot/shared/meta"
 )
 
@@ -79,15 +78,14 @@ type policyForm struct {
 	Threshold, Allowlist                     string
 	Enabled, BlockDownload, BlockUnscanned   bool
 	BlockUpload                              bool
-	Severities, Known                        []string
+	Severities                               []string
 	Err, Field                               string
 }
 
 func (f policyForm) formError() string { return f.Err }
 
 func newPolicyForm() policyForm {
-	return policyForm{Enabled: true, BlockDownload: true, Threshold: "high", Severities: []string{"critical", "high", "medium", "low"},
-		Known: all.Names()}
+	return policyForm{Enabled: true, BlockDownload: true, Threshold: "high", Severities: []string{"critical", "high", "medium", "low"}}
 }
 
 func (u *UI) newPolicy(w http.ResponseWriter, c *call) error {

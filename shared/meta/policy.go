@@ -2,6 +2,7 @@ package meta
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -85,26 +86,27 @@ const (
 	MaxPolicies    = 1000
 )
 
-// Check says what is wrong with a policy, for its author.
-func (p *Policy) Check() error {
+// Problem says what is wrong with a policy, for its author: the field
+// and why ("" when nothing is).
+func (p *Policy) Problem() (field, msg string) {
 	switch {
 	case strings.TrimSpace(p.Name) == "" || len(p.Name) > MaxPolicyName:
-		return Invalidf("name: a policy needs a name of at most %d bytes", MaxPolicyName)
+		return "name", fmt.Sprintf("a policy needs a name of at most %d bytes", MaxPolicyName)
 	case len(p.Description) > MaxPolicyText:
-		return Invalidf("description: at most %d bytes", MaxPolicyText)
+		return "description", fmt.Sprintf("at most %d bytes", MaxPolicyText)
 	case len(p.Scope.Repositories) > MaxPolicyScope || len(p.Scope.Formats) > MaxPolicyScope:
-		return Invalidf("scope: at most %d repositories and formats", MaxPolicyScope)
+		return "scope", fmt.Sprintf("at most %d repositories and formats", MaxPolicyScope)
 	case p.Rules.SeverityThreshold != "" && SeverityRank(p.Rules.SeverityThreshold) == 0:
-		return Invalidf("rules.severity_threshold: one of critical, high, medium, low, or empty")
+		return "rules.severity_threshold", "one of critical, high, medium, low, or empty"
 	case len(p.Rules.Allow) > MaxAllowed:
-		return Invalidf("rules.allowlist: at most %d advisories", MaxAllowed)
+		return "rules.allowlist", fmt.Sprintf("at most %d advisories", MaxAllowed)
 	}
 	for _, a := range p.Rules.Allow {
 		if a.ID == "" || len(a.ID) > 256 || len(a.Reason) > MaxPolicyText {
-			return Invalidf("rules.allowlist: each entry names an advisory id (at most 256 bytes) and a reason")
+			return "rules.allowlist", "each entry names an advisory id (at most 256 bytes) and a reason"
 		}
 	}
-	return nil
+	return "", ""
 }
 
 // SeverityRank orders severities: critical 4, high 3, medium 2, low 1,
@@ -157,8 +159,8 @@ func (c *PolicyPut) apply(tx *Tx) error {
 	if p.ID == "" {
 		return Invalidf("a policy needs an id")
 	}
-	if err := p.Check(); err != nil {
-		return err
+	if field, msg := p.Problem(); field != "" {
+		return Invalidf("%s: %s", field, msg)
 	}
 	old, err := tx.Policy(p.ID)
 	switch {

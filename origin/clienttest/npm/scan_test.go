@@ -15,6 +15,14 @@ import (
 	"github.com/depot-registry/depot/shared/vuln/vulntest"
 )
 
+// scanEvent is the data of a scan.completed event.
+type scanEvent struct {
+	ScanID          string         `json:"scan_id"`
+	PackageName     string         `json:"package_name"`
+	Vulnerabilities map[string]int `json:"vulnerabilities"`
+	ReportURL       string         `json:"report_url"`
+}
+
 type scanView struct {
 	meta.Scan
 	Report *struct {
@@ -125,22 +133,12 @@ func TestScans(t *testing.T) {
 
 	var evs struct {
 		Events []struct {
-			Data struct {
-				ScanID          string         `json:"scan_id"`
-				PackageName     string         `json:"package_name"`
-				Vulnerabilities map[string]int `json:"vulnerabilities"`
-				ReportURL       string         `json:"report_url"`
-			} `json:"data"`
+			Data scanEvent `json:"data"`
 		} `json:"events"`
 	}
 	e.Do("GET", "/api/v1/events?since=0&types=scan.completed", e.Admin, nil).Want(200).JSON(&evs)
 	i := slices.IndexFunc(evs.Events, func(ev struct {
-		Data struct {
-			ScanID          string         `json:"scan_id"`
-			PackageName     string         `json:"package_name"`
-			Vulnerabilities map[string]int `json:"vulnerabilities"`
-			ReportURL       string         `json:"report_url"`
-		} `json:"data"`
+		Data scanEvent `json:"data"`
 	}) bool {
 		return ev.Data.ScanID == expressScan
 	})
@@ -175,7 +173,21 @@ func TestScans(t *testing.T) {
 	}
 	e.Do("PUT", "/api/v1/repositories/js", e.Admin, map[string]any{"settings": map[string]string{"scan_on_upload": "false"}}).Want(200)
 	quiet := publish("minimist", "1.2.5", nil)
-	time.Sleep(500 * time.Millisecond) // the follower polls within this
+	// An upload to another repository after it: once its scan is queued,
+	// the follower (which reads the feed in order) has passed minimist.
+	otherID := e.CreateRepo("js2", "npm", false)
+	e.Grant(otherID, alice.ID, false, "read", "write")
+	d := newClient(t, e, "js2", tokenAuth(alice))
+	d.publish("handlebars", "4.5.3", "later")
+	for end := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		e.Do("GET", "/api/v1/security/scans?repository_id=js2", alice.Token, nil).Want(200).JSON(&auto)
+		if auto.Total > 0 {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatal("the upload after minimist was not scanned")
+		}
+	}
 	e.Do("GET", "/api/v1/security/scans?artifact_id="+quiet, alice.Token, nil).Want(200).JSON(&auto)
 	if auto.Total != 0 {
 		t.Errorf("scanned with scan_on_upload false: %+v", auto)
