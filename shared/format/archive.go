@@ -108,7 +108,13 @@ type ArchiveRules struct {
 	// Exact: a tar stream is read to its end, and nothing may follow it
 	// but tar's padding (no second gzip member, no bytes after the
 	// compressed stream): what is stored is exactly what was checked.
-	Exact  bool
+	Exact bool
+	// Layer: the archive is a file system's layer (an image's), read for
+	// what is installed in it: members Want names that are not regular
+	// files (links, devices) are passed over instead of refusing the
+	// archive, and a name met twice is read again (the later copy is
+	// what the file system holds).
+	Layer  bool
 	Limits ArchiveLimits
 }
 
@@ -277,9 +283,11 @@ func (rules ArchiveRules) admit(e Entry, seen map[string]bool) (bool, error) {
 	switch {
 	case e.Dir || !rules.Want(e.Name):
 		return false, nil
+	case !e.Regular && rules.Layer:
+		return false, nil
 	case !e.Regular:
 		return false, rules.bad("%s is not a regular file", e.Name)
-	case seen[e.Name]:
+	case seen[e.Name] && !rules.Layer:
 		return false, rules.bad("%s is in it twice", e.Name)
 	}
 	seen[e.Name] = true

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/depot-registry/depot/shared/meta"
-	"github.com/depot-registry/depot/shared/vuln"
 )
 
 // Scan on upload: the leader follows the change feed for new artifacts
@@ -82,7 +81,7 @@ func (s *Service) step(ctx context.Context, f *follower) (more bool, err error) 
 				continue
 			}
 			var a meta.Artifact
-			if json.Unmarshal(c.Value, &a) != nil || a.Companion || vuln.Ecosystem(a.Format) == "" {
+			if json.Unmarshal(c.Value, &a) != nil || a.Companion || !scannable(a.Format) {
 				continue
 			}
 			repo, err := tx.Repo(a.RepositoryID)

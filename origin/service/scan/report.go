@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/depot-registry/depot/shared/format"
+	"github.com/depot-registry/depot/shared/format/oci"
 	"github.com/depot-registry/depot/shared/meta"
 	"github.com/depot-registry/depot/shared/vuln"
 )
@@ -41,12 +42,16 @@ type Scanned struct {
 	// Kind: runtime, dev, ...).
 	Source string `json:"source"`
 	Kind   string `json:"kind,omitempty"`
+	// Location is the file of an image that says it is installed.
+	Location string `json:"location,omitempty"`
 }
 
 // Finding is an advisory affecting a package matched.
 type Finding struct {
 	vuln.Finding
-	Source string `json:"source"` // package, dependency
+	Source string `json:"source"` // package, dependency, image
+	// Location is the file of an image the package was found in.
+	Location string `json:"location,omitempty"`
 }
 
 // NotScanned is something the scan could not match, and why.
@@ -85,15 +90,16 @@ func (s *Service) scan(ctx context.Context, sc *meta.Scan) (*Report, error) {
 	}
 	eco := vuln.Ecosystem(repo.Format)
 	switch {
+	case repo.Format == oci.Name && db.Len() == 0:
+		rep.notScanned(a.Path, "no advisories are loaded (POST /api/v1/security/advisories)")
+	case repo.Format == oci.Name:
+		s.image(ctx, db, rep, a)
 	case eco == "":
-		rep.NotScanned = append(rep.NotScanned, NotScanned{What: a.Path,
-			Reason: fmt.Sprintf("no advisory data covers %s packages", repo.Format)})
+		rep.notScanned(a.Path, fmt.Sprintf("no advisory data covers %s packages", repo.Format))
 	case db.Len() == 0:
-		rep.NotScanned = append(rep.NotScanned, NotScanned{What: a.PackageName + " " + a.Version,
-			Reason: "no advisories are loaded (POST /api/v1/security/advisories)"})
+		rep.notScanned(a.PackageName+" "+a.Version, "no advisories are loaded (POST /api/v1/security/advisories)")
 	case !db.Covers(eco):
-		rep.NotScanned = append(rep.NotScanned, NotScanned{What: a.PackageName + " " + a.Version,
-			Reason: "no advisory data loaded for " + eco})
+		rep.notScanned(a.PackageName+" "+a.Version, "no advisory data loaded for "+eco)
 	default:
 		if !a.Companion {
 			s.match(db, rep, eco, Scanned{Ecosystem: eco, Name: a.PackageName, Version: a.Version, Source: "package"})
@@ -112,7 +118,7 @@ func (s *Service) dependencies(ctx context.Context, db *vuln.DB, rep *Report, ec
 	}
 	f, err := s.cfg.Blobs.Open(ctx, a.Digest)
 	if err != nil {
-		rep.NotScanned = append(rep.NotScanned, NotScanned{What: "dependencies of " + a.Path, Reason: "the file could not be read: " + err.Error()})
+		rep.notScanned("dependencies of "+a.Path, "the file could not be read: "+err.Error())
 		return
 	}
 	defer f.Close()
@@ -120,7 +126,7 @@ func (s *Service) dependencies(ctx context.Context, db *vuln.DB, rep *Report, ec
 	defer cancel()
 	info, err := in.Inspect(ictx, format.Stored{Path: a.Path, File: f, Size: f.Size(), Blobs: s.cfg.Blobs})
 	if err != nil {
-		rep.NotScanned = append(rep.NotScanned, NotScanned{What: "dependencies of " + a.Path, Reason: "the file could not be inspected: " + err.Error()})
+		rep.notScanned("dependencies of "+a.Path, "the file could not be inspected: "+err.Error())
 		return
 	}
 	ranged := 0
@@ -132,31 +138,32 @@ func (s *Service) dependencies(ctx context.Context, db *vuln.DB, rep *Report, ec
 		if !exact {
 			ranged++
 			if ranged <= 100 {
-				rep.NotScanned = append(rep.NotScanned, NotScanned{What: d.Name + " " + d.Constraint,
-					Reason: "a version range: the version installed is chosen by the client"})
+				rep.notScanned(d.Name+" "+d.Constraint, "a version range: the version installed is chosen by the client")
 			}
 			continue
 		}
 		s.match(db, rep, eco, Scanned{Ecosystem: eco, Name: d.Name, Version: v, Source: "dependency", Kind: d.Kind})
 	}
 	if ranged > 100 {
-		rep.NotScanned = append(rep.NotScanned, NotScanned{What: fmt.Sprintf("%d more dependencies", ranged-100),
-			Reason: "version ranges: the versions installed are chosen by the client"})
+		rep.notScanned(fmt.Sprintf("%d more dependencies", ranged-100), "version ranges: the versions installed are chosen by the client")
 	}
 	if info.Truncated {
-		rep.NotScanned = append(rep.NotScanned, NotScanned{What: "dependencies of " + a.Path + " beyond the first " +
-			fmt.Sprint(format.MaxInfoDependencies), Reason: "more than a package's information holds"})
+		rep.notScanned("dependencies of "+a.Path+" beyond the first "+
+			fmt.Sprint(format.MaxInfoDependencies), "more than a package's information holds")
 	}
 }
 
-// match adds one package's findings.
+// match adds one package's findings, once per package and version
+// (where it was found first).
 func (s *Service) match(db *vuln.DB, rep *Report, eco string, p Scanned) {
-	if slices.Contains(rep.Packages, p) {
+	if slices.ContainsFunc(rep.Packages, func(q Scanned) bool {
+		return q.Ecosystem == p.Ecosystem && q.Name == p.Name && q.Version == p.Version
+	}) {
 		return
 	}
 	found, err := db.Match(eco, p.Name, p.Version)
 	if err != nil {
-		rep.NotScanned = append(rep.NotScanned, NotScanned{What: p.Name + " " + p.Version, Reason: err.Error()})
+		rep.notScanned(p.Name+" "+p.Version, err.Error())
 		return
 	}
 	rep.Packages = append(rep.Packages, p)
@@ -165,8 +172,13 @@ func (s *Service) match(db *vuln.DB, rep *Report, eco string, p Scanned) {
 			rep.Truncated = true
 			return
 		}
-		rep.Findings = append(rep.Findings, Finding{Finding: f, Source: p.Source})
+		rep.Findings = append(rep.Findings, Finding{Finding: f, Source: p.Source, Location: p.Location})
 	}
+}
+
+// notScanned notes what could not be matched, and why.
+func (rep *Report) notScanned(what, reason string) {
+	rep.NotScanned = append(rep.NotScanned, NotScanned{What: what, Reason: reason})
 }
 
 // count fills a scan's counts from its report.

@@ -133,8 +133,11 @@ func (f *Format) Error(r *format.Request, err error) *format.Response {
 	}
 	var detail any = map[string]any{}
 	var oe *ociError
+	var fe *format.Error
 	if errors.As(err, &oe) && oe.detail != nil {
 		detail = oe.detail
+	} else if errors.As(err, &fe) && len(fe.Details) > 0 {
+		detail = fe.Details // a policy's name and advisories
 	}
 	resp := format.ErrorResponse(err, challenge(r), func(e *format.Error) (string, []byte) {
 		b, _ := json.Marshal(errorBody{Errors: []errorItem{{Code: nativeCode(err, e), Message: e.Message, Detail: detail}}})

@@ -156,18 +156,11 @@ func descriptor(d Descriptor) *format.Descriptor {
 // ReadLayer reads the files rules want out of an image layer, opened from
 // blobs by its digest: a tar, gzip'd or zstd'd as its media type says,
 // within rules' limits (a layer can unpack to more than the default
-// bound: a caller that reads whole layers raises it). A scanner reads an
-// OS's package database this way.
+// bound: a caller that reads whole layers raises it).
 func ReadLayer(ctx context.Context, blobs blob.Opener, layer format.Descriptor, rules format.ArchiveRules) ([]format.Member, error) {
-	c := format.Uncompressed
-	switch mt := layer.MediaType; {
-	case strings.HasSuffix(mt, "+gzip") || strings.HasSuffix(mt, ".tar.gzip"):
-		c = format.Gzip
-	case strings.HasSuffix(mt, "+zstd"):
-		c = format.Zstd
-	case strings.HasSuffix(mt, ".tar"):
-	default:
-		return nil, format.BadRequest("%s is not a layer of files", mt)
+	c, err := LayerCompression(layer.MediaType)
+	if err != nil {
+		return nil, err
 	}
 	f, err := blobs.Open(ctx, layer.Digest)
 	if err != nil {
@@ -178,4 +171,19 @@ func ReadLayer(ctx context.Context, blobs blob.Opener, layer format.Descriptor, 
 		rules.What = "an image layer"
 	}
 	return format.ReadTar(ctx, f, f.Size(), c, rules)
+}
+
+// LayerCompression is how a layer of media type mt is compressed; an
+// error when it is not a layer of files (an artifact's blob, a
+// signature).
+func LayerCompression(mt string) (format.Compression, error) {
+	switch {
+	case strings.HasSuffix(mt, "+gzip") || strings.HasSuffix(mt, ".tar.gzip"):
+		return format.Gzip, nil
+	case strings.HasSuffix(mt, "+zstd"):
+		return format.Zstd, nil
+	case strings.HasSuffix(mt, ".tar"):
+		return format.Uncompressed, nil
+	}
+	return 0, format.BadRequest("%s is not a layer of files", mt)
 }

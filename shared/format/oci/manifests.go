@@ -37,19 +37,30 @@ func (f *Format) getManifest(ctx context.Context, r *format.Request) (*format.Re
 		return nil, err
 	}
 	digest := ref.Digest
-	var art *meta.Artifact
+	var arts []*meta.Artifact // what the manifest is served as: its tag, its digest, or (by digest) its tags
 	var m manifestRec
 	var ok bool
 	err = f.read(repo, func(v view) error {
-		var err error
 		if ref.Tag != "" {
-			if art, err = v.artifact(tagPath(n.Image, ref.Tag)); art == nil || err != nil {
+			art, err := v.artifact(tagPath(n.Image, ref.Tag))
+			if art == nil || err != nil {
 				return err
 			}
-			digest = digestOf(art)
-		} else if art, err = v.artifact(untaggedPath(n.Image, digest)); err != nil {
+			arts, digest = []*meta.Artifact{art}, digestOf(art)
+		} else if art, err := v.artifact(untaggedPath(n.Image, digest)); err != nil {
 			return err
+		} else if art != nil {
+			arts = []*meta.Artifact{art}
+		} else {
+			tagged, err := v.tagsOf(n.Image, digest)
+			if err != nil {
+				return err
+			}
+			for i := range tagged {
+				arts = append(arts, &tagged[i])
+			}
 		}
+		var err error
 		m, ok, err = v.manifest(n.Image, digest)
 		return err
 	})
@@ -59,11 +70,13 @@ func (f *Format) getManifest(ctx context.Context, r *format.Request) (*format.Re
 	if !ok {
 		return nil, manifestUnknown(r.Param("ref"))
 	}
-	if art != nil {
+	for _, art := range arts { // a policy that blocks any of them blocks the bytes
 		if err := f.Env.Admitted(r, art); err != nil {
 			return nil, err
 		}
-		f.Env.Downloaded(r, art)
+	}
+	if len(arts) > 0 {
+		f.Env.Downloaded(r, arts[0])
 	}
 	resp := newResp(http.StatusOK)
 	resp.Blob = &format.BlobRef{Digest: m.Addr, Size: m.Size, Missing: manifestUnknown(r.Param("ref"))}

@@ -1,0 +1,220 @@
+package oci_test
+
+import (
+	"archive/tar"
+	"archive/zip"
+	"bytes"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/depot-registry/depot/origin/clienttest"
+	"github.com/depot-registry/depot/origin/service/scan"
+	"github.com/depot-registry/depot/origin/service/scan/inventory/inventorytest"
+	"github.com/depot-registry/depot/shared/meta"
+	"github.com/depot-registry/depot/shared/vuln/vulntest"
+)
+
+// TestImageScans: images pushed with crane are scanned on upload for the
+// packages their layers install (npm's node_modules, Python's
+// site-packages, a Go binary's modules, a jar's Maven coordinates), with
+// exactly the findings the advisory data's test cases name for each, and
+// the Debian packages reported as not scanned for want of Debian data; a
+// policy then blocks `crane pull` of the vulnerable image, by tag and by
+// digest, with a message naming the policy and the advisory, and lets
+// the fixed image through.
+func TestImageScans(t *testing.T) {
+	t.Parallel()
+	bins := clienttest.RequireClients(t, "crane")
+	e := start(t)
+	repoID := e.CreateRepo("apps", "docker", false)
+	alice := writer(e, "alice", repoID)
+	e.DoHeader("POST", "/api/v1/security/advisories?filename=osv.zip", e.Admin, vulntest.Zip(t, "npm", "PyPI", "Go", "Maven"),
+		map[string]string{"Content-Type": "application/zip"}).Want(200)
+
+	host := clienttest.HostPort(e)
+	work := t.TempDir()
+	home := clienttest.Home(t)
+	env := []string{"HOME=" + home, "DOCKER_CONFIG=" + filepath.Join(home, "docker")}
+	crane := func(args ...string) (string, error) {
+		return clienttest.TryRun(clienttest.Cmd{Dir: work, Env: env, Name: bins["crane"], Args: args})
+	}
+	if out, err := crane("auth", "login", host, "-u", alice.Name, "-p", alice.Token); err != nil {
+		t.Fatalf("crane auth login: %v\n%s", err, out)
+	}
+	system := layerTar(t, work, "system.tar", map[string]string{
+		"etc/os-release":      "ID=debian\nVERSION_ID=\"12\"\n",
+		"var/lib/dpkg/status": "Package: openssl\nStatus: install ok installed\nVersion: 3.0.11-1~deb12u2\n",
+		"usr/lib/python3.11/site-packages/urllib3-1.26.17.dist-info/METADATA": "Metadata-Version: 2.1\nName: urllib3\nVersion: 1.26.17\n",
+	})
+	app := func(lodash string) string {
+		return layerTar(t, work, "app-"+lodash+".tar", map[string]string{
+			"app/node_modules/lodash/package.json": fmt.Sprintf(`{"name": "lodash", "version": %q}`, lodash),
+			"app/bin/server":                       string(inventorytest.GoBinary(t, "github.com/gorilla/websocket", "v1.4.0")),
+			"app/lib/snakeyaml-1.33.jar": jar(t, "META-INF/maven/org.yaml/snakeyaml/pom.properties",
+				"groupId=org.yaml\nartifactId=snakeyaml\nversion=1.33\n"),
+		})
+	}
+	img := host + "/apps/app"
+	for tag, lodash := range map[string]string{"vulnerable": "4.17.11", "fixed": "4.17.21"} {
+		if out, err := crane("append", "--insecure", "-f", system, "-f", app(lodash), "-t", img+":"+tag); err != nil {
+			t.Fatalf("crane append: %v\n%s", err, out)
+		}
+	}
+
+	// Scanned on upload.
+	completed := func(tag string) scanReport {
+		t.Helper()
+		var versions struct {
+			Versions []struct {
+				Version    string `json:"version"`
+				ArtifactID string `json:"artifact_id"`
+			} `json:"versions"`
+		}
+		e.Do("GET", "/api/v1/packages/app/versions?repository_id="+repoID, e.Admin, nil).Want(200).JSON(&versions)
+		i := slices.IndexFunc(versions.Versions, func(v struct {
+			Version    string `json:"version"`
+			ArtifactID string `json:"artifact_id"`
+		}) bool {
+			return v.Version == tag
+		})
+		if i < 0 {
+			t.Fatalf("app:%s not listed: %+v", tag, versions)
+		}
+		for end := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			var list struct{ Scans []meta.Scan }
+			e.Do("GET", "/api/v1/security/scans?status=completed&artifact_id="+versions.Versions[i].ArtifactID, alice.Token, nil).Want(200).JSON(&list)
+			if len(list.Scans) > 0 {
+				var r scanReport
+				e.Do("GET", "/api/v1/security/scans/"+list.Scans[0].ID, alice.Token, nil).Want(200).JSON(&r)
+				return r
+			}
+			if time.Now().After(end) {
+				t.Fatalf("app:%s: no completed scan within 60 s", tag)
+			}
+		}
+	}
+	r := completed("vulnerable")
+	found := map[string][]string{} // package -> advisory ids
+	where := map[string]string{}
+	for _, f := range r.Report.Findings {
+		if f.Source != "image" {
+			t.Errorf("finding of source %q: %+v", f.Source, f)
+		}
+		found[f.Package] = append(found[f.Package], f.ID)
+		where[f.Package] = f.Location
+	}
+	cases := map[string]string{"lodash": "4.17.11", "urllib3": "1.26.17", "github.com/gorilla/websocket": "v1.4.0", "org.yaml:snakeyaml": "1.33"}
+	for _, c := range vulntest.Cases(t) {
+		if cases[c.Name] != c.Affected {
+			continue
+		}
+		var want []string
+		for _, f := range c.Expected {
+			want = append(want, f.ID)
+		}
+		got := found[c.Name]
+		slices.Sort(got)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s %s: findings %v, want %v", c.Name, c.Affected, got, want)
+		}
+		delete(cases, c.Name)
+	}
+	if len(cases) > 0 {
+		t.Fatalf("no test case for %v", cases)
+	}
+	for pkg := range found {
+		if !slices.Contains([]string{"lodash", "urllib3", "github.com/gorilla/websocket", "org.yaml:snakeyaml", "stdlib"}, pkg) {
+			t.Errorf("a finding for %s, which the image does not install", pkg)
+		}
+	}
+	if where["lodash"] != "/app/node_modules/lodash/package.json" || where["org.yaml:snakeyaml"] != "/app/lib/snakeyaml-1.33.jar" ||
+		where["github.com/gorilla/websocket"] != "/app/bin/server" {
+		t.Errorf("locations: %v", where)
+	}
+	if !slices.ContainsFunc(r.Report.NotScanned, func(n scan.NotScanned) bool {
+		return n.What == "1 Debian:12 (dpkg) packages" && n.Reason == "no advisory data loaded for Debian:12"
+	}) {
+		t.Errorf("the Debian packages are not said to be unscanned: %+v", r.Report.NotScanned)
+	}
+	if r.Vulnerabilities.Critical == 0 {
+		t.Errorf("counts: %+v", r.Vulnerabilities)
+	}
+	if f := completed("fixed"); slices.ContainsFunc(f.Report.Findings, func(f scan.Finding) bool { return f.Package == "lodash" }) {
+		t.Errorf("lodash 4.17.21 has findings: %+v", f.Report.Findings)
+	}
+
+	// A policy blocks pulling the vulnerable image, by tag and by digest.
+	digest, err := crane("digest", "--insecure", img+":vulnerable")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Do("POST", "/api/v1/security/policies", e.Admin, map[string]any{"name": "no criticals in images",
+		"scope": map[string]any{"formats": []string{"docker"}}, "rules": map[string]any{"severity_threshold": "critical", "block_download": true}}).Want(201)
+	for _, ref := range []string{img + ":vulnerable", img + "@" + strings.TrimSpace(digest)} {
+		out, err := crane("pull", "--insecure", ref, filepath.Join(work, "pulled.tar"))
+		if err == nil {
+			t.Fatalf("crane pull %s under the policy succeeded", ref)
+		}
+		if !strings.Contains(out, `security policy "no criticals in images"`) || !strings.Contains(out, "GHSA-") || !strings.Contains(out, "lodash") {
+			t.Errorf("crane pull %s says:\n%s", ref, out)
+		}
+	}
+	if out, err := crane("pull", "--insecure", img+":fixed", filepath.Join(work, "pulled.tar")); err != nil {
+		t.Fatalf("crane pull of the fixed image: %v\n%s", err, out)
+	}
+}
+
+// scanReport is GET /security/scans/:id.
+type scanReport struct {
+	meta.Scan
+	Report *scan.Report `json:"report"`
+}
+
+// layerTar writes a tar of files (name -> content; executables under
+// bin/) into dir and returns its path.
+func layerTar(t *testing.T, dir, name string, files map[string]string) string {
+	t.Helper()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, n := range slices.Sorted(maps.Keys(files)) {
+		mode := int64(0o644)
+		if strings.Contains(n, "/bin/") {
+			mode = 0o755
+		}
+		if err := tw.WriteHeader(&tar.Header{Name: n, Mode: mode, Size: int64(len(files[n])), Typeflag: tar.TypeReg}); err != nil {
+			t.Fatal(err)
+		}
+		tw.Write([]byte(files[n]))
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// jar is a zip holding one file.
+func jar(t *testing.T, name, content string) string {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	w, err := zw.Create(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write([]byte(content))
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.String()
+}
