@@ -407,6 +407,19 @@ func (o *Origin) serve(context.Context) error {
 			}
 			return base + api.Prefix + "/security/scans/" + id
 		}})
+	// Uploads a security policy blocks are matched before they are
+	// recorded (screenTimeout at most), and refused.
+	writer.Screen = secpolicy.Screen(o.store, now, func(ctx context.Context, a *meta.Artifact, repo *meta.Repository) ([]meta.Flagged, error) {
+		ctx, cancel := context.WithTimeout(ctx, screenTimeout)
+		defer cancel()
+		rep, err := o.scans.Assess(ctx, a, repo)
+		return rep.Flagged(), err
+	}, func(ctx context.Context, a *meta.Artifact, repo *meta.Repository, d secpolicy.Decision) {
+		who, _ := meta.ActorOf(ctx)
+		refused := *a
+		refused.ID = "" // never recorded
+		o.events.Add(meta.ViolationEvent("upload", &refused, repo, d.PolicyID, d.Policy, d.Reason, d.Advisories, who, now()))
+	})
 	application := &app.App{
 		Store: o.store, Commit: o.commit, Blobs: o.blobs, Authn: authn, Hasher: authn.Hasher,
 		Formats: byName, Env: env, Writer: writer, Now: now, NewID: auth.NewID,
@@ -689,6 +702,10 @@ func (o *Origin) recordDownload(r *format.Request, a *meta.Artifact) {
 
 // maxBlobCopies bounds --blob-copies: more than any cluster has voters.
 const maxBlobCopies = 99
+
+// screenTimeout bounds the matching of an upload a security policy may
+// block (an image's layers are read): past it the upload is refused 503.
+const screenTimeout = 5 * time.Minute
 
 // placement is where blobs live: --blob-copies origins, or every one.
 func (o *Origin) placement() blobs.Placement {

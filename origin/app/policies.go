@@ -174,11 +174,6 @@ func (a *App) applyPolicy(tx *meta.Tx, p *auth.Principal, pol *meta.Policy, in P
 		}
 		pol.Rules = rules
 	}
-	if pol.Rules.BlockUpload {
-		// Uploads are scanned once stored, off the upload's request: a
-		// rule that would refuse them cannot be kept yet.
-		return apierr.Invalid("rules.block_upload", "block_upload is not available yet: uploads are scanned right after they are stored; block_download refuses what they are found to have")
-	}
 	if pol.Scope.Repositories == nil {
 		pol.Scope = meta.PolicyScope{Repositories: []string{}, Formats: []string{}}
 	}

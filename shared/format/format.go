@@ -331,6 +331,11 @@ type Writer struct {
 	// recorded, by repository format: those announced with an
 	// artifact.uploaded event.
 	OnUploaded func(format string, n int)
+	// Screen, when set, is shown the artifacts a write is about to record
+	// (those announced as uploads, their blobs stored) before it commits;
+	// an error refuses the write, which then records nothing (a security
+	// policy that blocks vulnerable uploads).
+	Screen func(ctx context.Context, uploads []*meta.Artifact) error
 }
 
 // SpaceGuard keeps uploads from filling the data disk

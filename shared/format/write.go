@@ -320,32 +320,59 @@ func otherFiles(a *meta.Artifact, files []meta.Artifact) []*meta.Artifact {
 // Every format write goes through here, whichever node decides it.
 func (d *Writer) Decide(ctx context.Context, fn func(tx *meta.Tx) (meta.Command, error)) (uint64, error) {
 	var cmd meta.Command
-	idx, err := meta.Decide(ctx, d.Meta, d.Commit, func(tx *meta.Tx) (meta.Command, error) {
+	var screen func(meta.Command) error
+	if d.Screen != nil {
+		passed := map[string]bool{} // digests screened by an earlier attempt
+		screen = func(c meta.Command) error {
+			var arts []*meta.Artifact
+			uploads(c, func(a *meta.Artifact) {
+				if !passed[a.RepositoryID+" "+a.Digest+" "+a.Path] {
+					arts = append(arts, a)
+				}
+			})
+			if len(arts) == 0 {
+				return nil
+			}
+			if err := d.Screen(ctx, arts); err != nil {
+				return err
+			}
+			for _, a := range arts {
+				passed[a.RepositoryID+" "+a.Digest+" "+a.Path] = true
+			}
+			return nil
+		}
+	}
+	idx, err := meta.DecideScreened(ctx, d.Meta, d.Commit, func(tx *meta.Tx) (meta.Command, error) {
 		c, err := fn(tx)
 		cmd = c
 		return c, err
-	})
+	}, screen)
 	if err == nil && d.OnUploaded != nil {
 		uploaded(cmd, d.OnUploaded)
 	}
 	return idx, err
 }
 
-// uploaded tells fn of the artifacts cmd records, those its apply
-// announces with an artifact.uploaded event (not the Quiet bookkeeping).
+// uploaded tells fn of the artifacts cmd records, by format.
 func uploaded(cmd meta.Command, fn func(format string, n int)) {
+	n, f := 0, ""
+	uploads(cmd, func(a *meta.Artifact) { n, f = n+1, a.Format })
+	if n > 0 {
+		fn(f, n)
+	}
+}
+
+// uploads tells fn of the artifacts cmd records that its apply announces
+// with an artifact.uploaded event (not the Quiet bookkeeping).
+func uploads(cmd meta.Command, fn func(a *meta.Artifact)) {
 	switch c := cmd.(type) {
 	case *meta.ArtifactPut:
-		fn(c.Artifact.Format, 1)
+		fn(&c.Artifact)
 	case *meta.ArtifactsApply:
-		n := 0
-		for _, a := range c.Put {
-			if !slices.Contains(c.Quiet, a.ID) {
-				n++
+		for i := range c.Put {
+			if !slices.Contains(c.Quiet, c.Put[i].ID) {
+				fn(&c.Put[i])
 			}
-		}
-		if n > 0 {
-			fn(c.Put[0].Format, n)
 		}
 	}
 }

@@ -281,6 +281,15 @@ const DecideAttempts = 8
 // StaleError is returned. Node-local locks around Decide only save wasted
 // attempts; correctness does not depend on them.
 func Decide(ctx context.Context, s *Store, commit Committer, fn func(tx *Tx) (Command, error)) (uint64, error) {
+	return DecideScreened(ctx, s, commit, fn, nil)
+}
+
+// DecideScreened is Decide with a screen: the command fn decided is shown
+// to screen, outside the view, before it is committed; an error refuses
+// it (a security policy refusing an upload, which may take the time of a
+// scan: no view is held open for it). What screen reads is not a
+// precondition of the command.
+func DecideScreened(ctx context.Context, s *Store, commit Committer, fn func(tx *Tx) (Command, error), screen func(Command) error) (uint64, error) {
 	var err error
 	for attempt := 0; attempt < DecideAttempts; attempt++ {
 		var cmd Command
@@ -294,6 +303,11 @@ func Decide(ctx context.Context, s *Store, commit Committer, fn func(tx *Tx) (Co
 		}
 		if cmd == nil {
 			return 0, nil
+		}
+		if screen != nil {
+			if err := screen(cmd); err != nil {
+				return 0, err
+			}
 		}
 		Stamp(ctx, cmd)
 		var idx uint64

@@ -407,6 +407,12 @@ func WithActor(ctx context.Context, who Actor, at time.Time) context.Context {
 	return context.WithValue(ctx, actorKey{}, acting{who, at.UTC()})
 }
 
+// ActorOf is the actor WithActor put in ctx.
+func ActorOf(ctx context.Context) (Actor, bool) {
+	v, ok := ctx.Value(actorKey{}).(acting)
+	return v.who, ok
+}
+
 // Stamp writes the actor and time of ctx (WithActor) into a command whose
 // events name them, unless it names them already. Decide stamps what it
 // commits; a caller committing otherwise stamps itself.

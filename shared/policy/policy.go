@@ -5,6 +5,7 @@
 package policy
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -51,6 +52,34 @@ func Download(policies []meta.Policy, repo *meta.Repository, v *meta.Verdict, no
 		}
 	}
 	return Decision{}
+}
+
+// Upload decides an upload of an artifact of repo whose findings (what
+// matching it before it is recorded found) are given, at now: blocked by
+// the first policy (by name) covering the repository that blocks uploads
+// of what violates it.
+func Upload(policies []meta.Policy, repo *meta.Repository, findings []meta.Flagged, now time.Time) Decision {
+	for i := range policies {
+		p := &policies[i]
+		if !p.Covers(repo) || !p.Rules.BlockUpload {
+			continue
+		}
+		if d := violated(p, findings, now); d.Blocked {
+			d.Reason = "upload " + d.Reason
+			return d
+		}
+	}
+	return Decision{}
+}
+
+// Uploads reports whether a policy covering repo blocks uploads.
+func Uploads(policies []meta.Policy, repo *meta.Repository) bool {
+	for i := range policies {
+		if policies[i].Covers(repo) && policies[i].Rules.BlockUpload {
+			return true
+		}
+	}
+	return false
 }
 
 // violated lists the findings at or above p's threshold that p does not
@@ -118,5 +147,52 @@ func Admit(store *meta.Store, now func() time.Time, violated func(r *format.Requ
 			violated(r, a, repo, d)
 		}
 		return format.Errorf(apierr.Forbidden, "%s", d.Reason).With("policy", d.Policy).With("advisories", d.Advisories).WithReason()
+	}
+}
+
+// Screen is a format.Writer's Screen over an origin's store: an upload is
+// recorded unless a policy covering its repository blocks uploads and
+// assess (matching the stored bytes as a scan does) finds what violates
+// it, then refused 403 with the reason in the client's own error shape,
+// and told to violated. An upload that cannot be assessed is refused 503
+// (a policy that blocks never lets through what it could not look at);
+// repositories no such policy covers pay one read of the policies.
+func Screen(store *meta.Store, now func() time.Time, assess func(ctx context.Context, a *meta.Artifact, repo *meta.Repository) ([]meta.Flagged, error),
+	violated func(ctx context.Context, a *meta.Artifact, repo *meta.Repository, d Decision)) func(context.Context, []*meta.Artifact) error {
+	return func(ctx context.Context, arts []*meta.Artifact) error {
+		for _, a := range arts {
+			var policies []meta.Policy
+			var repo *meta.Repository
+			err := store.View(func(tx *meta.Tx) error {
+				if tx.Count(meta.KindPolicy) == 0 {
+					return nil
+				}
+				var err error
+				if policies, err = tx.Policies(); err != nil {
+					return err
+				}
+				repo, err = tx.Repo(a.RepositoryID)
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			if repo == nil || !Uploads(policies, repo) {
+				continue
+			}
+			findings, err := assess(ctx, a, repo)
+			if err != nil {
+				return format.Errorf(apierr.Unavailable, "the upload could not be checked against the security policies: %v; try again", err).WithReason()
+			}
+			d := Upload(policies, repo, findings, now())
+			if !d.Blocked {
+				continue
+			}
+			if violated != nil {
+				violated(ctx, a, repo, d)
+			}
+			return format.Errorf(apierr.Forbidden, "%s", d.Reason).With("policy", d.Policy).With("advisories", d.Advisories).WithReason()
+		}
+		return nil
 	}
 }

@@ -52,3 +52,34 @@ func TestDecisions(t *testing.T) {
 		t.Errorf("a pypi repository with a high finding (no policy of its own blocks it): %+v", d)
 	}
 }
+
+// TestUploads: only a policy that blocks uploads refuses one, by the same
+// threshold and allow-list; Uploads says whether any covers a repository.
+func TestUploads(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	js := &meta.Repository{ID: "r1", Format: "npm"}
+	py := &meta.Repository{ID: "r2", Format: "pypi"}
+	policies := []meta.Policy{
+		{ID: "p1", Name: "downloads only", Enabled: true, Rules: meta.PolicyRules{SeverityThreshold: "low", BlockDownload: true}},
+		{ID: "p2", Name: "no criticals in", Enabled: true, Scope: meta.PolicyScope{Formats: []string{"npm"}},
+			Rules: meta.PolicyRules{SeverityThreshold: "critical", BlockUpload: true, Allow: []meta.Allowed{{ID: "GHSA-OK"}}}},
+	}
+	critical := meta.Flagged{ID: "GHSA-1", Severity: "critical", Package: "lodash"}
+	high := meta.Flagged{ID: "GHSA-2", Severity: "high", Package: "lodash"}
+	if !Uploads(policies, js) || Uploads(policies, py) {
+		t.Fatal("Uploads: only the npm repository is covered by a policy that blocks uploads")
+	}
+	d := Upload(policies, js, []meta.Flagged{high, critical}, now)
+	if !d.Blocked || d.Policy != "no criticals in" || len(d.Advisories) != 1 || !strings.HasPrefix(d.Reason, `upload blocked by security policy "no criticals in": GHSA-1`) {
+		t.Errorf("a critical finding: %+v", d)
+	}
+	if d := Upload(policies, js, []meta.Flagged{high}, now); d.Blocked {
+		t.Errorf("below the threshold (a download-only policy would block it): %+v", d)
+	}
+	if d := Upload(policies, js, []meta.Flagged{{ID: "GHSA-OK", Severity: "critical"}}, now); d.Blocked {
+		t.Errorf("allow-listed: %+v", d)
+	}
+	if d := Upload(policies, py, []meta.Flagged{critical}, now); d.Blocked {
+		t.Errorf("out of scope: %+v", d)
+	}
+}

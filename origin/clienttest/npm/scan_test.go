@@ -286,10 +286,30 @@ func TestPolicies(t *testing.T) {
 		e.Do("PUT", "/api/v1/security/policies/"+pol.ID, e.Admin, rules(time.Now().Add(-time.Minute))).Want(200)
 		eventually("blocked once the entry expired", func() bool { _, err := install("3.0.2"); return err != nil })
 
+		// Blocking uploads: a vulnerable version is refused and nothing of
+		// it is stored; a fixed one is published.
+		e.Do("PUT", "/api/v1/security/policies/"+pol.ID, e.Admin, map[string]any{"rules": map[string]any{"severity_threshold": "high",
+			"block_download": true, "block_upload": true}}).Want(200)
+		out, err := c.tryNPM(c.pkg("braces", "3.0.1", "refused"), "publish", "--tag", "old")
+		if err == nil || !strings.Contains(out, "403") || !strings.Contains(out, `upload blocked by security policy "no highs"`) ||
+			!strings.Contains(out, "GHSA-grv7-fg5c-xmjg") {
+			t.Fatalf("npm publish of a vulnerable version under block_upload: %v\n%s", err, out)
+		}
+		var versions struct {
+			Versions []struct{ Version string } `json:"versions"`
+		}
+		e.Do("GET", "/api/v1/packages/braces/versions", e.Admin, nil).Want(200).JSON(&versions)
+		if len(versions.Versions) != 2 {
+			t.Fatalf("the refused version is listed: %+v", versions)
+		}
+		c.publish("braces", "3.0.4", "fixed again")
+
 		if e.Server.URL == e.URL { // at the origin: the violations are events
 			var evs struct {
 				Events []struct {
 					Data struct {
+						Action     string   `json:"action"`
+						Version    string   `json:"version"`
 						PolicyName string   `json:"policy_name"`
 						Advisories []string `json:"advisories"`
 						User       struct{ Username string }
@@ -298,10 +318,13 @@ func TestPolicies(t *testing.T) {
 			}
 			eventually("policy.violated recorded", func() bool {
 				e.Do("GET", "/api/v1/events?since=0&types=policy.violated", e.Admin, nil).Want(200).JSON(&evs)
-				return len(evs.Events) > 0
+				return len(evs.Events) > 0 && evs.Events[len(evs.Events)-1].Data.Action == "upload"
 			})
-			if d := evs.Events[0].Data; d.PolicyName != "no highs" || len(d.Advisories) != 1 || d.User.Username != "alice" {
+			if d := evs.Events[0].Data; d.PolicyName != "no highs" || len(d.Advisories) != 1 || d.User.Username != "alice" || d.Action != "download" {
 				t.Errorf("policy.violated: %+v", d)
+			}
+			if d := evs.Events[len(evs.Events)-1].Data; d.Version != "3.0.1" || d.User.Username != "alice" || len(d.Advisories) != 1 {
+				t.Errorf("policy.violated of the upload: %+v", d)
 			}
 		}
 	})

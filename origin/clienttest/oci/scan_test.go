@@ -156,7 +156,7 @@ func TestImageScans(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.Do("POST", "/api/v1/security/policies", e.Admin, map[string]any{"name": "no criticals in images",
-		"scope": map[string]any{"formats": []string{"docker"}}, "rules": map[string]any{"severity_threshold": "critical", "block_download": true}}).Want(201)
+		"scope": map[string]any{"formats": []string{"docker"}}, "rules": map[string]any{"severity_threshold": "critical", "block_download": true, "block_upload": true}}).Want(201)
 	for _, ref := range []string{img + ":vulnerable", img + "@" + strings.TrimSpace(digest)} {
 		out, err := crane("pull", "--insecure", ref, filepath.Join(work, "pulled.tar"))
 		if err == nil {
@@ -168,6 +168,18 @@ func TestImageScans(t *testing.T) {
 	}
 	if out, err := crane("pull", "--insecure", img+":fixed", filepath.Join(work, "pulled.tar")); err != nil {
 		t.Fatalf("crane pull of the fixed image: %v\n%s", err, out)
+	}
+
+	// And pushing one: refused, no tag made; the fixed image goes in.
+	out, err := crane("append", "--insecure", "-f", system, "-f", app("4.17.11"), "-t", img+":again")
+	if err == nil || !strings.Contains(out, `upload blocked by security policy "no criticals in images"`) {
+		t.Fatalf("crane append of a vulnerable image under block_upload: %v\n%s", err, out)
+	}
+	if out, err := crane("append", "--insecure", "-f", system, "-f", app("4.17.21"), "-t", img+":fixed-again"); err != nil {
+		t.Fatalf("crane append of the fixed image: %v\n%s", err, out)
+	}
+	if out, _ := crane("ls", "--insecure", img); strings.Join(strings.Fields(out), " ") != "fixed fixed-again vulnerable" {
+		t.Fatalf("tags after the refused push: %q", out)
 	}
 }
 

@@ -28,34 +28,34 @@ func scannable(formatName string) bool {
 // inventory finds: language packages, Go binaries, jars, and the OS's
 // packages, which are matched only where advisories of that release are
 // loaded).
-func (s *Service) image(ctx context.Context, db *vuln.DB, rep *Report, a *meta.Artifact) {
+func (s *Service) image(ctx context.Context, db *vuln.DB, rep *Report, a *meta.Artifact) error {
 	ctx, cancel := context.WithTimeout(ctx, imageTimeout)
 	defer cancel()
 	in, ok := s.cfg.Formats[a.Format].(format.Inspector)
 	if !ok {
-		return
+		return nil
 	}
 	f, err := s.cfg.Blobs.Open(ctx, a.Digest)
 	if err != nil {
 		rep.notScanned(a.Path, "the manifest could not be read: "+err.Error())
-		return
+		return nil
 	}
 	info, err := in.Inspect(ctx, format.Stored{Path: a.Path, File: f, Size: f.Size(), Blobs: s.cfg.Blobs})
 	f.Close()
 	if err != nil {
 		rep.notScanned(a.Path, "the manifest could not be read: "+err.Error())
-		return
+		return nil
 	}
 	im := info.Image
 	switch {
 	case im == nil:
-		return
+		return nil
 	case len(im.Manifests) > 0:
 		rep.notScanned(a.Path, fmt.Sprintf("an image index: each of its %d manifests is scanned as an artifact of its own", len(im.Manifests)))
-		return
+		return nil
 	case im.Config == nil || im.Config.MediaType != oci.MediaOCIConfig && im.Config.MediaType != oci.MediaDockerConfig:
 		rep.notScanned(a.Path, "not a container image (an artifact of another kind): no packages to find")
-		return
+		return nil
 	}
 	inv := inventory.New()
 	for i, l := range im.Layers {
@@ -74,8 +74,7 @@ func (s *Service) image(ctx context.Context, db *vuln.DB, rep *Report, a *meta.A
 		lf.Close()
 		if err != nil {
 			if ctx.Err() != nil {
-				rep.notScanned(a.Path, fmt.Sprintf("reading the layers took longer than %s", imageTimeout))
-				return
+				return fmt.Errorf("reading the image's layers: %w", ctx.Err())
 			}
 			inv.Problem(what, err.Error())
 		}
@@ -95,4 +94,5 @@ func (s *Service) image(ctx context.Context, db *vuln.DB, rep *Report, a *meta.A
 	for _, p := range inv.Problems() {
 		rep.notScanned(p.What, p.Reason)
 	}
+	return nil
 }

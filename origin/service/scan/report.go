@@ -79,6 +79,19 @@ func (s *Service) scan(ctx context.Context, sc *meta.Scan) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	rep, err := s.Assess(ctx, a, repo)
+	if err != nil {
+		return nil, err
+	}
+	sc.Advisories = rep.Advisories.Digest
+	s.count(sc, rep)
+	return rep, nil
+}
+
+// Assess matches an artifact of repo (recorded, or about to be: its blob
+// stored) against the advisory database in force, as a scan does: for a
+// policy deciding whether its upload may be recorded.
+func (s *Service) Assess(ctx context.Context, a *meta.Artifact, repo *meta.Repository) (*Report, error) {
 	rep := &Report{Packages: []Scanned{}, Findings: []Finding{}, NotScanned: []NotScanned{}}
 	db, rec, err := s.Database(ctx)
 	if err != nil {
@@ -86,14 +99,15 @@ func (s *Service) scan(ctx context.Context, sc *meta.Scan) (*Report, error) {
 	}
 	if rec != nil {
 		rep.Advisories = ReportDB{Digest: rec.Digest, Advisories: rec.Advisories, LoadedAt: rec.LoadedAt}
-		sc.Advisories = rec.Digest
 	}
 	eco := vuln.Ecosystem(repo.Format)
 	switch {
 	case repo.Format == oci.Name && db.Len() == 0:
 		rep.notScanned(a.Path, "no advisories are loaded (POST /api/v1/security/advisories)")
 	case repo.Format == oci.Name:
-		s.image(ctx, db, rep, a)
+		if err := s.image(ctx, db, rep, a); err != nil {
+			return nil, err
+		}
 	case eco == "":
 		rep.notScanned(a.Path, fmt.Sprintf("no advisory data covers %s packages", repo.Format))
 	case db.Len() == 0:
@@ -106,8 +120,7 @@ func (s *Service) scan(ctx context.Context, sc *meta.Scan) (*Report, error) {
 		}
 		s.dependencies(ctx, db, rep, eco, a)
 	}
-	s.count(sc, rep)
-	return rep, nil
+	return rep, ctx.Err()
 }
 
 // dependencies matches the dependencies the artifact's file pins.

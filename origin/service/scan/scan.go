@@ -322,7 +322,7 @@ func (s *Service) run(ctx context.Context, sc meta.Scan) {
 	} else {
 		sc.Status = meta.ScanCompleted
 	}
-	if _, err := s.cfg.Commit.Apply(context.WithoutCancel(ctx), &meta.ScanUpdate{Scan: sc, Was: meta.ScanRunning, Findings: flagged(rep)}); err != nil {
+	if _, err := s.cfg.Commit.Apply(context.WithoutCancel(ctx), &meta.ScanUpdate{Scan: sc, Was: meta.ScanRunning, Findings: rep.Flagged()}); err != nil {
 		s.cfg.Log.Warn("recording a scan's outcome", "scan", sc.ID, "err", err)
 		return
 	}
@@ -356,8 +356,8 @@ func (s *Service) OpenReport(ctx context.Context, sc *meta.Scan) (*Report, error
 	return &rep, nil
 }
 
-// flagged is a report's findings as a verdict keeps them.
-func flagged(rep *Report) []meta.Flagged {
+// Flagged is a report's findings as a verdict keeps them.
+func (rep *Report) Flagged() []meta.Flagged {
 	if rep == nil {
 		return nil
 	}

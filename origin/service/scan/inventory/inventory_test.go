@@ -51,7 +51,7 @@ func layerOf(t *testing.T, files ...file) []byte {
 }
 
 // jarOf is a zip of name -> body.
-func jarOf(t *testing.T, files map[string]string) string {
+func jarOf(t testing.TB, files map[string]string) string {
 	t.Helper()
 	var buf bytes.Buffer
 	zw := zip.NewWriter(&buf)
