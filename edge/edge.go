@@ -353,7 +353,7 @@ func (e *Edge) routes() *server.Server {
 		},
 		// The security policies and verdicts of the replica decide, with
 		// every origin away too.
-		Admit: policy.Admit(e.replica, now, nil)}
+		Admit: policy.Admit(e.replica, now, e.ship.refused)}
 	s := &server.Server{Cache: e.cache, Other: e.other, Forward: e.forward, Index: e.replica.LastApplied,
 		CatchUp: e.catchUp, Downloaded: e.ship.record}
 	e.authn, e.env, e.srv = authn, env, s

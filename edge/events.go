@@ -11,6 +11,9 @@ import (
 
 	"github.com/depot-registry/depot/edge/server"
 	"github.com/depot-registry/depot/replication/protocol"
+	"github.com/depot-registry/depot/shared/format"
+	"github.com/depot-registry/depot/shared/meta"
+	"github.com/depot-registry/depot/shared/policy"
 	"github.com/depot-registry/depot/shared/seen"
 )
 
@@ -110,6 +113,50 @@ type shipper struct {
 	recording     atomic.Pointer[recordingSince] // whether the origins want downloads as events (their last heartbeat)
 	originDropped atomic.Int64                   // download events an origin said it dropped
 	unsent        []protocol.Download            // a batch no origin took (run's own)
+
+	vmu        sync.Mutex
+	violations []protocol.Violation // downloads refused by a policy, for the origins (always wanted)
+}
+
+// maxPendingViolations bounds the refusals held for the origins.
+const maxPendingViolations = 1000
+
+// refused keeps a download a policy refused, for the origins to record
+// as policy.violated.
+func (s *shipper) refused(r *format.Request, a *meta.Artifact, _ *meta.Repository, d policy.Decision) {
+	v := protocol.Violation{ArtifactID: a.ID, PolicyID: d.PolicyID, At: time.Now()}
+	if r.Principal != nil {
+		v.UserID = r.Principal.UserID
+	}
+	if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
+		v.Remote = ap.Addr().Unmap().String()
+	} else if ip, err := netip.ParseAddr(r.RemoteAddr); err == nil {
+		v.Remote = ip.Unmap().String()
+	}
+	s.vmu.Lock()
+	defer s.vmu.Unlock()
+	if len(s.violations) < maxPendingViolations {
+		s.violations = append(s.violations, v)
+	} else {
+		s.events.dropped.Add(1)
+	}
+}
+
+// shipViolations gives the origins the refusals held; a batch no origin
+// took is kept for the next round.
+func (s *shipper) shipViolations(ctx context.Context) {
+	s.vmu.Lock()
+	vs := s.violations[:min(len(s.violations), protocol.MaxEvents)]
+	s.vmu.Unlock()
+	if len(vs) == 0 {
+		return
+	}
+	if _, err := s.client.SendViolations(ctx, vs); err != nil {
+		return
+	}
+	s.vmu.Lock()
+	s.violations = append(s.violations[:0], s.violations[len(vs):]...)
+	s.vmu.Unlock()
 }
 
 // record counts a download and keeps it for the origins, who take it as
@@ -167,6 +214,7 @@ type recordingSince struct {
 func (s *shipper) flush(ctx context.Context, within time.Duration) {
 	ctx, cancel := context.WithTimeout(ctx, within)
 	defer cancel()
+	s.shipViolations(ctx)
 	rec := s.recording.Load()
 	if rec == nil || !rec.on {
 		s.events.forgetBefore(time.Now().Add(-2*s.heartbeat - 5*time.Second))

@@ -14,6 +14,7 @@ import (
 	"github.com/depot-registry/depot/shared/auth"
 	"github.com/depot-registry/depot/shared/blob"
 	"github.com/depot-registry/depot/shared/meta"
+	"github.com/depot-registry/depot/shared/policy"
 	"github.com/depot-registry/depot/shared/progress"
 	"github.com/depot-registry/depot/shared/ratelimit"
 )
@@ -158,10 +159,20 @@ func (a *App) NodeEvents(_ context.Context, p *auth.Principal, id string, in pro
 	if err := requireNode(p, id, "reports only for itself"); err != nil {
 		return protocol.EventsAnswer{}, err
 	}
-	if len(in.Downloads) > protocol.MaxEvents {
-		return protocol.EventsAnswer{}, apierr.Invalid("downloads", "at most %d downloads in one batch", protocol.MaxEvents)
+	if len(in.Downloads) > protocol.MaxEvents || len(in.Violations) > protocol.MaxEvents {
+		return protocol.EventsAnswer{}, apierr.Invalid("downloads", "at most %d downloads and %d violations in one batch", protocol.MaxEvents, protocol.MaxEvents)
 	}
 	now := a.Now()
+	for i, v := range in.Violations {
+		switch {
+		case v.ArtifactID == "" || len(v.ArtifactID) > 64 || len(v.UserID) > 64 || len(v.PolicyID) > 64:
+			return protocol.EventsAnswer{}, apierr.Invalid("violations", "violation %d: artifact_id, policy_id and user_id are ids", i)
+		case v.Remote != "" && !validAddr(v.Remote):
+			return protocol.EventsAnswer{}, apierr.Invalid("violations", "violation %d: remote %q is not an IP address", i, v.Remote)
+		case v.At.Before(now.Add(-24*time.Hour)) || v.At.After(now.Add(5*time.Minute)):
+			return protocol.EventsAnswer{}, apierr.Invalid("violations", "violation %d: at %s is not within the last day", i, v.At)
+		}
+	}
 	for i, d := range in.Downloads {
 		switch {
 		case d.ArtifactID == "" || len(d.ArtifactID) > 64 || len(d.UserID) > 64:
@@ -200,6 +211,38 @@ func (a *App) NodeEvents(_ context.Context, p *auth.Principal, id string, in pro
 				who.UserID, who.Username = u.ID, u.Username
 			}
 			evs = append(evs, meta.DownloadEvent(art, repo, who, d.At))
+		}
+		if len(in.Violations) == 0 {
+			return nil
+		}
+		// A refusal the node reports is recorded as the origin decides it
+		// from its own store: a policy that blocks the artifact there.
+		policies, err := tx.Policies()
+		if err != nil {
+			return err
+		}
+		for _, v := range in.Violations {
+			art, err := tx.Artifact(v.ArtifactID)
+			if err != nil || !slices.Contains(e.Repositories, art.RepositoryID) {
+				continue
+			}
+			repo, err := tx.Repo(art.RepositoryID)
+			if err != nil {
+				continue
+			}
+			d := policy.Download(policies, repo, tx.Verdict(art.ID), v.At)
+			if !d.Blocked {
+				continue
+			}
+			who := meta.Actor{Username: "anonymous", IPAddress: v.Remote}
+			if v.UserID != "" {
+				u, err := tx.User(v.UserID)
+				if err != nil {
+					continue
+				}
+				who.UserID, who.Username = u.ID, u.Username
+			}
+			evs = append(evs, meta.ViolationEvent("download", art, repo, d.PolicyID, d.Policy, d.Reason, d.Advisories, who, v.At))
 		}
 		return nil
 	})

@@ -172,6 +172,14 @@ func (c *Client) SendEvents(ctx context.Context, ds []Download) (EventsAnswer, e
 	return a, err
 }
 
+// SendViolations gives an origin the downloads the node refused by a
+// policy.
+func (c *Client) SendViolations(ctx context.Context, vs []Violation) (EventsAnswer, error) {
+	var a EventsAnswer
+	err := c.post(ctx, OpEvents, Events{Violations: vs}, &a)
+	return a, err
+}
+
 // Heartbeat reports the node to an origin and returns what it should
 // serve.
 func (c *Client) Heartbeat(ctx context.Context, r Report) (Assignment, error) {

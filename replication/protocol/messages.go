@@ -163,10 +163,23 @@ type Download struct {
 	At         time.Time `json:"at"`
 }
 
-// Events is a batch of downloads a node served (the body of POST
-// /api/v1/edge-nodes/:id/events).
+// Violation is a download a node refused because a security policy, as
+// its replica holds it, blocks the artifact; as a Download, only what it
+// witnessed: the origin decides again from its own store what to record.
+type Violation struct {
+	ArtifactID string    `json:"artifact_id"`
+	PolicyID   string    `json:"policy_id"`
+	UserID     string    `json:"user_id,omitempty"`
+	Remote     string    `json:"remote,omitempty"`
+	At         time.Time `json:"at"`
+}
+
+// Events is a batch of downloads a node served, or of downloads it
+// refused by a policy (the body of POST /api/v1/edge-nodes/:id/events;
+// an origin that predates Violations ignores them).
 type Events struct {
-	Downloads []Download `json:"downloads"`
+	Downloads  []Download  `json:"downloads"`
+	Violations []Violation `json:"violations,omitempty"`
 }
 
 // EventsAnswer says how many of a batch the origin took; the others were
