@@ -1,7 +1,8 @@
 #!/bin/sh
 # A cluster of origins on loopback: small-upload throughput on one origin
 # and on three, the time from an upload's acknowledgement until an edge
-# serves it (p50/p99), and failover time after kill -9 of the leader.
+# serves it (p50/p99), the time from a security policy's change until the
+# edge enforces it (p50/p99), and failover time after kill -9 of the leader.
 # Prints markdown tables (see bench/cmd/cluster).
 #
 # Usage: bench/cluster.sh [depot-binary]
@@ -12,6 +13,7 @@
 #   SIZE       bytes per upload                [4096]
 #   VISIBLE    uploads timed until the edge serves them [200]
 #   FAILOVERS  leader kills                    [5]
+#   POLICIES   policies made and removed, timed on the edge [50]
 # Quick run: DURATION=3s VISIBLE=50 FAILOVERS=2 bench/cluster.sh
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -30,4 +32,4 @@ fi
 go build -o "$tmp/cluster" ./bench/cmd/cluster
 mkdir -p "$tmp/work"
 "$tmp/cluster" -depot "$depot" -dir "$tmp/work" -duration "${DURATION:-10s}" -clients "${CLIENTS:-16}" \
-	-size "${SIZE:-4096}" -visible "${VISIBLE:-200}" -failovers "${FAILOVERS:-5}"
+	-size "${SIZE:-4096}" -visible "${VISIBLE:-200}" -failovers "${FAILOVERS:-5}" -policies "${POLICIES:-50}"

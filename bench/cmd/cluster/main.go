@@ -7,6 +7,9 @@
 //   - upload to visible on an edge: one upload at a time through the
 //     origins in turn, then the edge polled every millisecond until it
 //     serves the file; the time from the upload's acknowledgement;
+//   - policy to enforced on an edge: a security policy made (and removed)
+//     through the origins in turn, the edge polled every millisecond until
+//     it refuses (and serves again) a file it held;
 //   - failover: kill -9 of the leader, the time until another origin leads
 //     and until a write through a survivor succeeds; the killed origin is
 //     restarted between rounds.
@@ -42,6 +45,7 @@ var (
 	size      = flag.Int("size", 4096, "bytes per upload")
 	samples   = flag.Int("visible", 200, "uploads timed until an edge serves them")
 	failovers = flag.Int("failovers", 5, "leader kills")
+	policies  = flag.Int("policies", 50, "security policies made and removed, timed until an edge enforces them")
 )
 
 const (
@@ -95,6 +99,40 @@ func main() {
 	}
 	fmt.Printf("\n## Upload to visible on an edge (%d uploads, one at a time, through the three origins in turn)\n\n| p50 | p99 | max |\n|---|---|---|\n", *samples)
 	fmt.Printf("| %v | %v | %v |\n", pct(lat, 50), pct(lat, 99), pct(lat, 100))
+
+	// A policy made (and removed) through the origins in turn, timed
+	// until the edge refuses (and serves again) a file it held: a generic
+	// file is never scanned, so block_unscanned refuses it.
+	var apply, lift []time.Duration
+	path := edge.URL + "/generic/bench/visible/0/f.bin"
+	waitStatus := func(want int, since time.Time) time.Duration {
+		for {
+			req, _ := http.NewRequest("GET", path, nil)
+			req.Header.Set("Authorization", three.basic)
+			if resp, err := client.Do(req); err == nil {
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode == want {
+					return time.Since(since)
+				}
+			}
+			if time.Since(since) > 30*time.Second {
+				log.Fatalf("the edge did not answer %d 30 s after the policy changed", want)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	for i := range *policies {
+		at := three.nodes[i%3].URL + "/api/v1/security/policies"
+		var pol struct{ ID string }
+		must(origin.Do("POST", at, three.admin, fmt.Sprintf(`{"name":"reach %d","scope":{"repositories":[%q]},"rules":{"block_unscanned":true}}`, i, three.repo), http.StatusCreated, &pol))
+		apply = append(apply, waitStatus(http.StatusForbidden, time.Now()))
+		must(origin.Do("DELETE", at+"/"+pol.ID, three.admin, "", http.StatusNoContent, nil))
+		lift = append(lift, waitStatus(http.StatusOK, time.Now()))
+	}
+	fmt.Printf("\n## Policy change to enforced on an edge (%d policies made and removed, through the three origins in turn)\n\n| change | p50 | p99 | max |\n|---|---|---|---|\n", *policies)
+	fmt.Printf("| made: the edge refuses | %v | %v | %v |\n", pct(apply, 50), pct(apply, 99), pct(apply, 100))
+	fmt.Printf("| removed: the edge serves | %v | %v | %v |\n", pct(lift, 50), pct(lift, 99), pct(lift, 100))
 
 	fmt.Printf("\n## Failover: kill -9 of the leader (%d rounds)\n\n| round | new leader after | first write through a survivor after |\n|---|---|---|\n", *failovers)
 	var leads, writes []time.Duration

@@ -1,7 +1,6 @@
 package inventory
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/binary"
@@ -374,23 +373,35 @@ const (
 	flagsInline     = 0x2 // the strings follow the header (Go 1.18 and later)
 )
 
+// scratch is the buffers a layer's read reuses from file to file (a
+// layer holds thousands of files; most are looked at for four bytes).
+type scratch struct {
+	chunk []byte // what is read at once
+	buf   []byte // the window searched
+}
+
 // goBinary reads the modules a Go binary (an ELF file) was built from,
 // scanning it for its build information as it streams by. A file that is
 // not an ELF binary, or an ELF binary that is not Go's, has none.
-func goBinary(r io.Reader) ([]Package, error) {
-	br := bufio.NewReaderSize(r, 64<<10)
-	if head, err := br.Peek(4); err != nil || string(head) != "\x7fELF" {
+func goBinary(r io.Reader, sc *scratch) ([]Package, error) {
+	if sc.chunk == nil {
+		sc.chunk = make([]byte, 256<<10)
+	}
+	head := sc.chunk[:4]
+	if _, err := io.ReadFull(r, head); err != nil || string(head) != "\x7fELF" {
 		return nil, nil
 	}
-	var (
-		buf []byte
-		off int64 // the file offset of buf[0]
-		eof bool
-	)
-	chunk := make([]byte, 256<<10)
+	buf := append(sc.buf[:0], head...)
+	defer func() {
+		if cap(buf) <= 1<<20 {
+			sc.buf = buf[:0] // kept for the next file, unless a large window grew it
+		}
+	}()
+	var off int64 // the file offset of buf[0]
+	eof := false
 	fill := func() {
-		n, err := io.ReadFull(br, chunk)
-		buf = append(buf, chunk[:n]...)
+		n, err := io.ReadFull(r, sc.chunk)
+		buf = append(buf, sc.chunk[:n]...)
 		eof = err != nil
 	}
 	for from := 0; ; {

@@ -93,9 +93,10 @@ type layer struct {
 	found  map[string][]Package
 	hidden []string // whiteouts: paths of lower layers removed
 	opaque []string // directories whose lower contents are removed
-	osID   string
-	osVer  string
-	osRead bool
+	osID    string
+	osVer   string
+	osRead  bool
+	scratch scratch
 }
 
 // Layer applies the next layer, a tar stream of packed bytes compressed
@@ -145,7 +146,7 @@ func (l *layer) file(ctx context.Context, name string, r io.Reader, size int64) 
 	case isJar(base):
 		l.jar(ctx, name, r, size)
 	default:
-		pkgs, err := goBinary(r)
+		pkgs, err := goBinary(r, &l.scratch)
 		if err != nil {
 			l.im.problem(name, err.Error())
 		}

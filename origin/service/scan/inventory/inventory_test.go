@@ -174,7 +174,7 @@ func sameSet(a, b []string) bool {
 // A Go binary's modules are read as it streams by, from a real build.
 func TestGoBinary(t *testing.T) {
 	bin := inventorytest.GoBinary(t, "github.com/gorilla/websocket", "v1.4.0")
-	pkgs, err := goBinary(bytes.NewReader(bin))
+	pkgs, err := goBinary(bytes.NewReader(bin), &scratch{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +186,7 @@ func TestGoBinary(t *testing.T) {
 	// Not a Go binary: an ELF header followed by nothing of Go's, and a
 	// text file.
 	for _, other := range []string{"\x7fELF" + strings.Repeat("\x00", 1<<20) + "\xff Go buildinf:\x09\x00", "#!/bin/sh\necho\n"} {
-		if pkgs, err := goBinary(strings.NewReader(other)); err != nil || len(pkgs) != 0 {
+		if pkgs, err := goBinary(strings.NewReader(other), &scratch{}); err != nil || len(pkgs) != 0 {
 			t.Fatalf("%q...: %v %v", other[:4], pkgs, err)
 		}
 	}
