@@ -34,7 +34,8 @@ func extensionPOM(version string) string {
 }
 
 // TestPolicyBlocksResolution: snakeyaml 1.33 and 2.0 deployed with mvn are
-// scanned on upload against the Maven advisories; under a policy that
+// scanned on upload against the Maven advisories (1.33 with exactly the
+// findings of the data's test case); under a policy that
 // blocks high findings, mvn's resolution of 1.33 fails with the status
 // line naming the policy and the advisory (what mvn shows of a refusal),
 // and 2.0 resolves.
@@ -55,6 +56,7 @@ func TestPolicyBlocksResolution(t *testing.T) {
 		clienttest.WriteFile(t, pom, snakeyamlPOM(v))
 		deployer.DeployJar(url, jar, pom)
 	}
+	clienttest.WantCase(t, clienttest.ScanOf(t, e, repoID, "org.yaml:snakeyaml", "1.33"), "Maven", "org.yaml:snakeyaml")
 	e.Do("POST", "/api/v1/security/policies", e.Admin, map[string]any{"name": "no highs in libraries",
 		"scope": map[string]any{"formats": []string{"maven"}}, "rules": map[string]any{"severity_threshold": "high", "block_download": true}}).Want(201)
 
