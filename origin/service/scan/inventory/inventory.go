@@ -89,10 +89,10 @@ func New() *Image { return &Image{pkgs: map[string][]Package{}} }
 
 // layer is what one layer adds and removes.
 type layer struct {
-	im     *Image
-	found  map[string][]Package
-	hidden []string // whiteouts: paths of lower layers removed
-	opaque []string // directories whose lower contents are removed
+	im      *Image
+	found   map[string][]Package
+	hidden  []string // whiteouts: paths of lower layers removed
+	opaque  []string // directories whose lower contents are removed
 	osID    string
 	osVer   string
 	osRead  bool
