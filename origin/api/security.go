@@ -91,6 +91,30 @@ func (s *Server) advisories(w http.ResponseWriter, r *http.Request, p *auth.Prin
 	return writeJSON(w, http.StatusOK, advisoryStatus{Database: db})
 }
 
+func (s *Server) queryOSV(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	var q app.OSVQuery
+	if err := decodeQuery(r, &q); err != nil {
+		return err
+	}
+	out, err := s.app.QueryOSV(r.Context(), p, q)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) queryOSVBatch(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	var b app.OSVBatch
+	if err := decodeQuery(r, &b); err != nil {
+		return err
+	}
+	out, err := s.app.QueryOSVBatch(r.Context(), p, b)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, out)
+}
+
 // policyList is GET /security/policies.
 type policyList struct {
 	Policies []meta.Policy `json:"policies"`

@@ -294,6 +294,12 @@ func (s *Server) routes() {
 		Out:     advisoriesLoaded{}, Query: []param{{"filename", "string", "the uploaded file's name, kept in the database's loads"}}})
 	s.handle("GET /security/advisories", authenticated, s.advisories, op{Tag: tagSecurity, Summary: "The advisory database in force: its advisories by ecosystem and its last loads",
 		Out: advisoryStatus{}})
+	s.handle("POST /security/osv/v1/query", authenticated, s.queryOSV, op{Tag: tagSecurity,
+		Summary: "OSV's query API over the advisory database (a package by name and ecosystem at a version): the records affecting it; for tools that query OSV at an address they are given (pip-audit --osv-url)",
+		In:      app.OSVQuery{}, Out: app.OSVVulns{}})
+	s.handle("POST /security/osv/v1/querybatch", authenticated, s.queryOSVBatch, op{Tag: tagSecurity,
+		Summary: "OSV's batch query API: for each query (at most 1,000), the ids and modification times of the records affecting it",
+		In:      app.OSVBatch{}, Out: app.OSVBatchResults{}})
 	s.handle("GET /security/policies", authenticated, s.listPolicies, op{Tag: tagSecurity, Summary: "The security policies, by name", Out: policyList{}})
 	s.handle("POST /security/policies", adminOnly, s.createPolicy, op{Tag: tagSecurity,
 		Summary: "Create a security policy: name, enabled, scope (repositories, formats), rules (severity_threshold, block_upload, block_download, block_unscanned, allowlist)",
@@ -564,6 +570,16 @@ func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 	if e.Code == apierr.Unauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="Depot"`)
 	}
+	if e.Reason() != "" { // the message in the status line too, for tools that show only it
+		if secs, ok := e.RetryAfterSeconds(); ok {
+			w.Header().Set("Retry-After", strconv.Itoa(secs))
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		if httpx.WriteWithReason(w, r, e.Status(), format.ReasonPhrase(e.Reason()), apierr.Body(e)) {
+			return
+		}
+	}
 	apierr.Write(w, e) // with Retry-After when e says when to retry
 }
 
@@ -576,6 +592,20 @@ func decode(r *http.Request, v any) error {
 	if !isJSON(r) && r.ContentLength != 0 {
 		return apierr.New(apierr.UnsupportedMediaType, "the request body must be JSON, sent with Content-Type: application/json")
 	}
+	return decodeBody(r, v)
+}
+
+// decodeQuery is decode for a query that changes nothing (a page of
+// another site gains nothing from sending it): a body sent without a
+// Content-Type is read as JSON too, as tools written for osv.dev send it.
+func decodeQuery(r *http.Request, v any) error {
+	if r.Header.Get("Content-Type") == "" {
+		return decodeBody(r, v)
+	}
+	return decode(r, v)
+}
+
+func decodeBody(r *http.Request, v any) error {
 	body := http.MaxBytesReader(nil, r.Body, maxJSON)
 	dec := json.NewDecoder(body)
 	if err := dec.Decode(v); err != nil {

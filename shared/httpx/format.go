@@ -102,7 +102,7 @@ func WriteResponse(w http.ResponseWriter, r *http.Request, resp *format.Response
 		// Said for HEAD too, which sends no body: the length GET would send.
 		w.Header().Set("Content-Length", strconv.Itoa(len(resp.Body)))
 	}
-	if resp.Reason != "" && r.ProtoMajor == 1 && writeWithReason(w, r, status, resp) {
+	if resp.Reason != "" && WriteWithReason(w, r, status, resp.Reason, resp.Body) {
 		return nil
 	}
 	w.WriteHeader(status)
@@ -112,11 +112,16 @@ func WriteResponse(w http.ResponseWriter, r *http.Request, resp *format.Response
 	return nil
 }
 
-// writeWithReason writes the answer itself on the connection, so that
-// its status line says resp.Reason (net/http writes only the standard
-// phrase), and closes the connection; false when the connection cannot
-// be taken over (the answer is then written as usual).
-func writeWithReason(w http.ResponseWriter, r *http.Request, status int, resp *format.Response) bool {
+// WriteWithReason writes an answer itself on an HTTP/1.x connection, so
+// that its status line says reason (net/http writes only the standard
+// phrase; pip, Maven and pip-audit show the status line, not the body),
+// with w's headers and body, and closes the connection; false when the
+// connection cannot be taken over (HTTP/2, a test recorder): the caller
+// then writes the answer as usual.
+func WriteWithReason(w http.ResponseWriter, r *http.Request, status int, reason string, body []byte) bool {
+	if r.ProtoMajor != 1 {
+		return false
+	}
 	conn, buf, err := http.NewResponseController(w).Hijack()
 	if err != nil {
 		return false
@@ -124,13 +129,13 @@ func writeWithReason(w http.ResponseWriter, r *http.Request, status int, resp *f
 	defer conn.Close()
 	h := w.Header().Clone()
 	h.Set("Connection", "close")
-	h.Set("Content-Length", strconv.Itoa(len(resp.Body)))
+	h.Set("Content-Length", strconv.Itoa(len(body)))
 	h.Del("Transfer-Encoding")
-	_, _ = fmt.Fprintf(buf, "HTTP/1.1 %03d %s\r\n", status, resp.Reason)
+	_, _ = fmt.Fprintf(buf, "HTTP/1.1 %03d %s\r\n", status, reason)
 	_ = h.Write(buf)
 	_, _ = buf.WriteString("\r\n")
 	if r.Method != http.MethodHead {
-		_, _ = buf.Write(resp.Body)
+		_, _ = buf.Write(body)
 	}
 	_ = buf.Flush()
 	return true

@@ -1,6 +1,7 @@
 package pypi_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -72,5 +73,77 @@ func TestScansAndPolicies(t *testing.T) {
 	}
 	if out, err := pip("Werkzeug==3.0.6"); err != nil {
 		t.Errorf("pip install of the fixed version: %v\n%s", err, out)
+	}
+}
+
+// TestPipAudit: pip-audit, told the registry's OSV query address
+// (--osv-url), audits a requirements file offline against the PyPI
+// advisories loaded here: each vulnerable pin with exactly the findings
+// of the data's test case, the unaffected version with none; with no
+// advisories of PyPI loaded the audit fails instead of finding nothing.
+func TestPipAudit(t *testing.T) {
+	bins := clienttest.RequireClients(t, "pip-audit")
+	e := clienttest.Start(t)
+	alice := clienttest.NewUser(e, "alice")
+	work, home := t.TempDir(), clienttest.Home(t)
+	osvURL := e.URL + "/api/v1/security/osv/v1/query"
+	// The credentials in ~/.netrc, which requests reads: in the URL,
+	// pip-audit would print them with any error.
+	clienttest.WriteFile(t, filepath.Join(home, ".netrc"), "machine 127.0.0.1 login "+alice.Name+" password "+alice.Token+"\n")
+	audit := func(reqs string) (string, error) {
+		clienttest.WriteFile(t, filepath.Join(work, "requirements.txt"), reqs)
+		return clienttest.TryRun(clienttest.Cmd{Dir: work, Name: bins["pip-audit"], Env: []string{"HOME=" + home},
+			Args: []string{"--requirement", "requirements.txt", "--no-deps", "--disable-pip", "--vulnerability-service", "osv",
+				"--osv-url", osvURL, "--format", "json", "--progress-spinner", "off", "--cache-dir", filepath.Join(work, "cache")}})
+	}
+	clienttest.LoadAdvisories(t, e, "npm")
+	if out, err := audit("urllib3==1.26.17\n"); err == nil || !strings.Contains(out, "no advisory data loaded for PyPI") {
+		t.Fatalf("an audit with no PyPI advisories loaded: %v\n%s", err, out)
+	}
+	clienttest.LoadAdvisories(t, e, "PyPI")
+	cases := map[string]vulntest.Case{}
+	var reqs strings.Builder
+	for _, c := range vulntest.Cases(t) {
+		if c.Ecosystem == "PyPI" && (c.Name == "urllib3" || c.Name == "cryptography" || c.Name == "idna") {
+			cases[strings.ToLower(c.Name)] = c
+			fmt.Fprintf(&reqs, "%s==%s\n", c.Name, c.Affected)
+		}
+	}
+	reqs.WriteString("six==1.16.0\n")
+	out, err := audit(reqs.String())
+	if err == nil { // pip-audit exits 1 when it finds vulnerabilities
+		t.Fatalf("pip-audit found nothing:\n%s", out)
+	}
+	var report struct {
+		Dependencies []struct {
+			Name, Version string
+			Vulns         []struct {
+				ID          string   `json:"id"`
+				FixVersions []string `json:"fix_versions"`
+			} `json:"vulns"`
+		} `json:"dependencies"`
+	}
+	if err := json.Unmarshal([]byte(out[strings.Index(out, "{"):]), &report); err != nil || len(report.Dependencies) != 4 {
+		t.Fatalf("pip-audit's report (%v):\n%s", err, out)
+	}
+	for _, d := range report.Dependencies {
+		var got, want []string
+		for _, v := range d.Vulns {
+			got = append(got, v.ID)
+		}
+		if c, ok := cases[d.Name]; ok {
+			for _, f := range c.Expected {
+				want = append(want, f.ID)
+			}
+		}
+		slices.Sort(got)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s %s: pip-audit reports %v, want %v", d.Name, d.Version, got, want)
+		}
+	}
+	c := cases["urllib3"]
+	if out, err := audit("urllib3==" + c.NotAffected + "\n"); err != nil || !strings.Contains(out, `"vulns": []`) {
+		t.Errorf("urllib3 %s: %v\n%s", c.NotAffected, err, out)
 	}
 }
