@@ -675,6 +675,29 @@ func TestSecurityPages(t *testing.T) {
 		t.Fatalf("the report:\n%.3000s", page.body)
 	}
 
+	// Advisories uploaded from the page: the token first, an
+	// administrator's session.
+	record := []byte(`{"schema_version":"1.6.0","id":"TEST-1","modified":"2026-01-01T00:00:00Z","summary":"a test advisory",
+		"affected":[{"package":{"ecosystem":"npm","name":"left-pad"},"ranges":[{"type":"SEMVER","events":[{"introduced":"0"},{"fixed":"2.0.0"}]}]}]}`)
+	if a := p.upload("/ui/security/advisories", "", "advisories", "one.json", record); a.status != 403 {
+		t.Errorf("an upload without the token: %d", a.status)
+	}
+	if a := p.upload("/ui/security/advisories", "not-the-token", "advisories", "one.json", record); a.status != 403 {
+		t.Errorf("an upload with another token: %d", a.status)
+	}
+	if a := p.upload("/ui/security/advisories", p.csrf, "advisories", "one.json", []byte("{not osv")); a.status != 303 {
+		t.Errorf("a file that is not OSV: %d", a.status)
+	}
+	if a := p.get("/ui/security"); !strings.Contains(a.body, "No advisories are loaded yet") || !strings.Contains(a.body, "not an OSV record") {
+		t.Errorf("after a refused file, the page says:\n%.3000s", a.body)
+	}
+	if a := p.upload("/ui/security/advisories", p.csrf, "advisories", "one.json", record); a.status != 303 {
+		t.Fatalf("the upload: %d %s", a.status, a.body)
+	}
+	if a := p.get("/ui/security"); !strings.Contains(a.body, "Loaded one.json: 1 records read, 1 new") || !strings.Contains(a.body, "1 advisories, 1 npm") {
+		t.Errorf("after the upload:\n%.3000s", a.body)
+	}
+
 	form := url.Values{"name": {"no highs"}, "enabled": {"on"}, "formats": {"npm"}, "severity_threshold": {"high"},
 		"block_download": {"on"}, "allowlist": {"GHSA-x | reviewed | 27-01-2027"}}
 	bad := p.post("/ui/security/policies/new", form)
@@ -718,8 +741,11 @@ func TestSecurityPages(t *testing.T) {
 	if a := u.get("/ui/security/policies/new"); a.status != 403 {
 		t.Errorf("a user opening the policy form: %d", a.status)
 	}
-	if a := u.get("/ui/security"); a.status != 200 || strings.Contains(a.body, "New policy") {
+	if a := u.get("/ui/security"); a.status != 200 || strings.Contains(a.body, "New policy") || strings.Contains(a.body, "load-advisories") {
 		t.Errorf("a user's security page: %d", a.status)
+	}
+	if a := u.upload("/ui/security/advisories", u.csrf, "advisories", "one.json", record); a.status != 403 {
+		t.Errorf("a user's upload: %d", a.status)
 	}
 	if a := p.post("/ui/security/policies/"+id+"/delete", nil); a.status != 303 {
 		t.Errorf("delete: %d", a.status)

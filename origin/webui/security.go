@@ -1,6 +1,7 @@
 package webui
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/depot-registry/depot/origin/app"
 	"github.com/depot-registry/depot/origin/service/scan"
+	"github.com/depot-registry/depot/shared/apierr"
 	"github.com/depot-registry/depot/shared/meta"
 )
 
@@ -188,4 +190,21 @@ func (u *UI) savePolicy(w http.ResponseWriter, c *call) error {
 func (u *UI) deletePolicy(w http.ResponseWriter, c *call) error {
 	_, err := u.d.App.DeletePolicy(c.r.Context(), c.p, c.r.PathValue("id"))
 	return u.after(w, c, err, "Policy deleted.", securityPath)
+}
+
+// loadAdvisories loads the OSV records an administrator uploaded from the
+// security page (a zip of them, one record, or an array), streamed to
+// the application's load within its bound.
+func (u *UI) loadAdvisories(w http.ResponseWriter, c *call) error {
+	part, err := c.parts.NextPart()
+	if err != nil || part.FormName() != "advisories" || part.FileName() == "" {
+		return u.after(w, c, apierr.Invalid("advisories", "choose a file of OSV records: a zip of them, or JSON"), "", securityPath)
+	}
+	load, db, err := u.d.App.LoadAdvisories(c.r.Context(), c.p, part.FileName(), part)
+	done := ""
+	if err == nil {
+		done = fmt.Sprintf("Loaded %s: %d records read, %d new, %d updated; %d advisories in force. What they name is scanned again.",
+			part.FileName(), load.Read, load.Added, load.Updated, db.Advisories)
+	}
+	return u.after(w, c, err, done, securityPath)
 }

@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
+	"io"
+	"mime/multipart"
 	"net/http"
 	"net/url"
 	"strings"
@@ -112,11 +114,8 @@ const maxForm = 64 << 10
 // checkPost refuses a form sent from another site: a cross-site fetch
 // or Origin, or (signed in) a token that is not the session's.
 func (u *UI) checkPost(r *http.Request, p *auth.Principal) error {
-	if site := r.Header.Get("Sec-Fetch-Site"); site == "cross-site" || site == "same-site" {
-		return apierr.New(apierr.Forbidden, "a form from another site was refused")
-	}
-	if o := r.Header.Get("Origin"); o != "" && o != "null" && !strings.EqualFold(o, httpx.SeenURL(r)) {
-		return apierr.New(apierr.Forbidden, "a form from another site (%s) was refused", o)
+	if err := sameSite(r); err != nil {
+		return err
 	}
 	r.Body = http.MaxBytesReader(nil, r.Body, maxForm)
 	if err := r.ParseForm(); err != nil {
@@ -130,6 +129,43 @@ func (u *UI) checkPost(r *http.Request, p *auth.Principal) error {
 		return apierr.New(apierr.Forbidden, "the form has expired or came from elsewhere: reload the page and try again")
 	}
 	return nil
+}
+
+// sameSite refuses a form a page of another site sent: the browser says
+// so, or its Origin names another host.
+func sameSite(r *http.Request) error {
+	if site := r.Header.Get("Sec-Fetch-Site"); site == "cross-site" || site == "same-site" {
+		return apierr.New(apierr.Forbidden, "a form from another site was refused")
+	}
+	if o := r.Header.Get("Origin"); o != "" && o != "null" && !strings.EqualFold(o, httpx.SeenURL(r)) {
+		return apierr.New(apierr.Forbidden, "a form from another site (%s) was refused", o)
+	}
+	return nil
+}
+
+// checkUpload checks a posted file upload (multipart/form-data from a
+// signed-in session) as checkPost checks a form, without reading the
+// file: its first part must be the session's token (the form puts the
+// hidden field first, and browsers send parts in the form's order); the
+// parts after it are left to the page, which streams the file within
+// its own bound.
+func (u *UI) checkUpload(r *http.Request, p *auth.Principal) (*multipart.Reader, error) {
+	if err := sameSite(r); err != nil {
+		return nil, err
+	}
+	mr, err := r.MultipartReader()
+	if err != nil {
+		return nil, apierr.New(apierr.BadRequest, "a file upload is sent as multipart/form-data")
+	}
+	part, err := mr.NextPart()
+	if err != nil || part.FormName() != "_csrf" {
+		return nil, apierr.New(apierr.Forbidden, "the form has expired or came from elsewhere: reload the page and try again")
+	}
+	got, err := io.ReadAll(io.LimitReader(part, 256))
+	if err != nil || subtle.ConstantTimeCompare(got, []byte(u.csrfToken(p))) != 1 {
+		return nil, apierr.New(apierr.Forbidden, "the form has expired or came from elsewhere: reload the page and try again")
+	}
+	return mr, nil
 }
 
 // flash keeps a one-line message for the next page (after a redirect).

@@ -53,6 +53,7 @@ func (u *UI) routes() {
 	u.page("GET /security", signedIn, u.security)
 	u.page("GET /security/scans/{id}", signedIn, u.scanDetail)
 	u.page("POST /security/scans", signedIn, u.requestScan)
+	u.uploadPage("POST /security/advisories", admin, u.loadAdvisories)
 	u.page("GET /security/policies/new", admin, u.newPolicy)
 	u.page("POST /security/policies/new", admin, u.savePolicy)
 	u.page("GET /security/policies/{id}", admin, u.editPolicy)

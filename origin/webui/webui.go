@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"mime"
+	"mime/multipart"
 	"net/http"
 	"path"
 	"strings"
@@ -151,6 +152,9 @@ type call struct {
 	p    *auth.Principal // nil: nobody signed in
 	user *meta.User
 	csrf string
+	// parts is a posted file upload's multipart body past its token (an
+	// upload page's; see checkUpload).
+	parts *multipart.Reader
 }
 
 type handler func(w http.ResponseWriter, c *call) error
@@ -158,6 +162,16 @@ type handler func(w http.ResponseWriter, c *call) error
 // page routes pattern ("GET /repositories", under Prefix) to h for
 // those who may open it.
 func (u *UI) page(pattern string, a access, h handler) {
+	u.route(pattern, a, false, h)
+}
+
+// uploadPage routes a form posting a file (multipart/form-data, its
+// token first; see checkUpload) to h.
+func (u *UI) uploadPage(pattern string, a access, h handler) {
+	u.route(pattern, a, true, h)
+}
+
+func (u *UI) route(pattern string, a access, upload bool, h handler) {
 	method, p, ok := strings.Cut(pattern, " ")
 	if !ok {
 		method, p = "", pattern // any method
@@ -188,7 +202,14 @@ func (u *UI) page(pattern string, a access, h handler) {
 			u.fail(w, c, apierr.New(apierr.Forbidden, "this page is for administrators"))
 			return
 		}
-		if r.Method == http.MethodPost {
+		if r.Method == http.MethodPost && upload {
+			if c.parts, err = u.checkUpload(r, c.p); err != nil {
+				u.fail(w, c, err)
+				return
+			}
+			r = r.WithContext(meta.WithActor(r.Context(), c.p.Actor(), u.d.Now()))
+			c.r = r
+		} else if r.Method == http.MethodPost {
 			if err := u.checkPost(r, c.p); err != nil {
 				u.fail(w, c, err)
 				return
