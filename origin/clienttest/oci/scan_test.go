@@ -24,10 +24,12 @@ import (
 // packages their layers install (npm's node_modules, Python's
 // site-packages, a Go binary's modules, a jar's Maven coordinates), with
 // exactly the findings the advisory data's test cases name for each, and
-// the Debian packages reported as not scanned for want of Debian data; a
+// the Debian packages reported as not scanned for want of Debian data,
+// then matched once an advisory of the image's release is loaded; a
 // policy then blocks `crane pull` of the vulnerable image, by tag and by
 // digest, with a message naming the policy and the advisory, and lets
-// the fixed image through.
+// the fixed image through; with block_upload, pushing the vulnerable
+// image again is refused and nothing is tagged.
 func TestImageScans(t *testing.T) {
 	t.Parallel()
 	bins := clienttest.RequireClients(t, "crane")
@@ -148,6 +150,27 @@ func TestImageScans(t *testing.T) {
 	}
 	if f := completed("fixed"); slices.ContainsFunc(f.Report.Findings, func(f scan.Finding) bool { return f.Package == "lodash" }) {
 		t.Errorf("lodash 4.17.21 has findings: %+v", f.Report.Findings)
+	}
+
+	// With Debian's advisories for the image's release loaded, its dpkg
+	// packages are matched too (the new database re-scans it).
+	var loaded struct{ Database meta.AdvisoryDB }
+	e.DoHeader("POST", "/api/v1/security/advisories?filename=debian.json", e.Admin, []byte(`{"schema_version":"1.6.0","id":"DSA-TEST-1",
+		"modified":"2026-01-01T00:00:00Z","summary":"openssl: a test advisory","affected":[{"package":{"ecosystem":"Debian:12","name":"openssl"},
+		"ranges":[{"type":"ECOSYSTEM","events":[{"introduced":"0"},{"fixed":"3.0.13-1~deb12u1"}]}]}],"database_specific":{"severity":"high"}}`),
+		map[string]string{"Content-Type": "application/json"}).Want(200).JSON(&loaded)
+	for end := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if r = completed("vulnerable"); r.Advisories == loaded.Database.Digest {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatal("the image was not scanned again against the new database within 60 s")
+		}
+	}
+	if !slices.ContainsFunc(r.Report.Findings, func(f scan.Finding) bool {
+		return f.ID == "DSA-TEST-1" && f.Ecosystem == "Debian:12" && f.Location == "/var/lib/dpkg/status"
+	}) || slices.ContainsFunc(r.Report.NotScanned, func(n scan.NotScanned) bool { return strings.Contains(n.What, "Debian") }) {
+		t.Errorf("with Debian advisories: findings %+v, not scanned %+v", r.Report.Findings, r.Report.NotScanned)
 	}
 
 	// A policy blocks pulling the vulnerable image, by tag and by digest.
