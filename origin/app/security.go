@@ -38,11 +38,15 @@ func (a *App) RequestScan(ctx context.Context, p *auth.Principal, artifactID, sc
 		return nil, idx, err
 	}
 	a.Scans.Wake()
+	// The scan queued or running now: this one, or the one another
+	// request or the upload's scan queued first; or this one done already.
 	var out *meta.Scan
 	err = a.view(func(tx *meta.Tx) error {
-		if out = tx.QueuedScanOf(art.ID); out == nil {
-			out, err = tx.Scan(sc.ID) // done already
+		if out = tx.QueuedScanOf(art.ID); out != nil {
+			return nil
 		}
+		var err error
+		out, err = tx.Scan(sc.ID)
 		return err
 	})
 	return out, idx, err

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/depot-registry/depot/shared/format"
@@ -24,7 +23,14 @@ type Report struct {
 	// Truncated: more findings than MaxFindings.
 	Truncated  bool         `json:"truncated,omitempty"`
 	NotScanned []NotScanned `json:"not_scanned"`
+
+	matched   map[[3]string]bool // ecosystem, name, version of Packages
+	notListed int                // not_scanned entries beyond maxNotScanned
 }
+
+// maxNotScanned bounds a report's not_scanned entries (the rest are
+// counted in a last one).
+const maxNotScanned = 1000
 
 // ReportDB is the database a report was matched against.
 type ReportDB struct {
@@ -102,16 +108,14 @@ func (s *Service) Assess(ctx context.Context, a *meta.Artifact, repo *meta.Repos
 	}
 	eco := vuln.Ecosystem(repo.Format)
 	switch {
-	case repo.Format == oci.Name && db.Len() == 0:
-		rep.notScanned(a.Path, "no advisories are loaded (POST /api/v1/security/advisories)")
+	case !scannable(repo.Format):
+		rep.notScanned(a.Path, fmt.Sprintf("no advisory data covers %s packages", repo.Format))
+	case db.Len() == 0:
+		rep.notScanned(a.PackageName+" "+a.Version, "no advisories are loaded (POST /api/v1/security/advisories)")
 	case repo.Format == oci.Name:
 		if err := s.image(ctx, db, rep, a); err != nil {
 			return nil, err
 		}
-	case eco == "":
-		rep.notScanned(a.Path, fmt.Sprintf("no advisory data covers %s packages", repo.Format))
-	case db.Len() == 0:
-		rep.notScanned(a.PackageName+" "+a.Version, "no advisories are loaded (POST /api/v1/security/advisories)")
 	case !db.Covers(eco):
 		rep.notScanned(a.PackageName+" "+a.Version, "no advisory data loaded for "+eco)
 	default:
@@ -119,6 +123,9 @@ func (s *Service) Assess(ctx context.Context, a *meta.Artifact, repo *meta.Repos
 			s.match(db, rep, eco, Scanned{Ecosystem: eco, Name: a.PackageName, Version: a.Version, Source: "package"})
 		}
 		s.dependencies(ctx, db, rep, eco, a)
+	}
+	if rep.notListed > 0 {
+		rep.NotScanned = append(rep.NotScanned, NotScanned{What: fmt.Sprintf("%d more", rep.notListed), Reason: "not listed: a report lists at most " + fmt.Sprint(maxNotScanned)})
 	}
 	return rep, ctx.Err()
 }
@@ -169,11 +176,14 @@ func (s *Service) dependencies(ctx context.Context, db *vuln.DB, rep *Report, ec
 // match adds one package's findings, once per package and version
 // (where it was found first).
 func (s *Service) match(db *vuln.DB, rep *Report, eco string, p Scanned) {
-	if slices.ContainsFunc(rep.Packages, func(q Scanned) bool {
-		return q.Ecosystem == p.Ecosystem && q.Name == p.Name && q.Version == p.Version
-	}) {
+	k := [3]string{p.Ecosystem, p.Name, p.Version}
+	if rep.matched[k] {
 		return
 	}
+	if rep.matched == nil {
+		rep.matched = map[[3]string]bool{}
+	}
+	rep.matched[k] = true
 	found, err := db.Match(eco, p.Name, p.Version)
 	if err != nil {
 		rep.notScanned(p.Name+" "+p.Version, err.Error())
@@ -191,6 +201,10 @@ func (s *Service) match(db *vuln.DB, rep *Report, eco string, p Scanned) {
 
 // notScanned notes what could not be matched, and why.
 func (rep *Report) notScanned(what, reason string) {
+	if len(rep.NotScanned) >= maxNotScanned {
+		rep.notListed++
+		return
+	}
 	rep.NotScanned = append(rep.NotScanned, NotScanned{What: what, Reason: reason})
 }
 
