@@ -64,33 +64,64 @@ func ScanOf(t *testing.T, e *origintest.Env, repoID, pkg, version string) ScanRe
 
 // WantCase checks that the findings a report has for the package the
 // advisory data's test case of ecosystem and name names are exactly the
-// case's (at its affected version), with the case's severities, and
-// returns the case.
-func WantCase(t *testing.T, r ScanReport, ecosystem, name string) vulntest.Case {
+// case's (at its affected version), with the case's severities.
+func WantCase(t *testing.T, r ScanReport, ecosystem, name string) {
+	t.Helper()
+	c := caseOf(t, ecosystem, name)
+	var got, want []string
+	for _, f := range r.Report.Findings {
+		if strings.EqualFold(f.Package, name) {
+			got = append(got, f.ID+" "+f.Severity)
+		}
+	}
+	for _, f := range c.Expected {
+		sev := strings.ToLower(f.Severity)
+		if sev == "moderate" {
+			sev = "medium"
+		}
+		want = append(want, f.ID+" "+sev)
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("%s %s %s: findings %v, want the test case's %v", ecosystem, name, c.Affected, got, want)
+	}
+}
+
+// WantCaseScans checks the scans of package name of ecosystem, uploaded
+// to repoID at the advisory data's test case's affected version and at
+// its unaffected one: exactly the case's findings for the first, none for
+// the second.
+func WantCaseScans(t *testing.T, e *origintest.Env, repoID, ecosystem, name string) {
+	t.Helper()
+	c := caseOf(t, ecosystem, name)
+	WantCase(t, ScanOf(t, e, repoID, name, c.Affected), ecosystem, name)
+	if r := ScanOf(t, e, repoID, name, c.NotAffected); len(r.Report.Findings) != 0 {
+		t.Errorf("%s %s, which the test case says is not affected: %+v", name, c.NotAffected, r.Report.Findings)
+	}
+}
+
+// WantDependencyScan checks the scan of pkg at version, which pins dep at
+// its test case's affected version: exactly that case's findings, every
+// one of them the dependency's. It returns the scan.
+func WantDependencyScan(t *testing.T, e *origintest.Env, repoID, pkg, version, ecosystem, dep string) ScanReport {
+	t.Helper()
+	r := ScanOf(t, e, repoID, pkg, version)
+	WantCase(t, r, ecosystem, dep)
+	for _, f := range r.Report.Findings {
+		if !strings.EqualFold(f.Package, dep) || f.Source != "dependency" {
+			t.Errorf("a finding of %s %s that is not of its dependency %s: %+v", pkg, version, dep, f)
+		}
+	}
+	return r
+}
+
+func caseOf(t *testing.T, ecosystem, name string) vulntest.Case {
 	t.Helper()
 	for _, c := range vulntest.Cases(t) {
-		if c.Ecosystem != ecosystem || c.Name != name {
-			continue
+		if c.Ecosystem == ecosystem && c.Name == name {
+			return c
 		}
-		var got, want []string
-		for _, f := range r.Report.Findings {
-			if strings.EqualFold(f.Package, name) {
-				got = append(got, f.ID+" "+f.Severity)
-			}
-		}
-		for _, f := range c.Expected {
-			sev := strings.ToLower(f.Severity)
-			if sev == "moderate" {
-				sev = "medium"
-			}
-			want = append(want, f.ID+" "+sev)
-		}
-		slices.Sort(got)
-		slices.Sort(want)
-		if !slices.Equal(got, want) {
-			t.Errorf("%s %s %s: findings %v, want the test case's %v", ecosystem, name, c.Affected, got, want)
-		}
-		return c
 	}
 	t.Fatalf("no test case for %s %s", ecosystem, name)
 	return vulntest.Case{}

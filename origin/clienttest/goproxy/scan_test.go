@@ -37,15 +37,6 @@ func TestModuleScans(t *testing.T) {
 	upload("github.com/gin-gonic/gin", "v1.9.1", "")
 	upload("example.com/app", "v1.0.0", "\nrequire golang.org/x/text v0.3.5\n")
 
-	c := clienttest.WantCase(t, clienttest.ScanOf(t, e, repoID, "github.com/gin-gonic/gin", "v1.9.0"), "Go", "github.com/gin-gonic/gin")
-	if r := clienttest.ScanOf(t, e, repoID, "github.com/gin-gonic/gin", c.NotAffected); len(r.Report.Findings) != 0 {
-		t.Errorf("gin %s: %+v", c.NotAffected, r.Report.Findings)
-	}
-	r := clienttest.ScanOf(t, e, repoID, "example.com/app", "v1.0.0")
-	clienttest.WantCase(t, r, "Go", "golang.org/x/text")
-	for _, f := range r.Report.Findings {
-		if f.Package != "golang.org/x/text" || f.Source != "dependency" {
-			t.Errorf("a finding of example.com/app: %+v", f)
-		}
-	}
+	clienttest.WantCaseScans(t, e, repoID, "Go", "github.com/gin-gonic/gin")
+	clienttest.WantDependencyScan(t, e, repoID, "example.com/app", "v1.0.0", "Go", "golang.org/x/text")
 }
