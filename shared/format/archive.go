@@ -139,6 +139,14 @@ var inspections = make(chan struct{}, max(2, runtime.NumCPU()))
 
 type inspectingKey struct{}
 
+// BoundedElsewhere marks ctx as a caller that bounds its archive reads
+// itself (the scanner's workers, two at a time by default): its reads,
+// which can take a while (an image's layers), do not take one of the
+// slots uploads share.
+func BoundedElsewhere(ctx context.Context) context.Context {
+	return context.WithValue(ctx, inspectingKey{}, true)
+}
+
 func inspect(ctx context.Context) (context.Context, func(), error) {
 	if ctx.Value(inspectingKey{}) != nil {
 		return ctx, func() {}, nil

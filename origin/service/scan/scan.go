@@ -305,7 +305,7 @@ func (s *Service) run(ctx context.Context, sc meta.Scan) {
 		}
 		return
 	}
-	rep, err := s.scan(ctx, &sc)
+	rep, err := s.scan(format.BoundedElsewhere(ctx), &sc) // the workers bound the scans' reads
 	if ctx.Err() != nil {
 		return // the next leader queues it again
 	}
