@@ -378,5 +378,49 @@ func TestAudit(t *testing.T) {
 		if _, ok := report.Vulnerabilities["braces"]; ok {
 			t.Errorf("npm audit reports braces 3.0.3: %+v", report.Vulnerabilities["braces"])
 		}
+
+		// The quick audit npm falls back to when the bulk request fails:
+		// the tree as its old lockfile nests it; each advisory affecting a
+		// version in it, with the paths it was found at.
+		tree := `{"name":"app","version":"1.0.0","requires":{"lodash":"4.17.11","tool":"1.0.0"},"dependencies":{
+			"lodash":{"version":"4.17.11"},"braces":{"version":"3.0.3","dev":true},
+			"tool":{"version":"1.0.0","requires":{"lodash":"4.17.11","minimist":"1.2.5"},
+				"dependencies":{"lodash":{"version":"4.17.11"},"minimist":{"version":"1.2.5"}}}}}`
+		var quick struct {
+			Advisories map[string]struct {
+				ModuleName         string `json:"module_name"`
+				VulnerableVersions string `json:"vulnerable_versions"`
+				Severity           string `json:"severity"`
+				Findings           []struct {
+					Version string   `json:"version"`
+					Paths   []string `json:"paths"`
+				} `json:"findings"`
+			} `json:"advisories"`
+			Metadata struct {
+				Vulnerabilities   map[string]int `json:"vulnerabilities"`
+				TotalDependencies int            `json:"totalDependencies"`
+				DevDependencies   int            `json:"devDependencies"`
+			} `json:"metadata"`
+		}
+		e.Do("POST", "/npm/js/-/npm/v1/security/audits/quick", "Bearer "+alice.Token, []byte(tree)).Want(200).JSON(&quick)
+		modules := map[string]int{}
+		for _, a := range quick.Advisories {
+			modules[a.ModuleName]++
+			if a.VulnerableVersions == "" || len(a.Findings) != 1 {
+				t.Errorf("quick audit advisory: %+v", a)
+			}
+			if a.ModuleName == "lodash" && !slices.Equal(a.Findings[0].Paths, []string{"lodash", "tool>lodash"}) &&
+				!slices.Equal(a.Findings[0].Paths, []string{"tool>lodash", "lodash"}) {
+				t.Errorf("lodash found at %v", a.Findings[0].Paths)
+			}
+		}
+		for _, c := range vulntest.Cases(t) {
+			if c.Ecosystem == "npm" && (c.Name == "lodash" || c.Name == "minimist") && modules[c.Name] != len(c.Expected) {
+				t.Errorf("quick audit: %d advisories for %s, the test case names %d", modules[c.Name], c.Name, len(c.Expected))
+			}
+		}
+		if modules["braces"] != 0 || quick.Metadata.TotalDependencies != 5 || quick.Metadata.DevDependencies != 1 || quick.Metadata.Vulnerabilities["critical"] == 0 {
+			t.Errorf("quick audit: %v %+v", modules, quick.Metadata)
+		}
 	})
 }

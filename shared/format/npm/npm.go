@@ -85,12 +85,11 @@ func (f *Format) limits(w *format.Writer) Limits {
 // A route declares the least a request of its method needs; the writes
 // that remove versions ask for delete as well.
 func (f *Format) Routes() []format.Route {
-	return []format.Route{
+	return append([]format.Route{
 		{Method: http.MethodGet, Path: "/{repo}/{path...}", Action: meta.ActionRead, Read: f.read},
 		{Method: http.MethodPut, Path: "/{repo}/{path...}", Action: meta.ActionWrite, Write: f.write},
 		{Method: http.MethodDelete, Path: "/{repo}/{path...}", Action: meta.ActionWrite, Write: f.write},
-		f.auditRoute(),
-	}
+	}, f.auditRoutes()...)
 }
 
 func (f *Format) read(ctx context.Context, r *format.Request) (*format.Response, error) {
