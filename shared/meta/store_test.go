@@ -130,6 +130,10 @@ func script() []Command {
 		&PolicyDelete{ID: "p2"},
 		&ViolationsRecord{Events: []Event{ViolationEvent("download", &Artifact{ID: "a2", PackageName: "tool", Version: "1.0"},
 			&Repository{ID: "r1", Name: "files", Format: "generic"}, "p1", "no criticals", "blocked", []string{"GHSA-1"}, Actor{UserID: "u1", Username: "alice"}, t0)}},
+		NewMigrationPut(Migration{ID: "m1", Status: MigrationPending, Source: MigrationSource{Type: "artifactory", URL: "https://af.example/artifactory",
+			Username: "admin", Password: "secret"}, Repositories: []string{"libs-release"}, CreatedAt: t0, CreatedBy: "alice", CreatedByID: "u1"}, true, ""),
+		&MigrationEntries{ID: "m1", Entries: []MigrationEntry{{At: t0, Kind: "log", Level: "info", Message: "listing libs-release"},
+			{At: t0, Kind: "failure", Message: "checksum mismatch", Repository: "libs-release", Path: "a/b.jar", Size: 3}}},
 	)
 }
 
