@@ -41,6 +41,7 @@ import (
 	"github.com/depot-registry/depot/origin/service/events"
 	"github.com/depot-registry/depot/origin/service/gc"
 	"github.com/depot-registry/depot/origin/service/indexer"
+	"github.com/depot-registry/depot/origin/service/migrate"
 	"github.com/depot-registry/depot/origin/service/retention"
 	"github.com/depot-registry/depot/origin/service/scan"
 	"github.com/depot-registry/depot/origin/service/webhooks"
@@ -106,6 +107,7 @@ type Origin struct {
 	backups         *backup.Service  // backups and restores, run by the leader
 	retention       *retention.Service
 	scans           *scan.Service
+	migrator        *migrate.Service
 	// baseURL is where clients reach this origin: --external-url, or the
 	// address it listens on (set once it listens).
 	baseURL     atomic.Pointer[string]
@@ -466,9 +468,13 @@ func (o *Origin) serve(context.Context) error {
 	mux.Handle(api.Prefix+"/", httpx.BodyDeadline(apiSrv, cfg.BodyTimeout))
 	mux.Handle("GET /metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
 	areas := map[string]string{}
+	servers := map[string]*format.Server{} // by repository format
 	for _, f := range formats {
 		srv := format.NewServer(f, env, writer, authn, log)
 		srv.OnWrite = apiSrv.AuditFormatWrite
+		for _, rf := range format.RepoFormats(f) {
+			servers[rf] = srv
+		}
 		for _, prefix := range format.Prefixes(f) {
 			fh := httpx.MinRate(httpx.NewFormatHandler(srv, prefix, o.blobs), cfg.MinUploadRate, cfg.UploadRateWindow)
 			if cfg.DemoMode {
@@ -478,6 +484,26 @@ func (o *Origin) serve(context.Context) error {
 			areas[prefix] = f.Name()
 		}
 	}
+	// Migrations write through the format servers, as the administrator
+	// who made them.
+	o.migrator = migrate.New(migrate.Config{Store: o.store, Commit: o.commit, Servers: servers, Node: o.nodeID, Now: now,
+		Log: log.With("component", "migrate"), SpillDir: filepath.Join(scratch, "migrate"),
+		CreateRepo: func(ctx context.Context, p *auth.Principal, name, formatName, description string) (*meta.Repository, error) {
+			repo, _, err := application.CreateRepository(ctx, p, app.NewRepository{Name: name, Format: formatName, Description: description})
+			return repo, err
+		},
+		Principal: func(userID string) (*auth.Principal, error) {
+			var u *meta.User
+			err := o.store.View(func(tx *meta.Tx) error { var err error; u, err = tx.User(userID); return err })
+			switch {
+			case err != nil:
+				return nil, err
+			case u.Disabled || u.Role != meta.RoleAdmin:
+				return nil, fmt.Errorf("%s is no longer an active administrator", u.Username)
+			}
+			return auth.JobFor(u), nil
+		}})
+	application.Migrator = o.migrator
 	mux.Handle(webui.Prefix+"/", httpx.BodyDeadline(o.ui, cfg.BodyTimeout))
 	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
@@ -679,6 +705,7 @@ func (o *Origin) leaderJobs(ctx context.Context) {
 	jobs.Go(func() { o.backups.Run(ctx) })
 	jobs.Go(func() { o.retention.Run(ctx) })
 	jobs.Go(func() { o.scans.Run(ctx) })
+	jobs.Go(func() { o.migrator.Run(ctx) })
 	jobs.Go(func() { o.syncDirectory(ctx, o.app) })
 	o.purgeSessions(ctx, time.Hour)
 }

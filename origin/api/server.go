@@ -177,16 +177,17 @@ func (s *Server) handle(pattern string, a access, h handler, o op) {
 
 // The tags of the document, in the spec's words.
 const (
-	tagAuth     = "Authentication"
-	tagUsers    = "Users and API tokens"
-	tagGroups   = "Groups and permissions"
-	tagRepos    = "Repositories and artifacts"
-	tagWebhooks = "Events and webhooks"
-	tagAdmin    = "Administration"
-	tagEdges    = "Edge nodes"
-	tagSearch   = "Search"
-	tagNodes    = "Edge node protocol"
-	tagSecurity = "Security"
+	tagAuth       = "Authentication"
+	tagUsers      = "Users and API tokens"
+	tagGroups     = "Groups and permissions"
+	tagRepos      = "Repositories and artifacts"
+	tagWebhooks   = "Events and webhooks"
+	tagAdmin      = "Administration"
+	tagEdges      = "Edge nodes"
+	tagSearch     = "Search"
+	tagNodes      = "Edge node protocol"
+	tagSecurity   = "Security"
+	tagMigrations = "Migrations"
 )
 
 var (
@@ -315,6 +316,21 @@ func (s *Server) routes() {
 		Out: app.SettingsView{}})
 	s.handle("PUT /admin/settings", adminOnly, s.putSettings, op{Tag: tagAdmin, Summary: "Change settings by key (null: back to the default), at once, on every node; refused for a setting this origin's flag fixes",
 		In: settingsChange{}, Out: app.SettingsView{}})
+	s.handle("POST /migrations", adminOnly, s.createMigration, op{Tag: tagMigrations,
+		Summary: "Make a migration from an Artifactory (shape A: source_url, source_username, source_password; shape B: source {type, url, username, password}, options), pending until started; the source is checked first (reachable, credentials, every repository named)",
+		In:      app.MigrationInput{}, Out: meta.Migration{}, Status: http.StatusCreated})
+	s.handle("GET /migrations", adminOnly, s.listMigrations, op{Tag: tagMigrations, Summary: "The migrations, newest first", Out: migrationList{}})
+	s.handle("GET /migrations/{id}", adminOnly, s.getMigration, op{Tag: tagMigrations, Summary: "A migration with its progress and estimated completion", Out: meta.Migration{}})
+	s.handle("POST /migrations/{id}/start", adminOnly, s.moveMigration("start"), op{Tag: tagMigrations, Summary: "Start a pending migration (the cluster's leader runs it)", Out: meta.Migration{}})
+	s.handle("POST /migrations/{id}/resume", adminOnly, s.moveMigration("resume"), op{Tag: tagMigrations,
+		Summary: "Resume an interrupted migration: the source is listed again and what is already here is skipped", Out: meta.Migration{}})
+	s.handle("POST /migrations/{id}/cancel", adminOnly, s.moveMigration("cancel"), op{Tag: tagMigrations, Summary: "Cancel a migration not finished (what it moved stays)", Out: meta.Migration{}})
+	s.handle("GET /migrations/{id}/logs", adminOnly, s.migrationLog("log"), op{Tag: tagMigrations, Summary: "A migration's log lines, oldest first",
+		Out: migrationEntries{}, Query: []param{{"after", "integer", "only lines after this sequence number"}, {"limit", "integer", "at most this many (1,000)"}}})
+	s.handle("GET /migrations/{id}/failures", adminOnly, s.migrationLog("failure"), op{Tag: tagMigrations, Summary: "The files a migration could not move, with why",
+		Out: migrationEntries{}, Query: []param{{"after", "integer", "only failures after this sequence number"}, {"limit", "integer", "at most this many (1,000)"}}})
+	s.handle("GET /migrations/{id}/report", adminOnly, s.migrationReport, op{Tag: tagMigrations,
+		Summary: "A migration's report: totals, checksum verification, failures, metadata and permission migration", Out: app.MigrationReport{}})
 	s.handle("GET /admin/backups", adminOnly, s.listBackups, op{Tag: tagAdmin, Summary: "List backups, newest first, with their status and progress", Out: backupList{}})
 	s.handle("POST /admin/backups", adminOnly, s.createBackup, op{Tag: tagAdmin, Summary: "Start a backup in the background: the metadata, and every blob when include_artifacts",
 		In: backupRequest{}, Out: meta.Backup{}, Status: http.StatusAccepted})

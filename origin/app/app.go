@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/depot-registry/depot/origin/service/gc"
+	"github.com/depot-registry/depot/origin/service/migrate"
 	"github.com/depot-registry/depot/origin/service/retention"
 	"github.com/depot-registry/depot/origin/service/scan"
 	"github.com/depot-registry/depot/origin/service/webhooks"
@@ -75,6 +76,8 @@ type App struct {
 	Retention *retention.Service
 	// Scans is the scanner and its advisory database (nil: none).
 	Scans *scan.Service
+	// Migrator runs migrations from other registries (nil: none).
+	Migrator *migrate.Service
 	// Cluster is the origin cluster (nil: a lone origin).
 	Cluster Cluster
 	// Directory is how directory (LDAP) users become Depot users;

@@ -53,6 +53,15 @@ const (
 // retention rules): no user, named in what it writes.
 func Job(name string) *Principal { return &Principal{Username: name, Via: CredJob} }
 
+// JobFor is a job of the registry's own acting as user u, with u's role
+// and grants as they are now (a migration writes as the administrator who
+// made it); it presents no credential.
+func JobFor(u *meta.User) *Principal {
+	p := principalOf(u)
+	p.Via, p.MustChangePassword = CredJob, false
+	return p
+}
+
 // Edge is the id of the edge node p authenticated as, or "".
 func (p *Principal) Edge() string {
 	if p == nil || p.Via != CredEdge {

@@ -224,6 +224,9 @@ type Request struct {
 	// OnDownload), for a transport that answers it again itself; nil when
 	// the answer is not a download.
 	Downloaded *meta.Artifact
+	// as is the principal an in-process caller serves the request for
+	// (Server.ServeAs); requests from the network have none.
+	as *auth.Principal
 }
 
 // Param returns a path parameter.

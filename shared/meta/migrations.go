@@ -65,8 +65,11 @@ type Migration struct {
 	FinishedAt          *time.Time        `json:"finished_at,omitempty"`
 	EstimatedCompletion *time.Time        `json:"estimated_completion,omitempty"`
 	Progress            MigrationProgress `json:"progress"`
-	// Done are the source repositories moved completely.
-	Done []string `json:"repositories_done,omitempty"`
+	// Done are the source repositories moved completely, Base the
+	// progress when the last of them was (a repository resumed counts
+	// from there again).
+	Done []string           `json:"repositories_done,omitempty"`
+	Base *MigrationProgress `json:"progress_before_repository,omitempty"`
 	// Node is the origin running it.
 	Node  string `json:"node,omitempty"`
 	Error string `json:"error,omitempty"`
@@ -104,7 +107,6 @@ type MigrationProgress struct {
 	FailedArtifacts   int64   `json:"failed_artifacts"`
 	SkippedArtifacts  int64   `json:"skipped_artifacts"`
 	Bytes             int64   `json:"bytes"`
-	TotalBytes        int64   `json:"total_bytes"`
 	CurrentRepository string  `json:"current_repository"`
 	PercentComplete   float64 `json:"percentage_complete"`
 	// Verified counts the files whose checksum matched the source's.
