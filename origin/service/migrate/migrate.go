@@ -20,7 +20,6 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"path"
 	"slices"
 	"strings"
 	"sync"
@@ -46,30 +45,6 @@ const (
 var Formats = map[string]string{
 	"generic": "generic", "maven": "maven", "gradle": "gradle", "npm": "npm", "pypi": "pypi", "docker": "docker",
 	"go": "go", "helm": "helm", "nuget": "nuget", "gems": "rubygems", "composer": "composer", "conda": "conda", "cargo": "crates",
-}
-
-// writers are the formats whose files move one by one through their
-// write path as the files themselves; the others are listed as not
-// migrated (yet) in the log.
-var writers = map[string]func(p string) (skip string){
-	"generic": func(string) string { return "" },
-	"maven":   mavenFile,
-	"gradle":  mavenFile,
-}
-
-// mavenFile says why a Maven repository's file is not moved: what the
-// registry writes itself (metadata, checksum files).
-func mavenFile(p string) string {
-	base := path.Base(p)
-	for _, ext := range []string{".md5", ".sha1", ".sha256", ".sha512"} {
-		if strings.HasSuffix(base, ext) {
-			return "a checksum file: served here from the file itself"
-		}
-	}
-	if strings.HasPrefix(base, "maven-metadata.xml") {
-		return "Maven metadata: written here from the versions stored"
-	}
-	return ""
 }
 
 // Config of a Service.
@@ -276,6 +251,9 @@ type job struct {
 	log     []meta.MigrationEntry // not yet committed
 	start   time.Time
 	handled int64 // files handled in this run, for the estimate
+	// packages moved, by repository here (seen: the same, as a set)
+	packages map[string][]string
+	seen     map[string]bool
 }
 
 // run runs one migration to its end (or until it is stopped).
@@ -393,7 +371,8 @@ func (j *job) runAll(ctx context.Context) error {
 	// Totals first, so the progress has them from the start.
 	j.prog.TotalArtifacts = 0
 	for _, key := range j.m.Repositories {
-		if r := byKey[key]; r.Local() && writers[Formats[strings.ToLower(r.PackageType)]] != nil {
+		r := byKey[key]
+		if _, ok := adapters[Formats[strings.ToLower(r.PackageType)]]; r.Local() && ok {
 			page, err := j.src.Items(ctx, key, 0, 1)
 			if err != nil {
 				return err
@@ -437,7 +416,7 @@ func (j *job) repository(ctx context.Context, r artifactory.Repo) error {
 	case formatName == "":
 		j.logf("warn", "%s: skipped: package type %q is not one this registry serves", r.Key, r.PackageType)
 		return nil
-	case writers[formatName] == nil:
+	case adapters[formatName].write == nil:
 		j.logf("warn", "%s: skipped: %s repositories are not migrated yet", r.Key, formatName)
 		return nil
 	}
@@ -480,8 +459,26 @@ func (j *job) repository(ctx context.Context, r artifactory.Repo) error {
 			return err
 		}
 		if len(page.Items) < opts.BatchSize {
-			return nil
+			break
 		}
+	}
+	if formatName == "npm" && !opts.DryRun {
+		j.npmTags(ctx, r.Key, repo)
+	}
+	return nil
+}
+
+// touched notes a package moved into a repository (for what is set once
+// the repository is moved: npm's dist-tags).
+func (j *job) touched(repo, pkg string) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.seen == nil {
+		j.seen, j.packages = map[string]bool{}, map[string][]string{}
+	}
+	if k := repo + "\x00" + pkg; !j.seen[k] {
+		j.seen[k] = true
+		j.packages[repo] = append(j.packages[repo], pkg)
 	}
 }
 
@@ -517,17 +514,23 @@ func (j *job) targetRepo(ctx context.Context, name, formatName, description stri
 func (j *job) file(ctx context.Context, srcRepo string, repo *meta.Repository, formatName string, it artifactory.Item) {
 	p := it.FullPath()
 	size := int64(it.Size)
-	if why := writers[formatName](p); why != "" {
+	ad := adapters[formatName]
+	if why := ad.skip(p); why != "" {
 		j.mu.Lock()
 		j.handled++
 		j.prog.SkippedArtifacts++
 		j.mu.Unlock()
 		return
 	}
+	here, err := ad.target(p)
+	if err != nil {
+		j.failure(srcRepo, p, size, err.Error())
+		return
+	}
 	if repo.ID != "" {
 		var have *meta.Artifact
 		_ = j.s.cfg.Store.View(func(tx *meta.Tx) error {
-			have, _ = tx.ArtifactByPath(repo.ID, p)
+			have, _ = tx.ArtifactByPath(repo.ID, here)
 			return nil
 		})
 		if have != nil {
@@ -544,7 +547,6 @@ func (j *job) file(ctx context.Context, srcRepo string, repo *meta.Repository, f
 		return
 	}
 	opts := j.m.Options
-	var err error
 	for attempt := 0; attempt <= opts.RetryAttempts; attempt++ {
 		if attempt > 0 {
 			select {
@@ -554,7 +556,7 @@ func (j *job) file(ctx context.Context, srcRepo string, repo *meta.Repository, f
 			}
 		}
 		var verified bool
-		verified, err = j.copy(ctx, srcRepo, repo, p, it)
+		verified, err = j.copy(ctx, srcRepo, repo, ad, p, it)
 		if err == nil {
 			j.done(size, verified)
 			return
@@ -599,7 +601,7 @@ func (e *finalError) Error() string { return e.err.Error() }
 
 // copy downloads a file into a spill file, checks it against the
 // source's checksum, and writes it through the format.
-func (j *job) copy(ctx context.Context, srcRepo string, repo *meta.Repository, p string, it artifactory.Item) (bool, error) {
+func (j *job) copy(ctx context.Context, srcRepo string, repo *meta.Repository, ad adapter, p string, it artifactory.Item) (bool, error) {
 	tctx, cancel := context.WithTimeout(ctx, time.Duration(j.m.Options.TimeoutSeconds)*time.Second)
 	defer cancel()
 	body, err := j.src.Open(tctx, srcRepo, p)
@@ -641,22 +643,7 @@ func (j *job) copy(ctx context.Context, srcRepo string, repo *meta.Repository, p
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return false, err
 	}
-	srv := j.s.cfg.Servers[repo.Format]
-	if srv == nil {
-		return false, &finalError{fmt.Errorf("no %s format here", repo.Format)}
-	}
-	req := &format.Request{Method: http.MethodPut, Path: "/" + repo.Name + "/" + p, RawPath: "/" + repo.Name + "/" + p,
-		Header: http.Header{}, Body: f, ContentLength: n, RemoteAddr: "migration", RequestID: "migration-" + j.m.ID}
-	resp := srv.ServeAs(ctx, j.p, req)
-	if resp.Status >= 300 {
-		msg := strings.TrimSpace(string(resp.Body))
-		if len(msg) > 300 {
-			msg = msg[:300]
-		}
-		err := fmt.Errorf("refused here (%d): %s", resp.Status, msg)
-		if resp.Status < 500 {
-			return false, &finalError{err}
-		}
+	if err := ad.write(ctx, j, repo, p, f, n); err != nil {
 		return false, err
 	}
 	return verified, nil

@@ -37,3 +37,10 @@ func (f *Format) Inspect(ctx context.Context, s format.Stored) (format.PackageIn
 	files.Fill(&info)
 	return info.Bounded(), nil
 }
+
+// TarballManifest is the package.json of a package tarball of size
+// bytes, read by the rules a publish checks tarballs by (an importer
+// rebuilding a publish from a tarball).
+func TarballManifest(ctx context.Context, r io.Reader, size int64) ([]byte, error) {
+	return readTarball(ctx, r, size, DefaultLimits, nil)
+}

@@ -233,6 +233,16 @@ func (c *Client) Properties(ctx context.Context, repo, path string) (map[string]
 	return ans.Properties, err
 }
 
+// NpmDistTags are the dist-tags of an npm package of a repository, from
+// the packument Artifactory serves npm.
+func (c *Client) NpmDistTags(ctx context.Context, repo, pkg string) (map[string]string, error) {
+	var ans struct {
+		DistTags map[string]string `json:"dist-tags"`
+	}
+	err := c.getJSON(ctx, http.MethodGet, "/api/npm/"+url.PathEscape(repo)+"/"+strings.Replace(url.PathEscape(pkg), "%2F", "%2f", 1), nil, &ans)
+	return ans.DistTags, err
+}
+
 // escapePath escapes each segment of a path.
 func escapePath(p string) string {
 	segs := strings.Split(p, "/")

@@ -17,6 +17,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
@@ -40,6 +41,7 @@ type Server struct {
 	drop      map[string]bool // close the connection halfway, every time
 	delay     time.Duration   // before every download
 	downloads map[string]int
+	distTags  map[string]map[string]string // "repo/package" -> npm dist-tags
 }
 
 type repo struct {
@@ -63,7 +65,8 @@ type File struct {
 // New starts the instance, signing in user with password.
 func New(t testing.TB, user, password string) *Server {
 	s := &Server{User: user, Password: password, files: map[string]map[string]*File{},
-		fail: map[string]int{}, corrupt: map[string]bool{}, drop: map[string]bool{}, downloads: map[string]int{}}
+		fail: map[string]int{}, corrupt: map[string]bool{}, drop: map[string]bool{}, downloads: map[string]int{},
+		distTags: map[string]map[string]string{}}
 	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(s.Close)
 	return s
@@ -93,6 +96,14 @@ func (s *Server) Put(repoKey, path string, f File) {
 		f.CreatedBy = "deployer"
 	}
 	s.files[repoKey][path] = &f
+}
+
+// SetDistTags sets an npm package's dist-tags, as Artifactory's npm API
+// answers them.
+func (s *Server) SetDistTags(repoKey, pkg string, tags map[string]string) {
+	s.mu.Lock()
+	s.distTags[repoKey+"/"+pkg] = tags
+	s.mu.Unlock()
 }
 
 // Fail makes the next n downloads of a file answer 500.
@@ -169,6 +180,17 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, out)
 	case p == "/api/search/aql" && r.Method == http.MethodPost:
 		s.aql(w, r)
+	case strings.HasPrefix(p, "/api/npm/"):
+		rest, _ := url.PathUnescape(strings.TrimPrefix(r.URL.EscapedPath(), "/artifactory/api/npm/"))
+		s.mu.Lock()
+		tags, ok := s.distTags[rest]
+		s.mu.Unlock()
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		repoKey, pkg, _ := strings.Cut(rest, "/")
+		writeJSON(w, map[string]any{"name": pkg, "dist-tags": tags, "versions": map[string]any{}, "_repo": repoKey})
 	case strings.HasPrefix(p, "/api/storage/"):
 		s.storage(w, r, strings.TrimPrefix(p, "/api/storage/"))
 	case strings.HasPrefix(p, "/api/"):

@@ -1,0 +1,209 @@
+package migrate
+
+import (
+	"context"
+	"crypto/sha1"
+	"crypto/sha512"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path"
+	"strings"
+
+	"github.com/depot-registry/depot/shared/format"
+	"github.com/depot-registry/depot/shared/format/npm"
+	"github.com/depot-registry/depot/shared/meta"
+)
+
+// adapter moves one format's files: what it leaves to the registry,
+// where a file is kept here (to find it already moved), and how it is
+// written, through the format's own write path.
+type adapter struct {
+	// skip says why a file is not moved ("": it is).
+	skip func(p string) string
+	// target is the artifact path here of the source's file at p.
+	target func(p string) (string, error)
+	// write writes the file (n bytes in f, at p in the source) into repo.
+	write func(ctx context.Context, j *job, repo *meta.Repository, p string, f *os.File, n int64) error
+}
+
+// adapters are the formats migrated so far, by format here.
+var adapters = map[string]adapter{
+	"generic": {skip: func(string) string { return "" }, target: samePath, write: putFile},
+	"maven":   {skip: mavenFile, target: samePath, write: putFile},
+	"gradle":  {skip: mavenFile, target: samePath, write: putFile},
+	"npm":     {skip: npmFile, target: npmTarget, write: publishNPM},
+}
+
+func samePath(p string) (string, error) { return p, nil }
+
+// mavenFile says why a Maven repository's file is not moved: what the
+// registry writes itself (metadata, checksum files).
+func mavenFile(p string) string {
+	base := path.Base(p)
+	for _, ext := range []string{".md5", ".sha1", ".sha256", ".sha512"} {
+		if strings.HasSuffix(base, ext) {
+			return "a checksum file: served here from the file itself"
+		}
+	}
+	if strings.HasPrefix(base, "maven-metadata.xml") {
+		return "Maven metadata: written here from the versions stored"
+	}
+	return ""
+}
+
+// putFile writes a file as its client uploads it: PUT at its path.
+func putFile(ctx context.Context, j *job, repo *meta.Repository, p string, f *os.File, n int64) error {
+	return j.serve(ctx, repo, http.MethodPut, "/"+repo.Name+"/"+p, f, n, nil)
+}
+
+// npmFile: an npm repository's tarballs move; Artifactory's own metadata
+// (.npm/) is rebuilt here from them.
+func npmFile(p string) string {
+	if !strings.HasSuffix(p, ".tgz") || !strings.Contains(p, "/-/") {
+		return "npm metadata: the registry builds it from the tarballs"
+	}
+	return ""
+}
+
+// npmTarball reads a tarball's package name and version from its path,
+// <name>/-/[<@scope>/]<base>-<version>.tgz.
+func npmTarball(p string) (npm.Name, string, error) {
+	name, file, ok := strings.Cut(p, "/-/")
+	if !ok {
+		return npm.Name{}, "", fmt.Errorf("%s is not an npm tarball's path", p)
+	}
+	n, err := npm.ParseName(name)
+	if err != nil {
+		return npm.Name{}, "", err
+	}
+	file = strings.TrimSuffix(path.Base(file), ".tgz")
+	version, ok := strings.CutPrefix(file, n.Base+"-")
+	if !ok || version == "" {
+		return npm.Name{}, "", fmt.Errorf("%s does not name a version of %s", p, n)
+	}
+	return n, version, nil
+}
+
+func npmTarget(p string) (string, error) {
+	n, v, err := npmTarball(p)
+	if err != nil {
+		return "", err
+	}
+	return n.Path(v), nil
+}
+
+// publishNPM publishes a tarball as npm publish does: the document with
+// the tarball's package.json as the version's manifest and the tarball
+// attached (streamed, base64, never whole in memory). The package's
+// dist-tags are set from the source's once its repository is moved.
+func publishNPM(ctx context.Context, j *job, repo *meta.Repository, p string, f *os.File, n int64) error {
+	name, version, err := npmTarball(p)
+	if err != nil {
+		return err
+	}
+	raw, err := npm.TarballManifest(ctx, f, n)
+	if err != nil {
+		return err
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return fmt.Errorf("the tarball's package.json: %w", err)
+	}
+	var inside struct{ Name, Version string }
+	_ = json.Unmarshal(raw, &inside)
+	if inside.Name != name.String() || inside.Version != version {
+		return fmt.Errorf("the tarball's package.json says %s@%s, its path %s@%s", inside.Name, inside.Version, name, version)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	s1, s512 := sha1.New(), sha512.New()
+	if _, err := io.Copy(io.MultiWriter(s1, s512), f); err != nil {
+		return err
+	}
+	id, _ := json.Marshal(name.String() + "@" + version)
+	m["_id"] = id
+	m["dist"], _ = json.Marshal(map[string]string{"shasum": hex.EncodeToString(s1.Sum(nil)),
+		"integrity": "sha512-" + base64.StdEncoding.EncodeToString(s512.Sum(nil)), "tarball": name.File(version)})
+	manifest, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	qname, _ := json.Marshal(name.String())
+	qver, _ := json.Marshal(version)
+	qfile, _ := json.Marshal(name.File(version))
+	head := fmt.Sprintf(`{"_id":%s,"name":%s,"dist-tags":{"latest":%s},"versions":{%s:%s},"_attachments":{%s:{"content_type":"application/octet-stream","length":%d,"data":"`,
+		qname, qname, qver, qver, manifest, qfile, n)
+	pr, pw := io.Pipe()
+	go func() {
+		enc := base64.NewEncoder(base64.StdEncoding, pw)
+		_, err := io.Copy(enc, f)
+		if err == nil {
+			err = enc.Close()
+		}
+		pw.CloseWithError(err)
+	}()
+	defer pr.Close()
+	body := io.MultiReader(strings.NewReader(head), pr, strings.NewReader(`"}}}`))
+	size := int64(len(head)) + int64(base64.StdEncoding.EncodedLen(int(n))) + 4
+	j.touched(repo.Name, name.String())
+	return j.serve(ctx, repo, http.MethodPut, "/"+repo.Name+"/"+strings.Replace(name.String(), "/", "%2f", 1), body, size,
+		map[string]string{"Content-Type": "application/json"})
+}
+
+// npmTags sets the dist-tags of the packages moved into repo as the
+// source has them (the last version published holds latest until then).
+func (j *job) npmTags(ctx context.Context, srcRepo string, repo *meta.Repository) {
+	for _, pkg := range j.packages[repo.Name] {
+		tags, err := j.src.NpmDistTags(ctx, srcRepo, pkg)
+		if err != nil {
+			j.logf("warn", "%s: the dist-tags of %s could not be read (%v): latest is the last version moved", srcRepo, pkg, err)
+			continue
+		}
+		for tag, v := range tags {
+			q, _ := json.Marshal(v)
+			err := j.serve(ctx, repo, http.MethodPut, "/"+repo.Name+"/-/package/"+strings.Replace(pkg, "/", "%2f", 1)+"/dist-tags/"+tag,
+				strings.NewReader(string(q)), int64(len(q)), map[string]string{"Content-Type": "application/json"})
+			if err != nil {
+				j.logf("warn", "%s: dist-tag %s of %s (%s): %v", srcRepo, tag, pkg, v, err)
+			}
+		}
+	}
+}
+
+// serve writes through the format's server, as the migration's writer.
+func (j *job) serve(ctx context.Context, repo *meta.Repository, method, p string, body io.Reader, n int64, header map[string]string) error {
+	srv := j.s.cfg.Servers[repo.Format]
+	if srv == nil {
+		return &finalError{fmt.Errorf("no %s format here", repo.Format)}
+	}
+	h := http.Header{}
+	for k, v := range header {
+		h.Set(k, v)
+	}
+	rawPath := p
+	decoded := strings.ReplaceAll(p, "%2f", "/")
+	req := &format.Request{Method: method, Path: decoded, RawPath: rawPath, Header: h, Body: body, ContentLength: n,
+		RemoteAddr: "migration", RequestID: "migration-" + j.m.ID}
+	resp := srv.ServeAs(ctx, j.p, req)
+	if resp.Status >= 300 {
+		msg := strings.TrimSpace(string(resp.Body))
+		if len(msg) > 300 {
+			msg = msg[:300]
+		}
+		err := fmt.Errorf("refused here (%d): %s", resp.Status, msg)
+		if resp.Status < 500 {
+			return &finalError{err}
+		}
+		return err
+	}
+	return nil
+}
