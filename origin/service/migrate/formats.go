@@ -3,12 +3,14 @@ package migrate
 import (
 	"context"
 	"crypto/sha1"
+	"crypto/sha256"
 	"crypto/sha512"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
+	"mime/multipart"
 	"net/http"
 	"os"
 	"path"
@@ -16,6 +18,7 @@ import (
 
 	"github.com/depot-registry/depot/shared/format"
 	"github.com/depot-registry/depot/shared/format/npm"
+	"github.com/depot-registry/depot/shared/format/pypi"
 	"github.com/depot-registry/depot/shared/meta"
 )
 
@@ -37,6 +40,7 @@ var adapters = map[string]adapter{
 	"maven":   {skip: mavenFile, target: samePath, write: putFile},
 	"gradle":  {skip: mavenFile, target: samePath, write: putFile},
 	"npm":     {skip: npmFile, target: npmTarget, write: publishNPM},
+	"pypi":    {skip: pypiFile, target: pypiTarget, write: uploadPyPI},
 }
 
 func samePath(p string) (string, error) { return p, nil }
@@ -206,4 +210,79 @@ func (j *job) serve(ctx context.Context, repo *meta.Repository, method, p string
 		return err
 	}
 	return nil
+}
+
+// pypiFile: a PyPI repository's distributions (wheels, sdists) move;
+// Artifactory's own indexes (.pypi/) are the registry's to build.
+func pypiFile(p string) string {
+	if strings.HasPrefix(p, ".pypi/") {
+		return "PyPI index pages: the registry builds them"
+	}
+	if _, err := pypi.ParseFilename(path.Base(p)); err != nil {
+		return "not a distribution file"
+	}
+	return ""
+}
+
+// pypiDist is a distribution's project name and version, from its file
+// name, with the version of the folder it is in (<name>/<version>/<file>)
+// where there is one.
+func pypiDist(p string) (name, version string, err error) {
+	d, err := pypi.ParseFilename(path.Base(p))
+	if err != nil {
+		return "", "", err
+	}
+	name, version = d.Name, d.Version
+	if segs := strings.Split(p, "/"); len(segs) >= 3 && d.Kind == pypi.KindSdist {
+		version = segs[len(segs)-2] // an sdist's name may hold "-": the folder says where the version starts
+		name = strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(path.Base(p), ".tar.gz"), ".zip"), "-"+version)
+	}
+	return name, version, nil
+}
+
+func pypiTarget(p string) (string, error) {
+	name, version, err := pypiDist(p)
+	if err != nil {
+		return "", err
+	}
+	return pypi.Normalize(name) + "/" + version + "/" + path.Base(p), nil
+}
+
+// uploadPyPI uploads a distribution as twine does: the upload form with
+// its name, version and digest, the file streamed as its content part.
+func uploadPyPI(ctx context.Context, j *job, repo *meta.Repository, p string, f *os.File, n int64) error {
+	name, version, err := pypiDist(p)
+	if err != nil {
+		return err
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return err
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	pr, pw := io.Pipe()
+	mw := multipart.NewWriter(pw)
+	go func() {
+		err := func() error {
+			for k, v := range map[string]string{":action": "file_upload", "protocol_version": "1", "name": name, "version": version,
+				"sha256_digest": hex.EncodeToString(h.Sum(nil))} {
+				if err := mw.WriteField(k, v); err != nil {
+					return err
+				}
+			}
+			part, err := mw.CreateFormFile("content", path.Base(p))
+			if err != nil {
+				return err
+			}
+			if _, err := io.Copy(part, f); err != nil {
+				return err
+			}
+			return mw.Close()
+		}()
+		pw.CloseWithError(err)
+	}()
+	defer pr.Close()
+	return j.serve(ctx, repo, http.MethodPost, "/"+repo.Name, pr, -1, map[string]string{"Content-Type": mw.FormDataContentType()})
 }

@@ -1,0 +1,61 @@
+package pypi_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/depot-registry/depot/origin/clienttest"
+	"github.com/depot-registry/depot/origin/origintest"
+	"github.com/depot-registry/depot/origin/service/migrate/artifactorytest"
+	"github.com/depot-registry/depot/shared/meta"
+)
+
+// TestMigrateFromArtifactory: a PyPI repository of an Artifactory (a
+// wheel and an sdist of a project named with capitals and a dot, in its
+// <name>/<version>/ layout, and its own .pypi index pages) is migrated
+// here: each distribution is uploaded as twine uploads it, the index
+// pages are left to the registry, and pip installs the project from here.
+func TestMigrateFromArtifactory(t *testing.T) {
+	clienttest.RequireClients(t, "python3")
+	e := clienttest.Start(t)
+	dists := build(t, project{Name: "Demo.Lib", Module: "demo_lib", Version: "1.2.0", Body: "WORD = 'migrated'\n"})
+	af := artifactorytest.New(t, "af-admin", "af-password")
+	af.AddRepo("pypi-local", "LOCAL", "Pypi", "python packages")
+	for _, d := range dists {
+		data, err := os.ReadFile(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		af.Put("pypi-local", "Demo.Lib/1.2.0/"+filepath.Base(d), artifactorytest.File{Data: data})
+	}
+	af.Put("pypi-local", ".pypi/demo-lib.html", artifactorytest.File{Data: []byte("<html></html>")})
+
+	var m meta.Migration
+	e.Do("POST", "/api/v1/migrations", e.Admin, map[string]any{"source_url": af.URL, "source_username": "af-admin", "source_password": "af-password",
+		"repositories": []string{"pypi-local"}}).Want(201).JSON(&m)
+	e.Do("POST", "/api/v1/migrations/"+m.ID+"/start", e.Admin, nil).Want(200)
+	for end := time.Now().Add(60 * time.Second); !meta.MigrationDone(m.Status); time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("the migration is still %s: %+v", m.Status, m.Progress)
+		}
+		e.Do("GET", "/api/v1/migrations/"+m.ID, e.Admin, nil).Want(200).JSON(&m)
+	}
+	if m.Status != meta.MigrationCompleted || m.Progress.MigratedArtifacts != 2 || m.Progress.SkippedArtifacts != 1 {
+		var f struct{ Entries []meta.MigrationEntry }
+		e.Do("GET", "/api/v1/migrations/"+m.ID+"/failures", e.Admin, nil).JSON(&f)
+		t.Fatalf("the migration: %s %+v; failures %+v", m.Status, m.Progress, f.Entries)
+	}
+	index := "http://admin:" + origintest.AdminPassword + "@" + clienttest.HostPort(e) + "/pypi/pypi-local/simple/"
+	bin := venv(t, "python3")
+	out := clienttest.Run(t, clienttest.Cmd{Env: pipEnv(t), Name: filepath.Join(bin, "pip"), Args: []string{
+		"install", "--no-cache-dir", "--index-url", index, "demo-lib==1.2.0"}})
+	if !strings.Contains(out, "Successfully installed") {
+		t.Fatalf("pip install:\n%s", out)
+	}
+	if got := clienttest.Run(t, clienttest.Cmd{Env: pipEnv(t), Name: filepath.Join(bin, "python"), Args: []string{"-c", "import demo_lib; print(demo_lib.WORD)"}}); strings.TrimSpace(got) != "migrated" {
+		t.Errorf("the installed module says %q", got)
+	}
+}
