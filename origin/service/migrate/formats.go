@@ -12,9 +12,11 @@ import (
 	"io"
 	"mime/multipart"
 	"net/http"
+	"net/url"
 	"os"
 	"path"
 	"strings"
+	"time"
 
 	"github.com/depot-registry/depot/shared/format"
 	"github.com/depot-registry/depot/shared/format/npm"
@@ -31,7 +33,7 @@ type adapter struct {
 	// target is the artifact path here of the source's file at p.
 	target func(p string) (string, error)
 	// write writes the file (n bytes in f, at p in the source) into repo.
-	write func(ctx context.Context, j *job, repo *meta.Repository, p string, f *os.File, n int64) error
+	write func(ctx context.Context, j *job, srcRepo string, repo *meta.Repository, p string, f *os.File, n int64) error
 }
 
 // adapters are the formats migrated so far, by format here.
@@ -41,6 +43,7 @@ var adapters = map[string]adapter{
 	"gradle":  {skip: mavenFile, target: samePath, write: putFile},
 	"npm":     {skip: npmFile, target: npmTarget, write: publishNPM},
 	"pypi":    {skip: pypiFile, target: pypiTarget, write: uploadPyPI},
+	"docker":  {skip: dockerFile, target: dockerTarget, write: pushImage},
 }
 
 func samePath(p string) (string, error) { return p, nil }
@@ -61,7 +64,7 @@ func mavenFile(p string) string {
 }
 
 // putFile writes a file as its client uploads it: PUT at its path.
-func putFile(ctx context.Context, j *job, repo *meta.Repository, p string, f *os.File, n int64) error {
+func putFile(ctx context.Context, j *job, srcRepo string, repo *meta.Repository, p string, f *os.File, n int64) error {
 	return j.serve(ctx, repo, http.MethodPut, "/"+repo.Name+"/"+p, f, n, nil)
 }
 
@@ -105,7 +108,7 @@ func npmTarget(p string) (string, error) {
 // the tarball's package.json as the version's manifest and the tarball
 // attached (streamed, base64, never whole in memory). The package's
 // dist-tags are set from the source's once its repository is moved.
-func publishNPM(ctx context.Context, j *job, repo *meta.Repository, p string, f *os.File, n int64) error {
+func publishNPM(ctx context.Context, j *job, srcRepo string, repo *meta.Repository, p string, f *os.File, n int64) error {
 	name, version, err := npmTarball(p)
 	if err != nil {
 		return err
@@ -185,9 +188,15 @@ func (j *job) npmTags(ctx context.Context, srcRepo string, repo *meta.Repository
 
 // serve writes through the format's server, as the migration's writer.
 func (j *job) serve(ctx context.Context, repo *meta.Repository, method, p string, body io.Reader, n int64, header map[string]string) error {
+	_, err := j.serveQuery(ctx, repo, method, p, nil, body, n, header)
+	return err
+}
+
+// serveQuery is serve with a query, answering the response too.
+func (j *job) serveQuery(ctx context.Context, repo *meta.Repository, method, p string, query url.Values, body io.Reader, n int64, header map[string]string) (*format.Response, error) {
 	srv := j.s.cfg.Servers[repo.Format]
 	if srv == nil {
-		return &finalError{fmt.Errorf("no %s format here", repo.Format)}
+		return nil, &finalError{fmt.Errorf("no %s format here", repo.Format)}
 	}
 	h := http.Header{}
 	for k, v := range header {
@@ -195,7 +204,10 @@ func (j *job) serve(ctx context.Context, repo *meta.Repository, method, p string
 	}
 	rawPath := p
 	decoded := strings.ReplaceAll(p, "%2f", "/")
-	req := &format.Request{Method: method, Path: decoded, RawPath: rawPath, Header: h, Body: body, ContentLength: n,
+	if query == nil {
+		query = url.Values{}
+	}
+	req := &format.Request{Method: method, Path: decoded, RawPath: rawPath, Query: query, Header: h, Body: body, ContentLength: n,
 		RemoteAddr: "migration", RequestID: "migration-" + j.m.ID}
 	resp := srv.ServeAs(ctx, j.p, req)
 	if resp.Status >= 300 {
@@ -205,11 +217,11 @@ func (j *job) serve(ctx context.Context, repo *meta.Repository, method, p string
 		}
 		err := fmt.Errorf("refused here (%d): %s", resp.Status, msg)
 		if resp.Status < 500 {
-			return &finalError{err}
+			return resp, &finalError{err}
 		}
-		return err
+		return resp, err
 	}
-	return nil
+	return resp, nil
 }
 
 // pypiFile: a PyPI repository's distributions (wheels, sdists) move;
@@ -250,7 +262,7 @@ func pypiTarget(p string) (string, error) {
 
 // uploadPyPI uploads a distribution as twine does: the upload form with
 // its name, version and digest, the file streamed as its content part.
-func uploadPyPI(ctx context.Context, j *job, repo *meta.Repository, p string, f *os.File, n int64) error {
+func uploadPyPI(ctx context.Context, j *job, srcRepo string, repo *meta.Repository, p string, f *os.File, n int64) error {
 	name, version, err := pypiDist(p)
 	if err != nil {
 		return err
@@ -285,4 +297,110 @@ func uploadPyPI(ctx context.Context, j *job, repo *meta.Repository, p string, f 
 	}()
 	defer pr.Close()
 	return j.serve(ctx, repo, http.MethodPost, "/"+repo.Name, pr, -1, map[string]string{"Content-Type": mw.FormDataContentType()})
+}
+
+// An image in Artifactory's layout: <image>/<tag>/manifest.json beside
+// its blobs (config and layers), each stored as sha256__<hex>. An image
+// moves at its manifest: each blob it names is pushed (unless the image
+// has it already), then the manifest under its tag, as a client pushes.
+
+const dockerManifest = "manifest.json"
+
+func dockerFile(p string) string {
+	switch base := path.Base(p); {
+	case base == dockerManifest:
+		return ""
+	case strings.HasPrefix(base, "sha256__"):
+		return "an image's blob: pushed with the manifest that names it"
+	case base == "list.manifest.json":
+		return "an image index (several platforms): not migrated yet"
+	}
+	return "not part of an image"
+}
+
+// dockerImage is the image and tag of a manifest's path.
+func dockerImage(p string) (image, tag string, err error) {
+	dir := path.Dir(p)
+	image, tag = path.Dir(dir), path.Base(dir)
+	if image == "." || image == "" || tag == "" {
+		return "", "", fmt.Errorf("%s is not <image>/<tag>/manifest.json", p)
+	}
+	return image, tag, nil
+}
+
+func dockerTarget(p string) (string, error) {
+	image, tag, err := dockerImage(p)
+	return image + ":" + tag, err
+}
+
+// pushImage pushes the image a manifest (n bytes in f) describes.
+func pushImage(ctx context.Context, j *job, srcRepo string, repo *meta.Repository, p string, f *os.File, n int64) error {
+	image, tag, err := dockerImage(p)
+	if err != nil {
+		return &finalError{err}
+	}
+	raw, err := io.ReadAll(io.LimitReader(f, 4<<20+1))
+	if err != nil {
+		return err
+	}
+	if len(raw) > 4<<20 {
+		return &finalError{fmt.Errorf("the manifest is larger than 4 MiB")}
+	}
+	var m struct {
+		MediaType string `json:"mediaType"`
+		Config    *struct {
+			Digest string `json:"digest"`
+		} `json:"config"`
+		Layers []struct {
+			Digest string `json:"digest"`
+		} `json:"layers"`
+	}
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return &finalError{fmt.Errorf("the manifest is not JSON: %w", err)}
+	}
+	if m.Config == nil {
+		return &finalError{fmt.Errorf("a manifest of media type %q (not an image's) is not migrated yet", m.MediaType)}
+	}
+	digests := []string{m.Config.Digest}
+	for _, l := range m.Layers {
+		digests = append(digests, l.Digest)
+	}
+	base := "/" + repo.Name + "/" + image
+	for _, d := range digests {
+		hexd, ok := strings.CutPrefix(d, "sha256:")
+		if !ok || len(hexd) != 64 {
+			return &finalError{fmt.Errorf("the manifest names a blob %q that is not sha256", d)}
+		}
+		unlock := j.lock(repo.Name + " " + image + " " + d) // one push of a blob that tags moved at once share
+		if resp, err := j.serveQuery(ctx, repo, http.MethodGet, base+"/blobs/"+d, nil, nil, 0, nil); err == nil && resp.Status == http.StatusOK {
+			unlock()
+			continue // the image has it (another tag's)
+		}
+		err := j.pushBlob(ctx, srcRepo, repo, base, path.Dir(p)+"/sha256__"+hexd, d)
+		unlock()
+		if err != nil {
+			return err
+		}
+	}
+	mt := m.MediaType
+	if mt == "" {
+		mt = "application/vnd.docker.distribution.manifest.v2+json"
+	}
+	return j.serve(ctx, repo, http.MethodPut, base+"/manifests/"+tag, strings.NewReader(string(raw)), int64(len(raw)),
+		map[string]string{"Content-Type": mt})
+}
+
+// pushBlob downloads a blob from the source's folder and pushes it in
+// one request (the OCI monolithic upload, which checks its digest).
+func (j *job) pushBlob(ctx context.Context, srcRepo string, repo *meta.Repository, base, srcPath, digest string) error {
+	tctx, cancel := context.WithTimeout(ctx, time.Duration(j.m.Options.TimeoutSeconds)*time.Second)
+	defer cancel()
+	body, err := j.src.Open(tctx, srcRepo, srcPath)
+	if err != nil {
+		return fmt.Errorf("the blob %s: %w", digest, err)
+	}
+	defer body.Close()
+	_, err = j.serveQuery(ctx, repo, http.MethodPost, base+"/blobs/uploads/", url.Values{"digest": {digest}}, body, -1,
+		map[string]string{"Content-Type": "application/octet-stream"})
+	return err
 }

@@ -254,6 +254,7 @@ type job struct {
 	// packages moved, by repository here (seen: the same, as a set)
 	packages map[string][]string
 	seen     map[string]bool
+	locks    map[string]*sync.Mutex // by key, see lock
 }
 
 // run runs one migration to its end (or until it is stopped).
@@ -468,6 +469,23 @@ func (j *job) repository(ctx context.Context, r artifactory.Repo) error {
 	return nil
 }
 
+// lock takes the job's lock of key (a blob being pushed), made on first
+// use; it answers the unlock.
+func (j *job) lock(key string) func() {
+	j.mu.Lock()
+	if j.locks == nil {
+		j.locks = map[string]*sync.Mutex{}
+	}
+	l := j.locks[key]
+	if l == nil {
+		l = &sync.Mutex{}
+		j.locks[key] = l
+	}
+	j.mu.Unlock()
+	l.Lock()
+	return l.Unlock
+}
+
 // touched notes a package moved into a repository (for what is set once
 // the repository is moved: npm's dist-tags).
 func (j *job) touched(repo, pkg string) {
@@ -643,7 +661,7 @@ func (j *job) copy(ctx context.Context, srcRepo string, repo *meta.Repository, a
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return false, err
 	}
-	if err := ad.write(ctx, j, repo, p, f, n); err != nil {
+	if err := ad.write(ctx, j, srcRepo, repo, p, f, n); err != nil {
 		return false, err
 	}
 	return verified, nil

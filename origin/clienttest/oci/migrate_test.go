@@ -1,0 +1,88 @@
+package oci_test
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/depot-registry/depot/origin/clienttest"
+	"github.com/depot-registry/depot/origin/origintest"
+	"github.com/depot-registry/depot/origin/service/migrate/artifactorytest"
+	"github.com/depot-registry/depot/shared/meta"
+)
+
+// TestMigrateFromArtifactory: a Docker repository of an Artifactory, in
+// its storage layout (<image>/<tag>/manifest.json beside sha256__<hex>
+// blobs), is migrated here: each image is pushed at its manifest, its
+// blobs first (once, though two tags share a layer), and crane pulls
+// both tags from here with the source's digests.
+func TestMigrateFromArtifactory(t *testing.T) {
+	t.Parallel()
+	bins := clienttest.RequireClients(t, "crane")
+	e := start(t)
+	af := artifactorytest.New(t, "af-admin", "af-password")
+	af.AddRepo("docker-local", "LOCAL", "Docker", "images")
+	sum := func(b []byte) string { s := sha256.Sum256(b); return hex.EncodeToString(s[:]) }
+	var tarBuf bytes.Buffer
+	tw := tar.NewWriter(&tarBuf)
+	tw.WriteHeader(&tar.Header{Name: "hello.txt", Mode: 0o644, Size: 6, Typeflag: tar.TypeReg})
+	tw.Write([]byte("hello\n"))
+	tw.Close()
+	var layer bytes.Buffer
+	zw := gzip.NewWriter(&layer)
+	zw.Write(tarBuf.Bytes())
+	zw.Close()
+	digests := map[string]string{}
+	for _, tag := range []string{"1.0", "1.1"} {
+		config, _ := json.Marshal(map[string]any{"architecture": "amd64", "os": "linux", "config": map[string]any{"Labels": map[string]string{"tag": tag}},
+			"rootfs": map[string]any{"type": "layers", "diff_ids": []string{"sha256:" + sum(tarBuf.Bytes())}}})
+		manifest, _ := json.Marshal(map[string]any{"schemaVersion": 2, "mediaType": "application/vnd.docker.distribution.manifest.v2+json",
+			"config": map[string]any{"mediaType": "application/vnd.docker.container.image.v1+json", "size": len(config), "digest": "sha256:" + sum(config)},
+			"layers": []map[string]any{{"mediaType": "application/vnd.docker.image.rootfs.diff.tar.gzip", "size": layer.Len(), "digest": "sha256:" + sum(layer.Bytes())}}})
+		af.Put("docker-local", "team/app/"+tag+"/manifest.json", artifactorytest.File{Data: manifest})
+		af.Put("docker-local", "team/app/"+tag+"/sha256__"+sum(config), artifactorytest.File{Data: config})
+		af.Put("docker-local", "team/app/"+tag+"/sha256__"+sum(layer.Bytes()), artifactorytest.File{Data: layer.Bytes()})
+		digests[tag] = "sha256:" + sum(manifest)
+	}
+
+	var m meta.Migration
+	e.Do("POST", "/api/v1/migrations", e.Admin, map[string]any{"source_url": af.URL, "source_username": "af-admin", "source_password": "af-password",
+		"repositories": []string{"docker-local"}}).Want(201).JSON(&m)
+	e.Do("POST", "/api/v1/migrations/"+m.ID+"/start", e.Admin, nil).Want(200)
+	for end := time.Now().Add(60 * time.Second); !meta.MigrationDone(m.Status); time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("the migration is still %s: %+v", m.Status, m.Progress)
+		}
+		e.Do("GET", "/api/v1/migrations/"+m.ID, e.Admin, nil).Want(200).JSON(&m)
+	}
+	if m.Status != meta.MigrationCompleted || m.Progress.MigratedArtifacts != 2 || m.Progress.SkippedArtifacts != 4 {
+		var f struct{ Entries []meta.MigrationEntry }
+		e.Do("GET", "/api/v1/migrations/"+m.ID+"/failures", e.Admin, nil).JSON(&f)
+		t.Fatalf("the migration: %s %+v; failures %+v", m.Status, m.Progress, f.Entries)
+	}
+	if n := af.Downloads("docker-local", "team/app/1.0/sha256__"+sum(layer.Bytes())) + af.Downloads("docker-local", "team/app/1.1/sha256__"+sum(layer.Bytes())); n != 1 {
+		t.Errorf("the layer both tags share was downloaded %d times", n)
+	}
+	work := t.TempDir()
+	home := clienttest.Home(t)
+	env := []string{"HOME=" + home, "DOCKER_CONFIG=" + filepath.Join(home, "docker")}
+	host := clienttest.HostPort(e)
+	crane := func(args ...string) string {
+		t.Helper()
+		return strings.TrimSpace(clienttest.Run(t, clienttest.Cmd{Dir: work, Env: env, Name: bins["crane"], Args: args}))
+	}
+	crane("auth", "login", host, "-u", "admin", "-p", origintest.AdminPassword)
+	for tag, digest := range digests {
+		if got := crane("digest", "--insecure", host+"/docker-local/team/app:"+tag); got != digest {
+			t.Errorf("app:%s digest %s, want the source's %s", tag, got, digest)
+		}
+		crane("pull", "--insecure", host+"/docker-local/team/app:"+tag, filepath.Join(work, tag+".tar"))
+	}
+}
