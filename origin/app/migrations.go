@@ -272,6 +272,9 @@ func (a *App) Report(ctx context.Context, p *auth.Principal, id string) (*Migrat
 		Metadata:    "not migrated: properties, upload times and uploaders are not carried over yet (the uploader here is the migration's creator)",
 		Permissions: "not migrated: users, groups and permission targets are not carried over yet"}
 	r.Checksums.Verified, r.Checksums.Skipped = m.Progress.Verified, !m.Options.ValidateChecksums
+	if !m.Options.IncludeMetadata {
+		r.Metadata = "not migrated (include_metadata was false): the uploader here is the migration's creator, the upload time the migration's"
+	}
 	for _, f := range failures {
 		if strings.HasPrefix(f.Message, "checksum mismatch") {
 			r.Checksums.Failed++

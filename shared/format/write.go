@@ -193,6 +193,12 @@ func (d *Writer) NewArtifact(r *Request, u Upload, info blob.Info) meta.Artifact
 	if !r.Principal.Anonymous() {
 		a.UploaderID = r.Principal.UserID
 	}
+	if !r.uploadedAt.IsZero() {
+		a.UploadedAt = r.uploadedAt.UTC()
+	}
+	if r.uploadedBy != "" {
+		a.UploadedBy, a.UploaderID = r.uploadedBy, "" // someone of the source's, maybe no one here
+	}
 	return a
 }
 

@@ -128,9 +128,23 @@ func TestMigrateFromArtifactory(t *testing.T) {
 	if again.Progress.MigratedArtifacts != 4 || again.Progress.FailedArtifacts != 1 || af.Downloads("libs-release", dir+"demo-1.0.jar") != before {
 		t.Errorf("the second migration: %+v, downloads %d then %d", again.Progress, before, af.Downloads("libs-release", dir+"demo-1.0.jar"))
 	}
-	var versions struct{ Versions []struct{ Version string } }
+	var versions struct {
+		Versions []struct {
+			Version    string `json:"version"`
+			ArtifactID string `json:"artifact_id"`
+		} `json:"versions"`
+	}
 	e.Do("GET", "/api/v1/packages/com.example:demo/versions", e.Admin, nil).Want(200).JSON(&versions)
 	if len(versions.Versions) != 1 {
-		t.Errorf("versions of com.example:demo: %+v", versions)
+		t.Fatalf("versions of com.example:demo: %+v", versions)
+	}
+	// include_metadata (on by default): the source's upload time and uploader.
+	var art struct {
+		UploadedAt time.Time `json:"uploaded_at"`
+		UploadedBy string    `json:"uploaded_by"`
+	}
+	e.Do("GET", "/api/v1/artifacts/"+versions.Versions[0].ArtifactID, e.Admin, nil).Want(200).JSON(&art)
+	if !art.UploadedAt.Equal(time.Date(2024, 3, 1, 12, 0, 0, 0, time.UTC)) || art.UploadedBy != "deployer" {
+		t.Errorf("the migrated jar's upload: %+v", art)
 	}
 }

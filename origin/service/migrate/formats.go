@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/depot-registry/depot/origin/service/migrate/artifactory"
 	"github.com/depot-registry/depot/shared/format"
 	"github.com/depot-registry/depot/shared/format/npm"
 	"github.com/depot-registry/depot/shared/format/pypi"
@@ -209,6 +210,9 @@ func (j *job) serveQuery(ctx context.Context, repo *meta.Repository, method, p s
 	}
 	req := &format.Request{Method: method, Path: decoded, RawPath: rawPath, Query: query, Header: h, Body: body, ContentLength: n,
 		RemoteAddr: "migration", RequestID: "migration-" + j.m.ID}
+	if it, ok := ctx.Value(itemKey{}).(artifactory.Item); ok && j.m.Options.IncludeMetadata {
+		req.Imported(it.Created, it.CreatedBy) // when and by whom the source says it was uploaded
+	}
 	resp := srv.ServeAs(ctx, j.p, req)
 	if resp.Status >= 300 {
 		msg := strings.TrimSpace(string(resp.Body))
@@ -404,3 +408,7 @@ func (j *job) pushBlob(ctx context.Context, srcRepo string, repo *meta.Repositor
 		map[string]string{"Content-Type": "application/octet-stream"})
 	return err
 }
+
+// itemKey carries the source file being written (its upload time and
+// uploader) to the requests that write it.
+type itemKey struct{}

@@ -661,7 +661,7 @@ func (j *job) copy(ctx context.Context, srcRepo string, repo *meta.Repository, a
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return false, err
 	}
-	if err := ad.write(ctx, j, srcRepo, repo, p, f, n); err != nil {
+	if err := ad.write(context.WithValue(ctx, itemKey{}, it), j, srcRepo, repo, p, f, n); err != nil {
 		return false, err
 	}
 	return verified, nil
