@@ -50,6 +50,9 @@ Scripting an origin over its REST API (from any machine):
   depot edge list|show|create|delete|assign|unassign
                                               edge nodes (administrators)
   depot webhook list|create|delete            webhooks (administrators)
+  depot migrate --from URL --user USER --repos REPO[,REPO...] | --follow ID
+                                              migrate repositories of an Artifactory, with
+                                              a progress bar (administrators)
                          every one takes --output table|json, and --url / --token
                          (DEPOT_URL, DEPOT_TOKEN) instead of the stored sign-in
 
@@ -89,7 +92,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return cli.Run(args, cli.IO{Out: stdout, Err: stderr})
 		}
 		return runEdge(args[1:], stdout, stderr)
-	case "login", "logout", "repo", "user", "token", "webhook":
+	case "login", "logout", "repo", "user", "token", "webhook", "migrate":
 		return cli.Run(args, cli.IO{Out: stdout, Err: stderr})
 	case "keygen":
 		if len(args) == 2 && (args[1] == "-h" || args[1] == "--help") {
@@ -123,7 +126,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		switch args[1] {
 		case "origin", "edge", "admin", "cluster":
 			return run([]string{args[1], "--help"}, stdout, stderr)
-		case "keygen", "version", "login", "logout", "repo", "user", "token", "webhook":
+		case "keygen", "version", "login", "logout", "repo", "user", "token", "webhook", "migrate":
 			return run([]string{args[1], "--help"}, stdout, stderr)
 		case "help":
 			fmt.Fprint(stdout, usage)

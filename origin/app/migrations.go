@@ -269,7 +269,7 @@ func (a *App) Report(ctx context.Context, p *auth.Principal, id string) (*Migrat
 		return nil, err
 	}
 	r := &MigrationReport{ID: m.ID, Status: m.Status, Totals: m.Progress, Repositories: m.Done, Failures: failures,
-		Metadata:    "not migrated: properties, upload times and uploaders are not carried over yet (the uploader here is the migration's creator)",
+		Metadata:    "upload times and uploaders kept as the source gives them; properties not carried over yet",
 		Permissions: "not migrated: users, groups and permission targets are not carried over yet"}
 	r.Checksums.Verified, r.Checksums.Skipped = m.Progress.Verified, !m.Options.ValidateChecksums
 	if !m.Options.IncludeMetadata {

@@ -84,6 +84,8 @@ func Run(args []string, stdio IO) int {
 		return runCommand("depot login", loginCmd, args[1:], stdio)
 	case "logout":
 		return runCommand("depot logout", logoutCmd, args[1:], stdio)
+	case "migrate":
+		return runCommand("depot migrate", migrateCmd, args[1:], stdio)
 	}
 	for _, g := range groups {
 		if g.name == args[0] {

@@ -308,8 +308,11 @@ func (s *Server) download(w http.ResponseWriter, r *http.Request, rest string) {
 	}
 	h.Set("Content-Length", strconv.Itoa(len(f.Data)))
 	data := f.Data
-	if corrupt {
-		data = append([]byte("corrupted "), data[min(10, len(data)):]...)
+	if corrupt { // the same length, other bytes
+		data = slices.Clone(data)
+		for i := range min(8, len(data)) {
+			data[i] ^= 0xff
+		}
 	}
 	if drop {
 		w.Write(data[:len(data)/2])
