@@ -265,4 +265,3 @@ func (s *session) terminalOut() bool {
 	f, ok := s.io.Err.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
 }
-
