@@ -622,8 +622,12 @@ func (e *finalError) Error() string { return e.err.Error() }
 func (j *job) copy(ctx context.Context, srcRepo string, repo *meta.Repository, ad adapter, p string, it artifactory.Item) (bool, error) {
 	tctx, cancel := context.WithTimeout(ctx, time.Duration(j.m.Options.TimeoutSeconds)*time.Second)
 	defer cancel()
+	tooLong := fmt.Errorf("the transfer took longer than %d s (timeout_seconds)", j.m.Options.TimeoutSeconds)
 	body, err := j.src.Open(tctx, srcRepo, p)
 	if err != nil {
+		if tctx.Err() != nil && ctx.Err() == nil {
+			return false, tooLong
+		}
 		return false, err
 	}
 	defer body.Close()
@@ -640,7 +644,7 @@ func (j *job) copy(ctx context.Context, srcRepo string, repo *meta.Repository, a
 	n, err := io.Copy(io.MultiWriter(f, h256, h1), body)
 	if err != nil {
 		if tctx.Err() != nil && ctx.Err() == nil {
-			return false, fmt.Errorf("the transfer took longer than %d s (timeout_seconds)", j.m.Options.TimeoutSeconds)
+			return false, tooLong
 		}
 		return false, fmt.Errorf("downloading it: %w", err)
 	}

@@ -1,0 +1,76 @@
+package migrate_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/depot-registry/depot/origin/origintest"
+	"github.com/depot-registry/depot/origin/service/migrate/artifactorytest"
+	"github.com/depot-registry/depot/shared/meta"
+)
+
+// run makes and starts a migration of repos with options and waits for
+// its end.
+func run(t *testing.T, e *origintest.Env, af *artifactorytest.Server, options map[string]any, repos ...string) meta.Migration {
+	t.Helper()
+	var m meta.Migration
+	e.Do("POST", "/api/v1/migrations", e.Admin, map[string]any{"source": map[string]any{"url": af.URL, "username": "af", "password": "pw"},
+		"repositories": repos, "options": options}).Want(201).JSON(&m)
+	e.Do("POST", "/api/v1/migrations/"+m.ID+"/start", e.Admin, nil).Want(200)
+	for end := time.Now().Add(60 * time.Second); !meta.MigrationDone(m.Status); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("the migration is still %s", m.Status)
+		}
+		e.Do("GET", "/api/v1/migrations/"+m.ID, e.Admin, nil).Want(200).JSON(&m)
+	}
+	return m
+}
+
+func failures(t *testing.T, e *origintest.Env, id string) []meta.MigrationEntry {
+	var f struct{ Entries []meta.MigrationEntry }
+	e.Do("GET", "/api/v1/migrations/"+id+"/failures", e.Admin, nil).Want(200).JSON(&f)
+	return f.Entries
+}
+
+// TestFaults: a dry run counts what would move and writes nothing; a
+// connection dropped mid-file every time and a source slower than
+// timeout_seconds are failures saying so, after their retries, and
+// store nothing; what fails does not stop the rest.
+func TestFaults(t *testing.T) {
+	e := origintest.Start(t, origintest.Options{})
+	af := artifactorytest.New(t, "af", "pw")
+	af.AddRepo("files", "LOCAL", "Generic", "")
+	af.Put("files", "a/1.0/a.bin", artifactorytest.File{Data: []byte("the first file's bytes")})
+	af.Put("files", "b/1.0/b.bin", artifactorytest.File{Data: []byte("the second file's bytes")})
+
+	dry := run(t, e, af, map[string]any{"dry_run": true}, "files")
+	if dry.Status != meta.MigrationCompleted || dry.Progress.MigratedArtifacts != 2 {
+		t.Fatalf("a dry run: %s %+v", dry.Status, dry.Progress)
+	}
+	e.Do("GET", "/api/v1/repositories/files", e.Admin, nil).WantError(404, "NOT_FOUND")
+
+	af.Drop("files", "b/1.0/b.bin", true)
+	m := run(t, e, af, map[string]any{"retry_attempts": 1}, "files")
+	f := failures(t, e, m.ID)
+	if m.Status != meta.MigrationCompletedWithErrors || m.Progress.MigratedArtifacts != 1 || len(f) != 1 || f[0].Path != "b/1.0/b.bin" ||
+		!strings.Contains(f[0].Message, "downloading it") {
+		t.Fatalf("a dropped connection: %s %+v %+v", m.Status, m.Progress, f)
+	}
+	e.Do("GET", "/generic/files/b/1.0/b.bin", e.Admin, nil).Want(404)
+
+	af.Drop("files", "b/1.0/b.bin", false)
+	af.Slow(2 * time.Second)
+	m = run(t, e, af, map[string]any{"retry_attempts": 0, "timeout_seconds": 1}, "files")
+	f = failures(t, e, m.ID)
+	if m.Progress.MigratedArtifacts != 1 || len(f) != 1 || !strings.Contains(f[0].Message, "longer than 1 s") {
+		t.Fatalf("a slow source: %s %+v %+v", m.Status, m.Progress, f)
+	}
+	af.Slow(0)
+	if m = run(t, e, af, nil, "files"); m.Status != meta.MigrationCompleted || m.Progress.MigratedArtifacts != 2 {
+		t.Fatalf("once the source is well: %s %+v %+v", m.Status, m.Progress, failures(t, e, m.ID))
+	}
+	if got := string(e.Do("GET", "/generic/files/b/1.0/b.bin", e.Admin, nil).Want(200).Body); got != "the second file's bytes" {
+		t.Errorf("b.bin: %q", got)
+	}
+}
