@@ -487,7 +487,7 @@ func (o *Origin) serve(context.Context) error {
 	// Migrations write through the format servers, as the administrator
 	// who made them.
 	o.migrator = migrate.New(migrate.Config{Store: o.store, Commit: o.commit, Servers: servers, Node: o.nodeID, Now: now,
-		Log: log.With("component", "migrate"), SpillDir: filepath.Join(scratch, "migrate"),
+		Log: log.With("component", "migrate"), SpillDir: filepath.Join(scratch, "migrate"), Accounts: migrationAccounts{application, o.store},
 		CreateRepo: func(ctx context.Context, p *auth.Principal, name, formatName, description string) (*meta.Repository, error) {
 			repo, _, err := application.CreateRepository(ctx, p, app.NewRepository{Name: name, Format: formatName, Description: description})
 			return repo, err

@@ -270,8 +270,14 @@ func (a *App) Report(ctx context.Context, p *auth.Principal, id string) (*Migrat
 	}
 	r := &MigrationReport{ID: m.ID, Status: m.Status, Totals: m.Progress, Repositories: m.Done, Failures: failures,
 		Metadata:    "upload times and uploaders kept as the source gives them; properties not carried over yet",
-		Permissions: "not migrated: users, groups and permission targets are not carried over yet"}
+		Permissions: "not migrated yet: the migration has not reached them"}
 	r.Checksums.Verified, r.Checksums.Skipped = m.Progress.Verified, !m.Options.ValidateChecksums
+	switch {
+	case m.Permissions != "":
+		r.Permissions = m.Permissions
+	case !m.Options.IncludePermissions:
+		r.Permissions = "not migrated (include_permissions was false)"
+	}
 	if !m.Options.IncludeMetadata {
 		r.Metadata = "not migrated (include_metadata was false): the uploader here is the migration's creator, the upload time the migration's"
 	}

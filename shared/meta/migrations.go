@@ -70,6 +70,9 @@ type Migration struct {
 	// from there again).
 	Done []string           `json:"repositories_done,omitempty"`
 	Base *MigrationProgress `json:"progress_before_repository,omitempty"`
+	// Permissions says what became of the source's users, groups and
+	// permission targets.
+	Permissions string `json:"permission_migration,omitempty"`
 	// Node is the origin running it.
 	Node  string `json:"node,omitempty"`
 	Error string `json:"error,omitempty"`

@@ -65,6 +65,9 @@ type Config struct {
 	HTTP      *http.Client
 	// SpillDir holds files while they are checked.
 	SpillDir string
+	// Accounts are the use cases permissions are migrated through (nil:
+	// they are not).
+	Accounts Accounts
 	Poll     time.Duration
 }
 
@@ -403,6 +406,12 @@ func (j *job) runAll(ctx context.Context) error {
 		if err := j.checkpoint(ctx); err != nil {
 			return err
 		}
+	}
+	if j.m.Options.IncludePermissions && !j.m.Options.DryRun && j.m.Permissions == "" {
+		if err := j.permissions(ctx); err != nil {
+			return err
+		}
+		return j.checkpoint(ctx)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package migrate_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -72,5 +73,82 @@ func TestFaults(t *testing.T) {
 	}
 	if got := string(e.Do("GET", "/generic/files/b/1.0/b.bin", e.Admin, nil).Want(200).Body); got != "the second file's bytes" {
 		t.Errorf("b.bin: %q", got)
+	}
+}
+
+// TestPermissions: with include_permissions, the source's users are made
+// here (a password change required: an administrator resets theirs),
+// its groups with their members, and its permission targets that cover
+// a migrated repository become grants (manage to admin; write, annotate
+// and delete to write; read to read), patterns widened to the whole
+// repository with a warning; a target of a repository not migrated
+// grants nothing.
+func TestPermissions(t *testing.T) {
+	e := origintest.Start(t, origintest.Options{})
+	af := artifactorytest.New(t, "af", "pw")
+	af.AddRepo("files", "LOCAL", "Generic", "")
+	af.Put("files", "a/1.0/a.bin", artifactorytest.File{Data: []byte("a")})
+	af.AddUser(artifactorytest.User{Name: "bob", Email: "bob@example.com", Realm: "internal"})
+	af.AddUser(artifactorytest.User{Name: "carol", Email: "carol@example.com", Realm: "ldap", Admin: true})
+	af.AddUser(artifactorytest.User{Name: "anonymous", Realm: "internal"})
+	af.AddGroup(artifactorytest.Group{Name: "devs", Description: "developers", UserNames: []string{"bob", "carol"}})
+	af.AddPermission(artifactorytest.Permission{Name: "deployers", Repositories: []string{"files"}, Include: []string{"**"},
+		Users: map[string][]string{"bob": {"read", "write"}}})
+	af.AddPermission(artifactorytest.Permission{Name: "readers", Repositories: []string{"ANY LOCAL"}, Include: []string{"com/**"},
+		Groups: map[string][]string{"devs": {"read", "annotate"}}})
+	af.AddPermission(artifactorytest.Permission{Name: "elsewhere", Repositories: []string{"other-repo"},
+		Users: map[string][]string{"bob": {"manage"}}})
+
+	m := run(t, e, af, map[string]any{"include_permissions": true}, "files")
+	if m.Status != meta.MigrationCompleted {
+		t.Fatalf("the migration: %s %+v", m.Status, m.Progress)
+	}
+	var users struct {
+		Users []struct {
+			ID, Username, Role string
+		}
+	}
+	e.Do("GET", "/api/v1/users", e.Admin, nil).Want(200).JSON(&users)
+	ids := map[string]string{}
+	for _, u := range users.Users {
+		ids[u.Username] = u.ID
+		if (u.Username == "bob" && u.Role != "user") || (u.Username == "carol" && u.Role != "admin") {
+			t.Errorf("user %s: %+v", u.Username, u)
+		}
+	}
+	if ids["bob"] == "" || ids["carol"] == "" || ids["anonymous"] != "" {
+		t.Fatalf("users here: %+v", users.Users)
+	}
+	var groups struct{ Groups []meta.Group }
+	e.Do("GET", "/api/v1/groups", e.Admin, nil).Want(200).JSON(&groups)
+	if len(groups.Groups) != 1 || groups.Groups[0].Name != "devs" {
+		t.Fatalf("groups: %+v", groups.Groups)
+	}
+	var repo struct{ ID string }
+	e.Do("GET", "/api/v1/repositories/files", e.Admin, nil).Want(200).JSON(&repo)
+	var perms struct{ Permissions []meta.Permission }
+	e.Do("GET", "/api/v1/permissions?repository_id="+repo.ID, e.Admin, nil).Want(200).JSON(&perms)
+	got := map[string]string{}
+	for _, p := range perms.Permissions {
+		who := p.UserID
+		if p.GroupID != "" {
+			who = "group"
+		}
+		got[who] = strings.Join(p.Permissions, ",")
+	}
+	if len(got) != 2 || got[ids["bob"]] != "read,write" || got["group"] != "read,write" {
+		t.Errorf("grants on files: %+v", perms.Permissions)
+	}
+	var report struct {
+		Permissions string `json:"permission_migration"`
+	}
+	e.Do("GET", "/api/v1/migrations/"+m.ID+"/report", e.Admin, nil).Want(200).JSON(&report)
+	if !strings.HasPrefix(report.Permissions, "2 users created") || !strings.Contains(report.Permissions, "1 groups, 2 grants from 3 permission targets") {
+		t.Errorf("report: %q", report.Permissions)
+	}
+	var logs struct{ Entries []meta.MigrationEntry }
+	e.Do("GET", "/api/v1/migrations/"+m.ID+"/logs", e.Admin, nil).Want(200).JSON(&logs)
+	if !slices.ContainsFunc(logs.Entries, func(l meta.MigrationEntry) bool { return strings.Contains(l.Message, "readers: its patterns (com/**) are not kept") }) {
+		t.Errorf("no warning of the widened pattern: %+v", logs.Entries)
 	}
 }

@@ -269,3 +269,93 @@ func (f *flexInt) UnmarshalJSON(b []byte) error {
 	*f = flexInt(n)
 	return nil
 }
+
+// User is a user of the instance.
+type User struct {
+	Name   string   `json:"name"`
+	Email  string   `json:"email"`
+	Admin  bool     `json:"admin"`
+	Realm  string   `json:"realm"`
+	Groups []string `json:"groups"`
+}
+
+// Users lists the instance's users, with their details (one request
+// each, as Artifactory answers them).
+func (c *Client) Users(ctx context.Context) ([]User, error) {
+	var list []struct {
+		Name string `json:"name"`
+	}
+	if err := c.getJSON(ctx, http.MethodGet, "/api/security/users", nil, &list); err != nil {
+		return nil, err
+	}
+	out := make([]User, 0, len(list))
+	for _, u := range list {
+		var d User
+		if err := c.getJSON(ctx, http.MethodGet, "/api/security/users/"+url.PathEscape(u.Name), nil, &d); err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// Group is a group of the instance, with its members.
+type Group struct {
+	Name        string   `json:"name"`
+	Description string   `json:"description"`
+	UserNames   []string `json:"userNames"`
+}
+
+// Groups lists the instance's groups with their members.
+func (c *Client) Groups(ctx context.Context) ([]Group, error) {
+	var list []struct {
+		Name string `json:"name"`
+	}
+	if err := c.getJSON(ctx, http.MethodGet, "/api/security/groups", nil, &list); err != nil {
+		return nil, err
+	}
+	out := make([]Group, 0, len(list))
+	for _, g := range list {
+		var d Group
+		if err := c.getJSON(ctx, http.MethodGet, "/api/security/groups/"+url.PathEscape(g.Name)+"?includeUsers=true", nil, &d); err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// Permission is a permission target (v2): the repositories it covers
+// (names, or ANY, ANY LOCAL, ANY REMOTE), its patterns, and the actions
+// of each user and group (read, write, annotate, delete, manage).
+type Permission struct {
+	Name string `json:"name"`
+	Repo struct {
+		Include      []string `json:"include-patterns"`
+		Exclude      []string `json:"exclude-patterns"`
+		Repositories []string `json:"repositories"`
+		Actions      struct {
+			Users  map[string][]string `json:"users"`
+			Groups map[string][]string `json:"groups"`
+		} `json:"actions"`
+	} `json:"repo"`
+}
+
+// Permissions lists the instance's permission targets.
+func (c *Client) Permissions(ctx context.Context) ([]Permission, error) {
+	var list []struct {
+		Name string `json:"name"`
+	}
+	if err := c.getJSON(ctx, http.MethodGet, "/api/v2/security/permissions", nil, &list); err != nil {
+		return nil, err
+	}
+	out := make([]Permission, 0, len(list))
+	for _, p := range list {
+		var d Permission
+		if err := c.getJSON(ctx, http.MethodGet, "/api/v2/security/permissions/"+url.PathEscape(p.Name), nil, &d); err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}

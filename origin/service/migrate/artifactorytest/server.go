@@ -42,6 +42,46 @@ type Server struct {
 	delay     time.Duration   // before every download
 	downloads map[string]int
 	distTags  map[string]map[string]string // "repo/package" -> npm dist-tags
+	users     []User
+	groups    []Group
+	perms     []Permission
+}
+
+// User is a user of the instance (as its security API answers one).
+type User struct {
+	Name   string   `json:"name"`
+	Email  string   `json:"email"`
+	Admin  bool     `json:"admin"`
+	Realm  string   `json:"realm"`
+	Groups []string `json:"groups"`
+}
+
+// Group is a group with its members.
+type Group struct {
+	Name        string   `json:"name"`
+	Description string   `json:"description"`
+	UserNames   []string `json:"userNames"`
+}
+
+// Permission is a permission target (v2): repositories, patterns, and
+// each user's and group's actions.
+type Permission struct {
+	Name         string
+	Repositories []string
+	Include      []string
+	Users        map[string][]string
+	Groups       map[string][]string
+}
+
+// AddUser, AddGroup and AddPermission add security entities.
+func (s *Server) AddUser(u User) { s.mu.Lock(); s.users = append(s.users, u); s.mu.Unlock() }
+
+func (s *Server) AddGroup(g Group) { s.mu.Lock(); s.groups = append(s.groups, g); s.mu.Unlock() }
+
+func (s *Server) AddPermission(p Permission) {
+	s.mu.Lock()
+	s.perms = append(s.perms, p)
+	s.mu.Unlock()
 }
 
 type repo struct {
@@ -180,6 +220,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, out)
 	case p == "/api/search/aql" && r.Method == http.MethodPost:
 		s.aql(w, r)
+	case strings.HasPrefix(p, "/api/security/") || strings.HasPrefix(p, "/api/v2/security/"):
+		s.security(w, r, p)
 	case strings.HasPrefix(p, "/api/npm/"):
 		rest, _ := url.PathUnescape(strings.TrimPrefix(r.URL.EscapedPath(), "/artifactory/api/npm/"))
 		s.mu.Lock()
@@ -331,3 +373,53 @@ func (s *Server) download(w http.ResponseWriter, r *http.Request, rest string) {
 
 // String describes the instance in test failures.
 func (s *Server) String() string { return fmt.Sprintf("artifactory at %s", s.BaseURL()) }
+
+// security answers the users, groups and permission targets.
+func (s *Server) security(w http.ResponseWriter, r *http.Request, p string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	base := s.URL + "/artifactory"
+	switch {
+	case p == "/api/security/users":
+		out := []map[string]string{}
+		for _, u := range s.users {
+			out = append(out, map[string]string{"name": u.Name, "uri": base + "/api/security/users/" + u.Name, "realm": u.Realm})
+		}
+		writeJSON(w, out)
+		return
+	case p == "/api/security/groups":
+		out := []map[string]string{}
+		for _, g := range s.groups {
+			out = append(out, map[string]string{"name": g.Name, "uri": base + "/api/security/groups/" + g.Name})
+		}
+		writeJSON(w, out)
+		return
+	case p == "/api/v2/security/permissions":
+		out := []map[string]string{}
+		for _, pt := range s.perms {
+			out = append(out, map[string]string{"name": pt.Name, "uri": base + "/api/v2/security/permissions/" + pt.Name})
+		}
+		writeJSON(w, out)
+		return
+	}
+	for _, u := range s.users {
+		if p == "/api/security/users/"+u.Name {
+			writeJSON(w, u)
+			return
+		}
+	}
+	for _, g := range s.groups {
+		if p == "/api/security/groups/"+g.Name {
+			writeJSON(w, g)
+			return
+		}
+	}
+	for _, pt := range s.perms {
+		if p == "/api/v2/security/permissions/"+pt.Name {
+			writeJSON(w, map[string]any{"name": pt.Name, "repo": map[string]any{"include-patterns": pt.Include, "exclude-patterns": []string{""},
+				"repositories": pt.Repositories, "actions": map[string]any{"users": pt.Users, "groups": pt.Groups}}})
+			return
+		}
+	}
+	http.NotFound(w, r)
+}
