@@ -148,7 +148,9 @@ func TestPermissions(t *testing.T) {
 	}
 	var logs struct{ Entries []meta.MigrationEntry }
 	e.Do("GET", "/api/v1/migrations/"+m.ID+"/logs", e.Admin, nil).Want(200).JSON(&logs)
-	if !slices.ContainsFunc(logs.Entries, func(l meta.MigrationEntry) bool { return strings.Contains(l.Message, "readers: its patterns (com/**) are not kept") }) {
+	if !slices.ContainsFunc(logs.Entries, func(l meta.MigrationEntry) bool {
+		return strings.Contains(l.Message, "readers: its patterns (com/**) are not kept")
+	}) {
 		t.Errorf("no warning of the widened pattern: %+v", logs.Entries)
 	}
 }
