@@ -220,7 +220,10 @@ func (j *job) serveQuery(ctx context.Context, repo *meta.Repository, method, p s
 			msg = msg[:300]
 		}
 		err := fmt.Errorf("refused here (%d): %s", resp.Status, msg)
-		if resp.Status < 500 {
+		switch {
+		case resp.Status == http.StatusInsufficientStorage:
+			return resp, fmt.Errorf("%w: %s", errNoSpace, msg)
+		case resp.Status < 500:
 			return resp, &finalError{err}
 		}
 		return resp, err

@@ -243,6 +243,10 @@ func (s *Service) entry(ctx context.Context, id, level, msg string) {
 // errStopped: the migration was cancelled (or taken over) meanwhile.
 var errStopped = errors.New("the migration was stopped")
 
+// errNoSpace: the data disk here is nearly full; the migration stops,
+// interrupted, to be resumed once there is room.
+var errNoSpace = errors.New("the data disk here is nearly full")
+
 // job is one migration being run.
 type job struct {
 	s       *Service
@@ -258,6 +262,7 @@ type job struct {
 	packages map[string][]string
 	seen     map[string]bool
 	locks    map[string]*sync.Mutex // by key, see lock
+	abort    error                  // stops the job after the page (errNoSpace)
 }
 
 // run runs one migration to its end (or until it is stopped).
@@ -279,6 +284,9 @@ func (s *Service) run(ctx context.Context, m *meta.Migration) {
 	done := s.cfg.Now().UTC()
 	j.m.FinishedAt, j.m.EstimatedCompletion = &done, nil
 	switch {
+	case errors.Is(err, errNoSpace):
+		j.m.Status, j.m.Error, j.m.FinishedAt = meta.MigrationInterrupted, err.Error()+": free space (or lower --min-free-bytes), then resume it", nil
+		j.logf("error", "stopped: %s", j.m.Error)
 	case err != nil:
 		j.m.Status, j.m.Error = meta.MigrationFailed, err.Error()
 		j.logf("error", "failed: %v", err)
@@ -468,6 +476,12 @@ func (j *job) repository(ctx context.Context, r artifactory.Repo) error {
 		if err := j.checkpoint(ctx); err != nil {
 			return err
 		}
+		j.mu.Lock()
+		abort := j.abort
+		j.mu.Unlock()
+		if abort != nil {
+			return abort
+		}
 		if len(page.Items) < opts.BatchSize {
 			break
 		}
@@ -594,6 +608,12 @@ func (j *job) file(ctx context.Context, srcRepo string, repo *meta.Repository, f
 		var final *finalError
 		if errors.As(err, &final) {
 			break
+		}
+		if errors.Is(err, errNoSpace) {
+			j.mu.Lock()
+			j.abort = err // the file is not a failure: the job stops here
+			j.mu.Unlock()
+			return
 		}
 	}
 	j.failure(srcRepo, p, size, err.Error())

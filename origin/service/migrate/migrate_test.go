@@ -1,11 +1,13 @@
 package migrate_test
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/depot-registry/depot/origin"
 	"github.com/depot-registry/depot/origin/origintest"
 	"github.com/depot-registry/depot/origin/service/migrate/artifactorytest"
 	"github.com/depot-registry/depot/shared/meta"
@@ -152,5 +154,30 @@ func TestPermissions(t *testing.T) {
 		return strings.Contains(l.Message, "readers: its patterns (com/**) are not kept")
 	}) {
 		t.Errorf("no warning of the widened pattern: %+v", logs.Entries)
+	}
+}
+
+// TestNoSpace: on an origin whose disk is below --min-free-bytes, a
+// migration stops at the first refusal (507), interrupted with what to
+// do, counting no file as failed.
+func TestNoSpace(t *testing.T) {
+	e := origintest.Start(t, origintest.Options{Config: func(c *origin.Config) { c.MinFreeBytes = 1 << 62 }})
+	af := artifactorytest.New(t, "af", "pw")
+	af.AddRepo("files", "LOCAL", "Generic", "")
+	for i := range 5 {
+		af.Put("files", fmt.Sprintf("f/1.%d/f.bin", i), artifactorytest.File{Data: []byte("bytes")})
+	}
+	var m meta.Migration
+	e.Do("POST", "/api/v1/migrations", e.Admin, map[string]any{"source": map[string]any{"url": af.URL, "username": "af", "password": "pw"},
+		"repositories": []string{"files"}}).Want(201).JSON(&m)
+	e.Do("POST", "/api/v1/migrations/"+m.ID+"/start", e.Admin, nil).Want(200)
+	for end := time.Now().Add(30 * time.Second); m.Status != meta.MigrationInterrupted; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(end) || meta.MigrationDone(m.Status) {
+			t.Fatalf("the migration: %s %+v", m.Status, m.Progress)
+		}
+		e.Do("GET", "/api/v1/migrations/"+m.ID, e.Admin, nil).Want(200).JSON(&m)
+	}
+	if !strings.Contains(m.Error, "nearly full") || !strings.Contains(m.Error, "resume") || m.Progress.FailedArtifacts != 0 {
+		t.Errorf("interrupted: %q %+v", m.Error, m.Progress)
 	}
 }

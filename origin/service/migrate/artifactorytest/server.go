@@ -102,13 +102,19 @@ type File struct {
 	NoSHA256 bool
 }
 
-// New starts the instance, signing in user with password.
+// New starts the instance, signing in user with password, for a test.
 func New(t testing.TB, user, password string) *Server {
+	s := Start(user, password)
+	t.Cleanup(s.Close)
+	return s
+}
+
+// Start starts the instance (a benchmark's local source); Close stops it.
+func Start(user, password string) *Server {
 	s := &Server{User: user, Password: password, files: map[string]map[string]*File{},
 		fail: map[string]int{}, corrupt: map[string]bool{}, drop: map[string]bool{}, downloads: map[string]int{},
 		distTags: map[string]map[string]string{}}
 	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
-	t.Cleanup(s.Close)
 	return s
 }
 
