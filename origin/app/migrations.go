@@ -26,18 +26,22 @@ type MigrationInput struct {
 		Username string `json:"username"`
 		Password string `json:"password"`
 	} `json:"source,omitempty"`
-	Repositories  []string          `json:"repositories"`
-	RepositoryMap map[string]string `json:"repository_map,omitempty"`
-	Options       *struct {
-		IncludeMetadata    *bool `json:"include_metadata"`
-		IncludePermissions bool  `json:"include_permissions"`
-		ValidateChecksums  *bool `json:"validate_checksums"`
-		ParallelTransfers  int   `json:"parallel_transfers"`
-		BatchSize          int   `json:"batch_size"`
-		RetryAttempts      *int  `json:"retry_attempts"`
-		TimeoutSeconds     int   `json:"timeout_seconds"`
-		DryRun             bool  `json:"dry_run"`
-	} `json:"options,omitempty"`
+	Repositories  []string               `json:"repositories"`
+	RepositoryMap map[string]string      `json:"repository_map,omitempty"`
+	Options       *MigrationOptionsInput `json:"options,omitempty"`
+}
+
+// MigrationOptionsInput are a migration's options as asked (absent
+// values take the defaults).
+type MigrationOptionsInput struct {
+	IncludeMetadata    *bool `json:"include_metadata"`
+	IncludePermissions bool  `json:"include_permissions"`
+	ValidateChecksums  *bool `json:"validate_checksums"`
+	ParallelTransfers  int   `json:"parallel_transfers"`
+	BatchSize          int   `json:"batch_size"`
+	RetryAttempts      *int  `json:"retry_attempts"`
+	TimeoutSeconds     int   `json:"timeout_seconds"`
+	DryRun             bool  `json:"dry_run"`
 }
 
 // migration is the migration (parsed from in) that p asks for.

@@ -11,6 +11,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/depot-registry/depot/origin/origintest"
+	"github.com/depot-registry/depot/origin/service/migrate/artifactorytest"
 )
 
 func basic(user, pw string) string {
@@ -751,4 +752,44 @@ func TestSecurityPages(t *testing.T) {
 		t.Errorf("delete: %d", a.status)
 	}
 	e.Do("GET", "/api/v1/security/policies/"+id, e.Admin, nil).Want(404)
+}
+
+// TestMigrationsPage: an administrator migrates a repository of an
+// Artifactory from the page (the source checked first: a wrong password
+// comes back on the form), follows it to its end on its own page with
+// its log and report; a user may not open the page.
+func TestMigrationsPage(t *testing.T) {
+	e := origintest.Start(t, origintest.Options{})
+	af := artifactorytest.New(t, "af", "pw")
+	af.AddRepo("files", "LOCAL", "Generic", "tools")
+	af.Put("files", "tool/1.0/tool.bin", artifactorytest.File{Data: []byte("bytes")})
+	p := newForm(t, e.URL)
+	p.signIn("admin", origintest.AdminPassword)
+	if a := p.get("/ui/migrations"); a.status != 200 || !strings.Contains(a.body, "No migration yet") {
+		t.Fatalf("the page: %d\n%.2000s", a.status, a.body)
+	}
+	form := url.Values{"url": {af.BaseURL()}, "username": {"af"}, "password": {"wrong"}, "repositories": {"files"}}
+	if a := p.post("/ui/migrations", form); a.status != 400 || !strings.Contains(a.body, "refused the credentials") || !strings.Contains(a.body, `value="files"`) {
+		t.Fatalf("a wrong password: %d\n%.3000s", a.status, a.body)
+	}
+	form.Set("password", "pw")
+	a := p.post("/ui/migrations", form)
+	if a.status != 303 || !strings.HasPrefix(a.location, "/ui/migrations/") {
+		t.Fatalf("start: %d %s", a.status, a.body)
+	}
+	var page answer
+	for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		if page = p.get(a.location); strings.Contains(page.body, `id="migration-report"`) {
+			break
+		}
+	}
+	if !strings.Contains(page.body, "completed") || !strings.Contains(page.body, "1 checksums verified") || !strings.Contains(page.body, "migrating into files") {
+		t.Fatalf("the migration's page:\n%.4000s", page.body)
+	}
+	e.CreateUser("uma", "user", "uma-password-1")
+	u := newForm(t, e.URL)
+	u.signIn("uma", "uma-password-1")
+	if a := u.get("/ui/migrations"); a.status != 403 {
+		t.Errorf("a user opening the migrations: %d", a.status)
+	}
 }

@@ -25,6 +25,7 @@ var navEntries = []navEntry{
 	{Label: "Permissions", Path: "/permissions", Admin: true},
 	{Label: "Settings", Path: "/settings", Admin: true},
 	{Label: "Backups", Path: "/backups", Admin: true},
+	{Label: "Migrations", Path: "/migrations", Admin: true},
 	{Label: "Cleanup", Path: "/cleanup", Admin: true},
 	{Label: "Webhooks", Path: "/settings/webhooks", Admin: true},
 	{Label: "Edge nodes", Path: "/edges", Admin: true},

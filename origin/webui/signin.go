@@ -45,6 +45,12 @@ func (u *UI) routes() {
 	u.page("POST /tokens", signedIn, u.createToken)
 	u.page("POST /tokens/{id}/revoke", signedIn, u.revokeToken)
 
+	u.page("GET /migrations", admin, u.migrations)
+	u.page("POST /migrations", admin, u.createMigration)
+	u.page("GET /migrations/{id}", admin, u.migration)
+	u.page("POST /migrations/{id}/start", admin, u.moveMigration("start"))
+	u.page("POST /migrations/{id}/resume", admin, u.moveMigration("resume"))
+	u.page("POST /migrations/{id}/cancel", admin, u.moveMigration("cancel"))
 	u.page("GET /backups", admin, u.backups)
 	u.page("POST /backups", admin, u.createBackup)
 	u.page("GET /backups/{id}/download", admin, u.downloadBackup)
