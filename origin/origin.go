@@ -488,6 +488,13 @@ func (o *Origin) serve(context.Context) error {
 	// who made them.
 	o.migrator = migrate.New(migrate.Config{Store: o.store, Commit: o.commit, Servers: servers, Node: o.nodeID, Now: now,
 		Log: log.With("component", "migrate"), SpillDir: filepath.Join(scratch, "migrate"), Accounts: migrationAccounts{application, o.store},
+		Room: func() (int64, bool) {
+			st := o.space.Status()
+			if st.Usage.Total == 0 {
+				return 0, false // not known here
+			}
+			return max(0, int64(st.Usage.Free)-st.MinFree), true
+		},
 		CreateRepo: func(ctx context.Context, p *auth.Principal, name, formatName, description string) (*meta.Repository, error) {
 			repo, _, err := application.CreateRepository(ctx, p, app.NewRepository{Name: name, Format: formatName, Description: description})
 			return repo, err

@@ -68,7 +68,10 @@ type Config struct {
 	// Accounts are the use cases permissions are migrated through (nil:
 	// they are not).
 	Accounts Accounts
-	Poll     time.Duration
+	// Room is the space uploads may still use here: free space above the
+	// minimum kept (ok false: not known).
+	Room func() (bytes int64, ok bool)
+	Poll time.Duration
 }
 
 // Service runs migrations.
@@ -354,6 +357,46 @@ func (j *job) checkpoint(ctx context.Context) error {
 	return err
 }
 
+// checkRoom stops a migration before it starts moving when the
+// repositories left need more than the room uploads have here (by the
+// source's storage summary; without one, or without knowing the room,
+// nothing is checked before: the uploads' own bound holds during).
+func (j *job) checkRoom(ctx context.Context) error {
+	if j.s.cfg.Room == nil || j.m.Options.DryRun {
+		return nil
+	}
+	room, ok := j.s.cfg.Room()
+	if !ok {
+		return nil
+	}
+	used, err := j.src.UsedBytes(ctx)
+	if err != nil {
+		j.logf("warn", "the source's storage summary could not be read (%v): free space is checked as files arrive", err)
+		return nil
+	}
+	var need int64
+	for _, key := range j.m.Repositories {
+		if !slices.Contains(j.m.Done, key) {
+			need += used[key]
+		}
+	}
+	if need > room {
+		return fmt.Errorf("%w: the repositories left use %s at the source, uploads here have %s (free space above --min-free-bytes)",
+			errNoSpace, formatBytes(need), formatBytes(room))
+	}
+	return nil
+}
+
+func formatBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
 // progress is the progress with its percentage; j.mu is held.
 func (j *job) progress() meta.MigrationProgress {
 	p := j.prog
@@ -378,6 +421,9 @@ func (j *job) runAll(ctx context.Context) error {
 	}
 	byKey, err := s.CheckSource(ctx, j.m.Source, j.m.Repositories)
 	if err != nil {
+		return err
+	}
+	if err := j.checkRoom(ctx); err != nil {
 		return err
 	}
 	// Totals first, so the progress has them from the start.

@@ -158,8 +158,10 @@ func TestPermissions(t *testing.T) {
 }
 
 // TestNoSpace: on an origin whose disk is below --min-free-bytes, a
-// migration stops at the first refusal (507), interrupted with what to
-// do, counting no file as failed.
+// migration stops before it moves anything when the source's storage
+// summary says the repositories need more than the room here; without
+// the summary it stops at the first refusal (507). Either way it is
+// interrupted with what to do, counting no file as failed.
 func TestNoSpace(t *testing.T) {
 	e := origintest.Start(t, origintest.Options{Config: func(c *origin.Config) { c.MinFreeBytes = 1 << 62 }})
 	af := artifactorytest.New(t, "af", "pw")
@@ -167,17 +169,28 @@ func TestNoSpace(t *testing.T) {
 	for i := range 5 {
 		af.Put("files", fmt.Sprintf("f/1.%d/f.bin", i), artifactorytest.File{Data: []byte("bytes")})
 	}
-	var m meta.Migration
-	e.Do("POST", "/api/v1/migrations", e.Admin, map[string]any{"source": map[string]any{"url": af.URL, "username": "af", "password": "pw"},
-		"repositories": []string{"files"}}).Want(201).JSON(&m)
-	e.Do("POST", "/api/v1/migrations/"+m.ID+"/start", e.Admin, nil).Want(200)
-	for end := time.Now().Add(30 * time.Second); m.Status != meta.MigrationInterrupted; time.Sleep(100 * time.Millisecond) {
-		if time.Now().After(end) || meta.MigrationDone(m.Status) {
-			t.Fatalf("the migration: %s %+v", m.Status, m.Progress)
+	interrupted := func() meta.Migration {
+		t.Helper()
+		var m meta.Migration
+		e.Do("POST", "/api/v1/migrations", e.Admin, map[string]any{"source": map[string]any{"url": af.URL, "username": "af", "password": "pw"},
+			"repositories": []string{"files"}}).Want(201).JSON(&m)
+		e.Do("POST", "/api/v1/migrations/"+m.ID+"/start", e.Admin, nil).Want(200)
+		for end := time.Now().Add(30 * time.Second); m.Status != meta.MigrationInterrupted; time.Sleep(100 * time.Millisecond) {
+			if time.Now().After(end) || meta.MigrationDone(m.Status) {
+				t.Fatalf("the migration: %s %+v", m.Status, m.Progress)
+			}
+			e.Do("GET", "/api/v1/migrations/"+m.ID, e.Admin, nil).Want(200).JSON(&m)
 		}
-		e.Do("GET", "/api/v1/migrations/"+m.ID, e.Admin, nil).Want(200).JSON(&m)
+		if !strings.Contains(m.Error, "nearly full") || !strings.Contains(m.Error, "resume") || m.Progress.FailedArtifacts != 0 {
+			t.Errorf("interrupted: %q %+v", m.Error, m.Progress)
+		}
+		return m
 	}
-	if !strings.Contains(m.Error, "nearly full") || !strings.Contains(m.Error, "resume") || m.Progress.FailedArtifacts != 0 {
-		t.Errorf("interrupted: %q %+v", m.Error, m.Progress)
+	if m := interrupted(); !strings.Contains(m.Error, "the repositories left use 25 bytes at the source") || af.Downloads("files", "f/1.0/f.bin") != 0 {
+		t.Errorf("checked before: %q, %d downloads", m.Error, af.Downloads("files", "f/1.0/f.bin"))
+	}
+	af.NoStorageInfo.Store(true)
+	if m := interrupted(); strings.Contains(m.Error, "repositories left") {
+		t.Errorf("without the source's summary: %q", m.Error)
 	}
 }

@@ -359,3 +359,22 @@ func (c *Client) Permissions(ctx context.Context) ([]Permission, error) {
 	}
 	return out, nil
 }
+
+// UsedBytes is the space each repository uses at the source (its
+// storage summary, an administrator's view), by key.
+func (c *Client) UsedBytes(ctx context.Context) (map[string]int64, error) {
+	var ans struct {
+		Repos []struct {
+			Key  string  `json:"repoKey"`
+			Used flexInt `json:"usedSpaceInBytes"`
+		} `json:"repositoriesSummaryList"`
+	}
+	if err := c.getJSON(ctx, http.MethodGet, "/api/storageinfo", nil, &ans); err != nil {
+		return nil, err
+	}
+	out := map[string]int64{}
+	for _, r := range ans.Repos {
+		out[r.Key] = int64(r.Used)
+	}
+	return out, nil
+}

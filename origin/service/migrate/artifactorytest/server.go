@@ -23,6 +23,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -31,6 +32,9 @@ import (
 type Server struct {
 	*httptest.Server
 	User, Password string
+	// NoStorageInfo: the storage summary is refused (a user who is not
+	// an administrator of the source).
+	NoStorageInfo atomic.Bool
 
 	mu    sync.Mutex
 	repos []repo
@@ -224,6 +228,25 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		out := slices.Clone(s.repos)
 		s.mu.Unlock()
 		writeJSON(w, out)
+	case p == "/api/storageinfo" && s.NoStorageInfo.Load():
+		w.WriteHeader(http.StatusForbidden)
+		writeJSON(w, map[string]any{"errors": []map[string]any{{"status": 403, "message": "Forbidden"}}})
+	case p == "/api/storageinfo":
+		s.mu.Lock()
+		list := []map[string]any{}
+		var total int64
+		for _, rp := range s.repos {
+			var used int64
+			for _, f := range s.files[rp.Key] {
+				used += int64(len(f.Data))
+			}
+			total += used
+			list = append(list, map[string]any{"repoKey": rp.Key, "repoType": rp.Type, "filesCount": len(s.files[rp.Key]),
+				"usedSpace": fmt.Sprintf("%d bytes", used), "usedSpaceInBytes": used, "packageType": rp.PackageType})
+		}
+		s.mu.Unlock()
+		list = append(list, map[string]any{"repoKey": "TOTAL", "usedSpaceInBytes": total})
+		writeJSON(w, map[string]any{"binariesSummary": map[string]string{"binariesCount": "0"}, "repositoriesSummaryList": list})
 	case p == "/api/search/aql" && r.Method == http.MethodPost:
 		s.aql(w, r)
 	case strings.HasPrefix(p, "/api/security/") || strings.HasPrefix(p, "/api/v2/security/"):
