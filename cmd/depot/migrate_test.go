@@ -80,3 +80,50 @@ func TestMigrationResumesAfterKill(t *testing.T) {
 	}
 	t.Logf("%d files were stored before the kill; downloaded again: %d", len(stored), again)
 }
+
+// TestMigrationAcrossFailover: three origin processes; the leader runs a
+// migration from a slow source and is killed with -9 mid-way. The new
+// leader marks it interrupted; resumed at a survivor, it ends there with
+// every file once.
+func TestMigrationAcrossFailover(t *testing.T) {
+	c := startCluster(t)
+	leader := c.byNodeID()[c.view.LeaderID]
+	other := c.procs[(leader+1)%3].url
+	af := artifactorytest.New(t, "af-admin", "af-password")
+	af.AddRepo("files", "LOCAL", "Generic", "build outputs")
+	const n = 30
+	for i := range n {
+		af.Put("files", fmt.Sprintf("tool/1.%d/tool.bin", i), artifactorytest.File{Data: []byte(fmt.Sprintf("file %d", i))})
+	}
+	af.Slow(150 * time.Millisecond)
+	var m meta.Migration
+	_ = json.Unmarshal(call(t, "POST", other+"/api/v1/migrations", c.tok, strings.NewReader(fmt.Sprintf(
+		`{"source_url":%q,"source_username":"af-admin","source_password":"af-password","repositories":["files"],"options":{"parallel_transfers":2,"batch_size":5}}`,
+		af.URL)), 201), &m)
+	call(t, "POST", other+"/api/v1/migrations/"+m.ID+"/start", c.tok, nil, 200)
+	get := func() meta.Migration {
+		var got meta.Migration
+		_ = json.Unmarshal(call(t, "GET", other+"/api/v1/migrations/"+m.ID, c.tok, nil, 200), &got)
+		return got
+	}
+	waitFor(t, 30*time.Second, "five files migrated", func() bool { return get().Progress.MigratedArtifacts >= 5 })
+	if got := get(); got.Node != c.view.LeaderID {
+		t.Fatalf("the migration runs on %s, not the leader %s", got.Node, c.view.LeaderID)
+	}
+	_ = c.procs[leader].cmd.Process.Kill()
+	_ = c.procs[leader].cmd.Wait()
+	waitFor(t, 30*time.Second, "the new leader to mark it interrupted", func() bool { return get().Status == meta.MigrationInterrupted })
+	af.Slow(0)
+	call(t, "POST", other+"/api/v1/migrations/"+m.ID+"/resume", c.tok, nil, 200)
+	waitFor(t, 60*time.Second, "the resumed migration to end", func() bool { return meta.MigrationDone(get().Status) })
+	if got := get(); got.Status != meta.MigrationCompleted || got.Progress.MigratedArtifacts != n || got.Node == c.view.LeaderID {
+		t.Fatalf("after the failover: %s %+v on %s", got.Status, got.Progress, got.Node)
+	}
+	var versions struct {
+		Versions []struct{ Version string } `json:"versions"`
+	}
+	_ = json.Unmarshal(call(t, "GET", other+"/api/v1/packages/tool/versions", c.tok, nil, 200), &versions)
+	if len(versions.Versions) != n {
+		t.Errorf("%d versions here, want %d", len(versions.Versions), n)
+	}
+}
