@@ -5,12 +5,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/depot-registry/depot/origin/clienttest"
 	"github.com/depot-registry/depot/origin/service/migrate/artifactorytest"
 	"github.com/depot-registry/depot/shared/formattest"
-	"github.com/depot-registry/depot/shared/meta"
 )
 
 // TestMigrateFromArtifactory: an npm repository of an Artifactory (its
@@ -37,21 +35,9 @@ func TestMigrateFromArtifactory(t *testing.T) {
 	af.SetDistTags("npm-local", "left-pad", map[string]string{"latest": "1.0.0", "next": "1.1.0"})
 	af.SetDistTags("npm-local", "@acme/util", map[string]string{"latest": "2.1.0"})
 
-	var m meta.Migration
-	e.Do("POST", "/api/v1/migrations", e.Admin, map[string]any{"source_url": af.URL, "source_username": "af-admin", "source_password": "af-password",
-		"repositories": []string{"npm-local"}}).Want(201).JSON(&m)
-	e.Do("POST", "/api/v1/migrations/"+m.ID+"/start", e.Admin, nil).Want(200)
-	for end := time.Now().Add(60 * time.Second); !meta.MigrationDone(m.Status); time.Sleep(200 * time.Millisecond) {
-		if time.Now().After(end) {
-			t.Fatalf("the migration is still %s: %+v", m.Status, m.Progress)
-		}
-		e.Do("GET", "/api/v1/migrations/"+m.ID, e.Admin, nil).Want(200).JSON(&m)
-	}
-	if m.Status != meta.MigrationCompleted || m.Progress.MigratedArtifacts != 4 || m.Progress.SkippedArtifacts != 1 {
-		var f struct{ Entries []meta.MigrationEntry }
-		e.Do("GET", "/api/v1/migrations/"+m.ID+"/failures", e.Admin, nil).JSON(&f)
-		t.Fatalf("the migration: %s %+v; failures %+v", m.Status, m.Progress, f.Entries)
-	}
+	m := clienttest.Migrate(t, e, map[string]any{"source_url": af.URL, "source_username": "af-admin", "source_password": "af-password",
+		"repositories": []string{"npm-local"}})
+	clienttest.WantMigrated(t, e, m, 4, 1)
 
 	// The repository was made with the source's name; alice may read it.
 	var repo struct{ ID string }

@@ -10,12 +10,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/depot-registry/depot/origin/clienttest"
 	"github.com/depot-registry/depot/origin/origintest"
 	"github.com/depot-registry/depot/origin/service/migrate/artifactorytest"
-	"github.com/depot-registry/depot/shared/meta"
 )
 
 // TestMigrateFromArtifactory: a Docker repository of an Artifactory, in
@@ -52,21 +50,9 @@ func TestMigrateFromArtifactory(t *testing.T) {
 		digests[tag] = "sha256:" + sum(manifest)
 	}
 
-	var m meta.Migration
-	e.Do("POST", "/api/v1/migrations", e.Admin, map[string]any{"source_url": af.URL, "source_username": "af-admin", "source_password": "af-password",
-		"repositories": []string{"docker-local"}}).Want(201).JSON(&m)
-	e.Do("POST", "/api/v1/migrations/"+m.ID+"/start", e.Admin, nil).Want(200)
-	for end := time.Now().Add(60 * time.Second); !meta.MigrationDone(m.Status); time.Sleep(200 * time.Millisecond) {
-		if time.Now().After(end) {
-			t.Fatalf("the migration is still %s: %+v", m.Status, m.Progress)
-		}
-		e.Do("GET", "/api/v1/migrations/"+m.ID, e.Admin, nil).Want(200).JSON(&m)
-	}
-	if m.Status != meta.MigrationCompleted || m.Progress.MigratedArtifacts != 2 || m.Progress.SkippedArtifacts != 4 {
-		var f struct{ Entries []meta.MigrationEntry }
-		e.Do("GET", "/api/v1/migrations/"+m.ID+"/failures", e.Admin, nil).JSON(&f)
-		t.Fatalf("the migration: %s %+v; failures %+v", m.Status, m.Progress, f.Entries)
-	}
+	m := clienttest.Migrate(t, e, map[string]any{"source_url": af.URL, "source_username": "af-admin", "source_password": "af-password",
+		"repositories": []string{"docker-local"}})
+	clienttest.WantMigrated(t, e, m, 2, 4)
 	if n := af.Downloads("docker-local", "team/app/1.0/sha256__"+sum(layer.Bytes())) + af.Downloads("docker-local", "team/app/1.1/sha256__"+sum(layer.Bytes())); n != 1 {
 		t.Errorf("the layer both tags share was downloaded %d times", n)
 	}

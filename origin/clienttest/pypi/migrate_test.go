@@ -5,12 +5,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/depot-registry/depot/origin/clienttest"
 	"github.com/depot-registry/depot/origin/origintest"
 	"github.com/depot-registry/depot/origin/service/migrate/artifactorytest"
-	"github.com/depot-registry/depot/shared/meta"
 )
 
 // TestMigrateFromArtifactory: a PyPI repository of an Artifactory (a
@@ -33,21 +31,9 @@ func TestMigrateFromArtifactory(t *testing.T) {
 	}
 	af.Put("pypi-local", ".pypi/demo-lib.html", artifactorytest.File{Data: []byte("<html></html>")})
 
-	var m meta.Migration
-	e.Do("POST", "/api/v1/migrations", e.Admin, map[string]any{"source_url": af.URL, "source_username": "af-admin", "source_password": "af-password",
-		"repositories": []string{"pypi-local"}}).Want(201).JSON(&m)
-	e.Do("POST", "/api/v1/migrations/"+m.ID+"/start", e.Admin, nil).Want(200)
-	for end := time.Now().Add(60 * time.Second); !meta.MigrationDone(m.Status); time.Sleep(200 * time.Millisecond) {
-		if time.Now().After(end) {
-			t.Fatalf("the migration is still %s: %+v", m.Status, m.Progress)
-		}
-		e.Do("GET", "/api/v1/migrations/"+m.ID, e.Admin, nil).Want(200).JSON(&m)
-	}
-	if m.Status != meta.MigrationCompleted || m.Progress.MigratedArtifacts != 2 || m.Progress.SkippedArtifacts != 1 {
-		var f struct{ Entries []meta.MigrationEntry }
-		e.Do("GET", "/api/v1/migrations/"+m.ID+"/failures", e.Admin, nil).JSON(&f)
-		t.Fatalf("the migration: %s %+v; failures %+v", m.Status, m.Progress, f.Entries)
-	}
+	m := clienttest.Migrate(t, e, map[string]any{"source_url": af.URL, "source_username": "af-admin", "source_password": "af-password",
+		"repositories": []string{"pypi-local"}})
+	clienttest.WantMigrated(t, e, m, 2, 1)
 	index := "http://admin:" + origintest.AdminPassword + "@" + clienttest.HostPort(e) + "/pypi/pypi-local/simple/"
 	bin := venv(t, "python3")
 	out := clienttest.Run(t, clienttest.Cmd{Env: pipEnv(t), Name: filepath.Join(bin, "pip"), Args: []string{

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/depot-registry/depot/origin"
+	"github.com/depot-registry/depot/origin/clienttest"
 	"github.com/depot-registry/depot/origin/origintest"
 	"github.com/depot-registry/depot/origin/service/migrate/artifactorytest"
 	"github.com/depot-registry/depot/shared/meta"
@@ -17,23 +18,8 @@ import (
 // its end.
 func run(t *testing.T, e *origintest.Env, af *artifactorytest.Server, options map[string]any, repos ...string) meta.Migration {
 	t.Helper()
-	var m meta.Migration
-	e.Do("POST", "/api/v1/migrations", e.Admin, map[string]any{"source": map[string]any{"url": af.URL, "username": "af", "password": "pw"},
-		"repositories": repos, "options": options}).Want(201).JSON(&m)
-	e.Do("POST", "/api/v1/migrations/"+m.ID+"/start", e.Admin, nil).Want(200)
-	for end := time.Now().Add(60 * time.Second); !meta.MigrationDone(m.Status); time.Sleep(100 * time.Millisecond) {
-		if time.Now().After(end) {
-			t.Fatalf("the migration is still %s", m.Status)
-		}
-		e.Do("GET", "/api/v1/migrations/"+m.ID, e.Admin, nil).Want(200).JSON(&m)
-	}
-	return m
-}
-
-func failures(t *testing.T, e *origintest.Env, id string) []meta.MigrationEntry {
-	var f struct{ Entries []meta.MigrationEntry }
-	e.Do("GET", "/api/v1/migrations/"+id+"/failures", e.Admin, nil).Want(200).JSON(&f)
-	return f.Entries
+	return clienttest.Migrate(t, e, map[string]any{"source": map[string]any{"url": af.URL, "username": "af", "password": "pw"},
+		"repositories": repos, "options": options})
 }
 
 // TestFaults: a dry run counts what would move and writes nothing; a
@@ -55,7 +41,7 @@ func TestFaults(t *testing.T) {
 
 	af.Drop("files", "b/1.0/b.bin", true)
 	m := run(t, e, af, map[string]any{"retry_attempts": 1}, "files")
-	f := failures(t, e, m.ID)
+	f := clienttest.MigrationFailures(t, e, m.ID)
 	if m.Status != meta.MigrationCompletedWithErrors || m.Progress.MigratedArtifacts != 1 || len(f) != 1 || f[0].Path != "b/1.0/b.bin" ||
 		!strings.Contains(f[0].Message, "downloading it") {
 		t.Fatalf("a dropped connection: %s %+v %+v", m.Status, m.Progress, f)
@@ -65,13 +51,13 @@ func TestFaults(t *testing.T) {
 	af.Drop("files", "b/1.0/b.bin", false)
 	af.Slow(2 * time.Second)
 	m = run(t, e, af, map[string]any{"retry_attempts": 0, "timeout_seconds": 1}, "files")
-	f = failures(t, e, m.ID)
+	f = clienttest.MigrationFailures(t, e, m.ID)
 	if m.Progress.MigratedArtifacts != 1 || len(f) != 1 || !strings.Contains(f[0].Message, "longer than 1 s") {
 		t.Fatalf("a slow source: %s %+v %+v", m.Status, m.Progress, f)
 	}
 	af.Slow(0)
 	if m = run(t, e, af, nil, "files"); m.Status != meta.MigrationCompleted || m.Progress.MigratedArtifacts != 2 {
-		t.Fatalf("once the source is well: %s %+v %+v", m.Status, m.Progress, failures(t, e, m.ID))
+		t.Fatalf("once the source is well: %s %+v %+v", m.Status, m.Progress, clienttest.MigrationFailures(t, e, m.ID))
 	}
 	if got := string(e.Do("GET", "/generic/files/b/1.0/b.bin", e.Admin, nil).Want(200).Body); got != "the second file's bytes" {
 		t.Errorf("b.bin: %q", got)
