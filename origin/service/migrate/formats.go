@@ -18,6 +18,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/mod/module"
+
 	"github.com/depot-registry/depot/origin/service/migrate/artifactory"
 	"github.com/depot-registry/depot/shared/format"
 	"github.com/depot-registry/depot/shared/format/npm"
@@ -45,6 +47,49 @@ var adapters = map[string]adapter{
 	"npm":     {skip: npmFile, target: npmTarget, write: publishNPM},
 	"pypi":    {skip: pypiFile, target: pypiTarget, write: uploadPyPI},
 	"docker":  {skip: dockerFile, target: dockerTarget, write: pushImage},
+	"go":      {skip: goFile, target: goTarget, write: uploadModule},
+	"helm":    {skip: helmFile, target: helmTarget, write: putChart},
+}
+
+// goFile: a Go repository's module zips move (<module>/@v/<version>.zip);
+// the .mod, .info and list files are the registry's to serve from them.
+func goFile(p string) string {
+	if strings.HasSuffix(p, ".zip") && strings.Contains(p, "/@v/") {
+		return ""
+	}
+	return "Go module metadata: served here from the module's zip"
+}
+
+// goTarget is where a module zip is kept here: its module path unescaped
+// (the proxy protocol's "!x" for capitals).
+func goTarget(p string) (string, error) {
+	esc, file, _ := strings.Cut(p, "/@v/")
+	mod, err := module.UnescapePath(esc)
+	if err != nil {
+		return "", err
+	}
+	return mod + "/@v/" + file, nil
+}
+
+// uploadModule uploads a module zip as the registry's Go upload takes it.
+func uploadModule(ctx context.Context, j *job, srcRepo string, repo *meta.Repository, p string, f *os.File, n int64) error {
+	return j.serve(ctx, repo, http.MethodPut, "/"+repo.Name+"/upload", f, n, map[string]string{"Content-Type": "application/zip"})
+}
+
+// helmFile: a Helm repository's chart archives move; its index.yaml is
+// the registry's to build.
+func helmFile(p string) string {
+	if strings.HasSuffix(p, ".tgz") {
+		return ""
+	}
+	return "the chart index: built here from the charts"
+}
+
+func helmTarget(p string) (string, error) { return "charts/" + path.Base(p), nil }
+
+// putChart uploads a chart archive as helm's push plugins do.
+func putChart(ctx context.Context, j *job, srcRepo string, repo *meta.Repository, p string, f *os.File, n int64) error {
+	return j.serve(ctx, repo, http.MethodPut, "/"+repo.Name+"/charts/"+path.Base(p), f, n, map[string]string{"Content-Type": "application/gzip"})
 }
 
 func samePath(p string) (string, error) { return p, nil }

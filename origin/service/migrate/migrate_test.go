@@ -1,16 +1,23 @@
 package migrate_test
 
 import (
+	"bytes"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"golang.org/x/mod/module"
+	modzip "golang.org/x/mod/zip"
+
 	"github.com/depot-registry/depot/origin"
 	"github.com/depot-registry/depot/origin/clienttest"
 	"github.com/depot-registry/depot/origin/origintest"
 	"github.com/depot-registry/depot/origin/service/migrate/artifactorytest"
+	"github.com/depot-registry/depot/shared/formattest"
 	"github.com/depot-registry/depot/shared/meta"
 )
 
@@ -178,5 +185,46 @@ func TestNoSpace(t *testing.T) {
 	af.NoStorageInfo.Store(true)
 	if m := interrupted(); strings.Contains(m.Error, "repositories left") {
 		t.Errorf("without the source's summary: %q", m.Error)
+	}
+}
+
+// TestGoAndHelm: a Go repository (module zips in the proxy layout, their
+// .mod, .info and list files left to the registry) and a Helm one (chart
+// archives, the index left to the registry) are migrated; the go proxy
+// here lists the version and serves the go.mod from the zip, and the
+// chart index names the chart.
+func TestGoAndHelm(t *testing.T) {
+	e := origintest.Start(t, origintest.Options{})
+	af := artifactorytest.New(t, "af", "pw")
+	af.AddRepo("go-local", "LOCAL", "Go", "")
+	af.AddRepo("helm-local", "LOCAL", "Helm", "")
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module example.com/Greet\n\ngo 1.21\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "greet.go"), []byte("package greet\n"), 0o644)
+	var zip bytes.Buffer
+	if err := modzip.CreateFromDir(&zip, module.Version{Path: "example.com/Greet", Version: "v1.0.0"}, dir); err != nil {
+		t.Fatal(err)
+	}
+	af.Put("go-local", "example.com/!greet/@v/v1.0.0.zip", artifactorytest.File{Data: zip.Bytes()})
+	af.Put("go-local", "example.com/!greet/@v/v1.0.0.mod", artifactorytest.File{Data: []byte("module example.com/Greet\n\ngo 1.21\n")})
+	af.Put("go-local", "example.com/!greet/@v/v1.0.0.info", artifactorytest.File{Data: []byte(`{"Version":"v1.0.0"}`)})
+	af.Put("go-local", "example.com/!greet/@v/list", artifactorytest.File{Data: []byte("v1.0.0\n")})
+	chart := formattest.Tgz(t, map[string]string{"mychart/Chart.yaml": "apiVersion: v2\nname: mychart\nversion: 0.1.0\ndescription: a chart\n",
+		"mychart/values.yaml": "replicas: 1\n"})
+	af.Put("helm-local", "mychart-0.1.0.tgz", artifactorytest.File{Data: chart})
+	af.Put("helm-local", "index.yaml", artifactorytest.File{Data: []byte("apiVersion: v1\nentries: {}\n")})
+
+	m := run(t, e, af, nil, "go-local", "helm-local")
+	if m.Status != meta.MigrationCompleted || m.Progress.MigratedArtifacts != 2 || m.Progress.SkippedArtifacts != 4 {
+		t.Fatalf("the migration: %s %+v %+v", m.Status, m.Progress, clienttest.MigrationFailures(t, e, m.ID))
+	}
+	if got := strings.TrimSpace(string(e.Do("GET", "/go/go-local/example.com/!greet/@v/list", e.Admin, nil).Want(200).Body)); got != "v1.0.0" {
+		t.Errorf("the module's versions here: %q", got)
+	}
+	if got := string(e.Do("GET", "/go/go-local/example.com/!greet/@v/v1.0.0.mod", e.Admin, nil).Want(200).Body); !strings.Contains(got, "module example.com/Greet") {
+		t.Errorf("go.mod: %q", got)
+	}
+	if idx := string(e.Do("GET", "/helm/helm-local/index.yaml", e.Admin, nil).Want(200).Body); !strings.Contains(idx, "mychart") || !strings.Contains(idx, "0.1.0") {
+		t.Errorf("the chart index:\n%s", idx)
 	}
 }
