@@ -41,14 +41,29 @@ type adapter struct {
 
 // adapters are the formats migrated so far, by format here.
 var adapters = map[string]adapter{
-	"generic": {skip: func(string) string { return "" }, target: samePath, write: putFile},
-	"maven":   {skip: mavenFile, target: samePath, write: putFile},
-	"gradle":  {skip: mavenFile, target: samePath, write: putFile},
-	"npm":     {skip: npmFile, target: npmTarget, write: publishNPM},
-	"pypi":    {skip: pypiFile, target: pypiTarget, write: uploadPyPI},
-	"docker":  {skip: dockerFile, target: dockerTarget, write: pushImage},
-	"go":      {skip: goFile, target: goTarget, write: uploadModule},
-	"helm":    {skip: helmFile, target: helmTarget, write: putChart},
+	"generic":  {skip: func(string) string { return "" }, target: samePath, write: putFile},
+	"maven":    {skip: mavenFile, target: samePath, write: putFile},
+	"gradle":   {skip: mavenFile, target: samePath, write: putFile},
+	"npm":      {skip: npmFile, target: npmTarget, write: publishNPM},
+	"pypi":     {skip: pypiFile, target: pypiTarget, write: uploadPyPI},
+	"docker":   {skip: dockerFile, target: dockerTarget, write: pushImage},
+	"go":       {skip: goFile, target: goTarget, write: uploadModule},
+	"helm":     {skip: helmFile, target: helmTarget, write: putChart},
+	"rubygems": {skip: gemFile, target: func(p string) (string, error) { return "gems/" + path.Base(p), nil }, write: pushGem},
+}
+
+// gemFile: a RubyGems repository's gems move (gems/<name>-<version>.gem);
+// its indexes (specs, quick/, info/) are the registry's to build.
+func gemFile(p string) string {
+	if strings.HasPrefix(p, "gems/") && strings.HasSuffix(p, ".gem") {
+		return ""
+	}
+	return "RubyGems indexes: built here from the gems"
+}
+
+// pushGem pushes a gem as gem push does.
+func pushGem(ctx context.Context, j *job, srcRepo string, repo *meta.Repository, p string, f *os.File, n int64) error {
+	return j.serve(ctx, repo, http.MethodPost, "/"+repo.Name+"/api/v1/gems", f, n, map[string]string{"Content-Type": "application/octet-stream"})
 }
 
 // goFile: a Go repository's module zips move (<module>/@v/<version>.zip);

@@ -188,12 +188,13 @@ func TestNoSpace(t *testing.T) {
 	}
 }
 
-// TestGoAndHelm: a Go repository (module zips in the proxy layout, their
-// .mod, .info and list files left to the registry) and a Helm one (chart
-// archives, the index left to the registry) are migrated; the go proxy
-// here lists the version and serves the go.mod from the zip, and the
-// chart index names the chart.
-func TestGoAndHelm(t *testing.T) {
+// TestGoHelmGems: a Go repository (module zips in the proxy layout, their
+// .mod, .info and list files left to the registry), a Helm one (chart
+// archives, the index left to the registry) and a RubyGems one (gems, the
+// indexes left) are migrated; the go proxy here lists the version and
+// serves the go.mod from the zip, the chart index names the chart, the
+// compact index the gem.
+func TestGoHelmGems(t *testing.T) {
 	e := origintest.Start(t, origintest.Options{})
 	af := artifactorytest.New(t, "af", "pw")
 	af.AddRepo("go-local", "LOCAL", "Go", "")
@@ -209,13 +210,17 @@ func TestGoAndHelm(t *testing.T) {
 	af.Put("go-local", "example.com/!greet/@v/v1.0.0.mod", artifactorytest.File{Data: []byte("module example.com/Greet\n\ngo 1.21\n")})
 	af.Put("go-local", "example.com/!greet/@v/v1.0.0.info", artifactorytest.File{Data: []byte(`{"Version":"v1.0.0"}`)})
 	af.Put("go-local", "example.com/!greet/@v/list", artifactorytest.File{Data: []byte("v1.0.0\n")})
+	af.AddRepo("gems-local", "LOCAL", "Gems", "")
+	af.Put("gems-local", "gems/demo-1.0.0.gem", artifactorytest.File{Data: formattest.Gem(t, "demo", "1.0.0")})
+	af.Put("gems-local", "specs.4.8.gz", artifactorytest.File{Data: []byte("not read")})
+	af.Put("gems-local", "quick/Marshal.4.8/demo-1.0.0.gemspec.rz", artifactorytest.File{Data: []byte("not read")})
 	chart := formattest.Tgz(t, map[string]string{"mychart/Chart.yaml": "apiVersion: v2\nname: mychart\nversion: 0.1.0\ndescription: a chart\n",
 		"mychart/values.yaml": "replicas: 1\n"})
 	af.Put("helm-local", "mychart-0.1.0.tgz", artifactorytest.File{Data: chart})
 	af.Put("helm-local", "index.yaml", artifactorytest.File{Data: []byte("apiVersion: v1\nentries: {}\n")})
 
-	m := run(t, e, af, nil, "go-local", "helm-local")
-	if m.Status != meta.MigrationCompleted || m.Progress.MigratedArtifacts != 2 || m.Progress.SkippedArtifacts != 4 {
+	m := run(t, e, af, nil, "go-local", "helm-local", "gems-local")
+	if m.Status != meta.MigrationCompleted || m.Progress.MigratedArtifacts != 3 || m.Progress.SkippedArtifacts != 6 {
 		t.Fatalf("the migration: %s %+v %+v", m.Status, m.Progress, clienttest.MigrationFailures(t, e, m.ID))
 	}
 	if got := strings.TrimSpace(string(e.Do("GET", "/go/go-local/example.com/!greet/@v/list", e.Admin, nil).Want(200).Body)); got != "v1.0.0" {
@@ -226,5 +231,8 @@ func TestGoAndHelm(t *testing.T) {
 	}
 	if idx := string(e.Do("GET", "/helm/helm-local/index.yaml", e.Admin, nil).Want(200).Body); !strings.Contains(idx, "mychart") || !strings.Contains(idx, "0.1.0") {
 		t.Errorf("the chart index:\n%s", idx)
+	}
+	if info := string(e.Do("GET", "/rubygems/gems-local/info/demo", e.Admin, nil).Want(200).Body); !strings.Contains(info, "1.0.0") {
+		t.Errorf("the gem's info:\n%s", info)
 	}
 }
