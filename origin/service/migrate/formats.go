@@ -23,6 +23,7 @@ import (
 	"github.com/depot-registry/depot/origin/service/migrate/artifactory"
 	"github.com/depot-registry/depot/shared/format"
 	"github.com/depot-registry/depot/shared/format/npm"
+	"github.com/depot-registry/depot/shared/format/nuget"
 	"github.com/depot-registry/depot/shared/format/pypi"
 	"github.com/depot-registry/depot/shared/meta"
 )
@@ -50,6 +51,37 @@ var adapters = map[string]adapter{
 	"go":       {skip: goFile, target: goTarget, write: uploadModule},
 	"helm":     {skip: helmFile, target: helmTarget, write: putChart},
 	"rubygems": {skip: gemFile, target: func(p string) (string, error) { return "gems/" + path.Base(p), nil }, write: pushGem},
+	"nuget":    {skip: nugetFile, target: nugetTarget, write: pushNuGet},
+}
+
+// nugetFile: a NuGet repository's packages move; symbol packages are
+// not kept here.
+func nugetFile(p string) string {
+	switch {
+	case strings.HasSuffix(p, ".snupkg") || strings.HasSuffix(p, ".symbols.nupkg"):
+		return "a symbol package: not kept here"
+	case strings.HasSuffix(p, ".nupkg"):
+		return ""
+	}
+	return "not a package"
+}
+
+// nugetTarget is where a package is kept here, from its file name
+// <id>.<version>.nupkg: the version starts at the first segment that
+// starts with a digit.
+func nugetTarget(p string) (string, error) {
+	parts := strings.Split(strings.TrimSuffix(path.Base(p), ".nupkg"), ".")
+	for i := 1; i < len(parts); i++ {
+		if c := parts[i]; c != "" && c[0] >= '0' && c[0] <= '9' {
+			return nuget.PackagePath(strings.Join(parts[:i], "."), strings.Join(parts[i:], ".")), nil
+		}
+	}
+	return "", fmt.Errorf("%s does not name a package and a version", path.Base(p))
+}
+
+// pushNuGet pushes a package as nuget push does (the raw .nupkg).
+func pushNuGet(ctx context.Context, j *job, srcRepo string, repo *meta.Repository, p string, f *os.File, n int64) error {
+	return j.serve(ctx, repo, http.MethodPut, "/"+repo.Name, f, n, map[string]string{"Content-Type": "application/octet-stream"})
 }
 
 // gemFile: a RubyGems repository's gems move (gems/<name>-<version>.gem);

@@ -190,10 +190,11 @@ func TestNoSpace(t *testing.T) {
 
 // TestGoHelmGems: a Go repository (module zips in the proxy layout, their
 // .mod, .info and list files left to the registry), a Helm one (chart
-// archives, the index left to the registry) and a RubyGems one (gems, the
-// indexes left) are migrated; the go proxy here lists the version and
-// serves the go.mod from the zip, the chart index names the chart, the
-// compact index the gem.
+// archives, the index left to the registry), a RubyGems one (gems, the
+// indexes left) and a NuGet one are migrated; the go proxy here lists the
+// version and serves the go.mod from the zip, the chart index names the
+// chart, the compact index the gem, the flat container the package; a
+// second migration finds each of them here and moves nothing again.
 func TestGoHelmGems(t *testing.T) {
 	e := origintest.Start(t, origintest.Options{})
 	af := artifactorytest.New(t, "af", "pw")
@@ -214,13 +215,17 @@ func TestGoHelmGems(t *testing.T) {
 	af.Put("gems-local", "gems/demo-1.0.0.gem", artifactorytest.File{Data: formattest.Gem(t, "demo", "1.0.0")})
 	af.Put("gems-local", "specs.4.8.gz", artifactorytest.File{Data: []byte("not read")})
 	af.Put("gems-local", "quick/Marshal.4.8/demo-1.0.0.gemspec.rz", artifactorytest.File{Data: []byte("not read")})
+	af.AddRepo("nuget-local", "LOCAL", "NuGet", "")
+	nupkg := formattest.Zip(t, map[string]string{"Demo.Pkg.nuspec": `<?xml version="1.0"?><package><metadata><id>Demo.Pkg</id>` +
+		`<version>1.2.0</version><authors>depot</authors><description>a package</description></metadata></package>`})
+	af.Put("nuget-local", "Demo.Pkg/Demo.Pkg.1.2.0.nupkg", artifactorytest.File{Data: nupkg})
 	chart := formattest.Tgz(t, map[string]string{"mychart/Chart.yaml": "apiVersion: v2\nname: mychart\nversion: 0.1.0\ndescription: a chart\n",
 		"mychart/values.yaml": "replicas: 1\n"})
 	af.Put("helm-local", "mychart-0.1.0.tgz", artifactorytest.File{Data: chart})
 	af.Put("helm-local", "index.yaml", artifactorytest.File{Data: []byte("apiVersion: v1\nentries: {}\n")})
 
-	m := run(t, e, af, nil, "go-local", "helm-local", "gems-local")
-	if m.Status != meta.MigrationCompleted || m.Progress.MigratedArtifacts != 3 || m.Progress.SkippedArtifacts != 6 {
+	m := run(t, e, af, nil, "go-local", "helm-local", "gems-local", "nuget-local")
+	if m.Status != meta.MigrationCompleted || m.Progress.MigratedArtifacts != 4 || m.Progress.SkippedArtifacts != 6 {
 		t.Fatalf("the migration: %s %+v %+v", m.Status, m.Progress, clienttest.MigrationFailures(t, e, m.ID))
 	}
 	if got := strings.TrimSpace(string(e.Do("GET", "/go/go-local/example.com/!greet/@v/list", e.Admin, nil).Want(200).Body)); got != "v1.0.0" {
@@ -234,5 +239,13 @@ func TestGoHelmGems(t *testing.T) {
 	}
 	if info := string(e.Do("GET", "/rubygems/gems-local/info/demo", e.Admin, nil).Want(200).Body); !strings.Contains(info, "1.0.0") {
 		t.Errorf("the gem's info:\n%s", info)
+	}
+	if got := string(e.Do("GET", "/nuget/nuget-local/v3/package/demo.pkg/index.json", e.Admin, nil).Want(200).Body); !strings.Contains(got, "1.2.0") {
+		t.Errorf("the package's versions: %s", got)
+	}
+	// Again: everything is here already, nothing is moved twice.
+	again := run(t, e, af, nil, "go-local", "helm-local", "gems-local", "nuget-local")
+	if again.Status != meta.MigrationCompleted || again.Progress.MigratedArtifacts != 4 || again.Progress.FailedArtifacts != 0 {
+		t.Errorf("the second migration: %s %+v %+v", again.Status, again.Progress, clienttest.MigrationFailures(t, e, again.ID))
 	}
 }

@@ -298,3 +298,9 @@ func (f *Format) remove(ctx context.Context, r *format.Request, w *format.Writer
 	format.SetIndex(resp.Header, idx)
 	return resp, nil
 }
+
+// PackagePath is where a package of id at version is kept (id in lower
+// case, the version normalised), for an importer finding one it moved.
+func PackagePath(id, version string) string {
+	return nupkgPath(strings.ToLower(id), normalize(version))
+}
