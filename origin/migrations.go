@@ -5,11 +5,47 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"time"
 
 	"github.com/depot-registry/depot/origin/app"
+	"github.com/depot-registry/depot/origin/service/migrate"
 	"github.com/depot-registry/depot/shared/auth"
+	"github.com/depot-registry/depot/shared/format"
 	"github.com/depot-registry/depot/shared/meta"
 )
+
+// newMigrator makes the migration service: it writes through the format
+// servers (by repository format), as the administrator who made a
+// migration while they still are one, within the room uploads have here.
+func (o *Origin) newMigrator(application *app.App, servers map[string]*format.Server, scratch string, now func() time.Time, log *slog.Logger) *migrate.Service {
+	return migrate.New(migrate.Config{Store: o.store, Commit: o.commit, Servers: servers, Node: o.nodeID, Now: now,
+		Log: log.With("component", "migrate"), SpillDir: filepath.Join(scratch, "migrate"), Accounts: migrationAccounts{application, o.store},
+		Room: func() (int64, bool) {
+			st := o.space.Status()
+			if st.Usage.Total == 0 {
+				return 0, false // not known here
+			}
+			return max(0, int64(st.Usage.Free)-st.MinFree), true
+		},
+		CreateRepo: func(ctx context.Context, p *auth.Principal, name, formatName, description string) (*meta.Repository, error) {
+			repo, _, err := application.CreateRepository(ctx, p, app.NewRepository{Name: name, Format: formatName, Description: description})
+			return repo, err
+		},
+		Principal: func(userID string) (*auth.Principal, error) {
+			var u *meta.User
+			err := o.store.View(func(tx *meta.Tx) error { var err error; u, err = tx.User(userID); return err })
+			switch {
+			case err != nil:
+				return nil, err
+			case u.Disabled || u.Role != meta.RoleAdmin:
+				return nil, fmt.Errorf("%s is no longer an active administrator", u.Username)
+			}
+			return auth.JobFor(u), nil
+		}})
+}
 
 // migrationAccounts are the application's account use cases a migration
 // writes the source's users, groups and grants through.

@@ -57,7 +57,6 @@ import (
 	"github.com/depot-registry/depot/shared/httpx"
 	"github.com/depot-registry/depot/shared/meta"
 	"github.com/depot-registry/depot/shared/metrics"
-	secpolicy "github.com/depot-registry/depot/shared/policy"
 	"github.com/depot-registry/depot/shared/progress"
 	"github.com/depot-registry/depot/shared/seen"
 	"github.com/depot-registry/depot/shared/version"
@@ -341,11 +340,7 @@ func (o *Origin) serve(context.Context) error {
 			o.recordDownload(r, a)
 		},
 		Advisories: func(ctx context.Context) (*vuln.DB, error) { db, _, err := o.scans.Database(ctx); return db, err },
-		Admit: secpolicy.Admit(o.store, now, func(r *format.Request, a *meta.Artifact, repo *meta.Repository, d secpolicy.Decision) {
-			who := r.Principal.Actor()
-			who.IPAddress = r.RemoteAddr
-			o.events.Add(meta.ViolationEvent("download", a, repo, d.PolicyID, d.Policy, d.Reason, d.Advisories, who, now()))
-		})}
+		Admit:      o.admitDownloads(now)}
 	scratch := filepath.Join(cfg.DataDir, "scratch")
 	// Writes store new blobs on a quorum of the origins before they
 	// commit; readers see the blobs of every origin (one not here yet is
@@ -399,29 +394,8 @@ func (o *Origin) serve(context.Context) error {
 			_, err := writer.DeleteThrough(ctx, byName[repo.Format], &format.Request{Repo: repo, Principal: auth.Job("retention")}, a)
 			return err
 		}})
-	o.scans = scan.New(scan.Config{Store: o.store, Commit: o.commit, Blobs: o.blobs, Formats: byName, NewID: auth.NewID, Node: o.nodeID,
-		Now: now, Log: log.With("component", "scan"), ScanOnUpload: func() bool { return o.app.Settings().ScanOnUpload },
-		Directory: func() string { return o.app.Settings().AdvisoriesDirectory },
-		ReportURL: func(id string) string {
-			base := ""
-			if b := o.baseURL.Load(); b != nil {
-				base = *b
-			}
-			return base + api.Prefix + "/security/scans/" + id
-		}})
-	// Uploads a security policy blocks are matched before they are
-	// recorded (screenTimeout at most), and refused.
-	writer.Screen = secpolicy.Screen(o.store, now, func(ctx context.Context, a *meta.Artifact, repo *meta.Repository) ([]meta.Flagged, error) {
-		ctx, cancel := context.WithTimeout(ctx, screenTimeout)
-		defer cancel()
-		rep, err := o.scans.Assess(ctx, a, repo)
-		return rep.Flagged(), err
-	}, func(ctx context.Context, a *meta.Artifact, repo *meta.Repository, d secpolicy.Decision) {
-		who, _ := meta.ActorOf(ctx)
-		refused := *a
-		refused.ID = "" // never recorded
-		o.events.Add(meta.ViolationEvent("upload", &refused, repo, d.PolicyID, d.Policy, d.Reason, d.Advisories, who, now()))
-	})
+	o.scans = o.newScans(byName, now, log)
+	writer.Screen = o.screenUploads(now)
 	application := &app.App{
 		Store: o.store, Commit: o.commit, Blobs: o.blobs, Authn: authn, Hasher: authn.Hasher,
 		Formats: byName, Env: env, Writer: writer, Now: now, NewID: auth.NewID,
@@ -486,30 +460,7 @@ func (o *Origin) serve(context.Context) error {
 	}
 	// Migrations write through the format servers, as the administrator
 	// who made them.
-	o.migrator = migrate.New(migrate.Config{Store: o.store, Commit: o.commit, Servers: servers, Node: o.nodeID, Now: now,
-		Log: log.With("component", "migrate"), SpillDir: filepath.Join(scratch, "migrate"), Accounts: migrationAccounts{application, o.store},
-		Room: func() (int64, bool) {
-			st := o.space.Status()
-			if st.Usage.Total == 0 {
-				return 0, false // not known here
-			}
-			return max(0, int64(st.Usage.Free)-st.MinFree), true
-		},
-		CreateRepo: func(ctx context.Context, p *auth.Principal, name, formatName, description string) (*meta.Repository, error) {
-			repo, _, err := application.CreateRepository(ctx, p, app.NewRepository{Name: name, Format: formatName, Description: description})
-			return repo, err
-		},
-		Principal: func(userID string) (*auth.Principal, error) {
-			var u *meta.User
-			err := o.store.View(func(tx *meta.Tx) error { var err error; u, err = tx.User(userID); return err })
-			switch {
-			case err != nil:
-				return nil, err
-			case u.Disabled || u.Role != meta.RoleAdmin:
-				return nil, fmt.Errorf("%s is no longer an active administrator", u.Username)
-			}
-			return auth.JobFor(u), nil
-		}})
+	o.migrator = o.newMigrator(application, servers, scratch, now, log)
 	application.Migrator = o.migrator
 	mux.Handle(webui.Prefix+"/", httpx.BodyDeadline(o.ui, cfg.BodyTimeout))
 	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -737,10 +688,6 @@ func (o *Origin) recordDownload(r *format.Request, a *meta.Artifact) {
 // maxBlobCopies bounds --blob-copies: more than any cluster has voters.
 const maxBlobCopies = 99
 
-// screenTimeout bounds the matching of an upload a security policy may
-// block (an image's layers are read): past it the upload is refused 503.
-const screenTimeout = 5 * time.Minute
-
 // placement is where blobs live: --blob-copies origins, or every one.
 func (o *Origin) placement() blobs.Placement {
 	if o.cfg.BlobCopies > 0 {
@@ -865,56 +812,6 @@ func (o *Origin) ensureAdmin(ctx context.Context, commit leader.Applier) error {
 		fmt.Fprintf(o.out, "Created user 'admin' with the password from DEPOT_ADMIN_PASSWORD; it must be changed at first login.\n")
 	}
 	return nil
-}
-
-// persisted returns the value kept in path, creating it from given (or,
-// when given is empty, from gen) the first time. A given value wins over
-// the kept one without rewriting it.
-func persisted(path, given string, gen func() string) (string, error) {
-	b, err := os.ReadFile(path)
-	switch {
-	case err == nil && given != "":
-		return given, nil
-	case err == nil:
-		return strings.TrimSpace(string(b)), nil
-	case !os.IsNotExist(err):
-		return "", err
-	}
-	if given == "" {
-		given = gen()
-	}
-	return given, writeFileSync(path, []byte(given+"\n"))
-}
-
-func jwtSecret(cfg Config) ([]byte, bool, error) {
-	if cfg.JWTSecret != "" {
-		if len(cfg.JWTSecret) < 32 {
-			return nil, false, errors.New("JWT_SECRET must be at least 32 characters")
-		}
-		return []byte(cfg.JWTSecret), false, nil
-	}
-	path := filepath.Join(cfg.DataDir, "jwt-secret")
-	if b, err := os.ReadFile(path); err == nil {
-		return []byte(strings.TrimSpace(string(b))), false, nil
-	}
-	s := fmt.Sprintf("%x", auth.RandomSecret())
-	return []byte(s), true, writeFileSync(path, []byte(s+"\n"))
-}
-
-func writeFileSync(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }
 
 // reachableAt is the address peers and edges reach the API at: the one
