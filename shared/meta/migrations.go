@@ -76,10 +76,6 @@ type Migration struct {
 	// Node is the origin running it.
 	Node  string `json:"node,omitempty"`
 	Error string `json:"error,omitempty"`
-	// Entries counts the log lines and failures kept (Seq of the last),
-	// Dropped those beyond MaxMigrationEntries.
-	Entries int `json:"-"`
-	Dropped int `json:"-"`
 }
 
 // MigrationSource is where a migration reads from. The password (or
@@ -169,7 +165,7 @@ func (c *MigrationPut) apply(tx *Tx) error {
 	case len(m.Source.URL) > maxMigrationText || len(m.Error) > maxMigrationText || len(m.Source.Username) > 256:
 		return Invalidf("a migration's source URL and error are at most %d bytes", maxMigrationText)
 	}
-	old, err := tx.Migration(m.ID)
+	old, err := getRec[storedMigration](tx, KindMigration, m.ID, "migration")
 	switch {
 	case c.Create && err == nil:
 		return Conflictf("migration %s exists", m.ID)
@@ -180,14 +176,11 @@ func (c *MigrationPut) apply(tx *Tx) error {
 	}
 	rec := storedMigration{Migration: m}
 	rec.Source.Password = ""
-	switch {
-	case c.Secret != nil:
-		rec.Secret = *c.Secret
-	case old != nil:
-		rec.Secret = migrationSecret{Password: old.Source.Password, CreatedByID: old.CreatedByID}
+	if old != nil { // the secret unless given again; the entries' command keeps their counts
+		rec.Secret, rec.Entries, rec.Dropped = old.Secret, old.Entries, old.Dropped
 	}
-	if old != nil {
-		rec.Entries, rec.Dropped = old.Entries, old.Dropped // the entries' command keeps these
+	if c.Secret != nil {
+		rec.Secret = *c.Secret
 	}
 	return tx.putRec(KindMigration, m.ID, rec)
 }
@@ -248,7 +241,6 @@ func (tx *Tx) Migration(id string) (*Migration, error) {
 	}
 	m := rec.Migration
 	m.Source.Password, m.CreatedByID = rec.Secret.Password, rec.Secret.CreatedByID
-	m.Entries, m.Dropped = rec.Entries, rec.Dropped
 	return &m, nil
 }
 

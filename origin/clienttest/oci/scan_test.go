@@ -70,37 +70,7 @@ func TestImageScans(t *testing.T) {
 	}
 
 	// Scanned on upload.
-	completed := func(tag string) scanReport {
-		t.Helper()
-		var versions struct {
-			Versions []struct {
-				Version    string `json:"version"`
-				ArtifactID string `json:"artifact_id"`
-			} `json:"versions"`
-		}
-		e.Do("GET", "/api/v1/packages/app/versions?repository_id="+repoID, e.Admin, nil).Want(200).JSON(&versions)
-		i := slices.IndexFunc(versions.Versions, func(v struct {
-			Version    string `json:"version"`
-			ArtifactID string `json:"artifact_id"`
-		}) bool {
-			return v.Version == tag
-		})
-		if i < 0 {
-			t.Fatalf("app:%s not listed: %+v", tag, versions)
-		}
-		for end := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-			var list struct{ Scans []meta.Scan }
-			e.Do("GET", "/api/v1/security/scans?status=completed&artifact_id="+versions.Versions[i].ArtifactID, alice.Token, nil).Want(200).JSON(&list)
-			if len(list.Scans) > 0 {
-				var r scanReport
-				e.Do("GET", "/api/v1/security/scans/"+list.Scans[0].ID, alice.Token, nil).Want(200).JSON(&r)
-				return r
-			}
-			if time.Now().After(end) {
-				t.Fatalf("app:%s: no completed scan within 60 s", tag)
-			}
-		}
-	}
+	completed := func(tag string) clienttest.ScanReport { return clienttest.ScanOf(t, e, repoID, "app", tag) }
 	r := completed("vulnerable")
 	found := map[string][]string{} // package -> advisory ids
 	where := map[string]string{}
@@ -204,12 +174,6 @@ func TestImageScans(t *testing.T) {
 	if out, _ := crane("ls", "--insecure", img); strings.Join(strings.Fields(out), " ") != "fixed fixed-again vulnerable" {
 		t.Fatalf("tags after the refused push: %q", out)
 	}
-}
-
-// scanReport is GET /security/scans/:id.
-type scanReport struct {
-	meta.Scan
-	Report *scan.Report `json:"report"`
 }
 
 // layerTar writes a tar of files (name -> content; executables under

@@ -27,6 +27,7 @@ import (
 
 	"github.com/depot-registry/depot/origin/service/migrate/artifactory"
 	"github.com/depot-registry/depot/shared/auth"
+	"github.com/depot-registry/depot/shared/config"
 	"github.com/depot-registry/depot/shared/format"
 	"github.com/depot-registry/depot/shared/meta"
 )
@@ -41,8 +42,8 @@ const (
 	maxBatch        = 1000
 )
 
-// Formats maps Artifactory's package types to the formats here.
-var Formats = map[string]string{
+// formats maps Artifactory's package types to the formats here.
+var formats = map[string]string{
 	"generic": "generic", "maven": "maven", "gradle": "gradle", "npm": "npm", "pypi": "pypi", "docker": "docker",
 	"go": "go", "helm": "helm", "nuget": "nuget", "gems": "rubygems", "composer": "composer", "conda": "conda", "cargo": "crates",
 }
@@ -382,19 +383,9 @@ func (j *job) checkRoom(ctx context.Context) error {
 	}
 	if need > room {
 		return fmt.Errorf("%w: the repositories left use %s at the source, uploads here have %s (free space above --min-free-bytes)",
-			errNoSpace, formatBytes(need), formatBytes(room))
+			errNoSpace, config.FormatBytes(need), config.FormatBytes(room))
 	}
 	return nil
-}
-
-func formatBytes(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	}
-	return fmt.Sprintf("%d bytes", n)
 }
 
 // progress is the progress with its percentage; j.mu is held.
@@ -430,7 +421,7 @@ func (j *job) runAll(ctx context.Context) error {
 	j.prog.TotalArtifacts = 0
 	for _, key := range j.m.Repositories {
 		r := byKey[key]
-		if _, ok := adapters[Formats[strings.ToLower(r.PackageType)]]; r.Local() && ok {
+		if _, ok := adapters[formats[strings.ToLower(r.PackageType)]]; r.Local() && ok {
 			page, err := j.src.Items(ctx, key, 0, 1)
 			if err != nil {
 				return err
@@ -472,7 +463,7 @@ func (j *job) runAll(ctx context.Context) error {
 
 // repository moves one repository's files, page by page.
 func (j *job) repository(ctx context.Context, r artifactory.Repo) error {
-	formatName := Formats[strings.ToLower(r.PackageType)]
+	formatName := formats[strings.ToLower(r.PackageType)]
 	switch {
 	case !r.Local():
 		j.logf("warn", "%s: skipped: a %s repository holds no files of its own (only local repositories are migrated)", r.Key, strings.ToLower(r.Type))

@@ -179,7 +179,7 @@ func TestNoSpace(t *testing.T) {
 		}
 		return m
 	}
-	if m := interrupted(); !strings.Contains(m.Error, "the repositories left use 25 bytes at the source") || af.Downloads("files", "f/1.0/f.bin") != 0 {
+	if m := interrupted(); !strings.Contains(m.Error, "the repositories left use 25 B at the source") || af.Downloads("files", "f/1.0/f.bin") != 0 {
 		t.Errorf("checked before: %q, %d downloads", m.Error, af.Downloads("files", "f/1.0/f.bin"))
 	}
 	af.NoStorageInfo.Store(true)

@@ -1,6 +1,7 @@
 package migrate
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -94,7 +95,7 @@ func (j *job) permissions(ctx context.Context) error {
 				continue
 			}
 			created++
-			j.logf("info", "user %s created (realm %s at the source): an administrator resets the password before they sign in", u.Name, cmpOr(u.Realm, "internal"))
+			j.logf("info", "user %s created (realm %s at the source): an administrator resets the password before they sign in", u.Name, cmp.Or(u.Realm, "internal"))
 		}
 		ids[u.Name] = id
 	}
@@ -183,11 +184,4 @@ func covers(repos []string, key string) bool {
 		}
 	}
 	return false
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }

@@ -247,11 +247,9 @@ func (f *Format) quickAudit(ctx context.Context, r *format.Request) (*format.Res
 						adv.CVEs = append(adv.CVEs, alias)
 					}
 				}
-				if n := db.Named(vuln.NPM, k.name); len(n) > 0 {
-					for _, named := range n {
-						if named.Advisory.ID == fd.ID {
-							adv.VulnerableVersions = vuln.SemverRange(named.Affected)
-						}
+				for _, named := range db.Named(vuln.NPM, k.name) {
+					if named.Advisory.ID == fd.ID {
+						adv.VulnerableVersions = vuln.SemverRange(named.Affected)
 					}
 				}
 				if len(fd.Fixed) > 0 {

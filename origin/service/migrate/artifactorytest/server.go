@@ -400,9 +400,6 @@ func (s *Server) download(w http.ResponseWriter, r *http.Request, rest string) {
 	s.mu.Unlock()
 }
 
-// String describes the instance in test failures.
-func (s *Server) String() string { return fmt.Sprintf("artifactory at %s", s.BaseURL()) }
-
 // security answers the users, groups and permission targets.
 func (s *Server) security(w http.ResponseWriter, r *http.Request, p string) {
 	s.mu.Lock()
