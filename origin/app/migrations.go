@@ -201,13 +201,9 @@ func (a *App) MoveMigration(ctx context.Context, p *auth.Principal, id, action s
 		now := a.now().UTC()
 		m.FinishedAt = &now
 	case action == "start" || action == "resume":
-		hint := ""
-		if was == meta.MigrationInterrupted {
-			hint = "; resume it"
-		} else if was == meta.MigrationPending {
-			hint = "; start it"
-		}
-		return nil, 0, apierr.New(apierr.Conflict, "the migration is %s, so it cannot be %sd%s", was, strings.TrimSuffix(action, "e"), hint)
+		how := map[string]string{meta.MigrationPending: "; start it", meta.MigrationInterrupted: "; resume it"}[was]
+		return nil, 0, apierr.New(apierr.Conflict, "the migration is %s: only %s one can be %s%s", was,
+			map[string]string{"start": "a pending", "resume": "an interrupted"}[action], strings.TrimSuffix(action, "e")+"ed", how)
 	default:
 		return nil, 0, apierr.New(apierr.Conflict, "the migration is %s already", was)
 	}

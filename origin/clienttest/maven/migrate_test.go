@@ -68,7 +68,10 @@ func TestMigrateFromArtifactory(t *testing.T) {
 		if m.Status != meta.MigrationPending || m.ID == "" {
 			t.Fatalf("a new migration: %+v", m)
 		}
-		e.Do("POST", "/api/v1/migrations/"+m.ID+"/resume", e.Admin, nil).WantError(409, "CONFLICT")
+		if r := e.Do("POST", "/api/v1/migrations/"+m.ID+"/resume", e.Admin, nil).WantError(409, "CONFLICT"); !strings.Contains(string(r.Body),
+			"the migration is pending: only an interrupted one can be resumed; start it") {
+			t.Errorf("resuming a pending migration: %s", r.Body)
+		}
 		e.Do("POST", "/api/v1/migrations/"+m.ID+"/start", e.Admin, nil).Want(200)
 		for end := time.Now().Add(90 * time.Second); ; time.Sleep(200 * time.Millisecond) {
 			e.Do("GET", "/api/v1/migrations/"+m.ID, e.Admin, nil).Want(200).JSON(&m)

@@ -81,7 +81,6 @@ type Image struct {
 	osVer    string
 	problems []Problem
 	more     int // problems not kept
-	dropped  int // packages beyond maxPackages
 }
 
 // New is an empty image.
@@ -241,8 +240,12 @@ func (im *Image) Problems() []Problem {
 	if im.more > 0 {
 		out = append(out, Problem{What: fmt.Sprintf("%d more files", im.more), Reason: "not listed"})
 	}
-	if im.dropped > 0 {
-		out = append(out, Problem{What: fmt.Sprintf("%d packages", im.dropped), Reason: fmt.Sprintf("more than %d packages in one image", maxPackages)})
+	n := 0
+	for _, pkgs := range im.pkgs {
+		n += len(pkgs)
+	}
+	if n > maxPackages {
+		out = append(out, Problem{What: fmt.Sprintf("%d packages", n-maxPackages), Reason: fmt.Sprintf("more than %d packages in one image", maxPackages)})
 	}
 	return out
 }
@@ -260,8 +263,7 @@ func (im *Image) Packages() []Package {
 	for _, loc := range locs {
 		for _, p := range im.pkgs[loc] {
 			if len(out) >= maxPackages {
-				im.dropped++
-				continue
+				break // Problems counts the rest
 			}
 			if p.Ecosystem == OS {
 				p.Ecosystem = eco
