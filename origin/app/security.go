@@ -31,24 +31,40 @@ func (a *App) RequestScan(ctx context.Context, p *auth.Principal, artifactID, sc
 	if err != nil {
 		return nil, 0, err
 	}
-	sc := meta.Scan{ID: a.NewID(), ArtifactID: art.ID, Scanner: scanner, Status: meta.ScanQueued, Trigger: "request",
-		RequestedBy: p.Name(), CreatedAt: a.now().UTC()}
-	idx, err := a.commit(ctx, &meta.ScansRequest{Scans: []meta.Scan{sc}})
-	if err != nil && !errors.Is(err, meta.ErrConflict) {
-		return nil, idx, err
-	}
-	a.Scans.Wake()
-	// The scan queued or running now: this one, or the one another
-	// request or the upload's scan queued first; or this one done already.
+	// Queued here, unless a scan of the artifact is queued or running
+	// already (another request's, the upload's): that one is the answer.
+	// One that ended between the refusal and the look is no answer: the
+	// request is queued again.
 	var out *meta.Scan
-	err = a.view(func(tx *meta.Tx) error {
-		if out = tx.QueuedScanOf(art.ID); out != nil {
-			return nil
+	var idx uint64
+	for attempt := 0; out == nil && attempt < 3; attempt++ {
+		sc := meta.Scan{ID: a.NewID(), ArtifactID: art.ID, Scanner: scanner, Status: meta.ScanQueued, Trigger: "request",
+			RequestedBy: p.Name(), CreatedAt: a.now().UTC()}
+		idx, err = a.commit(ctx, &meta.ScansRequest{Scans: []meta.Scan{sc}})
+		if err != nil && !errors.Is(err, meta.ErrConflict) {
+			return nil, idx, err
 		}
-		var err error
-		out, err = tx.Scan(sc.ID)
-		return err
-	})
+		a.Scans.Wake()
+		err = a.view(func(tx *meta.Tx) error {
+			if out = tx.QueuedScanOf(art.ID); out != nil {
+				return nil
+			}
+			s, err := tx.Scan(sc.ID) // this one, done already
+			if err == nil {
+				out = s
+			}
+			if errors.Is(err, meta.ErrNotFound) {
+				return nil // refused, and the one in the way ended meanwhile
+			}
+			return err
+		})
+		if err != nil {
+			return nil, idx, err
+		}
+	}
+	if out == nil {
+		return nil, idx, apierr.New(apierr.Unavailable, "scans of this artifact kept ending as this one was asked for; ask again")
+	}
 	return out, idx, err
 }
 
