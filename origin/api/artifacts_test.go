@@ -5,6 +5,7 @@ import (
 	"crypto/sha1"
 	"crypto/sha256"
 	"encoding/hex"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -73,6 +74,72 @@ func TestArtifacts(t *testing.T) {
 		b := put(e, writer.token, "files/greeter/1.2.3/blob", "\x00\x01")
 		if ct := e.Do("GET", "/api/v1/artifacts/"+b.ID+"/download", writer.token, nil).Want(200).Header.Get("Content-Type"); ct != "application/octet-stream" {
 			t.Fatalf("Content-Type of an extensionless file %q", ct)
+		}
+	})
+
+	t.Run("properties", func(t *testing.T) {
+		e := e.For(t)
+		reader := newUser(e, "prop-reader", "user")
+		e.Grant(repoID, reader.id, false, "read")
+		a := put(e, writer.token, "files/greeter/3.0/props.bin", "with properties")
+		type props struct {
+			ArtifactID string              `json:"artifact_id"`
+			Properties map[string][]string `json:"properties"`
+		}
+		get := func() map[string][]string {
+			var out props
+			e.Do("GET", "/api/v1/artifacts/"+a.ID+"/properties", reader.token, nil).Want(200).JSON(&out)
+			if out.ArtifactID != a.ID || out.Properties == nil {
+				t.Fatalf("properties answer %+v", out)
+			}
+			return out.Properties
+		}
+		if got := get(); len(got) != 0 {
+			t.Fatalf("a new artifact's properties: %v", got)
+		}
+		// Setting them is writing; reading them is reading.
+		body := map[string]any{"properties": map[string]any{"build.number": "42", "qa.status": []string{"passed", "signed"}}}
+		e.Do("PUT", "/api/v1/artifacts/"+a.ID+"/properties", reader.token, body).WantError(403, "FORBIDDEN")
+		e.Do("PUT", "/api/v1/artifacts/"+a.ID+"/properties", "", body).WantError(401, "UNAUTHORIZED")
+		var out props
+		e.Do("PUT", "/api/v1/artifacts/"+a.ID+"/properties", writer.token, body).Want(200).JSON(&out)
+		want := map[string][]string{"build.number": {"42"}, "qa.status": {"passed", "signed"}}
+		if !reflect.DeepEqual(out.Properties, want) || !reflect.DeepEqual(get(), want) {
+			t.Fatalf("after PUT: answered %v, read %v; want %v", out.Properties, get(), want)
+		}
+		var art struct {
+			Properties map[string][]string `json:"properties"`
+		}
+		e.Do("GET", "/api/v1/artifacts/"+a.ID, reader.token, nil).Want(200).JSON(&art)
+		if !reflect.DeepEqual(art.Properties, want) {
+			t.Fatalf("the artifact's record shows %v", art.Properties)
+		}
+		// PATCH changes the keys named; null removes one.
+		e.Do("PATCH", "/api/v1/artifacts/"+a.ID+"/properties", writer.token,
+			map[string]any{"properties": map[string]any{"qa.status": nil, "build.name": []string{"app"}}}).Want(200)
+		if got := get(); !reflect.DeepEqual(got, map[string][]string{"build.number": {"42"}, "build.name": {"app"}}) {
+			t.Fatalf("after PATCH: %v", got)
+		}
+		// Bad input is refused whole, naming the problem.
+		for _, bad := range []map[string]any{
+			{"properties": map[string]any{"has space": "x"}},
+			{"properties": map[string]any{"k": strings.Repeat("v", 2401)}},
+			{"properties": map[string]any{"k": "a\nb"}},
+			{"properties": map[string]any{"k": 7}},
+			{"nothing": true},
+		} {
+			e.Do("PATCH", "/api/v1/artifacts/"+a.ID+"/properties", writer.token, bad).WantError(400, "VALIDATION_FAILED").WantField("properties")
+		}
+		e.Do("PUT", "/api/v1/artifacts/"+a.ID+"/properties", writer.token, map[string]any{"properties": map[string]any{"k": nil}}).
+			WantError(400, "VALIDATION_FAILED")
+		if got := get(); len(got) != 2 {
+			t.Fatalf("after refused changes: %v", got)
+		}
+		e.Do("PUT", "/api/v1/artifacts/no-such/properties", writer.token, body).WantError(404, "NOT_FOUND")
+		// Replacing everything with nothing clears them.
+		e.Do("PUT", "/api/v1/artifacts/"+a.ID+"/properties", writer.token, map[string]any{"properties": map[string]any{}}).Want(200)
+		if got := get(); len(got) != 0 {
+			t.Fatalf("after clearing: %v", got)
 		}
 	})
 

@@ -250,6 +250,11 @@ func (s *Server) routes() {
 	s.handle("GET /artifacts/{id}", anyone, s.getArtifact, op{Tag: tagRepos, Summary: "An artifact's record", Out: format.ArtifactView{}})
 	s.handle("GET /artifacts/{id}/download", anyone, s.downloadArtifact, op{Tag: tagRepos, Summary: "An artifact's bytes (Range requests honoured)",
 		Raw: true})
+	s.handle("GET /artifacts/{id}/properties", anyone, s.getProperties, op{Tag: tagRepos, Summary: "An artifact's properties (key to values), as Artifactory keeps them", Out: propertiesView{}})
+	s.handle("PUT /artifacts/{id}/properties", authenticated, s.setProperties, op{Tag: tagRepos,
+		Summary: "Set an artifact's properties, replacing all it had (write permission; at most 128 keys, 100 values of 2,400 bytes each)", In: propertiesRequest{}, Out: propertiesView{}})
+	s.handle("PATCH /artifacts/{id}/properties", authenticated, s.setProperties, op{Tag: tagRepos,
+		Summary: "Change the properties named: a key's values replaced, or the key removed when null (write permission)", In: propertiesRequest{}, Out: propertiesView{}})
 	s.handle("DELETE /artifacts/{id}", authenticated, s.deleteArtifact, op{Tag: tagRepos, Summary: "Delete an artifact, as its format deletes it", Status: http.StatusNoContent})
 
 	s.handle("GET /packages", anyone, s.listPackages, op{Tag: tagRepos, Summary: "List packages of the repositories the caller may read",

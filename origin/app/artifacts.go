@@ -3,7 +3,9 @@ package app
 import (
 	"context"
 	"net/http"
+	"strings"
 
+	"github.com/depot-registry/depot/shared/apierr"
 	"github.com/depot-registry/depot/shared/auth"
 	"github.com/depot-registry/depot/shared/format"
 	"github.com/depot-registry/depot/shared/meta"
@@ -57,4 +59,42 @@ func (a *App) DeleteArtifact(ctx context.Context, p *auth.Principal, id string, 
 	}
 	via.Principal, via.Repo = p, repo
 	return a.Writer.DeleteThrough(ctx, a.Formats[repo.Format], via, art)
+}
+
+// PropertiesChange is a change of an artifact's properties: with Replace
+// they become Set; otherwise Set's keys are replaced and Remove's removed.
+type PropertiesChange struct {
+	Set     map[string][]string
+	Remove  []string
+	Replace bool
+}
+
+// SetArtifactProperties changes the properties of an artifact p may
+// write (updating metadata is writing, as uploading is) and answers them
+// as they are after the change.
+func (a *App) SetArtifactProperties(ctx context.Context, p *auth.Principal, id string, ch PropertiesChange) (map[string][]string, uint64, error) {
+	if len(ch.Set) > meta.MaxProperties || len(ch.Remove) > meta.MaxProperties {
+		return nil, 0, apierr.Invalid("properties", "at most %d properties", meta.MaxProperties)
+	}
+	if err := meta.CheckProperties(ch.Set); err != nil {
+		return nil, 0, apierr.Invalid("properties", "%s", strings.TrimPrefix(err.Error(), "invalid: "))
+	}
+	idx, err := a.decide(ctx, func(tx *meta.Tx) (meta.Command, error) {
+		art, err := tx.Artifact(id)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := RepoAccess(tx, p, art.RepositoryID, meta.ActionWrite); err != nil {
+			return nil, err
+		}
+		return &meta.ArtifactProperties{ID: art.ID, RepoID: art.RepositoryID, Replace: ch.Replace, Set: ch.Set, Remove: ch.Remove}, nil
+	})
+	if err != nil {
+		return nil, idx, err
+	}
+	art, _, err := a.Artifact(ctx, p, id, meta.ActionRead)
+	if err != nil {
+		return nil, idx, err
+	}
+	return art.Properties, idx, nil
 }

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/url"
 	"strings"
 
@@ -269,7 +270,8 @@ func (a *App) Report(ctx context.Context, p *auth.Principal, id string) (*Migrat
 		return nil, err
 	}
 	r := &MigrationReport{ID: m.ID, Status: m.Status, Totals: m.Progress, Repositories: m.Done, Failures: failures,
-		Metadata:    "upload times and uploaders kept as the source gives them; properties not carried over yet",
+		Metadata: fmt.Sprintf("upload times and uploaders kept as the source gives them; properties kept on %d artifacts (%d beyond this registry's bounds dropped, named in the log)",
+			m.Progress.WithProperties, m.Progress.PropertiesDropped),
 		Permissions: "not migrated yet: the migration has not reached them"}
 	r.Checksums.Verified, r.Checksums.Skipped = m.Progress.Verified, !m.Options.ValidateChecksums
 	switch {

@@ -659,8 +659,10 @@ func TestSecurityPages(t *testing.T) {
 	if a := p.get("/ui/security"); a.status != 200 || !strings.Contains(a.body, "No advisories are loaded yet") || !strings.Contains(a.body, "No policy") {
 		t.Fatalf("the page: %d\n%.3000s", a.status, a.body)
 	}
-	if v := p.get("/ui/repositories/files/version?name=tool&version=1.0"); !strings.Contains(v.body, "Scan for vulnerabilities") {
-		t.Fatalf("the version page offers no scan:\n%.3000s", v.body)
+	e.Do("PUT", "/api/v1/artifacts/"+art.ID+"/properties", e.Admin, map[string]any{"properties": map[string]any{"build.number": "42", "qa": []string{"a", "<b>"}}}).Want(200)
+	if v := p.get("/ui/repositories/files/version?name=tool&version=1.0"); !strings.Contains(v.body, "Scan for vulnerabilities") ||
+		!strings.Contains(v.body, "<code>build.number</code> = <code>42</code>") || !strings.Contains(v.body, "<code>a</code>, <code>&lt;b&gt;</code>") {
+		t.Fatalf("the version page offers no scan or lacks the file's properties:\n%.3000s", v.body)
 	}
 	a := p.post("/ui/security/scans", url.Values{"artifact_id": {art.ID}})
 	if a.status != 303 || !strings.HasPrefix(a.header.Get("Location"), "/ui/security/scans/") {

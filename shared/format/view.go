@@ -22,11 +22,17 @@ type ArtifactView struct {
 	Checksums      blob.Checksums `json:"checksums"`
 	UploadedAt     time.Time      `json:"uploaded_at"`
 	UploadedBy     string         `json:"uploaded_by"`
+	// Properties are the artifact's key → values metadata ({} when none).
+	Properties map[string][]string `json:"properties"`
 }
 
 // ViewArtifact renders a for clients.
 func ViewArtifact(a *meta.Artifact, repoName string) ArtifactView {
-	return ArtifactView{ID: a.ID, RepositoryID: a.RepositoryID, RepositoryName: repoName, PackageName: a.PackageName,
+	v := ArtifactView{ID: a.ID, RepositoryID: a.RepositoryID, RepositoryName: repoName, PackageName: a.PackageName,
 		Version: a.Version, Path: a.Path, Format: a.Format, SizeBytes: a.SizeBytes, ContentType: a.ContentType,
-		Checksums: a.Checksums, UploadedAt: a.UploadedAt, UploadedBy: a.UploadedBy}
+		Checksums: a.Checksums, UploadedAt: a.UploadedAt, UploadedBy: a.UploadedBy, Properties: a.Properties}
+	if v.Properties == nil {
+		v.Properties = map[string][]string{}
+	}
+	return v
 }

@@ -64,6 +64,8 @@ type Artifact struct {
 	// sources jar beside a jar): never named as the version's file while
 	// another is there. What deleting one removes is its format's rule.
 	Companion bool `json:"companion,omitempty"`
+	// Properties are the artifact's key → values metadata (properties.go).
+	Properties map[string][]string `json:"properties,omitempty"`
 }
 
 // ArtifactPut records an artifact whose blob is already durable. An

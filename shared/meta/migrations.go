@@ -110,6 +110,10 @@ type MigrationProgress struct {
 	PercentComplete   float64 `json:"percentage_complete"`
 	// Verified counts the files whose checksum matched the source's.
 	Verified int64 `json:"checksums_verified"`
+	// WithProperties counts the artifacts whose properties were carried
+	// over; PropertiesDropped the properties out of bounds here.
+	WithProperties    int64 `json:"artifacts_with_properties"`
+	PropertiesDropped int64 `json:"properties_dropped"`
 }
 
 // Bounds.

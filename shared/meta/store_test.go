@@ -134,6 +134,8 @@ func script() []Command {
 			Username: "admin", Password: "secret"}, Repositories: []string{"libs-release"}, CreatedAt: t0, CreatedBy: "alice", CreatedByID: "u1"}, true, ""),
 		&MigrationEntries{ID: "m1", Entries: []MigrationEntry{{At: t0, Kind: "log", Level: "info", Message: "listing libs-release"},
 			{At: t0, Kind: "failure", Message: "checksum mismatch", Repository: "libs-release", Path: "a/b.jar", Size: 3}}},
+		&ArtifactProperties{ID: "a2", RepoID: "r1", Set: map[string][]string{"build.number": {"42"}, "qa": {"passed", "signed"}}},
+		&ArtifactProperties{ID: "a2", RepoID: "r1", Set: map[string][]string{"build.number": {"43"}}, Remove: []string{"qa"}},
 	)
 }
 

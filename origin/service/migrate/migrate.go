@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
 	"slices"
@@ -441,6 +442,7 @@ func (j *job) runAll(ctx context.Context) error {
 		base := *j.m.Base
 		j.prog.MigratedArtifacts, j.prog.FailedArtifacts, j.prog.SkippedArtifacts = base.MigratedArtifacts, base.FailedArtifacts, base.SkippedArtifacts
 		j.prog.Bytes, j.prog.Verified = base.Bytes, base.Verified
+		j.prog.WithProperties, j.prog.PropertiesDropped = base.WithProperties, base.PropertiesDropped
 		j.prog.CurrentRepository = key
 		if err := j.repository(ctx, byKey[key]); err != nil {
 			return err
@@ -613,6 +615,7 @@ func (j *job) file(ctx context.Context, srcRepo string, repo *meta.Repository, f
 		})
 		if have != nil {
 			if same(have, it) {
+				j.properties(ctx, srcRepo, p, have)
 				j.done(size, false)
 				return
 			}
@@ -636,6 +639,7 @@ func (j *job) file(ctx context.Context, srcRepo string, repo *meta.Repository, f
 		var verified bool
 		verified, err = j.copy(ctx, srcRepo, repo, ad, p, it)
 		if err == nil {
+			j.propertiesAt(ctx, srcRepo, p, repo, here)
 			j.done(size, verified)
 			return
 		}
@@ -654,6 +658,72 @@ func (j *job) file(ctx context.Context, srcRepo string, repo *meta.Repository, f
 		}
 	}
 	j.failure(srcRepo, p, size, err.Error())
+}
+
+// propertiesAt carries the source file's properties over to the
+// artifact written here at path here.
+func (j *job) propertiesAt(ctx context.Context, srcRepo, p string, repo *meta.Repository, here string) {
+	if !j.m.Options.IncludeMetadata {
+		return
+	}
+	var a *meta.Artifact
+	_ = j.s.cfg.Store.View(func(tx *meta.Tx) error {
+		a, _ = tx.ArtifactByPath(repo.ID, here)
+		return nil
+	})
+	if a == nil {
+		j.logf("warn", "%s/%s: its properties not kept: no artifact at %s here", srcRepo, p, here)
+		return
+	}
+	j.properties(ctx, srcRepo, p, a)
+}
+
+// properties sets artifact a's properties as the source file's are
+// (with include_metadata), keeping what fits this registry's bounds and
+// logging what does not. A failure to read or set them is logged: the
+// file itself has moved.
+func (j *job) properties(ctx context.Context, srcRepo, p string, a *meta.Artifact) {
+	if !j.m.Options.IncludeMetadata || j.m.Options.DryRun {
+		return
+	}
+	tctx, cancel := context.WithTimeout(ctx, time.Duration(j.m.Options.TimeoutSeconds)*time.Second)
+	defer cancel()
+	src, err := j.src.Properties(tctx, srcRepo, p)
+	if err != nil {
+		j.logf("warn", "%s/%s: its properties could not be read: %v", srcRepo, p, err)
+		return
+	}
+	kept, dropped := fitProperties(src)
+	if len(dropped) > 0 {
+		j.logf("warn", "%s/%s: properties not kept (beyond this registry's bounds): %s", srcRepo, p, strings.Join(dropped, ", "))
+	}
+	j.mu.Lock()
+	j.prog.PropertiesDropped += int64(len(dropped))
+	if len(kept) > 0 {
+		j.prog.WithProperties++
+	}
+	j.mu.Unlock()
+	if meta.SameProperties(kept, a.Properties) {
+		return
+	}
+	if _, err := j.s.cfg.Commit.Apply(ctx, &meta.ArtifactProperties{ID: a.ID, RepoID: a.RepositoryID, Replace: true, Set: kept}); err != nil {
+		j.logf("warn", "%s/%s: its properties could not be set: %v", srcRepo, p, err)
+	}
+}
+
+// fitProperties keeps the properties this registry's bounds allow, in
+// key order, naming the keys it drops.
+func fitProperties(src map[string][]string) (kept map[string][]string, dropped []string) {
+	keys := slices.Sorted(maps.Keys(src))
+	kept = map[string][]string{}
+	for _, k := range keys {
+		kept[k] = src[k]
+		if meta.CheckProperties(kept) != nil {
+			delete(kept, k)
+			dropped = append(dropped, k)
+		}
+	}
+	return kept, dropped
 }
 
 func (j *job) done(size int64, verified bool) {

@@ -2,6 +2,8 @@ package migrate_test
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -248,4 +250,76 @@ func TestGoHelmGems(t *testing.T) {
 	if again.Status != meta.MigrationCompleted || again.Progress.MigratedArtifacts != 4 || again.Progress.FailedArtifacts != 0 {
 		t.Errorf("the second migration: %s %+v %+v", again.Status, again.Progress, clienttest.MigrationFailures(t, e, again.ID))
 	}
+}
+
+// TestProperties: with include_metadata, each file's properties are kept
+// as its artifact's (multi-valued), a key this registry does not allow
+// is dropped and named in the log, a file already here gets the
+// source's properties too, and a dry run sets none.
+func TestProperties(t *testing.T) {
+	e := origintest.Start(t, origintest.Options{})
+	af := artifactorytest.New(t, "af", "pw")
+	af.AddRepo("files", "LOCAL", "Generic", "")
+	af.Put("files", "app/1.0/app.bin", artifactorytest.File{Data: []byte("app"),
+		Properties: map[string][]string{"build.number": {"42"}, "qa.status": {"passed", "signed"}, "bad key!": {"x"}}})
+	af.Put("files", "app/1.0/plain.bin", artifactorytest.File{Data: []byte("plain")})
+	props := func(data string) map[string][]string {
+		var ans struct {
+			Results []struct {
+				Properties map[string][]string `json:"properties"`
+			} `json:"results"`
+		}
+		e.Do("GET", "/api/v1/search/checksum?checksum="+sha256Hex(data), e.Admin, nil).Want(200).JSON(&ans)
+		if len(ans.Results) != 1 {
+			t.Fatalf("%s: %d artifacts with its checksum", data, len(ans.Results))
+		}
+		return ans.Results[0].Properties
+	}
+
+	// Without include_metadata, none; then a migration with it sets them on
+	// the files already here.
+	if m := run(t, e, af, map[string]any{"include_metadata": false}, "files"); m.Status != meta.MigrationCompleted {
+		t.Fatalf("without metadata: %s %+v", m.Status, m.Progress)
+	}
+	if got := props("app"); len(got) != 0 {
+		t.Fatalf("properties without include_metadata: %v", got)
+	}
+	if m := run(t, e, af, map[string]any{"dry_run": true}, "files"); m.Status != meta.MigrationCompleted {
+		t.Fatalf("dry run: %s", m.Status)
+	}
+	if got := props("app"); len(got) != 0 {
+		t.Fatalf("properties after a dry run: %v", got)
+	}
+	m := run(t, e, af, nil, "files")
+	want := map[string][]string{"build.number": {"42"}, "qa.status": {"passed", "signed"}}
+	if got := props("app"); !slices.Equal(got["build.number"], want["build.number"]) || !slices.Equal(got["qa.status"], want["qa.status"]) || len(got) != 2 {
+		t.Fatalf("properties kept: %v, want %v", got, want)
+	}
+	if got := props("plain"); len(got) != 0 {
+		t.Fatalf("a file without properties has %v", got)
+	}
+	if m.Progress.WithProperties != 1 || m.Progress.PropertiesDropped != 1 {
+		t.Fatalf("progress %+v", m.Progress)
+	}
+	var rep struct {
+		Metadata string `json:"metadata_migration"`
+	}
+	e.Do("GET", "/api/v1/migrations/"+m.ID+"/report", e.Admin, nil).Want(200).JSON(&rep)
+	if !strings.Contains(rep.Metadata, "properties kept on 1 artifacts (1 beyond") {
+		t.Fatalf("report: %q", rep.Metadata)
+	}
+	var logs struct {
+		Entries []meta.MigrationEntry `json:"entries"`
+	}
+	e.Do("GET", "/api/v1/migrations/"+m.ID+"/logs", e.Admin, nil).Want(200).JSON(&logs)
+	if !slices.ContainsFunc(logs.Entries, func(l meta.MigrationEntry) bool {
+		return strings.Contains(l.Message, "not kept") && strings.Contains(l.Message, "bad key!")
+	}) {
+		t.Fatalf("the dropped key is not named in the log: %+v", logs.Entries)
+	}
+}
+
+func sha256Hex(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(h[:])
 }
