@@ -70,11 +70,9 @@ func (m migrationAccounts) UserID(_ context.Context, _ *auth.Principal, username
 }
 
 // CreateUser makes a local user with a random password nobody knows and
-// a password change required: an administrator resets it (or the
-// directory's sign-in takes over) before they sign in.
-func (m migrationAccounts) CreateUser(ctx context.Context, p *auth.Principal, username, email string, admin bool) (string, error) {
-	secret := make([]byte, 24)
-	_, _ = rand.Read(secret)
+// a password change required (an administrator resets it before they
+// sign in), or a directory's user without a password.
+func (m migrationAccounts) CreateUser(ctx context.Context, p *auth.Principal, username, email string, admin bool, source string) (string, error) {
 	role := meta.RoleUser
 	if admin {
 		role = meta.RoleAdmin
@@ -82,12 +80,27 @@ func (m migrationAccounts) CreateUser(ctx context.Context, p *auth.Principal, us
 	if email == "" {
 		email = username + "@migrated.invalid"
 	}
-	u, _, err := m.app.CreateUser(ctx, p, app.NewUser{Username: username, Email: email, Password: "Mg-" + hex.EncodeToString(secret),
-		Role: role, MustChangePassword: true})
+	in := app.NewUser{Username: username, Email: email, Role: role, Source: source}
+	if source == meta.SourceLocal {
+		secret := make([]byte, 24)
+		_, _ = rand.Read(secret)
+		in.Password, in.MustChangePassword = "Mg-"+hex.EncodeToString(secret), true
+	}
+	u, _, err := m.app.CreateUser(ctx, p, in)
 	if err != nil {
 		return "", err
 	}
 	return u.ID, nil
+}
+
+func (m migrationAccounts) SignsIn(source string) bool {
+	switch source {
+	case meta.SourceLDAP:
+		return m.app.DirectoryInfo != nil
+	case meta.SourceOIDC:
+		return m.app.OIDC != nil
+	}
+	return true
 }
 
 func (m migrationAccounts) GroupID(_ context.Context, _ *auth.Principal, name string) (string, error) {

@@ -26,6 +26,9 @@ type newUserRequest struct {
 	Email    string    `json:"email"`
 	Password string    `json:"password"`
 	Role     meta.Role `json:"role"`
+	// Source: local (default), or ldap or oidc for a directory's user
+	// made before their first sign-in (no password).
+	Source string `json:"source,omitempty"`
 }
 
 type accountRequest struct {

@@ -25,7 +25,7 @@ func (s *Server) createUser(w http.ResponseWriter, r *http.Request, p *auth.Prin
 	if err := decode(r, &req); err != nil {
 		return err
 	}
-	u, idx, err := s.app.CreateUser(r.Context(), p, app.NewUser{Username: req.Username, Email: req.Email, Password: req.Password, Role: req.Role})
+	u, idx, err := s.app.CreateUser(r.Context(), p, app.NewUser{Username: req.Username, Email: req.Email, Password: req.Password, Role: req.Role, Source: req.Source})
 	if err != nil {
 		return written(w, idx, err, 0, nil)
 	}

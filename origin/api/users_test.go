@@ -36,6 +36,26 @@ func TestUsers(t *testing.T) {
 		}
 	})
 
+	t.Run("a directory's user", func(t *testing.T) {
+		e := e.For(t)
+		// Made before their first sign-in, without a password, so that
+		// grants can be given ahead; it cannot sign in with any password
+		// here (no directory is configured in this test).
+		m := e.Do("POST", "/api/v1/users", e.Admin, map[string]string{
+			"username": "lara", "email": "lara@example.com", "source": "ldap"}).Want(201).Map()
+		if m["source"] != "ldap" || m["role"] != "user" {
+			t.Fatalf("a directory user: %v", m)
+		}
+		e.Do("POST", "/api/v1/auth/login", "", map[string]string{"username": "lara", "password": ""}).WantError(400, "VALIDATION_FAILED")
+		e.Do("POST", "/api/v1/auth/login", "", map[string]string{"username": "lara", "password": userPW}).WantError(401, "UNAUTHORIZED")
+		e.Do("POST", "/api/v1/users", e.Admin, map[string]string{
+			"username": "olga", "email": "olga@example.com", "source": "oidc", "password": userPW}).WantError(400, "VALIDATION_FAILED").WantField("password")
+		e.Do("POST", "/api/v1/users", e.Admin, map[string]string{
+			"username": "olga", "email": "olga@example.com", "source": "kerberos"}).WantError(400, "VALIDATION_FAILED").WantField("source")
+		e.Do("POST", "/api/v1/users", e.Admin, map[string]string{
+			"username": "lara", "email": "lara@example.com", "source": "oidc"}).WantError(409, "CONFLICT")
+	})
+
 	t.Run("list", func(t *testing.T) {
 		e := e.For(t)
 		r := e.Do("GET", "/api/v1/users", e.Admin, nil).Want(200)

@@ -88,9 +88,16 @@ type NewUser struct {
 	Username, Email, Password string
 	Role                      meta.Role
 	MustChangePassword        bool
+	// Source is where the user signs in: local (the default, with
+	// Password), or a directory (ldap, oidc; no password here).
+	Source string
 }
 
-// CreateUser creates a local user with a password (administrators only).
+// CreateUser creates a user (administrators only): a local one with a
+// password, or a directory's (ldap, oidc) before their first sign-in,
+// so that grants and group memberships can be given ahead; their first
+// sign-in through the directory finds the user, and the directory then
+// decides their role and directory groups, as for any directory user.
 func (a *App) CreateUser(ctx context.Context, p *auth.Principal, in NewUser) (*meta.User, uint64, error) {
 	if err := requireAdmin(p); err != nil {
 		return nil, 0, err
@@ -104,11 +111,28 @@ func (a *App) CreateUser(ctx context.Context, p *auth.Principal, in NewUser) (*m
 	if err := checkEmail(in.Email); err != nil {
 		return nil, 0, err
 	}
-	if err := checkPassword("password", in.Password); err != nil {
-		return nil, 0, err
-	}
 	if !in.Role.Valid() {
 		return nil, 0, apierr.Invalid("role", "role must be admin, user or viewer")
+	}
+	switch in.Source {
+	case "", meta.SourceLocal:
+	case meta.SourceLDAP, meta.SourceOIDC:
+		if in.Password != "" {
+			return nil, 0, apierr.Invalid("password", "a %s user has no password here: they sign in with the directory's", in.Source)
+		}
+		u := meta.User{ID: a.NewID(), Username: in.Username, Email: in.Email, Role: in.Role, Source: in.Source}
+		idx, err := a.commit(ctx, &meta.UserProvision{User: u, At: a.now()})
+		if err != nil {
+			return nil, idx, err
+		}
+		var made *meta.User
+		err = a.view(func(tx *meta.Tx) error { made, err = tx.User(u.ID); return err })
+		return made, idx, err
+	default:
+		return nil, 0, apierr.Invalid("source", "source must be local, ldap or oidc")
+	}
+	if err := checkPassword("password", in.Password); err != nil {
+		return nil, 0, err
 	}
 	hash, err := a.Hasher.Hash(ctx, in.Password)
 	if err != nil {

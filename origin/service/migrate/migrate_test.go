@@ -3,6 +3,7 @@ package migrate_test
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"fmt"
 	"os"
@@ -140,7 +141,7 @@ func TestPermissions(t *testing.T) {
 		Permissions string `json:"permission_migration"`
 	}
 	e.Do("GET", "/api/v1/migrations/"+m.ID+"/report", e.Admin, nil).Want(200).JSON(&report)
-	if !strings.HasPrefix(report.Permissions, "2 users created") || !strings.Contains(report.Permissions, "1 groups, 2 grants from 3 permission targets") {
+	if !strings.HasPrefix(report.Permissions, "1 local users created") || !strings.Contains(report.Permissions, "1 directory users created") || !strings.Contains(report.Permissions, "1 groups, 2 grants from 3 permission targets") {
 		t.Errorf("report: %q", report.Permissions)
 	}
 	var logs struct{ Entries []meta.MigrationEntry }
@@ -322,4 +323,51 @@ func TestProperties(t *testing.T) {
 func sha256Hex(s string) string {
 	h := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(h[:])
+}
+
+// TestDirectoryUsers: a source's user of its LDAP realm becomes an LDAP
+// user here (no password kept) who signs in with the directory's
+// password and has the grant migrated for them; a single sign-on user
+// becomes an OpenID Connect user, with a warning while no provider is
+// configured here.
+func TestDirectoryUsers(t *testing.T) {
+	e := clienttest.StartWithDirectory(t)
+	af := artifactorytest.New(t, "af", "pw")
+	af.AddRepo("files", "LOCAL", "Generic", "")
+	af.Put("files", "a/1.0/a.bin", artifactorytest.File{Data: []byte("a")})
+	af.AddUser(artifactorytest.User{Name: clienttest.DirectoryUser, Email: "dana@example.org", Realm: "ldap"})
+	af.AddUser(artifactorytest.User{Name: "sam", Email: "sam@example.org", Realm: "saml"})
+	af.AddPermission(artifactorytest.Permission{Name: "deployers", Repositories: []string{"files"},
+		Users: map[string][]string{clienttest.DirectoryUser: {"read", "write"}, "sam": {"read"}}})
+	m := run(t, e, af, map[string]any{"include_permissions": true}, "files")
+	if m.Status != meta.MigrationCompleted {
+		t.Fatalf("the migration: %s %+v", m.Status, m.Progress)
+	}
+	var users struct {
+		Users []struct{ Username, Source string }
+	}
+	e.Do("GET", "/api/v1/users", e.Admin, nil).Want(200).JSON(&users)
+	sources := map[string]string{}
+	for _, u := range users.Users {
+		sources[u.Username] = u.Source
+	}
+	if sources[clienttest.DirectoryUser] != "ldap" || sources["sam"] != "oidc" {
+		t.Fatalf("users here: %+v", users.Users)
+	}
+	// The directory's password signs dana in, and the migrated grant lets
+	// her upload; a wrong one is refused.
+	dana := basicAuth(clienttest.DirectoryUser, clienttest.DirectoryPassword)
+	e.DoHeader("PUT", "/generic/files/b/1.0/b.bin", "", "from dana", map[string]string{"Authorization": dana}).Want(201)
+	e.DoHeader("PUT", "/generic/files/b/1.0/c.bin", "", "x", map[string]string{"Authorization": basicAuth(clienttest.DirectoryUser, "wrong")}).Want(401)
+	var logs struct{ Entries []meta.MigrationEntry }
+	e.Do("GET", "/api/v1/migrations/"+m.ID+"/logs", e.Admin, nil).Want(200).JSON(&logs)
+	if !slices.ContainsFunc(logs.Entries, func(l meta.MigrationEntry) bool {
+		return strings.Contains(l.Message, "sam created as an oidc user") && strings.Contains(l.Message, "no oidc sign-in is configured here")
+	}) {
+		t.Errorf("no warning for the single sign-on user: %+v", logs.Entries)
+	}
+}
+
+func basicAuth(user, password string) string {
+	return "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+password))
 }

@@ -16,9 +16,13 @@ import (
 type Accounts interface {
 	// UserID is the id of the user of that name ("": none).
 	UserID(ctx context.Context, p *auth.Principal, username string) (string, error)
-	// CreateUser makes a user without a usable password: one an
-	// administrator resets before they sign in (or the directory's).
-	CreateUser(ctx context.Context, p *auth.Principal, username, email string, admin bool) (string, error)
+	// CreateUser makes a user without a usable password: a local one
+	// (source local) an administrator resets before they sign in, or a
+	// directory's (ldap, oidc) who signs in with the directory's.
+	CreateUser(ctx context.Context, p *auth.Principal, username, email string, admin bool, source string) (string, error)
+	// SignsIn reports whether users of a directory source sign in here
+	// (the directory is configured).
+	SignsIn(source string) bool
 	// GroupID is the id of the group of that name ("": none).
 	GroupID(ctx context.Context, p *auth.Principal, name string) (string, error)
 	CreateGroup(ctx context.Context, p *auth.Principal, name, description string) (string, error)
@@ -54,6 +58,20 @@ func Actions(af []string) []string {
 	return out
 }
 
+// Source is where a source's user signs in here, by their realm there:
+// a user of the source's LDAP directory is an LDAP user here, one of its
+// single sign-on (SAML, OAuth, SCIM-provisioned) an OpenID Connect user;
+// others (internal, crowd) are local users.
+func Source(realm string) string {
+	switch strings.ToLower(realm) {
+	case "ldap":
+		return meta.SourceLDAP
+	case "saml", "oauth", "oidc", "scim":
+		return meta.SourceOIDC
+	}
+	return meta.SourceLocal
+}
+
 // permissions moves the source's users, groups and the permission
 // targets that cover the repositories migrated, once they are moved.
 func (j *job) permissions(ctx context.Context) error {
@@ -80,7 +98,7 @@ func (j *job) permissions(ctx context.Context) error {
 		return fmt.Errorf("listing the source's users: %w", err)
 	}
 	ids := map[string]string{} // the source's username -> user id here
-	created := 0
+	local, directory := 0, 0
 	for _, u := range users {
 		if u.Name == "anonymous" || u.Name == "_internal" || u.Name == "access-admin" {
 			continue
@@ -90,12 +108,23 @@ func (j *job) permissions(ctx context.Context) error {
 			return err
 		}
 		if id == "" {
-			if id, err = acc.CreateUser(ctx, j.p, u.Name, u.Email, u.Admin); err != nil {
+			source := Source(u.Realm)
+			if id, err = acc.CreateUser(ctx, j.p, u.Name, u.Email, u.Admin, source); err != nil {
 				j.logf("warn", "user %s: not created: %v", u.Name, err)
 				continue
 			}
-			created++
-			j.logf("info", "user %s created (realm %s at the source): an administrator resets the password before they sign in", u.Name, cmp.Or(u.Realm, "internal"))
+			realm := cmp.Or(u.Realm, "internal")
+			switch {
+			case source == meta.SourceLocal:
+				local++
+				j.logf("info", "user %s created (realm %s at the source): an administrator resets the password before they sign in", u.Name, realm)
+			case acc.SignsIn(source):
+				directory++
+				j.logf("info", "user %s created as an %s user (realm %s at the source): they sign in with the directory's password, which decides their role and directory groups", u.Name, source, realm)
+			default:
+				directory++
+				j.logf("warn", "user %s created as an %s user (realm %s at the source), but no %s sign-in is configured here: they cannot sign in until it is", u.Name, source, realm, source)
+			}
 		}
 		ids[u.Name] = id
 	}
@@ -169,8 +198,8 @@ func (j *job) permissions(ctx context.Context) error {
 		}
 	}
 	j.mu.Lock()
-	j.m.Permissions = fmt.Sprintf("%d users created (an administrator resets their passwords before they sign in), %d groups, %d grants from %d permission targets",
-		created, len(gids), grants, len(targets))
+	j.m.Permissions = fmt.Sprintf("%d local users created (an administrator resets their passwords before they sign in), %d directory users created (they sign in with the directory's), %d groups, %d grants from %d permission targets",
+		local, directory, len(gids), grants, len(targets))
 	j.mu.Unlock()
 	j.logf("info", "permissions: %s", j.m.Permissions)
 	return nil
