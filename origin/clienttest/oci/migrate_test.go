@@ -49,10 +49,35 @@ func TestMigrateFromArtifactory(t *testing.T) {
 		af.Put("docker-local", "team/app/"+tag+"/sha256__"+sum(layer.Bytes()), artifactorytest.File{Data: layer.Bytes()})
 		digests[tag] = "sha256:" + sum(manifest)
 	}
+	// A two-platform image: its index at team/multi/2.0/list.manifest.json,
+	// each platform's manifest and blobs in team/multi/sha256:<hex>/.
+	var children []map[string]any
+	platforms := map[string]string{}
+	for _, arch := range []string{"amd64", "arm64"} {
+		config, _ := json.Marshal(map[string]any{"architecture": arch, "os": "linux",
+			"rootfs": map[string]any{"type": "layers", "diff_ids": []string{"sha256:" + sum(tarBuf.Bytes())}}})
+		manifest, _ := json.Marshal(map[string]any{"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+			"config": map[string]any{"mediaType": "application/vnd.oci.image.config.v1+json", "size": len(config), "digest": "sha256:" + sum(config)},
+			"layers": []map[string]any{{"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip", "size": layer.Len(), "digest": "sha256:" + sum(layer.Bytes())}}})
+		folder := "team/multi/sha256:" + sum(manifest)
+		af.Put("docker-local", folder+"/manifest.json", artifactorytest.File{Data: manifest})
+		af.Put("docker-local", folder+"/sha256__"+sum(config), artifactorytest.File{Data: config})
+		af.Put("docker-local", folder+"/sha256__"+sum(layer.Bytes()), artifactorytest.File{Data: layer.Bytes()})
+		children = append(children, map[string]any{"mediaType": "application/vnd.oci.image.manifest.v1+json", "size": len(manifest),
+			"digest": "sha256:" + sum(manifest), "platform": map[string]string{"os": "linux", "architecture": arch}})
+		platforms[arch] = "sha256:" + sum(manifest)
+	}
+	index, _ := json.Marshal(map[string]any{"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json", "manifests": children})
+	af.Put("docker-local", "team/multi/2.0/list.manifest.json", artifactorytest.File{Data: index})
 
 	m := clienttest.Migrate(t, e, map[string]any{"source_url": af.URL, "source_username": "af-admin", "source_password": "af-password",
 		"repositories": []string{"docker-local"}})
-	clienttest.WantMigrated(t, e, m, 2, 4)
+	clienttest.WantMigrated(t, e, m, 5, 8)
+	for arch, d := range platforms {
+		if n := af.Downloads("docker-local", "team/multi/"+d+"/manifest.json"); n > 2 {
+			t.Errorf("the %s manifest was downloaded %d times", arch, n)
+		}
+	}
 	if n := af.Downloads("docker-local", "team/app/1.0/sha256__"+sum(layer.Bytes())) + af.Downloads("docker-local", "team/app/1.1/sha256__"+sum(layer.Bytes())); n != 1 {
 		t.Errorf("the layer both tags share was downloaded %d times", n)
 	}
@@ -70,5 +95,28 @@ func TestMigrateFromArtifactory(t *testing.T) {
 			t.Errorf("app:%s digest %s, want the source's %s", tag, got, digest)
 		}
 		crane("pull", "--insecure", host+"/docker-local/team/app:"+tag, filepath.Join(work, tag+".tar"))
+	}
+	// The index keeps its digest, and each platform pulls its own image.
+	if got := crane("digest", "--insecure", host+"/docker-local/team/multi:2.0"); got != "sha256:"+sum(index) {
+		t.Errorf("multi:2.0 digest %s, want the source's sha256:%s", got, sum(index))
+	}
+	for arch, d := range platforms {
+		if got := crane("digest", "--insecure", "--platform", "linux/"+arch, host+"/docker-local/team/multi:2.0"); got != d {
+			t.Errorf("multi:2.0 for linux/%s is %s, want %s", arch, got, d)
+		}
+		crane("pull", "--insecure", "--platform", "linux/"+arch, host+"/docker-local/team/multi:2.0", filepath.Join(work, arch+".tar"))
+	}
+	// Run again, everything is here already: nothing is downloaded again.
+	before := af.Downloads("docker-local", "team/multi/2.0/list.manifest.json")
+	again := clienttest.Migrate(t, e, map[string]any{"source_url": af.URL, "source_username": "af-admin", "source_password": "af-password",
+		"repositories": []string{"docker-local"}})
+	clienttest.WantMigrated(t, e, again, 5, 8)
+	if n := af.Downloads("docker-local", "team/multi/2.0/list.manifest.json"); n != before {
+		t.Errorf("the index was downloaded again (%d, then %d)", before, n)
+	}
+	for arch, d := range platforms {
+		if n := af.Downloads("docker-local", "team/multi/"+d+"/manifest.json"); n > 2 {
+			t.Errorf("the %s manifest was downloaded %d times after a second run", arch, n)
+		}
 	}
 }

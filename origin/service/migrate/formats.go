@@ -1,6 +1,8 @@
 package migrate
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha1"
 	"crypto/sha256"
@@ -24,6 +26,7 @@ import (
 	"github.com/depot-registry/depot/shared/format"
 	"github.com/depot-registry/depot/shared/format/npm"
 	"github.com/depot-registry/depot/shared/format/nuget"
+	"github.com/depot-registry/depot/shared/format/oci"
 	"github.com/depot-registry/depot/shared/format/pypi"
 	"github.com/depot-registry/depot/shared/meta"
 )
@@ -402,49 +405,82 @@ func uploadPyPI(ctx context.Context, j *job, srcRepo string, repo *meta.Reposito
 // its blobs (config and layers), each stored as sha256__<hex>. An image
 // moves at its manifest: each blob it names is pushed (unless the image
 // has it already), then the manifest under its tag, as a client pushes.
+// An image index (several platforms) is <image>/<tag>/list.manifest.json,
+// each platform's manifest in <image>/sha256:<hex>/manifest.json beside
+// its blobs: it moves at the index, each platform's image pushed by
+// digest first (unless here), then the index under its tag. A platform's
+// folder is also listed on its own: pushed by digest, it changes nothing
+// when its index has moved it.
 
-const dockerManifest = "manifest.json"
+const (
+	dockerManifest = "manifest.json"
+	dockerIndex    = "list.manifest.json"
+	maxManifest    = 4 << 20
+)
 
 func dockerFile(p string) string {
 	switch base := path.Base(p); {
-	case base == dockerManifest:
+	case base == dockerManifest, base == dockerIndex:
 		return ""
 	case strings.HasPrefix(base, "sha256__"):
 		return "an image's blob: pushed with the manifest that names it"
-	case base == "list.manifest.json":
-		return "an image index (several platforms): not migrated yet"
 	}
 	return "not part of an image"
 }
 
-// dockerImage is the image and tag of a manifest's path.
+// dockerImage is the image and tag (or digest, for a platform's folder)
+// of a manifest's path.
 func dockerImage(p string) (image, tag string, err error) {
 	dir := path.Dir(p)
 	image, tag = path.Dir(dir), path.Base(dir)
 	if image == "." || image == "" || tag == "" {
-		return "", "", fmt.Errorf("%s is not <image>/<tag>/manifest.json", p)
+		return "", "", fmt.Errorf("%s is not <image>/<tag>/%s", p, path.Base(p))
 	}
 	return image, tag, nil
 }
 
+// dockerTarget is the artifact here of a manifest: its tag's, or, in a
+// platform's folder, its digest's.
 func dockerTarget(p string) (string, error) {
 	image, tag, err := dockerImage(p)
+	if strings.HasPrefix(tag, "sha256:") {
+		return image + "@" + tag, err
+	}
 	return image + ":" + tag, err
 }
 
-// pushImage pushes the image a manifest (n bytes in f) describes.
+// readManifest reads a manifest's bytes (at most maxManifest).
+func readManifest(r io.Reader) ([]byte, error) {
+	raw, err := io.ReadAll(io.LimitReader(r, maxManifest+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(raw) > maxManifest {
+		return nil, &finalError{fmt.Errorf("the manifest is larger than 4 MiB")}
+	}
+	return raw, nil
+}
+
+// pushImage pushes the image a manifest (n bytes in f) describes, or the
+// image index a list.manifest.json is.
 func pushImage(ctx context.Context, j *job, srcRepo string, repo *meta.Repository, p string, f *os.File, n int64) error {
 	image, tag, err := dockerImage(p)
 	if err != nil {
 		return &finalError{err}
 	}
-	raw, err := io.ReadAll(io.LimitReader(f, 4<<20+1))
+	raw, err := readManifest(f)
 	if err != nil {
 		return err
 	}
-	if len(raw) > 4<<20 {
-		return &finalError{fmt.Errorf("the manifest is larger than 4 MiB")}
+	if path.Base(p) == dockerIndex {
+		return j.pushIndex(ctx, srcRepo, repo, image, tag, raw)
 	}
+	return j.pushManifest(ctx, srcRepo, repo, image, tag, path.Dir(p), raw)
+}
+
+// pushManifest pushes an image's blobs from the source's folder, then its
+// manifest (raw) as ref (a tag or its digest).
+func (j *job) pushManifest(ctx context.Context, srcRepo string, repo *meta.Repository, image, ref, folder string, raw []byte) error {
 	var m struct {
 		MediaType string `json:"mediaType"`
 		Config    *struct {
@@ -475,18 +511,75 @@ func pushImage(ctx context.Context, j *job, srcRepo string, repo *meta.Repositor
 			unlock()
 			continue // the image has it (another tag's)
 		}
-		err := j.pushBlob(ctx, srcRepo, repo, base, path.Dir(p)+"/sha256__"+hexd, d)
+		err := j.pushBlob(ctx, srcRepo, repo, base, folder+"/sha256__"+hexd, d)
 		unlock()
 		if err != nil {
 			return err
 		}
 	}
-	mt := m.MediaType
-	if mt == "" {
-		mt = "application/vnd.docker.distribution.manifest.v2+json"
-	}
-	return j.serve(ctx, repo, http.MethodPut, base+"/manifests/"+tag, strings.NewReader(string(raw)), int64(len(raw)),
+	mt := cmp.Or(m.MediaType, "application/vnd.docker.distribution.manifest.v2+json")
+	return j.serve(ctx, repo, http.MethodPut, base+"/manifests/"+ref, bytes.NewReader(raw), int64(len(raw)),
 		map[string]string{"Content-Type": mt})
+}
+
+// pushIndex pushes each platform's image an index names (from its
+// folder, unless the image has it), then the index under its tag.
+func (j *job) pushIndex(ctx context.Context, srcRepo string, repo *meta.Repository, image, tag string, raw []byte) error {
+	var idx struct {
+		MediaType string `json:"mediaType"`
+		Manifests []struct {
+			MediaType string `json:"mediaType"`
+			Digest    string `json:"digest"`
+		} `json:"manifests"`
+	}
+	if err := json.Unmarshal(raw, &idx); err != nil {
+		return &finalError{fmt.Errorf("the image index is not JSON: %w", err)}
+	}
+	if len(idx.Manifests) == 0 {
+		return &finalError{fmt.Errorf("the image index names no manifest")}
+	}
+	base := "/" + repo.Name + "/" + image
+	for _, c := range idx.Manifests {
+		hexd, ok := strings.CutPrefix(c.Digest, "sha256:")
+		if !ok || len(hexd) != 64 || strings.Trim(hexd, "0123456789abcdef") != "" {
+			return &finalError{fmt.Errorf("the image index names a manifest %q that is not sha256", c.Digest)}
+		}
+		unlock := j.lock(repo.Name + " " + image + " " + c.Digest)
+		err := j.pushPlatform(ctx, srcRepo, repo, image, c.Digest)
+		unlock()
+		if err != nil {
+			return fmt.Errorf("its manifest %s: %w", c.Digest, err)
+		}
+	}
+	mt := cmp.Or(idx.MediaType, oci.MediaDockerList)
+	return j.serve(ctx, repo, http.MethodPut, base+"/manifests/"+tag, bytes.NewReader(raw), int64(len(raw)),
+		map[string]string{"Content-Type": mt})
+}
+
+// pushPlatform pushes the image of digest from its folder
+// (<image>/sha256:<hex>/), unless the image has that manifest already;
+// the manifest downloaded must have the digest the index names.
+func (j *job) pushPlatform(ctx context.Context, srcRepo string, repo *meta.Repository, image, digest string) error {
+	base := "/" + repo.Name + "/" + image
+	if resp, err := j.serveQuery(ctx, repo, http.MethodHead, base+"/manifests/"+digest, nil, nil, 0, nil); err == nil && resp.Status == http.StatusOK {
+		return nil
+	}
+	folder := image + "/" + digest
+	tctx, cancel := context.WithTimeout(ctx, time.Duration(j.m.Options.TimeoutSeconds)*time.Second)
+	defer cancel()
+	body, err := j.src.Open(tctx, srcRepo, folder+"/"+dockerManifest)
+	if err != nil {
+		return err
+	}
+	raw, err := readManifest(body)
+	body.Close()
+	if err != nil {
+		return err
+	}
+	if got := sha256.Sum256(raw); "sha256:"+hex.EncodeToString(got[:]) != digest {
+		return fmt.Errorf("checksum mismatch: %s/%s does not have the digest the index names; not stored", folder, dockerManifest)
+	}
+	return j.pushManifest(ctx, srcRepo, repo, image, digest, folder, raw)
 }
 
 // pushBlob downloads a blob from the source's folder and pushes it in
