@@ -24,6 +24,7 @@ import (
 
 	"github.com/depot-registry/depot/origin/service/migrate/artifactory"
 	"github.com/depot-registry/depot/shared/format"
+	"github.com/depot-registry/depot/shared/format/crates"
 	"github.com/depot-registry/depot/shared/format/npm"
 	"github.com/depot-registry/depot/shared/format/nuget"
 	"github.com/depot-registry/depot/shared/format/oci"
@@ -37,13 +38,14 @@ import (
 type adapter struct {
 	// skip says why a file is not moved ("": it is).
 	skip func(p string) string
-	// target is the artifact path here of the source's file at p.
+	// target is the artifact path here of the source's file at p ("":
+	// only the file's content says, and it is found by its checksum).
 	target func(p string) (string, error)
 	// write writes the file (n bytes in f, at p in the source) into repo.
 	write func(ctx context.Context, j *job, srcRepo string, repo *meta.Repository, p string, f *os.File, n int64) error
 }
 
-// adapters are the formats migrated so far, by format here.
+// adapters move each format, by its name here.
 var adapters = map[string]adapter{
 	"generic":  {skip: func(string) string { return "" }, target: samePath, write: putFile},
 	"maven":    {skip: mavenFile, target: samePath, write: putFile},
@@ -55,6 +57,89 @@ var adapters = map[string]adapter{
 	"helm":     {skip: helmFile, target: helmTarget, write: putChart},
 	"rubygems": {skip: gemFile, target: func(p string) (string, error) { return "gems/" + path.Base(p), nil }, write: pushGem},
 	"nuget":    {skip: nugetFile, target: nugetTarget, write: pushNuGet},
+	"composer": {skip: composerFile, target: byContent, write: uploadComposer},
+	"conda":    {skip: condaFile, target: condaTarget, write: putConda},
+	"crates":   {skip: crateFile, target: byContent, write: publishCrate},
+}
+
+// byContent: where a file is kept here only its content says (the
+// package's name inside it).
+func byContent(string) (string, error) { return "", nil }
+
+// composerFile: a Composer repository's package zips move; Artifactory's
+// indexes are the registry's to build.
+func composerFile(p string) string {
+	switch {
+	case strings.HasSuffix(p, ".zip"):
+		return ""
+	case strings.HasSuffix(p, ".tar.gz") || strings.HasSuffix(p, ".tgz") || strings.HasSuffix(p, ".tar"):
+		return "a Composer archive other than a zip: not kept here (Depot keeps package zips)"
+	}
+	return "Composer indexes: built here from the packages"
+}
+
+// uploadComposer uploads a package zip as the registry's Composer upload
+// takes it: its composer.json names it; its version is composer.json's,
+// else the source's composer.version property, as Artifactory reads them.
+func uploadComposer(ctx context.Context, j *job, srcRepo string, repo *meta.Repository, p string, f *os.File, n int64) error {
+	q := url.Values{}
+	if props, err := j.src.Properties(ctx, srcRepo, p); err == nil && len(props["composer.version"]) > 0 {
+		q.Set("version", props["composer.version"][0])
+	}
+	_, err := j.serveQuery(ctx, repo, http.MethodPut, "/"+repo.Name, q, f, n, map[string]string{"Content-Type": "application/zip"})
+	return err
+}
+
+// condaFile: a conda channel's packages move (<subdir>/<file>.tar.bz2 or
+// .conda); its repodata and channeldata are the registry's to build.
+func condaFile(p string) string {
+	if strings.HasSuffix(p, ".tar.bz2") || strings.HasSuffix(p, ".conda") {
+		return ""
+	}
+	return "conda channel metadata: built here from the packages"
+}
+
+// condaTarget is where a package is kept here: <subdir>/<file>, its
+// subdir the folder it is in (at the channel's top: the package's own,
+// found by its checksum).
+func condaTarget(p string) (string, error) {
+	dir := path.Dir(p)
+	if dir == "." {
+		return "", nil
+	}
+	return path.Base(dir) + "/" + path.Base(p), nil
+}
+
+// putConda uploads a package as the registry's conda upload takes it.
+func putConda(ctx context.Context, j *job, srcRepo string, repo *meta.Repository, p string, f *os.File, n int64) error {
+	to := "/" + repo.Name + "/" + path.Base(p)
+	if here, _ := condaTarget(p); here != "" {
+		to = "/" + repo.Name + "/" + here
+	}
+	return j.serve(ctx, repo, http.MethodPut, to, f, n, map[string]string{"Content-Type": "application/octet-stream"})
+}
+
+// crateFile: a Cargo repository's crates move; its index (.index/,
+// config.json) is the registry's to build.
+func crateFile(p string) string {
+	if strings.HasSuffix(p, ".crate") && !strings.HasPrefix(p, ".") {
+		return ""
+	}
+	return "the Cargo index: built here from the crates"
+}
+
+// publishCrate publishes a crate as cargo publish does, the publish JSON
+// made from the crate's Cargo.toml; a dependency on the source
+// repository's own index becomes one on this registry's.
+func publishCrate(ctx context.Context, j *job, srcRepo string, repo *meta.Repository, p string, f *os.File, n int64) error {
+	ours := func(index string) bool {
+		return strings.Contains(index, "/api/cargo/"+srcRepo+"/index") || strings.Contains(index, "/git/"+srcRepo+".git")
+	}
+	body, size, err := crates.PublishRequest(ctx, f, n, ours)
+	if err != nil {
+		return &finalError{err}
+	}
+	return j.serve(ctx, repo, http.MethodPut, "/"+repo.Name+"/api/v1/crates/new", body, size, map[string]string{"Content-Type": "application/octet-stream"})
 }
 
 // nugetFile: a NuGet repository's packages move; symbol packages are

@@ -608,12 +608,7 @@ func (j *job) file(ctx context.Context, srcRepo string, repo *meta.Repository, f
 		return
 	}
 	if repo.ID != "" {
-		var have *meta.Artifact
-		_ = j.s.cfg.Store.View(func(tx *meta.Tx) error {
-			have, _ = tx.ArtifactByPath(repo.ID, here)
-			return nil
-		})
-		if have != nil {
+		if have := j.have(repo, here, it.SHA256, it.SHA1); have != nil {
 			if same(have, it) {
 				j.properties(ctx, srcRepo, p, have)
 				j.done(size, false)
@@ -637,9 +632,10 @@ func (j *job) file(ctx context.Context, srcRepo string, repo *meta.Repository, f
 			}
 		}
 		var verified bool
-		verified, err = j.copy(ctx, srcRepo, repo, ad, p, it)
+		var sums [2]string
+		verified, sums, err = j.copy(ctx, srcRepo, repo, ad, p, it)
 		if err == nil {
-			j.propertiesAt(ctx, srcRepo, p, repo, here)
+			j.propertiesAt(ctx, srcRepo, p, repo, here, sums)
 			j.done(size, verified)
 			return
 		}
@@ -660,19 +656,43 @@ func (j *job) file(ctx context.Context, srcRepo string, repo *meta.Repository, f
 	j.failure(srcRepo, p, size, err.Error())
 }
 
+// have is the artifact here a source file became: at its path here, or,
+// where only the file's content says that path (here ""), the
+// repository's artifact with the file's checksum (sha256, else sha1).
+func (j *job) have(repo *meta.Repository, here, sha256, sha1 string) *meta.Artifact {
+	var a *meta.Artifact
+	_ = j.s.cfg.Store.View(func(tx *meta.Tx) error {
+		if here != "" {
+			a, _ = tx.ArtifactByPath(repo.ID, here)
+			return nil
+		}
+		alg, sum := "sha256", sha256
+		if sum == "" {
+			alg, sum = "sha1", sha1
+		}
+		if sum == "" {
+			return nil
+		}
+		for _, id := range tx.ArtifactsByChecksum(alg, sum, 1000) {
+			if x, err := tx.Artifact(id); err == nil && x.RepositoryID == repo.ID {
+				a = x
+				return nil
+			}
+		}
+		return nil
+	})
+	return a
+}
+
 // propertiesAt carries the source file's properties over to the
-// artifact written here at path here.
-func (j *job) propertiesAt(ctx context.Context, srcRepo, p string, repo *meta.Repository, here string) {
+// artifact it became here (at here, else by sums: its sha256 and sha1).
+func (j *job) propertiesAt(ctx context.Context, srcRepo, p string, repo *meta.Repository, here string, sums [2]string) {
 	if !j.m.Options.IncludeMetadata {
 		return
 	}
-	var a *meta.Artifact
-	_ = j.s.cfg.Store.View(func(tx *meta.Tx) error {
-		a, _ = tx.ArtifactByPath(repo.ID, here)
-		return nil
-	})
+	a := j.have(repo, here, sums[0], sums[1])
 	if a == nil {
-		j.logf("warn", "%s/%s: its properties not kept: no artifact at %s here", srcRepo, p, here)
+		j.logf("warn", "%s/%s: its properties not kept: the artifact it became is not found here", srcRepo, p)
 		return
 	}
 	j.properties(ctx, srcRepo, p, a)
@@ -755,24 +775,25 @@ func (e *finalError) Error() string { return e.err.Error() }
 
 // copy downloads a file into a spill file, checks it against the
 // source's checksum, and writes it through the format.
-func (j *job) copy(ctx context.Context, srcRepo string, repo *meta.Repository, ad adapter, p string, it artifactory.Item) (bool, error) {
+func (j *job) copy(ctx context.Context, srcRepo string, repo *meta.Repository, ad adapter, p string, it artifactory.Item) (bool, [2]string, error) {
+	var sums [2]string
 	tctx, cancel := context.WithTimeout(ctx, time.Duration(j.m.Options.TimeoutSeconds)*time.Second)
 	defer cancel()
 	tooLong := fmt.Errorf("the transfer took longer than %d s (timeout_seconds)", j.m.Options.TimeoutSeconds)
 	body, err := j.src.Open(tctx, srcRepo, p)
 	if err != nil {
 		if tctx.Err() != nil && ctx.Err() == nil {
-			return false, tooLong
+			return false, sums, tooLong
 		}
-		return false, err
+		return false, sums, err
 	}
 	defer body.Close()
 	if err := os.MkdirAll(j.s.cfg.SpillDir, 0o700); err != nil {
-		return false, err
+		return false, sums, err
 	}
 	f, err := os.CreateTemp(j.s.cfg.SpillDir, "file-*")
 	if err != nil {
-		return false, err
+		return false, sums, err
 	}
 	defer os.Remove(f.Name())
 	defer f.Close()
@@ -780,29 +801,30 @@ func (j *job) copy(ctx context.Context, srcRepo string, repo *meta.Repository, a
 	n, err := io.Copy(io.MultiWriter(f, h256, h1), body)
 	if err != nil {
 		if tctx.Err() != nil && ctx.Err() == nil {
-			return false, tooLong
+			return false, sums, tooLong
 		}
-		return false, fmt.Errorf("downloading it: %w", err)
+		return false, sums, fmt.Errorf("downloading it: %w", err)
 	}
 	if size := int64(it.Size); size > 0 && n != size {
-		return false, fmt.Errorf("downloaded %d bytes, the source says %d", n, size)
+		return false, sums, fmt.Errorf("downloaded %d bytes, the source says %d", n, size)
 	}
 	verified := false
+	got256, got1 := hex.EncodeToString(h256.Sum(nil)), hex.EncodeToString(h1.Sum(nil))
+	sums = [2]string{got256, got1}
 	if j.m.Options.ValidateChecksums {
-		got256, got1 := hex.EncodeToString(h256.Sum(nil)), hex.EncodeToString(h1.Sum(nil))
 		switch {
 		case it.SHA256 != "" && !strings.EqualFold(got256, it.SHA256):
-			return false, fmt.Errorf("checksum mismatch: the source's sha256 is %s, the bytes downloaded have %s; not stored", it.SHA256, got256)
+			return false, sums, fmt.Errorf("checksum mismatch: the source's sha256 is %s, the bytes downloaded have %s; not stored", it.SHA256, got256)
 		case it.SHA256 == "" && it.SHA1 != "" && !strings.EqualFold(got1, it.SHA1):
-			return false, fmt.Errorf("checksum mismatch: the source's sha1 is %s, the bytes downloaded have %s; not stored", it.SHA1, got1)
+			return false, sums, fmt.Errorf("checksum mismatch: the source's sha1 is %s, the bytes downloaded have %s; not stored", it.SHA1, got1)
 		}
 		verified = it.SHA256 != "" || it.SHA1 != ""
 	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return false, err
+		return false, sums, err
 	}
 	if err := ad.write(context.WithValue(ctx, itemKey{}, it), j, srcRepo, repo, p, f, n); err != nil {
-		return false, err
+		return false, sums, err
 	}
-	return verified, nil
+	return verified, sums, nil
 }

@@ -24,23 +24,26 @@ const (
 
 // publishMeta is the JSON cargo sends with a publish.
 type publishMeta struct {
-	Name string `json:"name"`
-	Vers string `json:"vers"`
-	Deps []struct {
-		Name               string   `json:"name"`
-		VersionReq         string   `json:"version_req"`
-		Features           []string `json:"features"`
-		Optional           bool     `json:"optional"`
-		DefaultFeatures    bool     `json:"default_features"`
-		Target             *string  `json:"target"`
-		Kind               string   `json:"kind"`
-		Registry           *string  `json:"registry"`
-		ExplicitNameInToml *string  `json:"explicit_name_in_toml"`
-	} `json:"deps"`
+	Name        string              `json:"name"`
+	Vers        string              `json:"vers"`
+	Deps        []publishDep        `json:"deps"`
 	Features    map[string][]string `json:"features"`
 	Description *string             `json:"description"`
 	Links       *string             `json:"links"`
 	RustVersion *string             `json:"rust_version"`
+}
+
+// publishDep is a dependency in cargo's publish JSON.
+type publishDep struct {
+	Name               string   `json:"name"`
+	VersionReq         string   `json:"version_req"`
+	Features           []string `json:"features"`
+	Optional           bool     `json:"optional"`
+	DefaultFeatures    bool     `json:"default_features"`
+	Target             *string  `json:"target"`
+	Kind               string   `json:"kind"`
+	Registry           *string  `json:"registry"`
+	ExplicitNameInToml *string  `json:"explicit_name_in_toml"`
 }
 
 // readPublish splits cargo's publish body: u32 LE length, the JSON, u32
@@ -214,6 +217,8 @@ func indexLine(m publishMeta, cksum, api string) map[string]any {
 		switch {
 		case d.Registry == nil:
 			dep["registry"] = crateIOURL // null in a publish is crates.io
+		case *d.Registry == ThisRegistry:
+			dep["registry"] = nil
 		case strings.Contains(*d.Registry, strings.TrimPrefix(strings.TrimPrefix(api, "https://"), "http://")+"/index"):
 			dep["registry"] = nil // this registry
 		}
