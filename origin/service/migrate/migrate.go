@@ -470,11 +470,8 @@ func (j *job) repository(ctx context.Context, r artifactory.Repo) error {
 	case !r.Local():
 		j.logf("warn", "%s: skipped: a %s repository holds no files of its own (only local repositories are migrated)", r.Key, strings.ToLower(r.Type))
 		return nil
-	case formatName == "":
-		j.logf("warn", "%s: skipped: package type %q is not one this registry serves", r.Key, r.PackageType)
-		return nil
 	case adapters[formatName].write == nil:
-		j.logf("warn", "%s: skipped: %s repositories are not migrated yet", r.Key, formatName)
+		j.logf("warn", "%s: skipped: package type %q is not one this registry serves", r.Key, r.PackageType)
 		return nil
 	}
 	target := j.m.Targets[r.Key]
