@@ -264,6 +264,9 @@ func TestProperties(t *testing.T) {
 	af.Put("files", "app/1.0/app.bin", artifactorytest.File{Data: []byte("app"),
 		Properties: map[string][]string{"build.number": {"42"}, "qa.status": {"passed", "signed"}, "bad key!": {"x"}}})
 	af.Put("files", "app/1.0/plain.bin", artifactorytest.File{Data: []byte("plain")})
+	// A space and a plus (Artifactory reads a bare + as a space).
+	af.Put("files", "docs/1.0/release notes.txt", artifactorytest.File{Data: []byte("notes")})
+	af.Put("files", "app/1.0+build.5/app.bin", artifactorytest.File{Data: []byte("plus")})
 	props := func(data string) map[string][]string {
 		var ans struct {
 			Results []struct {
@@ -280,7 +283,7 @@ func TestProperties(t *testing.T) {
 	// Without include_metadata, none; then a migration with it sets them on
 	// the files already here.
 	if m := run(t, e, af, map[string]any{"include_metadata": false}, "files"); m.Status != meta.MigrationCompleted {
-		t.Fatalf("without metadata: %s %+v", m.Status, m.Progress)
+		t.Fatalf("without metadata: %s %+v %+v", m.Status, m.Progress, clienttest.MigrationFailures(t, e, m.ID))
 	}
 	if got := props("app"); len(got) != 0 {
 		t.Fatalf("properties without include_metadata: %v", got)
@@ -299,7 +302,12 @@ func TestProperties(t *testing.T) {
 	if got := props("plain"); len(got) != 0 {
 		t.Fatalf("a file without properties has %v", got)
 	}
-	if m.Progress.WithProperties != 1 || m.Progress.PropertiesDropped != 1 {
+	for path, want := range map[string]string{"docs/1.0/release%20notes.txt": "notes", "app/1.0+build.5/app.bin": "plus"} {
+		if got := string(e.Do("GET", "/generic/files/"+path, e.Admin, nil).Want(200).Body); got != want {
+			t.Errorf("%s: %q", path, got)
+		}
+	}
+	if m.Progress.WithProperties != 1 || m.Progress.PropertiesDropped != 1 || m.Progress.MigratedArtifacts != 4 {
 		t.Fatalf("progress %+v", m.Progress)
 	}
 	var rep struct {

@@ -247,7 +247,8 @@ func (c *Client) NpmDistTags(ctx context.Context, repo, pkg string) (map[string]
 func escapePath(p string) string {
 	segs := strings.Split(p, "/")
 	for i, s := range segs {
-		segs[i] = url.PathEscape(s)
+		// A + is escaped too: Artifactory reads a bare one as a space.
+		segs[i] = strings.ReplaceAll(url.PathEscape(s), "+", "%2B")
 	}
 	return strings.Join(segs, "/")
 }

@@ -204,8 +204,15 @@ var (
 )
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
-	p := strings.TrimPrefix(r.URL.Path, "/artifactory")
-	if p == r.URL.Path {
+	// Artifactory reads a + in a path as a space (its default,
+	// security.api.plus.insteadof.space): a + itself comes as %2B.
+	decoded, err := url.PathUnescape(strings.ReplaceAll(r.URL.EscapedPath(), "+", "%20"))
+	if err != nil {
+		http.NotFound(w, r)
+		return
+	}
+	p := strings.TrimPrefix(decoded, "/artifactory")
+	if p == decoded {
 		http.NotFound(w, r)
 		return
 	}
