@@ -227,16 +227,19 @@ type Request struct {
 	// as is the principal an in-process caller serves the request for
 	// (Server.ServeAs); requests from the network have none.
 	as *auth.Principal
-	// uploadedAt and uploadedBy, set by an importer (Imported), are when
-	// and by whom the files it writes were uploaded where they come from.
+	// uploadedAt, uploadedBy and properties, set by an importer
+	// (Imported), are when and by whom the files it writes were uploaded
+	// where they come from, and the properties they had there.
 	uploadedAt time.Time
 	uploadedBy string
+	properties map[string][]string
 }
 
 // Imported marks r as an importer's (a migration's): the artifacts it
-// records keep the upload time and uploader of where they come from.
-func (r *Request) Imported(at time.Time, by string) *Request {
-	r.uploadedAt, r.uploadedBy = at, by
+// records keep the upload time, uploader and properties (within
+// meta.CheckProperties' bounds) of where they come from.
+func (r *Request) Imported(at time.Time, by string, properties map[string][]string) *Request {
+	r.uploadedAt, r.uploadedBy, r.properties = at, by, properties
 	return r
 }
 

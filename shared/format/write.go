@@ -199,6 +199,9 @@ func (d *Writer) NewArtifact(r *Request, u Upload, info blob.Info) meta.Artifact
 	if r.uploadedBy != "" {
 		a.UploadedBy, a.UploaderID = r.uploadedBy, "" // someone of the source's, maybe no one here
 	}
+	if len(r.properties) > 0 {
+		a.Properties = r.properties
+	}
 	return a
 }
 

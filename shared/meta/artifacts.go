@@ -131,6 +131,11 @@ func (tx *Tx) putArtifact(a Artifact, replace, announce bool) error {
 	if a.ID == "" || a.Path == "" || a.Digest == "" {
 		return Invalidf("artifact id, path and digest required")
 	}
+	if a.Properties != nil {
+		if err := CheckProperties(a.Properties); err != nil {
+			return err
+		}
+	}
 	if tx.exists(KindArtifact, a.ID) {
 		return Conflictf("artifact id %q exists", a.ID)
 	}

@@ -76,7 +76,11 @@ func main() {
 		for n := range l.files {
 			data := make([]byte, l.size)
 			rand.Read(data)
-			af.Put(key, fmt.Sprintf("pkg%d/1.0/file.bin", n), artifactorytest.File{Data: data})
+			f := artifactorytest.File{Data: data}
+			if n%2 == 0 { // half the files carry properties, as CI builds leave them
+				f.Properties = map[string][]string{"build.name": {"app"}, "build.number": {fmt.Sprint(n)}}
+			}
+			af.Put(key, fmt.Sprintf("pkg%d/1.0/file.bin", n), f)
 		}
 		total := float64(l.files) * float64(l.size) / 1e6
 

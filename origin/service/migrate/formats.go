@@ -390,8 +390,8 @@ func (j *job) serveQuery(ctx context.Context, repo *meta.Repository, method, p s
 	}
 	req := &format.Request{Method: method, Path: decoded, RawPath: rawPath, Query: query, Header: h, Body: body, ContentLength: n,
 		RemoteAddr: "migration", RequestID: "migration-" + j.m.ID}
-	if it, ok := ctx.Value(itemKey{}).(artifactory.Item); ok && j.m.Options.IncludeMetadata {
-		req.Imported(it.Created, it.CreatedBy) // when and by whom the source says it was uploaded
+	if src, ok := ctx.Value(itemKey{}).(source); ok && j.m.Options.IncludeMetadata {
+		req.Imported(src.item.Created, src.item.CreatedBy, src.properties) // when, by whom, with what the source says
 	}
 	resp := srv.ServeAs(ctx, j.p, req)
 	if resp.Status >= 300 {
@@ -682,6 +682,13 @@ func (j *job) pushBlob(ctx context.Context, srcRepo string, repo *meta.Repositor
 	return err
 }
 
-// itemKey carries the source file being written (its upload time and
-// uploader) to the requests that write it.
+// itemKey carries the source file being written (its upload time,
+// uploader and properties) to the requests that write it.
 type itemKey struct{}
+
+// source is the source file being written and its properties (those
+// kept here).
+type source struct {
+	item       artifactory.Item
+	properties map[string][]string
+}

@@ -620,6 +620,7 @@ func (j *job) file(ctx context.Context, srcRepo string, repo *meta.Repository, f
 		return
 	}
 	opts := j.m.Options
+	props, dropped := j.sourceProperties(ctx, srcRepo, p)
 	for attempt := 0; attempt <= opts.RetryAttempts; attempt++ {
 		if attempt > 0 {
 			select {
@@ -629,10 +630,9 @@ func (j *job) file(ctx context.Context, srcRepo string, repo *meta.Repository, f
 			}
 		}
 		var verified bool
-		var sums [2]string
-		verified, sums, err = j.copy(ctx, srcRepo, repo, ad, p, it)
+		verified, err = j.copy(ctx, srcRepo, repo, ad, p, source{item: it, properties: props})
 		if err == nil {
-			j.propertiesAt(ctx, srcRepo, p, repo, here, sums)
+			j.countProperties(props, dropped)
 			j.done(size, verified)
 			return
 		}
@@ -681,50 +681,51 @@ func (j *job) have(repo *meta.Repository, here, sha256, sha1 string) *meta.Artif
 	return a
 }
 
-// propertiesAt carries the source file's properties over to the
-// artifact it became here (at here, else by sums: its sha256 and sha1).
-func (j *job) propertiesAt(ctx context.Context, srcRepo, p string, repo *meta.Repository, here string, sums [2]string) {
-	if !j.m.Options.IncludeMetadata {
-		return
-	}
-	a := j.have(repo, here, sums[0], sums[1])
-	if a == nil {
-		j.logf("warn", "%s/%s: its properties not kept: the artifact it became is not found here", srcRepo, p)
-		return
-	}
-	j.properties(ctx, srcRepo, p, a)
-}
-
-// properties sets artifact a's properties as the source file's are
-// (with include_metadata), keeping what fits this registry's bounds and
-// logging what does not. A failure to read or set them is logged: the
-// file itself has moved.
-func (j *job) properties(ctx context.Context, srcRepo, p string, a *meta.Artifact) {
+// sourceProperties are the source file's properties this registry
+// keeps (with include_metadata; none in a dry run), and how many it
+// drops, beyond its bounds (named in the log). A failure to read them
+// is logged: the file moves without them.
+func (j *job) sourceProperties(ctx context.Context, srcRepo, p string) (map[string][]string, int) {
 	if !j.m.Options.IncludeMetadata || j.m.Options.DryRun {
-		return
+		return nil, 0
 	}
 	tctx, cancel := context.WithTimeout(ctx, time.Duration(j.m.Options.TimeoutSeconds)*time.Second)
 	defer cancel()
 	src, err := j.src.Properties(tctx, srcRepo, p)
 	if err != nil {
 		j.logf("warn", "%s/%s: its properties could not be read: %v", srcRepo, p, err)
-		return
+		return nil, 0
 	}
 	kept, dropped := fitProperties(src)
 	if len(dropped) > 0 {
 		j.logf("warn", "%s/%s: properties not kept (beyond this registry's bounds): %s", srcRepo, p, strings.Join(dropped, ", "))
 	}
-	j.mu.Lock()
-	j.prog.PropertiesDropped += int64(len(dropped))
-	if len(kept) > 0 {
-		j.prog.WithProperties++
-	}
-	j.mu.Unlock()
-	if meta.SameProperties(kept, a.Properties) {
+	return kept, len(dropped)
+}
+
+// properties sets artifact a's properties (a file found here already)
+// as the source file's are, when they differ.
+func (j *job) properties(ctx context.Context, srcRepo, p string, a *meta.Artifact) {
+	kept, dropped := j.sourceProperties(ctx, srcRepo, p)
+	if !j.m.Options.IncludeMetadata || j.m.Options.DryRun {
 		return
 	}
-	if _, err := j.s.cfg.Commit.Apply(ctx, &meta.ArtifactProperties{ID: a.ID, RepoID: a.RepositoryID, Replace: true, Set: kept}); err != nil {
-		j.logf("warn", "%s/%s: its properties could not be set: %v", srcRepo, p, err)
+	if !meta.SameProperties(kept, a.Properties) {
+		if _, err := j.s.cfg.Commit.Apply(ctx, &meta.ArtifactProperties{ID: a.ID, RepoID: a.RepositoryID, Replace: true, Set: kept}); err != nil {
+			j.logf("warn", "%s/%s: its properties could not be set: %v", srcRepo, p, err)
+			return
+		}
+	}
+	j.countProperties(kept, dropped)
+}
+
+// countProperties counts a file's properties kept and dropped.
+func (j *job) countProperties(kept map[string][]string, dropped int) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.prog.PropertiesDropped += int64(dropped)
+	if len(kept) > 0 {
+		j.prog.WithProperties++
 	}
 }
 
@@ -772,25 +773,25 @@ func (e *finalError) Error() string { return e.err.Error() }
 
 // copy downloads a file into a spill file, checks it against the
 // source's checksum, and writes it through the format.
-func (j *job) copy(ctx context.Context, srcRepo string, repo *meta.Repository, ad adapter, p string, it artifactory.Item) (bool, [2]string, error) {
-	var sums [2]string
+func (j *job) copy(ctx context.Context, srcRepo string, repo *meta.Repository, ad adapter, p string, src source) (bool, error) {
+	it := src.item
 	tctx, cancel := context.WithTimeout(ctx, time.Duration(j.m.Options.TimeoutSeconds)*time.Second)
 	defer cancel()
 	tooLong := fmt.Errorf("the transfer took longer than %d s (timeout_seconds)", j.m.Options.TimeoutSeconds)
 	body, err := j.src.Open(tctx, srcRepo, p)
 	if err != nil {
 		if tctx.Err() != nil && ctx.Err() == nil {
-			return false, sums, tooLong
+			return false, tooLong
 		}
-		return false, sums, err
+		return false, err
 	}
 	defer body.Close()
 	if err := os.MkdirAll(j.s.cfg.SpillDir, 0o700); err != nil {
-		return false, sums, err
+		return false, err
 	}
 	f, err := os.CreateTemp(j.s.cfg.SpillDir, "file-*")
 	if err != nil {
-		return false, sums, err
+		return false, err
 	}
 	defer os.Remove(f.Name())
 	defer f.Close()
@@ -798,30 +799,29 @@ func (j *job) copy(ctx context.Context, srcRepo string, repo *meta.Repository, a
 	n, err := io.Copy(io.MultiWriter(f, h256, h1), body)
 	if err != nil {
 		if tctx.Err() != nil && ctx.Err() == nil {
-			return false, sums, tooLong
+			return false, tooLong
 		}
-		return false, sums, fmt.Errorf("downloading it: %w", err)
+		return false, fmt.Errorf("downloading it: %w", err)
 	}
 	if size := int64(it.Size); size > 0 && n != size {
-		return false, sums, fmt.Errorf("downloaded %d bytes, the source says %d", n, size)
+		return false, fmt.Errorf("downloaded %d bytes, the source says %d", n, size)
 	}
 	verified := false
-	got256, got1 := hex.EncodeToString(h256.Sum(nil)), hex.EncodeToString(h1.Sum(nil))
-	sums = [2]string{got256, got1}
 	if j.m.Options.ValidateChecksums {
+		got256, got1 := hex.EncodeToString(h256.Sum(nil)), hex.EncodeToString(h1.Sum(nil))
 		switch {
 		case it.SHA256 != "" && !strings.EqualFold(got256, it.SHA256):
-			return false, sums, fmt.Errorf("checksum mismatch: the source's sha256 is %s, the bytes downloaded have %s; not stored", it.SHA256, got256)
+			return false, fmt.Errorf("checksum mismatch: the source's sha256 is %s, the bytes downloaded have %s; not stored", it.SHA256, got256)
 		case it.SHA256 == "" && it.SHA1 != "" && !strings.EqualFold(got1, it.SHA1):
-			return false, sums, fmt.Errorf("checksum mismatch: the source's sha1 is %s, the bytes downloaded have %s; not stored", it.SHA1, got1)
+			return false, fmt.Errorf("checksum mismatch: the source's sha1 is %s, the bytes downloaded have %s; not stored", it.SHA1, got1)
 		}
 		verified = it.SHA256 != "" || it.SHA1 != ""
 	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return false, sums, err
+		return false, err
 	}
-	if err := ad.write(context.WithValue(ctx, itemKey{}, it), j, srcRepo, repo, p, f, n); err != nil {
-		return false, sums, err
+	if err := ad.write(context.WithValue(ctx, itemKey{}, src), j, srcRepo, repo, p, f, n); err != nil {
+		return false, err
 	}
-	return verified, sums, nil
+	return verified, nil
 }

@@ -302,6 +302,15 @@ func TestProperties(t *testing.T) {
 	if got := props("plain"); len(got) != 0 {
 		t.Fatalf("a file without properties has %v", got)
 	}
+	// A file moved for the first time is recorded with its properties.
+	af.AddRepo("fresh", "LOCAL", "Maven", "")
+	af.Put("fresh", "com/acme/lib/1.0/lib-1.0.jar", artifactorytest.File{Data: []byte("a jar"), Properties: map[string][]string{"vcs.revision": {"abc123"}}})
+	if fm := run(t, e, af, nil, "fresh"); fm.Status != meta.MigrationCompleted || fm.Progress.WithProperties != 1 {
+		t.Fatalf("fresh: %s %+v", fm.Status, fm.Progress)
+	}
+	if got := props("a jar"); len(got) != 1 || !slices.Equal(got["vcs.revision"], []string{"abc123"}) {
+		t.Fatalf("a file moved with its properties has %v", got)
+	}
 	for path, want := range map[string]string{"docs/1.0/release%20notes.txt": "notes", "app/1.0+build.5/app.bin": "plus"} {
 		if got := string(e.Do("GET", "/generic/files/"+path, e.Admin, nil).Want(200).Body); got != want {
 			t.Errorf("%s: %q", path, got)
