@@ -22,6 +22,14 @@ func rustupHome() string {
 	return filepath.Join(home, ".rustup")
 }
 
+// useRegistry makes the sparse index at indexURL cargo's registry
+// "depot" (in cargoHome), signed in with token as users store it.
+func useRegistry(t *testing.T, cargoHome, indexURL, token string) {
+	clienttest.WriteFile(t, filepath.Join(cargoHome, "config.toml"), "[registries.depot]\nindex = \"sparse+"+indexURL+"\"\n"+
+		"credential-provider = [\"cargo:token\"]\n\n[net]\nretry = 0\n")
+	clienttest.WriteFile(t, filepath.Join(cargoHome, "credentials.toml"), "[registries.depot]\ntoken = \"Bearer "+token+"\"\n")
+}
+
 // TestCargoPublishBuildYank: a private registry. cargo publishes two
 // versions of a library (the token from cargo's credential provider,
 // "Bearer" as users store it), and a consumer crate that needs the newer
@@ -40,9 +48,7 @@ func TestCargoPublishBuildYank(t *testing.T) {
 
 		home, work := clienttest.Home(t), t.TempDir()
 		cargoHome := filepath.Join(home, ".cargo")
-		clienttest.WriteFile(t, filepath.Join(cargoHome, "config.toml"), "[registries.depot]\nindex = \"sparse+"+e.URL+"/crates/rust/index/\"\n"+
-			"credential-provider = [\"cargo:token\"]\n\n[net]\nretry = 0\n")
-		clienttest.WriteFile(t, filepath.Join(cargoHome, "credentials.toml"), "[registries.depot]\ntoken = \"Bearer "+alice.Token+"\"\n")
+		useRegistry(t, cargoHome, e.URL+"/crates/rust/index/", alice.Token)
 		cargo := func(dir string, args ...string) (string, error) {
 			return clienttest.TryRun(clienttest.Cmd{Dir: dir, Name: bins["cargo"], Args: args,
 				Env: []string{"HOME=" + home, "CARGO_HOME=" + cargoHome, "RUSTUP_HOME=" + rustupHome(), "CARGO_TARGET_DIR=" + filepath.Join(work, "target"),

@@ -56,9 +56,7 @@ func TestMigrateFromArtifactory(t *testing.T) {
 	var repo struct{ ID string }
 	e.Do("GET", "/api/v1/repositories/cargo-local", e.Admin, nil).Want(200).JSON(&repo)
 	e.Grant(repo.ID, alice.ID, false, "read")
-	clienttest.WriteFile(t, filepath.Join(cargoHome, "config.toml"), "[registries.depot]\nindex = \"sparse+"+e.URL+"/crates/cargo-local/index/\"\n"+
-		"credential-provider = [\"cargo:token\"]\n\n[net]\nretry = 0\n")
-	clienttest.WriteFile(t, filepath.Join(cargoHome, "credentials.toml"), "[registries.depot]\ntoken = \"Bearer "+alice.Token+"\"\n")
+	useRegistry(t, cargoHome, e.URL+"/crates/cargo-local/index/", alice.Token)
 	app := filepath.Join(work, "app")
 	clienttest.WriteFile(t, filepath.Join(app, "Cargo.toml"), "[package]\nname = \"app\"\nversion = \"1.0.0\"\nedition = \"2021\"\npublish = false\n\n"+
 		"[dependencies]\ndemo_wrap = { version = \"0.2\", registry = \"depot\" }\n")

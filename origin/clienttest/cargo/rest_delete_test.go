@@ -25,9 +25,7 @@ func TestRESTDelete(t *testing.T) {
 
 		home, work := clienttest.Home(t), t.TempDir()
 		cargoHome := filepath.Join(home, ".cargo")
-		clienttest.WriteFile(t, filepath.Join(cargoHome, "config.toml"), "[registries.depot]\nindex = \"sparse+"+e.URL+"/crates/rust/index/\"\n"+
-			"credential-provider = [\"cargo:token\"]\n\n[net]\nretry = 0\n")
-		clienttest.WriteFile(t, filepath.Join(cargoHome, "credentials.toml"), "[registries.depot]\ntoken = \"Bearer "+alice.Token+"\"\n")
+		useRegistry(t, cargoHome, e.URL+"/crates/rust/index/", alice.Token)
 		cargo := func(dir string, args ...string) (string, error) {
 			return clienttest.TryRun(clienttest.Cmd{Dir: dir, Name: bins["cargo"], Args: args,
 				Env: []string{"HOME=" + home, "CARGO_HOME=" + cargoHome, "RUSTUP_HOME=" + rustupHome(), "CARGO_TARGET_DIR=" + filepath.Join(work, "target"),

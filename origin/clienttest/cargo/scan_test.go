@@ -23,9 +23,7 @@ func TestCrateScans(t *testing.T) {
 	clienttest.LoadAdvisories(t, e, "crates.io")
 	home, work := clienttest.Home(t), t.TempDir()
 	cargoHome := filepath.Join(home, ".cargo")
-	clienttest.WriteFile(t, filepath.Join(cargoHome, "config.toml"), "[registries.depot]\nindex = \"sparse+"+e.URL+"/crates/rust/index/\"\n"+
-		"credential-provider = [\"cargo:token\"]\n\n[net]\nretry = 0\n")
-	clienttest.WriteFile(t, filepath.Join(cargoHome, "credentials.toml"), "[registries.depot]\ntoken = \"Bearer "+alice.Token+"\"\n")
+	useRegistry(t, cargoHome, e.URL+"/crates/rust/index/", alice.Token)
 	publish := func(name, version, deps string) {
 		t.Helper()
 		dir := filepath.Join(work, name+"-"+version)

@@ -80,48 +80,41 @@ func publishFrom(m map[string]any, ours func(string) bool) publishMeta {
 }
 
 // depsFrom are the publish records of a manifest's (or a target's)
-// dependency tables, each sorted by name.
+// dependency tables.
 func depsFrom(m map[string]any, target *string, ours func(string) bool) []publishDep {
 	var out []publishDep
-	for _, table := range [][3]string{{"dependencies", "", "normal"}, {"dev-dependencies", "dev_dependencies", "dev"},
-		{"build-dependencies", "build_dependencies", "build"}} {
-		deps, _ := m[table[0]].(map[string]any)
-		if deps == nil {
-			deps, _ = m[table[1]].(map[string]any)
-		}
-		for _, key := range slices.Sorted(maps.Keys(deps)) {
-			d := publishDep{Name: key, VersionReq: "*", DefaultFeatures: true, Target: target, Kind: table[2], Features: []string{}}
-			switch v := deps[key].(type) {
-			case string:
-				d.VersionReq = v
-			case map[string]any:
-				if req := format.Str(v["version"]); req != "" {
-					d.VersionReq = req
-				}
-				if fs := format.Strs(v["features"]); fs != nil {
-					d.Features = fs
-				}
-				d.Optional = v["optional"] == true
-				if df, ok := v["default-features"].(bool); ok {
-					d.DefaultFeatures = df
-				} else if df, ok := v["default_features"].(bool); ok {
-					d.DefaultFeatures = df
-				}
-				if real := format.Str(v["package"]); real != "" {
-					explicit := key
-					d.Name, d.ExplicitNameInToml = real, &explicit
-				}
-				if index := format.Str(v["registry-index"]); index != "" {
-					if ours != nil && ours(index) {
-						index = ThisRegistry
-					}
-					d.Registry = &index
-				}
-			default:
-				continue
+	eachDep(m, func(kind, key string, spec any) {
+		d := publishDep{Name: key, VersionReq: "*", DefaultFeatures: true, Target: target, Kind: kind, Features: []string{}}
+		switch v := spec.(type) {
+		case string:
+			d.VersionReq = v
+		case map[string]any:
+			if req := format.Str(v["version"]); req != "" {
+				d.VersionReq = req
 			}
-			out = append(out, d)
+			if fs := format.Strs(v["features"]); fs != nil {
+				d.Features = fs
+			}
+			d.Optional = v["optional"] == true
+			if df, ok := v["default-features"].(bool); ok {
+				d.DefaultFeatures = df
+			} else if df, ok := v["default_features"].(bool); ok {
+				d.DefaultFeatures = df
+			}
+			if real := format.Str(v["package"]); real != "" {
+				explicit := key
+				d.Name, d.ExplicitNameInToml = real, &explicit
+			}
+			if index := format.Str(v["registry-index"]); index != "" {
+				if ours != nil && ours(index) {
+					index = ThisRegistry
+				}
+				d.Registry = &index
+			}
+		default:
+			return
 		}
-	}
+		out = append(out, d)
+	})
 	return out
 }

@@ -79,28 +79,41 @@ func cargoInfo(m map[string]any) format.PackageInfo {
 // each sorted by name (a TOML table has no order to keep).
 func cargoDeps(m map[string]any, cfg string) []format.Dependency {
 	var out []format.Dependency
-	for _, table := range [][3]string{{"dependencies", "", "runtime"}, {"dev-dependencies", "dev_dependencies", "dev"},
+	eachDep(m, func(kind, key string, spec any) {
+		if kind == "normal" {
+			kind = "runtime" // the package information's word
+		}
+		d := format.Dependency{Name: key, Kind: kind, Condition: cfg, Ecosystem: Name}
+		switch v := spec.(type) {
+		case string:
+			d.Constraint = v
+		case map[string]any:
+			d.Constraint = format.Str(v["version"])
+			d.Optional = v["optional"] == true
+			if real := format.Str(v["package"]); real != "" {
+				d.Name = real
+			}
+		default:
+			return
+		}
+		out = append(out, d)
+	})
+	return out
+}
+
+// eachDep calls fn with each dependency of a manifest's (or a target's)
+// tables (dependencies, dev-dependencies, build-dependencies, also
+// spelled with _), table by table, each sorted by name; kind is cargo's
+// (normal, dev, build).
+func eachDep(m map[string]any, fn func(kind, key string, spec any)) {
+	for _, table := range [][3]string{{"dependencies", "", "normal"}, {"dev-dependencies", "dev_dependencies", "dev"},
 		{"build-dependencies", "build_dependencies", "build"}} {
 		deps, _ := m[table[0]].(map[string]any)
 		if deps == nil {
 			deps, _ = m[table[1]].(map[string]any)
 		}
 		for _, key := range slices.Sorted(maps.Keys(deps)) {
-			d := format.Dependency{Name: key, Kind: table[2], Condition: cfg, Ecosystem: Name}
-			switch v := deps[key].(type) {
-			case string:
-				d.Constraint = v
-			case map[string]any:
-				d.Constraint = format.Str(v["version"])
-				d.Optional = v["optional"] == true
-				if real := format.Str(v["package"]); real != "" {
-					d.Name = real
-				}
-			default:
-				continue
-			}
-			out = append(out, d)
+			fn(table[2], key, deps[key])
 		}
 	}
-	return out
 }
