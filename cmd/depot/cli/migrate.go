@@ -53,7 +53,7 @@ var migrateCmd = &command{name: "migrate", args: "--from URL --user USER --repos
 		"  depot migrate --follow 3f2a...",
 	setup: func(set *config.Set) func(*session, []string) error {
 		var from, user, repos, follow, mapping string
-		var stdin, dryRun, noVerify, detach bool
+		var stdin, dryRun, noVerify, detach, permissions, noMetadata bool
 		var parallel int64
 		set.String(&from, "from", "", "the source's URL: https://host/artifactory")
 		set.String(&user, "user", "", "the source's user (an admin of it, to list every file)")
@@ -62,6 +62,8 @@ var migrateCmd = &command{name: "migrate", args: "--from URL --user USER --repos
 		set.String(&mapping, "map", "", "comma-separated SOURCE=TARGET repository names (default: the same)")
 		set.Bool(&dryRun, "dry-run", "", "report what would move and what would not, writing nothing")
 		set.Bool(&noVerify, "no-verify", "", "do not check the files against the source's checksums")
+		set.Bool(&permissions, "permissions", "", "also move the source's users, groups and permission targets (as grants)")
+		set.Bool(&noMetadata, "no-metadata", "", "do not keep the source's upload times, uploaders and properties")
 		set.Int(&parallel, "parallel", "", "files transferred at once (default 4)")
 		set.Bool(&detach, "detach", "", "start it and return at once (follow it later with --follow)")
 		set.String(&follow, "follow", "", "follow the migration of this id instead of starting one")
@@ -81,7 +83,7 @@ var migrateCmd = &command{name: "migrate", args: "--from URL --user USER --repos
 			}
 			body := map[string]any{"source": map[string]any{"type": "artifactory", "url": from, "username": user, "password": pw},
 				"repositories": splitList(repos), "options": map[string]any{"dry_run": dryRun, "validate_checksums": !noVerify,
-					"parallel_transfers": parallel}}
+					"parallel_transfers": parallel, "include_permissions": permissions, "include_metadata": !noMetadata}}
 			if mapping != "" {
 				m := map[string]string{}
 				for _, pair := range splitList(mapping) {

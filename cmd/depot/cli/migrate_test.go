@@ -44,4 +44,18 @@ func TestMigrateCommand(t *testing.T) {
 	if !strings.Contains(r.stdout, "failed: files/tool/3.0/tool.bin: checksum mismatch") || !strings.Contains(r.stdout, "2 migrated, 1 failed") {
 		t.Errorf("a migration with a corrupted file:\n%s", r.stdout)
 	}
+
+	// --permissions moves the source's users; --no-metadata leaves the
+	// upload times, uploaders and properties.
+	af.AddRepo("more", "LOCAL", "Generic", "")
+	af.Put("more", "x/1.0/x.bin", artifactorytest.File{Data: []byte("x"), CreatedBy: "someone", Properties: map[string][]string{"k": {"v"}}})
+	af.AddUser(artifactorytest.User{Name: "bob", Email: "bob@example.com", Realm: "internal"})
+	out = admin.run("af-password\n", "migrate", "--from", af.BaseURL(), "--user", "af-admin", "--repos", "more", "--password-stdin",
+		"--permissions", "--no-metadata").ok()
+	if !strings.Contains(out, "permissions: 1 local users created") || !strings.Contains(out, "metadata:    not migrated") {
+		t.Errorf("--permissions --no-metadata:\n%s", out)
+	}
+	if got := admin.run("", "user", "list", "--output", "json").ok(); !strings.Contains(got, `"bob"`) {
+		t.Errorf("bob was not made: %s", got)
+	}
 }
