@@ -40,6 +40,7 @@ type Config struct {
 	RequireHTTPS    bool
 
 	JWTSecret     string
+	SigningKEK    string
 	ClusterKey    string // base64; see clusterKey
 	AccessTTL     time.Duration
 	RefreshTTL    time.Duration
@@ -213,6 +214,7 @@ func (c *Config) Bind(s *config.Set) {
 	s.Bool(&c.RequireHTTPS, "require-https", "REQUIRE_HTTPS", "refuse requests that did not come over HTTPS (here, or to a trusted proxy that says so in X-Forwarded-Proto), except health checks")
 	s.String(&c.TrustedProxies, "trusted-proxies", "DEPOT_TRUSTED_PROXIES", "comma-separated addresses or CIDRs of reverse proxies whose X-Forwarded-* headers are trusted (default: none)")
 	s.Group("Sign-in and accounts")
+	s.String(&c.SigningKEK, "", "DEPOT_SIGNING_KEK", "key-encryption key that seals signing keys' private parts: 32 random bytes in base64 (openssl rand -base64 32) or hex, the same on every origin; without it no signing key can be made or used (see Signing in the README)")
 	s.String(&c.JWTSecret, "", "JWT_SECRET", "HS256 secret for access and refresh tokens; every origin of a cluster must share it (generated and kept in the data dir when empty)")
 	s.Seconds(&c.AccessTTL, "access-token-expiry", "JWT_ACCESS_TOKEN_EXPIRY", "access token lifetime in seconds")
 	s.Seconds(&c.RefreshTTL, "refresh-token-expiry", "JWT_REFRESH_TOKEN_EXPIRY", "refresh token lifetime in seconds")

@@ -59,6 +59,7 @@ import (
 	"github.com/depot-registry/depot/shared/metrics"
 	"github.com/depot-registry/depot/shared/progress"
 	"github.com/depot-registry/depot/shared/seen"
+	"github.com/depot-registry/depot/shared/signing"
 	"github.com/depot-registry/depot/shared/version"
 	"github.com/depot-registry/depot/shared/vuln"
 )
@@ -72,6 +73,7 @@ type Origin struct {
 	nodeID string
 	key    peerauth.Key
 	secret []byte // JWT
+	sealer *signing.Sealer
 	store  *meta.Store
 	local  *fs.FS // this origin's own blobs, on its disk
 	// directory checks LDAP users' passwords (nil: no directory);
@@ -176,6 +178,9 @@ func (o *Origin) openData(context.Context) error {
 	}
 	var generated bool
 	if o.secret, generated, err = jwtSecret(cfg); err != nil {
+		return err
+	}
+	if o.sealer, err = signingSealer(cfg); err != nil {
 		return err
 	}
 	if generated {
@@ -401,7 +406,7 @@ func (o *Origin) serve(context.Context) error {
 		Formats: byName, Env: env, Writer: writer, Now: now, NewID: auth.NewID,
 		AccessTTL: cfg.AccessTTL, RefreshTTL: cfg.RefreshTTL, SettingsSource: cfg.settingsSource(), RequireHTTPS: cfg.RequireHTTPS,
 		Webhooks: o.webhooks, BackupJobs: o.backups, Downloads: clusterDownloads{o}, EventLog: eventLog{o.events, o.recordDownloads}, GC: o.gc, Retention: o.retention, Scans: o.scans, Cluster: originCluster{o},
-		Directory: policy, OIDCPolicy: ssoPolicy,
+		Directory: policy, OIDCPolicy: ssoPolicy, Sealer: o.sealer,
 	}
 	if sso != nil {
 		application.OIDC = oidcFlow{sso}

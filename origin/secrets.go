@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/depot-registry/depot/shared/auth"
+	"github.com/depot-registry/depot/shared/signing"
 )
 
 // The values an origin keeps in its data directory across restarts: its
@@ -45,6 +46,19 @@ func jwtSecret(cfg Config) ([]byte, bool, error) {
 	}
 	s := fmt.Sprintf("%x", auth.RandomSecret())
 	return []byte(s), true, writeFileSync(path, []byte(s+"\n"))
+}
+
+// signingSealer is the sealer of signing keys of DEPOT_SIGNING_KEK (nil
+// when it is not set: signing is off).
+func signingSealer(cfg Config) (*signing.Sealer, error) {
+	if cfg.SigningKEK == "" {
+		return nil, nil
+	}
+	kek, err := signing.ParseKEK(cfg.SigningKEK)
+	if err != nil {
+		return nil, fmt.Errorf("DEPOT_SIGNING_KEK: %w", err)
+	}
+	return signing.NewSealer(kek)
 }
 
 func writeFileSync(path string, data []byte) error {

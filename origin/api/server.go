@@ -188,6 +188,7 @@ const (
 	tagNodes      = "Edge node protocol"
 	tagSecurity   = "Security"
 	tagMigrations = "Migrations"
+	tagSigning    = "Signing"
 )
 
 var (
@@ -336,6 +337,20 @@ func (s *Server) routes() {
 		Out: migrationEntries{}, Query: []param{{"after", "integer", "only failures after this sequence number"}, {"limit", "integer", "at most this many (1,000)"}}})
 	s.handle("GET /migrations/{id}/report", adminOnly, s.migrationReport, op{Tag: tagMigrations,
 		Summary: "A migration's report: totals, checksum verification, failures, metadata and permission migration", Out: app.MigrationReport{}})
+	s.handle("GET /signing/keys", anyone, s.listSigningKeys, op{Tag: tagSigning, Summary: "The signing keys, oldest first: their public parts (anyone may read them, to check signatures)", Out: keyList{}})
+	s.handle("POST /signing/keys", adminOnly, s.createSigningKey, op{Tag: tagSigning,
+		Summary: "Make a key pair (algorithm ed25519, the default; ecdsa-p256, rsa-4096, or openpgp for .asc signatures); its private key never leaves the origins, sealed with DEPOT_SIGNING_KEK",
+		In:      app.NewSigningKey{}, Out: meta.SigningKey{}, Status: http.StatusCreated})
+	s.handle("GET /signing/keys/{id}", anyone, s.getSigningKey, op{Tag: tagSigning, Summary: "A signing key's public record", Out: meta.SigningKey{}})
+	s.handle("GET /signing/keys/{id}/public", anyone, s.publicKey, op{Tag: tagSigning, Summary: "A key's public part as a file: PEM, or an armored OpenPGP key", Raw: true})
+	s.handle("POST /signing/keys/{id}/retire", adminOnly, s.retireSigningKey, op{Tag: tagSigning,
+		Summary: "Retire a key: it signs no more, and its signatures verify until it is deleted (rotation: make the successor, retire this one)", Out: meta.SigningKey{}})
+	s.handle("DELETE /signing/keys/{id}", adminOnly, s.deleteSigningKey, op{Tag: tagSigning, Summary: "Delete a key and its private part: its signatures no longer verify", Status: http.StatusNoContent})
+	s.handle("POST /signing/sign", authenticated, s.sign, op{Tag: tagSigning,
+		Summary: "Sign an artifact (write permission on its repository) with an active key: its SHA-256, or its bytes with an OpenPGP key; replaces the key's earlier signature",
+		In:      signRequest{}, Out: app.SignatureView{}, Status: http.StatusCreated})
+	s.handle("GET /signing/verify/{id}", anyone, s.verify, op{Tag: tagSigning, Summary: "Whether an artifact's signatures verify its current bytes, each with its key, algorithm, signer and time",
+		Out: app.Verification{}})
 	s.handle("GET /admin/backups", adminOnly, s.listBackups, op{Tag: tagAdmin, Summary: "List backups, newest first, with their status and progress", Out: backupList{}})
 	s.handle("POST /admin/backups", adminOnly, s.createBackup, op{Tag: tagAdmin, Summary: "Start a backup in the background: the metadata, and every blob when include_artifacts",
 		In: backupRequest{}, Out: meta.Backup{}, Status: http.StatusAccepted})

@@ -29,6 +29,7 @@ import (
 	"github.com/depot-registry/depot/shared/format"
 	"github.com/depot-registry/depot/shared/meta"
 	"github.com/depot-registry/depot/shared/settings"
+	"github.com/depot-registry/depot/shared/signing"
 )
 
 // App holds what the use cases need. Nil optional parts turn their
@@ -76,6 +77,9 @@ type App struct {
 	Retention *retention.Service
 	// Scans is the scanner and its advisory database (nil: none).
 	Scans *scan.Service
+	// Sealer seals and opens signing keys' private parts with the
+	// key-encryption key (nil: none given; no key can be made or used).
+	Sealer *signing.Sealer
 	// Migrator runs migrations from other registries (nil: none).
 	Migrator *migrate.Service
 	// Cluster is the origin cluster (nil: a lone origin).

@@ -299,6 +299,9 @@ func indexArtifact(tx *Tx, id string, before, after []byte) error {
 			if err := tx.forgetScans(id); err != nil {
 				return err
 			}
+			if err := tx.forgetSignatures(id); err != nil {
+				return err
+			}
 		}
 	}
 	if n != nil {

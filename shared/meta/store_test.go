@@ -136,6 +136,13 @@ func script() []Command {
 			{At: t0, Kind: "failure", Message: "checksum mismatch", Repository: "libs-release", Path: "a/b.jar", Size: 3}}},
 		&ArtifactProperties{ID: "a2", RepoID: "r1", Set: map[string][]string{"build.number": {"42"}, "qa": {"passed", "signed"}}},
 		&ArtifactProperties{ID: "a2", RepoID: "r1", Set: map[string][]string{"build.number": {"43"}}, Remove: []string{"qa"}},
+		&SigningKeyCreate{Key: SigningKey{ID: "k1", Name: "release", Algorithm: "ed25519", Fingerprint: "ff", PublicKey: "-----BEGIN PUBLIC KEY-----",
+			CreatedAt: t0, CreatedBy: "alice"}, Sealed: []byte("sealed")},
+		&SigningKeyCreate{Key: SigningKey{ID: "k2", Name: "old", Algorithm: "openpgp", Fingerprint: "ee", PublicKey: "armored", CreatedAt: t0}, Sealed: []byte("s2")},
+		&SignatureAdd{Signature: Signature{ArtifactID: "a2", RepositoryID: "r1", KeyID: "k1", Algorithm: "ed25519", Digest: "", Value: []byte("sig"),
+			Signer: "alice", SignedAt: t0}},
+		&SigningKeyRetire{ID: "k1", At: t0},
+		&SigningKeyDelete{ID: "k2"},
 	)
 }
 

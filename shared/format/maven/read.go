@@ -9,6 +9,7 @@ import (
 
 	"github.com/depot-registry/depot/shared/format"
 	"github.com/depot-registry/depot/shared/meta"
+	"github.com/depot-registry/depot/shared/signing"
 )
 
 func (f *Format) get(ctx context.Context, r *format.Request) (*format.Response, error) {
@@ -24,6 +25,11 @@ func (f *Format) get(ctx context.Context, r *format.Request) (*format.Response, 
 	if errors.Is(err, meta.ErrNotFound) && c.Snapshot() && c.Timestamp == "" {
 		// "demo-1.0-SNAPSHOT.jar" names the newest build, as in Nexus.
 		a, err = f.newestBuild(repo, c)
+	}
+	if errors.Is(err, meta.ErrNotFound) && strings.HasSuffix(c.File, ascSuffix) {
+		if asc, ok, err := f.signatureOf(repo, strings.TrimSuffix(c.Path(), ascSuffix)); err != nil || ok {
+			return ascResponse(asc, c.Checksum), err
+		}
 	}
 	if errors.Is(err, meta.ErrNotFound) {
 		return nil, format.NotFound("%s not found in repository %s", c.Path(), repo.Name)
@@ -131,5 +137,48 @@ func textResponse(s string) *format.Response {
 	resp.Body = []byte(s)
 	resp.Header.Set("Content-Type", "text/plain; charset=utf-8")
 	resp.Header.Set("Content-Length", strconv.Itoa(len(resp.Body)))
+	return resp
+}
+
+// ascSuffix names a file's detached OpenPGP signature.
+const ascSuffix = ".asc"
+
+// signatureOf is the newest OpenPGP signature made here of the file at
+// p, as an .asc file (ok false: none). An .asc uploaded with the file
+// is served as stored instead.
+func (f *Format) signatureOf(repo *meta.Repository, p string) (asc []byte, ok bool, err error) {
+	err = f.Env.Meta.View(func(tx *meta.Tx) error {
+		a, err := tx.ArtifactByPath(repo.ID, p)
+		if errors.Is(err, meta.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		sigs, err := tx.Signatures(a.ID)
+		var newest *meta.Signature
+		for i, s := range sigs {
+			if s.Algorithm == signing.OpenPGP && strings.EqualFold(s.Digest, a.Checksums.SHA256) && (newest == nil || s.SignedAt.After(newest.SignedAt)) {
+				newest = &sigs[i]
+			}
+		}
+		if newest != nil {
+			asc, ok = newest.Value, true
+		}
+		return err
+	})
+	return asc, ok, err
+}
+
+// ascResponse answers a signature made here (or its checksum sidecar).
+func ascResponse(asc []byte, checksum string) *format.Response {
+	if asc == nil {
+		return nil
+	}
+	if checksum != "" {
+		return textResponse(Stored(checksum, Checksums(asc)))
+	}
+	resp := textResponse(string(asc))
+	resp.Header.Set("Content-Type", "application/pgp-signature")
 	return resp
 }
