@@ -80,7 +80,7 @@ func (s *Server) sign(w http.ResponseWriter, r *http.Request, p *auth.Principal)
 	if err := decode(r, &in); err != nil {
 		return err
 	}
-	sig, idx, err := s.app.Sign(r.Context(), p, in.ArtifactID, in.KeyID)
+	sig, idx, err := s.app.Sign(r.Context(), p, in.ArtifactID, in.KeyID, formatRequest(r))
 	return written(w, idx, err, http.StatusCreated, sig)
 }
 

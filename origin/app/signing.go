@@ -13,6 +13,7 @@ import (
 
 	"github.com/depot-registry/depot/shared/apierr"
 	"github.com/depot-registry/depot/shared/auth"
+	"github.com/depot-registry/depot/shared/format"
 	"github.com/depot-registry/depot/shared/meta"
 	"github.com/depot-registry/depot/shared/signing"
 )
@@ -139,14 +140,20 @@ func ViewSignature(s meta.Signature) SignatureView {
 // SHA-256 digest, or, with an OpenPGP key, its bytes (an .asc signature,
 // which Maven repositories serve beside the file). Signing again with
 // the same key replaces the key's signature.
-func (a *App) Sign(ctx context.Context, p *auth.Principal, artifactID, keyID string) (*SignatureView, uint64, error) {
+//
+// An image manifest (a docker repository's artifact) signed with an
+// ed25519, ECDSA or RSA key is also signed where cosign looks: a
+// signature manifest tagged sha256-<hex>.sig, whose subject is the
+// image (so the referrers API lists it); via is how the request came
+// (its base URL names the registry in the signed payload).
+func (a *App) Sign(ctx context.Context, p *auth.Principal, artifactID, keyID string, via *format.Request) (*SignatureView, uint64, error) {
 	switch {
 	case artifactID == "":
 		return nil, 0, apierr.Invalid("artifact_id", "artifact_id is required: the artifact to sign")
 	case keyID == "":
 		return nil, 0, apierr.Invalid("key_id", "key_id is required: the signing key to sign with")
 	}
-	art, _, err := a.Artifact(ctx, p, artifactID, meta.ActionWrite)
+	art, repo, err := a.Artifact(ctx, p, artifactID, meta.ActionWrite)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -196,6 +203,19 @@ func (a *App) Sign(ctx context.Context, p *auth.Principal, artifactID, keyID str
 	}
 	s := meta.Signature{ArtifactID: art.ID, RepositoryID: art.RepositoryID, KeyID: k.ID, Algorithm: k.Algorithm,
 		Digest: strings.ToLower(art.Checksums.SHA256), Value: value, Signer: p.Name(), SignedAt: now}
+	if att, ok := a.Formats[repo.Format].(format.SignatureAttacher); ok && k.Algorithm != signing.OpenPGP {
+		if via == nil {
+			via = &format.Request{}
+		}
+		via.Principal, via.Repo = p, repo
+		err := att.AttachSignature(ctx, a.Writer, via, art, func(payload []byte) (string, error) {
+			sig, err := signing.SignMessage(k.Algorithm, private, payload)
+			return base64.StdEncoding.EncodeToString(sig), err
+		})
+		if err != nil {
+			return nil, 0, fmt.Errorf("keeping the signature where cosign finds it: %w", err)
+		}
+	}
 	idx, err := a.commit(ctx, &meta.SignatureAdd{Signature: s})
 	if err != nil {
 		return nil, idx, err

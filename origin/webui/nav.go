@@ -7,7 +7,7 @@ import (
 )
 
 // navEntry is a page in the navigation. Each feature still to come adds
-// its page here (migrations, signing, plugins), marked Admin when only
+// its page here (plugins), marked Admin when only
 // administrators may open it.
 type navEntry struct {
 	Label, Path string
@@ -20,6 +20,7 @@ var navEntries = []navEntry{
 	{Label: "API tokens", Path: "/tokens"},
 	{Label: "Events", Path: "/events"},
 	{Label: "Security", Path: "/security"},
+	{Label: "Signing", Path: "/signing"},
 	{Label: "Users", Path: "/users", Admin: true},
 	{Label: "Groups", Path: "/groups", Admin: true},
 	{Label: "Permissions", Path: "/permissions", Admin: true},

@@ -255,7 +255,16 @@ func (u *UI) packagePage(w http.ResponseWriter, c *call) error {
 type versionPage struct {
 	Repo          *meta.Repository
 	Name, Version string
-	Files         []meta.Artifact
+	Files         []versionFile
+	// Keys are the active signing keys a file can be signed with.
+	Keys []meta.SigningKey
+	Back string
+}
+
+// versionFile is a file of a version with its signatures checked.
+type versionFile struct {
+	meta.Artifact
+	Signatures *app.Verification
 }
 
 func (u *UI) versionPage(w http.ResponseWriter, c *call) error {
@@ -268,7 +277,24 @@ func (u *UI) versionPage(w http.ResponseWriter, c *call) error {
 	if err != nil {
 		return err
 	}
-	return u.render(w, c, 0, "version", q.Get("name")+" "+q.Get("version"), versionPage{Repo: repo, Name: q.Get("name"), Version: q.Get("version"), Files: files})
+	page := versionPage{Repo: repo, Name: q.Get("name"), Version: q.Get("version"), Back: c.r.URL.RequestURI()}
+	for _, f := range files {
+		v, err := u.d.App.Verify(c.r.Context(), c.p, f.ID)
+		if err != nil {
+			return err
+		}
+		page.Files = append(page.Files, versionFile{Artifact: f, Signatures: v})
+	}
+	keys, err := u.d.App.SigningKeys(c.r.Context(), c.p)
+	if err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if k.Status == meta.KeyActive {
+			page.Keys = append(page.Keys, k)
+		}
+	}
+	return u.render(w, c, 0, "version", q.Get("name")+" "+q.Get("version"), page)
 }
 
 // download answers an artifact's bytes to a signed-in browser (the

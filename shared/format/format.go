@@ -243,6 +243,14 @@ func (r *Request) Imported(at time.Time, by string, properties map[string][]stri
 	return r
 }
 
+// SignatureAttacher is a format that also keeps an artifact's signature
+// where its clients look for one (OCI: cosign's signature manifests):
+// sign is given the payload to sign and answers its signature (base64).
+// r says who asks, where (its BaseURL) and in which repository.
+type SignatureAttacher interface {
+	AttachSignature(ctx context.Context, w *Writer, r *Request, a *meta.Artifact, sign func(payload []byte) (string, error)) error
+}
+
 // Param returns a path parameter.
 func (r *Request) Param(name string) string { return r.Params[name] }
 
