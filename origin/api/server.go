@@ -309,7 +309,7 @@ func (s *Server) routes() {
 		In:      app.OSVBatch{}, Out: app.OSVBatchResults{}})
 	s.handle("GET /security/policies", authenticated, s.listPolicies, op{Tag: tagSecurity, Summary: "The security policies, by name", Out: policyList{}})
 	s.handle("POST /security/policies", adminOnly, s.createPolicy, op{Tag: tagSecurity,
-		Summary: "Create a security policy: name, enabled, scope (repositories, formats), rules (severity_threshold, block_upload, block_download, block_unscanned, allowlist)",
+		Summary: "Create a security policy: name, enabled, scope (repositories, formats), rules (severity_threshold, block_upload, block_download, block_unscanned, require_signature, signing_keys, allowlist)",
 		In:      app.PolicyInput{}, Out: meta.Policy{}, Status: http.StatusCreated})
 	s.handle("GET /security/policies/{id}", authenticated, s.getPolicy, op{Tag: tagSecurity, Summary: "A security policy", Out: meta.Policy{}})
 	s.handle("PUT /security/policies/{id}", adminOnly, s.updatePolicy, op{Tag: tagSecurity, Summary: "Change the fields given of a policy (scope and rules are replaced whole)",

@@ -230,7 +230,7 @@ func (a *App) NodeEvents(_ context.Context, p *auth.Principal, id string, in pro
 			if err != nil {
 				continue
 			}
-			d := policy.Download(policies, repo, tx.Verdict(art.ID), v.At)
+			d := policy.Download(policies, repo, tx.Verdict(art.ID), policy.Signed(tx, nil, repo, art), v.At)
 			if !d.Blocked {
 				continue
 			}

@@ -34,6 +34,8 @@ type RulesInput struct {
 	BlockUpload       bool         `json:"block_upload"`
 	BlockDownload     bool         `json:"block_download"`
 	BlockUnscanned    bool         `json:"block_unscanned"`
+	RequireSignature  bool         `json:"require_signature"`
+	SigningKeys       []string     `json:"signing_keys"`
 	Allowlist         []AllowInput `json:"allowlist"`
 }
 
@@ -161,7 +163,18 @@ func (a *App) applyPolicy(tx *meta.Tx, p *auth.Principal, pol *meta.Policy, in P
 	if in.Rules != nil {
 		r := in.Rules
 		rules := meta.PolicyRules{SeverityThreshold: strings.ToLower(r.SeverityThreshold), BlockUpload: r.BlockUpload,
-			BlockDownload: r.BlockDownload, BlockUnscanned: r.BlockUnscanned, Allow: []meta.Allowed{}}
+			BlockDownload: r.BlockDownload, BlockUnscanned: r.BlockUnscanned, RequireSignature: r.RequireSignature, Allow: []meta.Allowed{}}
+		if len(r.SigningKeys) > meta.MaxPolicyScope {
+			return apierr.Invalid("rules.signing_keys", "at most %d keys", meta.MaxPolicyScope)
+		}
+		for _, id := range r.SigningKeys {
+			if _, err := tx.SigningKey(id); err != nil {
+				return apierr.Invalid("rules.signing_keys", "no signing key %q", id)
+			}
+			if !slices.Contains(rules.SigningKeys, id) {
+				rules.SigningKeys = append(rules.SigningKeys, id)
+			}
+		}
 		for _, e := range r.Allowlist {
 			entry := meta.Allowed{ID: strings.TrimSpace(e.ID), Reason: e.Reason, ExpiresAt: e.ExpiresAt, AddedBy: p.Name(), AddedAt: now}
 			if i := slices.IndexFunc(pol.Rules.Allow, func(o meta.Allowed) bool { return o.ID == entry.ID }); i >= 0 {

@@ -79,7 +79,9 @@ type policyForm struct {
 	Name, Description, Repositories, Formats string
 	Threshold, Allowlist                     string
 	Enabled, BlockDownload, BlockUnscanned   bool
-	BlockUpload                              bool
+	BlockUpload, RequireSignature            bool
+	SigningKeys                              []string // the keys a signature must be by (none: any)
+	Keys                                     []meta.SigningKey
 	Severities                               []string
 	Err, Field                               string
 }
@@ -90,8 +92,18 @@ func newPolicyForm() policyForm {
 	return policyForm{Enabled: true, BlockDownload: true, Threshold: "high", Severities: []string{"critical", "high", "medium", "low"}}
 }
 
+// renderPolicy renders the policy form, with the signing keys to choose.
+func (u *UI) renderPolicy(w http.ResponseWriter, c *call, status int, title string, f policyForm) error {
+	keys, err := u.d.App.SigningKeys(c.r.Context(), c.p)
+	if err != nil {
+		return err
+	}
+	f.Keys = keys
+	return u.render(w, c, status, "policy", title, f)
+}
+
 func (u *UI) newPolicy(w http.ResponseWriter, c *call) error {
-	return u.render(w, c, 0, "policy", "New security policy", newPolicyForm())
+	return u.renderPolicy(w, c, 0, "New security policy", newPolicyForm())
 }
 
 func (u *UI) editPolicy(w http.ResponseWriter, c *call) error {
@@ -103,6 +115,7 @@ func (u *UI) editPolicy(w http.ResponseWriter, c *call) error {
 	f.Policy, f.Name, f.Description, f.Enabled = pol, pol.Name, pol.Description, pol.Enabled
 	f.Threshold, f.BlockDownload, f.BlockUnscanned, f.BlockUpload = pol.Rules.SeverityThreshold, pol.Rules.BlockDownload,
 		pol.Rules.BlockUnscanned, pol.Rules.BlockUpload
+	f.RequireSignature, f.SigningKeys = pol.Rules.RequireSignature, pol.Rules.SigningKeys
 	var names []string
 	for _, id := range pol.Scope.Repositories {
 		if r, err := u.d.App.GetRepository(c.r.Context(), c.p, id); err == nil {
@@ -119,7 +132,7 @@ func (u *UI) editPolicy(w http.ResponseWriter, c *call) error {
 		lines = append(lines, line)
 	}
 	f.Allowlist = strings.Join(lines, "\n")
-	return u.render(w, c, 0, "policy", pol.Name, f)
+	return u.renderPolicy(w, c, 0, pol.Name, f)
 }
 
 // policyInput reads the form: repositories and formats comma-separated,
@@ -131,6 +144,7 @@ func policyInput(c *call) (policyForm, app.PolicyInput, error) {
 	f.Threshold, f.Allowlist = v.Get("severity_threshold"), v.Get("allowlist")
 	f.Enabled, f.BlockDownload, f.BlockUnscanned, f.BlockUpload = v.Get("enabled") == "on", v.Get("block_download") == "on",
 		v.Get("block_unscanned") == "on", v.Get("block_upload") == "on"
+	f.RequireSignature, f.SigningKeys = v.Get("require_signature") == "on", v["signing_keys"]
 	list := func(s string) []string {
 		out := []string{}
 		for _, x := range strings.Split(s, ",") {
@@ -141,7 +155,7 @@ func policyInput(c *call) (policyForm, app.PolicyInput, error) {
 		return out
 	}
 	rules := &app.RulesInput{SeverityThreshold: f.Threshold, BlockDownload: f.BlockDownload, BlockUnscanned: f.BlockUnscanned,
-		BlockUpload: f.BlockUpload, Allowlist: []app.AllowInput{}}
+		BlockUpload: f.BlockUpload, RequireSignature: f.RequireSignature, SigningKeys: f.SigningKeys, Allowlist: []app.AllowInput{}}
 	for _, line := range strings.Split(f.Allowlist, "\n") {
 		if strings.TrimSpace(line) == "" {
 			continue
@@ -179,10 +193,10 @@ func (u *UI) savePolicy(w http.ResponseWriter, c *call) error {
 		}
 		if e, ok := refused(err, &f.Field); ok {
 			f.Err = e.Message
-			return u.render(w, c, e.Status(), "policy", title, f)
+			return u.renderPolicy(w, c, e.Status(), title, f)
 		}
 	} else if f.Err != "" {
-		return u.render(w, c, http.StatusBadRequest, "policy", title, f)
+		return u.renderPolicy(w, c, http.StatusBadRequest, title, f)
 	}
 	return u.after(w, c, err, "Policy "+f.Name+" saved: every node applies it at once.", securityPath)
 }

@@ -50,6 +50,26 @@ func TestSigningPage(t *testing.T) {
 	if v := p.get(version); !strings.Contains(v.body, "✔ verifies") || !strings.Contains(v.body, "signed by admin") {
 		t.Fatalf("the signature is not shown:\n%.3000s", v.body)
 	}
+	// A policy requiring a signature by the key, made on the policy form.
+	if a := p.get("/ui/security/policies/new"); !strings.Contains(a.body, `name="require_signature"`) || !strings.Contains(a.body, `value="`+keyID+`"`) {
+		t.Fatalf("the policy form offers no signature rule:\n%.3000s", a.body)
+	}
+	if a := p.post("/ui/security/policies/new", url.Values{"name": {"signed"}, "enabled": {"on"}, "severity_threshold": {"high"},
+		"require_signature": {"on"}, "signing_keys": {keyID}}); a.status != 303 {
+		t.Fatalf("saving the policy: %d\n%.2000s", a.status, a.body)
+	}
+	var pols struct {
+		Policies []struct {
+			Rules struct {
+				RequireSignature bool     `json:"require_signature"`
+				SigningKeys      []string `json:"signing_keys"`
+			}
+		}
+	}
+	e.Do("GET", "/api/v1/security/policies", e.Admin, nil).Want(200).JSON(&pols)
+	if len(pols.Policies) != 1 || !pols.Policies[0].Rules.RequireSignature || len(pols.Policies[0].Rules.SigningKeys) != 1 {
+		t.Fatalf("the policy: %+v", pols)
+	}
 	p.post("/ui/signing/"+keyID+"/retire", nil)
 	if v := p.get(version); !strings.Contains(v.body, "✔ verifies") || !strings.Contains(v.body, "retired") || strings.Contains(v.body, `name="key_id"`) {
 		t.Fatalf("with the key retired:\n%.3000s", v.body)

@@ -15,6 +15,7 @@ import (
 	"mime/multipart"
 	"net/http"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -323,6 +324,7 @@ func (u *UI) funcs() template.FuncMap {
 		"iso":    func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
 		"prefix": func() string { return Prefix },
 		"list":   func(s ...string) []string { return s },
+		"has":    func(list []string, s string) bool { return slices.Contains(list, s) },
 		"slug": func(s string) string {
 			return strings.Trim(strings.Map(func(r rune) rune {
 				if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {

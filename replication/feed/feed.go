@@ -35,9 +35,11 @@ import (
 // interest to the node answers its new index with an empty page.
 const SkipReport = time.Second
 
-// kinds are the record kinds an edge may read.
+// kinds are the record kinds an edge may read (the signing keys' public
+// parts and the signatures: never the keys' sealed private parts).
 var kinds = []meta.Kind{meta.KindUser, meta.KindToken, meta.KindSession, meta.KindGroup, meta.KindPermission,
-	meta.KindRepo, meta.KindArtifact, meta.KindKV, meta.KindPackageInfo, meta.KindPolicy, meta.KindVerdict}
+	meta.KindRepo, meta.KindArtifact, meta.KindKV, meta.KindPackageInfo, meta.KindPolicy, meta.KindVerdict,
+	meta.KindSigningKey, meta.KindSignature}
 
 // legacyKinds are the kinds an edge from before edges named theirs can
 // apply.

@@ -63,6 +63,11 @@ type PolicyRules struct {
 	BlockUpload    bool `json:"block_upload"`
 	BlockDownload  bool `json:"block_download"`
 	BlockUnscanned bool `json:"block_unscanned"`
+	// RequireSignature refuses downloads of an artifact no signing key
+	// of SigningKeys (empty: any key of this registry) signed as it is;
+	// those who may write the repository (who sign) are let through.
+	RequireSignature bool     `json:"require_signature"`
+	SigningKeys      []string `json:"signing_keys,omitempty"`
 	// Allow lists advisories that do not count, each until it expires.
 	Allow []Allowed `json:"allowlist"`
 }
@@ -100,6 +105,8 @@ func (p *Policy) Problem() (field, msg string) {
 		return "rules.severity_threshold", "one of critical, high, medium, low, or empty"
 	case len(p.Rules.Allow) > MaxAllowed:
 		return "rules.allowlist", fmt.Sprintf("at most %d advisories", MaxAllowed)
+	case len(p.Rules.SigningKeys) > MaxPolicyScope:
+		return "rules.signing_keys", fmt.Sprintf("at most %d keys", MaxPolicyScope)
 	}
 	for _, a := range p.Rules.Allow {
 		if a.ID == "" || len(a.ID) > 256 || len(a.Reason) > MaxPolicyText {

@@ -6,13 +6,18 @@ package policy
 
 import (
 	"context"
+	"encoding/hex"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/depot-registry/depot/shared/apierr"
+	"github.com/depot-registry/depot/shared/auth"
 	"github.com/depot-registry/depot/shared/format"
+	"github.com/depot-registry/depot/shared/format/oci"
 	"github.com/depot-registry/depot/shared/meta"
+	"github.com/depot-registry/depot/shared/signing"
 )
 
 // Decision is what the policies say of one upload or download.
@@ -30,12 +35,17 @@ type Decision struct {
 // Download decides a download of an artifact of repo whose verdict is v
 // (nil: no scan completed), at now: blocked by the first policy (by
 // name) covering the repository that blocks downloads of what violates
-// it, or of what is not scanned.
-func Download(policies []meta.Policy, repo *meta.Repository, v *meta.Verdict, now time.Time) Decision {
+// it, or of what is not scanned, or that requires a signature signed
+// does not find (signed nil: none is required of this download).
+func Download(policies []meta.Policy, repo *meta.Repository, v *meta.Verdict, signed func(keys []string) bool, now time.Time) Decision {
 	for i := range policies {
 		p := &policies[i]
 		if !p.Covers(repo) {
 			continue
+		}
+		if p.Rules.RequireSignature && signed != nil && !signed(p.Rules.SigningKeys) {
+			return Decision{Blocked: true, Policy: p.Name, PolicyID: p.ID,
+				Reason: fmt.Sprintf("blocked by security policy %q: not signed by a key it accepts (someone who may write the repository signs it: POST /api/v1/signing/sign)", p.Name)}
 		}
 		if v == nil {
 			if p.Rules.BlockUnscanned {
@@ -134,7 +144,11 @@ func Admit(store *meta.Store, now func() time.Time, violated func(r *format.Requ
 					return err
 				}
 			}
-			d = Download(policies, repo, tx.Verdict(a.ID), now())
+			var who *auth.Principal
+			if r != nil {
+				who = r.Principal
+			}
+			d = Download(policies, repo, tx.Verdict(a.ID), Signed(tx, who, repo, a), now())
 			return nil
 		})
 		if err != nil {
@@ -194,5 +208,43 @@ func Screen(store *meta.Store, now func() time.Time, assess func(ctx context.Con
 			return format.Errorf(apierr.Forbidden, "%s", d.Reason).With("policy", d.Policy).With("advisories", d.Advisories).WithReason()
 		}
 		return nil
+	}
+}
+
+// Signed says, for a download of a by p (nil: anyone), whether a key of
+// keys (none: any) signed it as it is, checking each signature of a raw
+// algorithm against its key's public part (an OpenPGP signature, of the
+// bytes, was checked when it was made). Those who may write the
+// repository (who sign, and read what they sign first) and the
+// signatures themselves (cosign's signature manifests) need none. It
+// reads tx only when asked, within tx's transaction.
+func Signed(tx *meta.Tx, p *auth.Principal, repo *meta.Repository, a *meta.Artifact) func(keys []string) bool {
+	return func(keys []string) bool {
+		if oci.SignatureArtifact(a) {
+			return true
+		}
+		if p != nil {
+			if ok, err := auth.Can(tx, p, repo, meta.ActionWrite); err == nil && ok {
+				return true
+			}
+		}
+		sigs, err := tx.Signatures(a.ID)
+		if err != nil {
+			return false
+		}
+		digest, _ := hex.DecodeString(a.Checksums.SHA256)
+		for _, s := range sigs {
+			if len(keys) > 0 && !slices.Contains(keys, s.KeyID) || !strings.EqualFold(s.Digest, a.Checksums.SHA256) {
+				continue
+			}
+			k, err := tx.SigningKey(s.KeyID)
+			if err != nil {
+				continue // deleted: its signatures count no more
+			}
+			if s.Algorithm == signing.OpenPGP || signing.VerifyDigest(k.PublicKey, digest, s.Value) == nil {
+				return true
+			}
+		}
+		return false
 	}
 }

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -29,27 +30,60 @@ func TestDecisions(t *testing.T) {
 	medium := meta.Flagged{ID: "GHSA-2", Severity: "medium", Package: "lodash"}
 	allowed := meta.Flagged{ID: "GHSA-3", Aliases: []string{"CVE-OK"}, Severity: "critical", Package: "x"}
 
-	d := Download(policies, js, verdict(medium, high), now)
+	d := Download(policies, js, verdict(medium, high), nil, now)
 	if !d.Blocked || d.Policy != "no highs in npm" || len(d.Advisories) != 1 || !strings.Contains(d.Reason, "GHSA-1 (high, lodash)") {
 		t.Errorf("a high finding: %+v", d)
 	}
-	if d := Download(policies, js, verdict(medium), now); d.Blocked {
+	if d := Download(policies, js, verdict(medium), nil, now); d.Blocked {
 		t.Errorf("below the threshold: %+v", d)
 	}
-	if d := Download(policies, js, verdict(allowed), now); d.Blocked {
+	if d := Download(policies, js, verdict(allowed), nil, now); d.Blocked {
 		t.Errorf("allow-listed by an alias: %+v", d)
 	}
-	if d := Download(policies, js, verdict(allowed), later.Add(time.Second)); !d.Blocked {
+	if d := Download(policies, js, verdict(allowed), nil, later.Add(time.Second)); !d.Blocked {
 		t.Error("an expired allow-list entry still allows")
 	}
-	if d := Download(policies, js, nil, now); d.Blocked {
+	if d := Download(policies, js, nil, nil, now); d.Blocked {
 		t.Errorf("unscanned, outside the scope of block_unscanned: %+v", d)
 	}
-	if d := Download(policies, py, nil, now); !d.Blocked || !strings.Contains(d.Reason, "not scanned yet") {
+	if d := Download(policies, py, nil, nil, now); !d.Blocked || !strings.Contains(d.Reason, "not scanned yet") {
 		t.Errorf("unscanned: %+v", d)
 	}
-	if d := Download(policies, py, verdict(high), now); d.Blocked {
+	if d := Download(policies, py, verdict(high), nil, now); d.Blocked {
 		t.Errorf("a pypi repository with a high finding (no policy of its own blocks it): %+v", d)
+	}
+}
+
+// TestRequireSignature: a policy requiring a signature blocks a download
+// signed refuses, by the keys it names (none: any), and lets through one
+// no signature is required of (signed nil).
+func TestRequireSignature(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	repo := &meta.Repository{ID: "r1", Format: "generic"}
+	policies := []meta.Policy{{ID: "p1", Name: "signed only", Enabled: true, Rules: meta.PolicyRules{RequireSignature: true, SigningKeys: []string{"k1"}}}}
+	var asked []string
+	signedBy := func(keys ...string) func([]string) bool {
+		return func(want []string) bool {
+			asked = want
+			for _, k := range keys {
+				if slices.Contains(want, k) {
+					return true
+				}
+			}
+			return false
+		}
+	}
+	if d := Download(policies, repo, nil, signedBy("k2"), now); !d.Blocked || !strings.Contains(d.Reason, "not signed by a key it accepts") || d.Policy != "signed only" {
+		t.Errorf("signed by another key: %+v", d)
+	}
+	if !slices.Equal(asked, []string{"k1"}) {
+		t.Errorf("the keys asked about: %v", asked)
+	}
+	if d := Download(policies, repo, nil, signedBy("k1"), now); d.Blocked {
+		t.Errorf("signed by the key: %+v", d)
+	}
+	if d := Download(policies, repo, nil, nil, now); d.Blocked {
+		t.Errorf("a download no signature is required of: %+v", d)
 	}
 }
 

@@ -38,13 +38,8 @@ func TestCosignVerifies(t *testing.T) {
 	}
 	must("crane", "auth", "login", host, "-u", "admin", "-p", origintest.AdminPassword)
 	layer := func(name, content string) string {
-		var buf bytes.Buffer
-		tw := tar.NewWriter(&buf)
-		tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(content)), Typeflag: tar.TypeReg})
-		tw.Write([]byte(content))
-		tw.Close()
 		p := filepath.Join(work, name+".tar")
-		os.WriteFile(p, buf.Bytes(), 0o644)
+		os.WriteFile(p, tarOf(t, name, content), 0o644)
 		return p
 	}
 	must("crane", "append", "--insecure", "-f", layer("app.txt", "signed image\n"), "-t", host+"/images/app:1.0")
@@ -102,6 +97,21 @@ func TestCosignVerifies(t *testing.T) {
 			t.Errorf("after cosign sign, cosign verify --key %s: %v\n%s", filepath.Base(pub), err, out)
 		}
 	}
+}
+
+// tarOf is a layer of one file.
+func tarOf(t *testing.T, name, content string) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(content)), Typeflag: tar.TypeReg}); err != nil {
+		t.Fatal(err)
+	}
+	tw.Write([]byte(content))
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
 }
 
 func lastLine(s string) string {

@@ -32,6 +32,22 @@ const (
 
 var _ format.SignatureAttacher = (*Format)(nil)
 
+// SignatureArtifact reports whether a is a signature manifest's tag
+// (sha256-<hex>.sig, and cosign's attestations and SBOMs, .att and
+// .sbom): what checks an image, not the image.
+func SignatureArtifact(a *meta.Artifact) bool {
+	if a.Format != Name {
+		return false
+	}
+	_, tag, ok := strings.Cut(a.Path, ":")
+	hx, ok2 := strings.CutPrefix(tag, "sha256-")
+	if !ok || !ok2 || len(hx) < 64 {
+		return false
+	}
+	rest := hx[64:]
+	return strings.Trim(hx[:64], "0123456789abcdef") == "" && (rest == ".sig" || rest == ".att" || rest == ".sbom")
+}
+
 // SignatureTag is the tag cosign finds the signatures of a manifest
 // digest (sha256:<hex>) under.
 func SignatureTag(digest string) string { return strings.Replace(digest, ":", "-", 1) + ".sig" }
