@@ -44,6 +44,7 @@ import (
 	"github.com/depot-registry/depot/origin/service/migrate"
 	"github.com/depot-registry/depot/origin/service/retention"
 	"github.com/depot-registry/depot/origin/service/scan"
+	"github.com/depot-registry/depot/origin/service/signer"
 	"github.com/depot-registry/depot/origin/service/webhooks"
 	"github.com/depot-registry/depot/origin/webui"
 	"github.com/depot-registry/depot/shared/apierr"
@@ -108,6 +109,7 @@ type Origin struct {
 	backups         *backup.Service  // backups and restores, run by the leader
 	retention       *retention.Service
 	scans           *scan.Service
+	signer          *signer.Service
 	migrator        *migrate.Service
 	// baseURL is where clients reach this origin: --external-url, or the
 	// address it listens on (set once it listens).
@@ -467,6 +469,14 @@ func (o *Origin) serve(context.Context) error {
 	// who made them.
 	o.migrator = o.newMigrator(application, servers, scratch, now, log)
 	application.Migrator = o.migrator
+	o.signer = signer.New(signer.Config{Store: o.store, Commit: o.commit, Log: log.With("component", "signer"),
+		Sign: func(ctx context.Context, a *meta.Artifact, keyID string) (meta.Signature, error) {
+			base := ""
+			if b := o.baseURL.Load(); b != nil {
+				base = *b
+			}
+			return application.UploadSignature(ctx, a, keyID, base)
+		}})
 	mux.Handle(webui.Prefix+"/", httpx.BodyDeadline(o.ui, cfg.BodyTimeout))
 	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
@@ -669,6 +679,7 @@ func (o *Origin) leaderJobs(ctx context.Context) {
 	jobs.Go(func() { o.retention.Run(ctx) })
 	jobs.Go(func() { o.scans.Run(ctx) })
 	jobs.Go(func() { o.migrator.Run(ctx) })
+	jobs.Go(func() { o.signer.Run(ctx) })
 	jobs.Go(func() { o.syncDirectory(ctx, o.app) })
 	o.purgeSessions(ctx, time.Hour)
 }

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -144,6 +145,9 @@ func (a *App) CreateRepository(ctx context.Context, p *auth.Principal, in NewRep
 	if err := format.CheckRepo(a.Formats[in.Format], in.Name, in.Settings); err != nil {
 		return nil, 0, err
 	}
+	if err := a.view(func(tx *meta.Tx) error { return checkSigningKey(tx, in.Settings) }); err != nil {
+		return nil, 0, err
+	}
 	if err := checkRetention(in.Retention); err != nil {
 		return nil, 0, err
 	}
@@ -226,6 +230,9 @@ func (a *App) UpdateRepository(ctx context.Context, p *auth.Principal, id string
 		if err := format.CheckRepo(a.Formats[repo.Format], "", in.Settings); err != nil {
 			return nil, err
 		}
+		if err := checkSigningKey(tx, in.Settings); err != nil {
+			return nil, err
+		}
 		if in.Retention != nil {
 			if err := checkRetention(in.Retention.Rule); err != nil {
 				return nil, err
@@ -260,4 +267,23 @@ func (a *App) DeleteRepository(ctx context.Context, p *auth.Principal, id string
 		}
 		return &meta.RepoDelete{ID: repo.ID}, nil
 	})
+}
+
+// checkSigningKey refuses a signing_key setting that names no active
+// signing key.
+func checkSigningKey(tx *meta.Tx, settings map[string]string) error {
+	id := settings["signing_key"]
+	if id == "" {
+		return nil // not set, or removed
+	}
+	k, err := tx.SigningKey(id)
+	switch {
+	case errors.Is(err, meta.ErrNotFound):
+		return apierr.Invalid("settings", "setting signing_key: no signing key %s (GET /api/v1/signing/keys lists them)", id).With("setting", "signing_key")
+	case err != nil:
+		return err
+	case k.Status != meta.KeyActive:
+		return apierr.Invalid("settings", "setting signing_key: key %s is retired: it signs no more", k.Name).With("setting", "signing_key")
+	}
+	return nil
 }

@@ -157,9 +157,42 @@ func (a *App) Sign(ctx context.Context, p *auth.Principal, artifactID, keyID str
 	if err != nil {
 		return nil, 0, err
 	}
+	s, err := a.signature(ctx, p, art, repo, keyID, via)
+	if err != nil {
+		return nil, 0, err
+	}
+	idx, err := a.commit(ctx, &meta.SignatureAdd{Signature: s})
+	if err != nil {
+		return nil, idx, err
+	}
+	v := ViewSignature(s)
+	return &v, idx, nil
+}
+
+// autoSigner is who signs uploads of a repository with a signing_key:
+// the registry itself.
+var autoSigner = &auth.Principal{Username: "depot-signer", Role: meta.RoleAdmin, Via: auth.CredJob}
+
+// UploadSignature is the signature of an uploaded artifact by its
+// repository's signing key (the sign-on-upload follower records it),
+// made by the registry itself; baseURL names the registry in an image's
+// signed payload.
+func (a *App) UploadSignature(ctx context.Context, art *meta.Artifact, keyID, baseURL string) (meta.Signature, error) {
+	var repo *meta.Repository
+	if err := a.view(func(tx *meta.Tx) error { var err error; repo, err = tx.Repo(art.RepositoryID); return err }); err != nil {
+		return meta.Signature{}, err
+	}
+	return a.signature(ctx, autoSigner, art, repo, keyID, &format.Request{BaseURL: baseURL, RequestID: "sign-on-upload"})
+}
+
+// signature signs art (of repo) with key keyID as p: its digest, or its
+// bytes (OpenPGP), and an image also where cosign looks; the signature
+// is for the caller to record.
+func (a *App) signature(ctx context.Context, p *auth.Principal, art *meta.Artifact, repo *meta.Repository, keyID string, via *format.Request) (meta.Signature, error) {
 	var k *meta.SigningKey
 	var sealed []byte
-	err = a.view(func(tx *meta.Tx) error {
+	err := a.view(func(tx *meta.Tx) error {
+		var err error
 		if k, err = tx.SigningKey(keyID); err != nil {
 			return err
 		}
@@ -168,41 +201,39 @@ func (a *App) Sign(ctx context.Context, p *auth.Principal, artifactID, keyID str
 	})
 	switch {
 	case errors.Is(err, meta.ErrNotFound):
-		return nil, 0, apierr.New(apierr.NotFound, "no signing key %s", keyID)
+		return meta.Signature{}, apierr.New(apierr.NotFound, "no signing key %s", keyID)
 	case err != nil:
-		return nil, 0, err
+		return meta.Signature{}, err
 	case k.Status != meta.KeyActive:
-		return nil, 0, apierr.New(apierr.Conflict, "signing key %s is retired: it signs no more (make its successor)", k.Name)
+		return meta.Signature{}, apierr.New(apierr.Conflict, "signing key %s is retired: it signs no more (make its successor)", k.Name)
 	case a.Sealer == nil:
-		return nil, 0, errNoKEK()
+		return meta.Signature{}, errNoKEK()
 	}
 	private, err := a.Sealer.Open(k.ID, sealed)
 	if err != nil {
-		return nil, 0, apierr.New(apierr.Unavailable, "%v", err)
+		return meta.Signature{}, apierr.New(apierr.Unavailable, "%v", err)
 	}
 	now := a.now()
 	var value []byte
 	if k.Algorithm == signing.OpenPGP {
 		f, err := a.Blobs.Open(ctx, art.Digest)
 		if err != nil {
-			return nil, 0, err
+			return meta.Signature{}, err
 		}
 		value, err = signing.SignFile(private, f, now)
 		f.Close()
 		if err != nil {
-			return nil, 0, err
+			return meta.Signature{}, err
 		}
 	} else {
 		digest, err := hex.DecodeString(art.Checksums.SHA256)
-		if err != nil {
-			return nil, 0, fmt.Errorf("artifact %s has no SHA-256", art.ID)
+		if err != nil || len(digest) == 0 {
+			return meta.Signature{}, fmt.Errorf("artifact %s has no SHA-256", art.ID)
 		}
 		if value, err = signing.SignDigest(k.Algorithm, private, digest); err != nil {
-			return nil, 0, err
+			return meta.Signature{}, err
 		}
 	}
-	s := meta.Signature{ArtifactID: art.ID, RepositoryID: art.RepositoryID, KeyID: k.ID, Algorithm: k.Algorithm,
-		Digest: strings.ToLower(art.Checksums.SHA256), Value: value, Signer: p.Name(), SignedAt: now}
 	if att, ok := a.Formats[repo.Format].(format.SignatureAttacher); ok && k.Algorithm != signing.OpenPGP {
 		if via == nil {
 			via = &format.Request{}
@@ -213,15 +244,11 @@ func (a *App) Sign(ctx context.Context, p *auth.Principal, artifactID, keyID str
 			return base64.StdEncoding.EncodeToString(sig), err
 		})
 		if err != nil {
-			return nil, 0, fmt.Errorf("keeping the signature where cosign finds it: %w", err)
+			return meta.Signature{}, fmt.Errorf("keeping the signature where cosign finds it: %w", err)
 		}
 	}
-	idx, err := a.commit(ctx, &meta.SignatureAdd{Signature: s})
-	if err != nil {
-		return nil, idx, err
-	}
-	v := ViewSignature(s)
-	return &v, idx, nil
+	return meta.Signature{ArtifactID: art.ID, RepositoryID: art.RepositoryID, KeyID: k.ID, Algorithm: k.Algorithm,
+		Digest: strings.ToLower(art.Checksums.SHA256), Value: value, Signer: p.Name(), SignedAt: now}, nil
 }
 
 // Verification is whether an artifact's signatures verify.

@@ -148,10 +148,12 @@ type RepoNamer interface {
 }
 
 // CommonSettings are the repository settings of every format, with the
-// values each takes: scan_on_upload turns the security scan of each
-// upload off or on (on unless set; the setting security.scan_on_upload
-// is the default of repositories that do not say).
-var CommonSettings = map[string][]string{"scan_on_upload": {"true", "false"}}
+// values each takes (nil: any, of at most 128 bytes, checked by the
+// application): scan_on_upload turns the security scan of each upload
+// off or on (on unless set; the setting security.scan_on_upload is the
+// default of repositories that do not say); signing_key is the id of
+// the signing key each upload is signed with (none: not signed).
+var CommonSettings = map[string][]string{"scan_on_upload": {"true", "false"}, "signing_key": nil}
 
 // CheckRepo applies f's rules to a repository's name (skipped when
 // empty) and settings; the error is a validation failure naming the field.
@@ -170,6 +172,12 @@ func CheckRepo(f Format, name string, settings map[string]string) error {
 		values, ok := allowed[k]
 		if !ok {
 			return apierr.Invalid("settings", "this repository's format has no setting %q", k).With("setting", k)
+		}
+		if values == nil { // "" removes it
+			if len(settings[k]) > 128 {
+				return apierr.Invalid("settings", "setting %s is a value of at most 128 bytes", k).With("setting", k)
+			}
+			continue
 		}
 		if !slices.Contains(values, settings[k]) {
 			return apierr.Invalid("settings", "setting %s must be one of %s", k, strings.Join(values, ", ")).With("setting", k)

@@ -3,6 +3,7 @@ package meta
 import (
 	"cmp"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strings"
 	"time"
@@ -21,6 +22,7 @@ const (
 	CmdSigningKeyRetire CmdType = 60
 	CmdSigningKeyDelete CmdType = 61
 	CmdSignatureAdd     CmdType = 62
+	CmdSignaturesAdd    CmdType = 63
 )
 
 func init() {
@@ -31,6 +33,7 @@ func init() {
 	declareCommand(CmdSigningKeyRetire, func() Command { return new(SigningKeyRetire) })
 	declareCommand(CmdSigningKeyDelete, func() Command { return new(SigningKeyDelete) })
 	declareCommand(CmdSignatureAdd, func() Command { return new(SignatureAdd) })
+	declareCommand(CmdSignaturesAdd, func() Command { return new(SignaturesAdd) })
 }
 
 // Signing key statuses: an active key signs; a retired one no longer
@@ -97,6 +100,60 @@ type SigningKeyDelete struct {
 // SHA-256 is the signature's digest, replacing the key's earlier one.
 type SignatureAdd struct {
 	Signature Signature `json:"signature"`
+}
+
+// SignaturesAdd is the sign-on-upload follower's: it records signatures
+// (one whose artifact is gone or changed, or whose key no longer signs,
+// is skipped) and moves the follower's cursor in the change feed from
+// From (refused, a conflict, when the cursor is elsewhere) to To.
+type SignaturesAdd struct {
+	Signatures []Signature `json:"signatures,omitempty"`
+	From       uint64      `json:"from"`
+	To         uint64      `json:"to"`
+}
+
+// SignerState is the sign-on-upload follower's replicated state: how far
+// it has read the change feed.
+type SignerState struct {
+	Cursor uint64 `json:"cursor"`
+}
+
+const stateSigner = "signer"
+
+// MaxSignaturesAdd bounds one SignaturesAdd.
+const MaxSignaturesAdd = 500
+
+// Signer reads the sign-on-upload follower's state.
+func (tx *Tx) Signer() SignerState {
+	var s SignerState
+	if raw, _ := tx.lookup(Space(KindState), stateSigner); raw != nil {
+		_ = json.Unmarshal(raw, &s)
+	}
+	return s
+}
+
+func (*SignaturesAdd) Type() CmdType { return CmdSignaturesAdd }
+func (*SignaturesAdd) Scope() string { return "" }
+
+func (c *SignaturesAdd) apply(tx *Tx) error {
+	if len(c.Signatures) > MaxSignaturesAdd || c.To == 0 {
+		return Invalidf("a signatures batch holds at most %d signatures and moves the cursor", MaxSignaturesAdd)
+	}
+	st := tx.Signer()
+	if st.Cursor != c.From {
+		return Conflictf("the signer's cursor is at %d, not %d", st.Cursor, c.From)
+	}
+	st.Cursor = c.To
+	if err := tx.putRec(KindState, stateSigner, st); err != nil {
+		return err
+	}
+	for _, s := range c.Signatures {
+		err := (&SignatureAdd{Signature: s}).apply(tx)
+		if err != nil && !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrConflict) && !errors.Is(err, ErrInvalid) {
+			return err
+		}
+	}
+	return nil
 }
 
 func (*SigningKeyCreate) Type() CmdType { return CmdSigningKeyCreate }

@@ -141,6 +141,8 @@ func script() []Command {
 		&SigningKeyCreate{Key: SigningKey{ID: "k2", Name: "old", Algorithm: "openpgp", Fingerprint: "ee", PublicKey: "armored", CreatedAt: t0}, Sealed: []byte("s2")},
 		&SignatureAdd{Signature: Signature{ArtifactID: "a2", RepositoryID: "r1", KeyID: "k1", Algorithm: "ed25519", Digest: "", Value: []byte("sig"),
 			Signer: "alice", SignedAt: t0}},
+		&SignaturesAdd{Signatures: []Signature{{ArtifactID: "a2", RepositoryID: "r1", KeyID: "k1", Algorithm: "ed25519", Value: []byte("sig2"),
+			Signer: "auto", SignedAt: t0}, {ArtifactID: "gone", RepositoryID: "r1", KeyID: "k1", Value: []byte("x")}}, From: 0, To: 40},
 		&SigningKeyRetire{ID: "k1", At: t0},
 		&SigningKeyDelete{ID: "k2"},
 	)

@@ -61,7 +61,7 @@ func (f *Format) AttachSignature(ctx context.Context, w *format.Writer, r *forma
 	if digest == "" || !strings.HasPrefix(digest, "sha256:") {
 		return fmt.Errorf("%s is not an image manifest of a sha256 digest", a.Path)
 	}
-	ref := service(r) + "/" + r.Repo.Name + "/" + image
+	ref := strings.TrimPrefix(service(r)+"/"+r.Repo.Name+"/"+image, "/") // no host: a job's, without an external URL
 	payload, _ := json.Marshal(map[string]any{
 		"critical": map[string]any{
 			"identity": map[string]string{"docker-reference": ref},
