@@ -189,6 +189,7 @@ const (
 	tagSecurity   = "Security"
 	tagMigrations = "Migrations"
 	tagSigning    = "Signing"
+	tagPlugins    = "Plugins"
 )
 
 var (
@@ -337,6 +338,11 @@ func (s *Server) routes() {
 		Out: migrationEntries{}, Query: []param{{"after", "integer", "only failures after this sequence number"}, {"limit", "integer", "at most this many (1,000)"}}})
 	s.handle("GET /migrations/{id}/report", adminOnly, s.migrationReport, op{Tag: tagMigrations,
 		Summary: "A migration's report: totals, checksum verification, failures, metadata and permission migration", Out: app.MigrationReport{}})
+	s.handle("GET /plugins", adminOnly, s.listPlugins, op{Tag: tagPlugins, Summary: "The plugins: every format handler, with whether it is enabled", Out: pluginList{}})
+	s.handle("POST /plugins/{id}/enable", adminOnly, s.setPlugin(true), op{Tag: tagPlugins, Summary: "Enable a plugin: its client paths answer again, at origins and edges", Out: app.Plugin{}})
+	s.handle("POST /plugins/{id}/disable", adminOnly, s.setPlugin(false), op{Tag: tagPlugins,
+		Summary: "Disable a plugin: its client paths answer 404 saying so, at origins and edges; nothing it stores is touched", Out: app.Plugin{}})
+	s.handle("DELETE /plugins/{id}", adminOnly, s.deletePlugin, op{Tag: tagPlugins, Summary: "Uninstall a plugin (a built-in format handler is disabled instead: 409)", Status: http.StatusNoContent})
 	s.handle("GET /signing/keys", anyone, s.listSigningKeys, op{Tag: tagSigning, Summary: "The signing keys, oldest first: their public parts (anyone may read them, to check signatures)", Out: keyList{}})
 	s.handle("POST /signing/keys", adminOnly, s.createSigningKey, op{Tag: tagSigning,
 		Summary: "Make a key pair (algorithm ed25519, the default; ecdsa-p256, rsa-4096, or openpgp for .asc signatures); its private key never leaves the origins, sealed with DEPOT_SIGNING_KEK",

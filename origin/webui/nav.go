@@ -7,7 +7,7 @@ import (
 )
 
 // navEntry is a page in the navigation. Each feature still to come adds
-// its page here (plugins), marked Admin when only
+// its page here, marked Admin when only
 // administrators may open it.
 type navEntry struct {
 	Label, Path string
@@ -28,6 +28,7 @@ var navEntries = []navEntry{
 	{Label: "Backups", Path: "/backups", Admin: true},
 	{Label: "Migrations", Path: "/migrations", Admin: true},
 	{Label: "Cleanup", Path: "/cleanup", Admin: true},
+	{Label: "Plugins", Path: "/plugins", Admin: true},
 	{Label: "Webhooks", Path: "/settings/webhooks", Admin: true},
 	{Label: "Edge nodes", Path: "/edges", Admin: true},
 	{Label: "Cluster", Path: "/cluster", Admin: true},

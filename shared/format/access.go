@@ -118,6 +118,15 @@ func (d *Env) Can(r *Request, repo *meta.Repository, action string) (bool, error
 	return ok, err
 }
 
+// PluginEnabled reports whether the format handler (a plugin) of that
+// name is on, as the store holds it (a store error: on, and the request
+// fails on its own reads).
+func (d *Env) PluginEnabled(name string) bool {
+	on := true
+	_ = d.Meta.View(func(tx *meta.Tx) error { on = tx.PluginEnabled(name); return nil })
+	return on
+}
+
 // Artifact returns the artifact stored at path in repo.
 func (d *Env) Artifact(repo *meta.Repository, p string) (*meta.Artifact, error) {
 	a, err := d.memos().paths.Get(pathKey{repo.ID, p}, repo.ID, func(tx *meta.Tx) (*meta.Artifact, bool, error) {

@@ -60,6 +60,10 @@ func (s *Server) Route(method, path string) (*Route, map[string]string, bool) {
 // Serve answers r. The transport fills in what it knows of the request;
 // Serve sets Params, Action, Principal and Repo.
 func (s *Server) Serve(ctx context.Context, r *Request) *Response {
+	if name := s.format.Name(); !s.env.PluginEnabled(name) {
+		return s.format.Error(r, Errorf(apierr.NotFound, "the %s format handler is disabled on this registry (nothing it stores is touched): "+
+			"an administrator enables it with POST /api/v1/plugins/%s/enable", name, name))
+	}
 	route, params, pathOK := s.Route(r.Method, r.Path)
 	if route == nil || (route.Write != nil && s.writer == nil) {
 		return s.format.Error(r, &NotServedError{Method: r.Method, Path: r.Prefix + r.Path, PathServed: pathOK})

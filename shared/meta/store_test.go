@@ -144,6 +144,8 @@ func script() []Command {
 		&SignaturesAdd{Signatures: []Signature{{ArtifactID: "a2", RepositoryID: "r1", KeyID: "k1", Algorithm: "ed25519", Value: []byte("sig2"),
 			Signer: "auto", SignedAt: t0}, {ArtifactID: "gone", RepositoryID: "r1", KeyID: "k1", Value: []byte("x")}}, From: 0, To: 40},
 		&SigningKeyRetire{ID: "k1", At: t0},
+		&PluginSet{State: PluginState{ID: "npm", Enabled: false, UpdatedAt: t0, UpdatedBy: "alice"}},
+		&PluginSet{State: PluginState{ID: "pypi", Enabled: true, UpdatedAt: t0}},
 		&SigningKeyDelete{ID: "k2"},
 	)
 }
