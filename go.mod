@@ -20,6 +20,7 @@ require (
 	github.com/klauspost/compress v1.20.1
 	github.com/pandatix/go-cvss v0.6.4
 	github.com/prometheus/client_golang v1.25.0
+	github.com/tetratelabs/wazero v1.12.0
 	github.com/valyala/fasthttp v1.74.0
 	go.etcd.io/bbolt v1.5.0
 	go.yaml.in/yaml/v3 v3.0.5
