@@ -171,6 +171,9 @@ func TestScans(t *testing.T) {
 	if auto.Total != 1 || auto.Scans[0].Trigger != "upload" || auto.Scans[0].Vulnerabilities.High != 1 || auto.Scans[0].RequestedBy != "alice" {
 		t.Fatalf("the scan of an upload: %+v", auto)
 	}
+	// A change of its record (its properties) is no upload: not scanned
+	// again (checked below, once the follower has passed it).
+	e.Do("PATCH", "/api/v1/artifacts/"+old+"/properties", alice.Token, map[string]any{"properties": map[string]any{"qa": "ok"}}).Want(200)
 	e.Do("PUT", "/api/v1/repositories/js", e.Admin, map[string]any{"settings": map[string]string{"scan_on_upload": "false"}}).Want(200)
 	quiet := publish("minimist", "1.2.5", nil)
 	// An upload to another repository after it: once its scan is queued,
@@ -191,6 +194,10 @@ func TestScans(t *testing.T) {
 	e.Do("GET", "/api/v1/security/scans?artifact_id="+quiet, alice.Token, nil).Want(200).JSON(&auto)
 	if auto.Total != 0 {
 		t.Errorf("scanned with scan_on_upload false: %+v", auto)
+	}
+	e.Do("GET", "/api/v1/security/scans?artifact_id="+old, alice.Token, nil).Want(200).JSON(&auto)
+	if auto.Total != 1 {
+		t.Errorf("scanned again when its properties changed: %+v", auto)
 	}
 
 	viewer := clienttest.NewUser(e, "vera")

@@ -81,8 +81,8 @@ func (s *Service) step(ctx context.Context, f *follower) (more bool, err error) 
 				continue
 			}
 			var a meta.Artifact
-			if json.Unmarshal(c.Value, &a) != nil || a.Companion || !scannable(a.Format) {
-				continue
+			if json.Unmarshal(c.Value, &a) != nil || a.Companion || !scannable(a.Format) || len(tx.ScansOf(a.ID)) > 0 {
+				continue // not a new upload: its record changed (its properties)
 			}
 			repo, err := tx.Repo(a.RepositoryID)
 			if err != nil {
