@@ -2,9 +2,12 @@ package meta
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -313,4 +316,25 @@ func (tx *Tx) dropRepo(id string) error {
 		return nil
 	}
 	return tx.delRec(KindRepo, id)
+}
+
+// FollowLog runs step while ctx lasts, for a leader's job that reads the
+// log's changes in batches: again at once while step says there is more,
+// else once a new entry is applied (or poll has passed). An error other
+// than a stale decision (ErrConflict: another leader moved on) is told
+// to failed, and the step tried again after the wait.
+func (s *Store) FollowLog(ctx context.Context, poll time.Duration, step func(context.Context) (more bool, err error), failed func(error)) {
+	for ctx.Err() == nil {
+		applied := s.LastApplied()
+		more, err := step(ctx)
+		if err != nil && ctx.Err() == nil && !errors.Is(err, ErrConflict) {
+			failed(err)
+		}
+		if more && err == nil {
+			continue
+		}
+		wctx, cancel := context.WithTimeout(ctx, poll)
+		_ = s.WaitIndex(wctx, applied+1)
+		cancel()
+	}
 }

@@ -78,20 +78,7 @@ func New(cfg Config) *Indexer {
 func (ix *Indexer) Run(ctx context.Context) {
 	defer ix.cfg.Metrics.Behind.Set(0) // the next leader reports it
 	ix.committed = time.Now()
-	for ctx.Err() == nil {
-		applied := ix.cfg.Store.LastApplied()
-		more, err := ix.Step(ctx)
-		if err != nil && ctx.Err() == nil && !errors.Is(err, meta.ErrConflict) {
-			ix.cfg.Log.Warn("search indexer: reading new artifacts", "err", err)
-		}
-		if more && err == nil {
-			continue
-		}
-		// Wait for a new entry in the log, or the poll.
-		wctx, cancel := context.WithTimeout(ctx, ix.cfg.Poll)
-		_ = ix.cfg.Store.WaitIndex(wctx, applied+1)
-		cancel()
-	}
+	ix.cfg.Store.FollowLog(ctx, ix.cfg.Poll, ix.Step, func(err error) { ix.cfg.Log.Warn("search indexer: reading new artifacts", "err", err) })
 }
 
 // Step reads one batch of the feed and records it: more reports that

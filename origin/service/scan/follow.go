@@ -32,19 +32,8 @@ type follower struct {
 // follow queues the scans of new uploads while ctx lasts.
 func (s *Service) follow(ctx context.Context) {
 	f := &follower{committed: time.Now()}
-	for ctx.Err() == nil {
-		applied := s.cfg.Store.LastApplied()
-		more, err := s.step(ctx, f)
-		if err != nil && ctx.Err() == nil && !errors.Is(err, meta.ErrConflict) {
-			s.cfg.Log.Warn("scanning uploads: reading new artifacts", "err", err)
-		}
-		if more && err == nil {
-			continue
-		}
-		wctx, cancel := context.WithTimeout(ctx, s.cfg.Poll)
-		_ = s.cfg.Store.WaitIndex(wctx, applied+1)
-		cancel()
-	}
+	s.cfg.Store.FollowLog(ctx, s.cfg.Poll, func(ctx context.Context) (bool, error) { return s.step(ctx, f) },
+		func(err error) { s.cfg.Log.Warn("scanning uploads: reading new artifacts", "err", err) })
 }
 
 // step reads a batch of the feed and queues its uploads' scans.

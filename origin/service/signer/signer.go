@@ -55,19 +55,8 @@ type position struct{ base, read uint64 }
 // Run signs new uploads while ctx lasts (the leader's job).
 func (s *Service) Run(ctx context.Context) {
 	var pos position
-	for ctx.Err() == nil {
-		applied := s.cfg.Store.LastApplied()
-		more, err := s.step(ctx, &pos)
-		if err != nil && ctx.Err() == nil && !errors.Is(err, meta.ErrConflict) {
-			s.cfg.Log.Warn("signing uploads", "err", err)
-		}
-		if more && err == nil {
-			continue
-		}
-		wctx, cancel := context.WithTimeout(ctx, s.cfg.Poll)
-		_ = s.cfg.Store.WaitIndex(wctx, applied+1)
-		cancel()
-	}
+	s.cfg.Store.FollowLog(ctx, s.cfg.Poll, func(ctx context.Context) (bool, error) { return s.step(ctx, &pos) },
+		func(err error) { s.cfg.Log.Warn("signing uploads", "err", err) })
 }
 
 // step reads a batch of the feed, signs its uploads and records the
