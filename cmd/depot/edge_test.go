@@ -59,6 +59,7 @@ func startEdgeSite(t *testing.T, name, format string, originFlags ...string) *ed
 	t.Helper()
 	es := &edgeSite{site: newSite(t), basic: "Basic " + basicAuth("admin", "changed-pw-456")}
 	es.flags = originFlags
+	es.env = []string{"DEPOT_SIGNING_KEK=" + strings.Repeat("5e", 32)} // signing keys can be made
 	es.o = es.start(t)
 	tok := login(t, es.o.url, "admin", "initial-pw-123")
 	call(t, "PUT", es.o.url+"/api/v1/users/me", tok, strings.NewReader(`{"current_password":"initial-pw-123","password":"changed-pw-456"}`), 200)
@@ -300,12 +301,24 @@ func TestEdgeProcess(t *testing.T) {
 	}
 	call(t, "PUT", o.url+"/api/v1/users/me", login(t, o.url, "carol", "carol-pw-1234"), strings.NewReader(`{"current_password":"carol-pw-1234","password":"carol-new-5678"}`), 200)
 	waitFor(t, 2*time.Second, "the edge to forget carol's old password", func() bool { return carolPw("carol-pw-1234") == 401 })
+	// Signing keys: the edge gets their public parts (to check
+	// signatures), never their sealed private parts.
+	var key struct {
+		ID        string
+		PublicKey string `json:"public_key"`
+	}
+	_ = json.Unmarshal(call(t, "POST", o.url+"/api/v1/signing/keys", tok, strings.NewReader(`{"name":"edge test","algorithm":"ecdsa-p256"}`), 201), &key)
+	pemLine := strings.Split(key.PublicKey, "\n")[1]
+	waitFor(t, 10*time.Second, "the key's public part to reach the edge", func() bool {
+		raw, _ := os.ReadFile(filepath.Join(cacheDir, "replica.db"))
+		return strings.Contains(string(raw), pemLine)
+	})
 	for _, f := range []string{"replica.db"} {
 		raw, err := os.ReadFile(filepath.Join(cacheDir, f))
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, secret := range []string{"$argon2id$", "carol@corp.example", "@example.com"} {
+		for _, secret := range []string{"$argon2id$", "carol@corp.example", "@example.com", `"sealed"`} {
 			if strings.Contains(string(raw), secret) {
 				t.Errorf("the edge's %s holds %q", f, secret)
 			}
