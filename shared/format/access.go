@@ -121,13 +121,42 @@ func (d *Env) Can(r *Request, repo *meta.Repository, action string) (bool, error
 // PluginEnabled reports whether the format handler (a plugin) of that
 // name is on, as the store holds it (a store error: on, and the request
 // fails on its own reads).
+//
+// The switches are read once per log index the store has applied, not
+// on every request: a request reads them from memory unless the store
+// moved on since.
 func (d *Env) PluginEnabled(name string) bool {
-	on := true
 	if d.Meta == nil {
-		return on // an environment without a store (a unit test's)
+		return true // an environment without a store (a unit test's)
 	}
-	_ = d.Meta.View(func(tx *meta.Tx) error { on = tx.PluginEnabled(name); return nil })
-	return on
+	idx := d.Meta.LastApplied()
+	sw := d.switches.Load()
+	if sw == nil || sw.index != idx {
+		sw = &pluginSwitches{index: idx}
+		_ = d.Meta.View(func(tx *meta.Tx) error {
+			if tx.Count(meta.KindPlugin) == 0 {
+				return nil
+			}
+			states, err := tx.PluginStates()
+			for id, st := range states {
+				if !st.Enabled {
+					if sw.off == nil {
+						sw.off = map[string]bool{}
+					}
+					sw.off[id] = true
+				}
+			}
+			return err
+		})
+		d.switches.Store(sw)
+	}
+	return !sw.off[name]
+}
+
+// pluginSwitches are the plugins turned off as of a log index.
+type pluginSwitches struct {
+	index uint64
+	off   map[string]bool
 }
 
 // Artifact returns the artifact stored at path in repo.

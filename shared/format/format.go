@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/depot-registry/depot/shared/apierr"
@@ -339,7 +340,8 @@ type Env struct {
 
 	memoOnce sync.Once
 	memo     *envMemos
-	prefixes sync.Map // repository format name -> URL prefix of the servers built over it
+	switches atomic.Pointer[pluginSwitches] // PluginEnabled's
+	prefixes sync.Map                       // repository format name -> URL prefix of the servers built over it
 }
 
 // Writer is the write environment: what a write route needs besides the
