@@ -448,6 +448,7 @@ func (o *Origin) serve(context.Context) error {
 	mux := http.NewServeMux()
 	mux.Handle(api.Prefix+"/", httpx.BodyDeadline(apiSrv, cfg.BodyTimeout))
 	mux.Handle("GET /metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
+	mux.Handle("GET /pks/lookup", api.KeyServer(application))
 	areas := map[string]string{}
 	servers := map[string]*format.Server{} // by repository format
 	for _, f := range formats {

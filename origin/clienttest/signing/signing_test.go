@@ -131,8 +131,16 @@ func TestGPGVerifiesMavenASC(t *testing.T) {
 	os.WriteFile(sig, asc, 0o644)
 	os.WriteFile(tampered, append(jar, '!'), 0o644)
 	gpg := func(args ...string) (string, error) {
-		return clienttest.TryRun(clienttest.Cmd{Name: bins["gpg"], Args: append([]string{"--homedir", home, "--batch", "--no-autostart"}, args...)})
+		return clienttest.TryRun(clienttest.Cmd{Name: bins["gpg"], Args: append([]string{"--homedir", home, "--batch"}, args...)})
 	}
+	defer clienttest.TryRun(clienttest.Cmd{Name: "gpgconf", Args: []string{"--homedir", home, "--kill", "all"}})
+	// The key comes from the registry itself, as a key server (HKP).
+	if out, err := gpg("--keyserver", "hkp://"+clienttest.HostPort(e), "--recv-keys", k.Fingerprint); err != nil || !strings.Contains(out, "imported") {
+		t.Fatalf("gpg --recv-keys from the registry: %v\n%s", err, out)
+	}
+	e.Do("GET", "/pks/lookup?op=get&search=0x"+k.Fingerprint[24:], "", nil).Want(200)
+	e.Do("GET", "/pks/lookup?op=get&search=0xDEADBEEFDEADBEEF", "", nil).Want(404)
+	e.Do("GET", "/pks/lookup?op=get&search=nope", "", nil).Want(400)
 	if out, err := gpg("--import", pub); err != nil {
 		t.Fatalf("gpg --import: %v\n%s", err, out)
 	}
