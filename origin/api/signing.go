@@ -5,6 +5,7 @@ import (
 
 	"github.com/depot-registry/depot/origin/app"
 	"github.com/depot-registry/depot/shared/auth"
+	"github.com/depot-registry/depot/shared/httpx"
 	"github.com/depot-registry/depot/shared/meta"
 	"github.com/depot-registry/depot/shared/signing"
 )
@@ -80,7 +81,7 @@ func (s *Server) sign(w http.ResponseWriter, r *http.Request, p *auth.Principal)
 	if err := decode(r, &in); err != nil {
 		return err
 	}
-	sig, idx, err := s.app.Sign(r.Context(), p, in.ArtifactID, in.KeyID, formatRequest(r))
+	sig, idx, err := s.app.Sign(r.Context(), p, in.ArtifactID, in.KeyID, httpx.BaseURL(r))
 	return written(w, idx, err, http.StatusCreated, sig)
 }
 

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/depot-registry/depot/shared/apierr"
@@ -105,5 +104,5 @@ func (a *App) DeletePlugin(_ context.Context, p *auth.Principal, id string) (uin
 	if _, ok := a.handlers()[id]; ok {
 		return 0, apierr.New(apierr.Conflict, "%s is a built-in format handler: it cannot be uninstalled; disable it (POST /api/v1/plugins/%s/disable)", id, id)
 	}
-	return 0, apierr.New(apierr.NotFound, "no plugin %s", strings.TrimSpace(id))
+	return 0, apierr.New(apierr.NotFound, "no plugin %s", id)
 }

@@ -144,9 +144,10 @@ func ViewSignature(s meta.Signature) SignatureView {
 // An image manifest (a docker repository's artifact) signed with an
 // ed25519, ECDSA or RSA key is also signed where cosign looks: a
 // signature manifest tagged sha256-<hex>.sig, whose subject is the
-// image (so the referrers API lists it); via is how the request came
-// (its base URL names the registry in the signed payload).
-func (a *App) Sign(ctx context.Context, p *auth.Principal, artifactID, keyID string, via *format.Request) (*SignatureView, uint64, error) {
+// image (so the referrers API lists it); baseURL is the registry's
+// address as the caller sees it (it names the registry in the signed
+// payload).
+func (a *App) Sign(ctx context.Context, p *auth.Principal, artifactID, keyID, baseURL string) (*SignatureView, uint64, error) {
 	switch {
 	case artifactID == "":
 		return nil, 0, apierr.Invalid("artifact_id", "artifact_id is required: the artifact to sign")
@@ -157,7 +158,7 @@ func (a *App) Sign(ctx context.Context, p *auth.Principal, artifactID, keyID str
 	if err != nil {
 		return nil, 0, err
 	}
-	s, err := a.signature(ctx, p, art, repo, keyID, via)
+	s, err := a.signature(ctx, p, art, repo, keyID, baseURL)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -182,13 +183,13 @@ func (a *App) UploadSignature(ctx context.Context, art *meta.Artifact, keyID, ba
 	if err := a.view(func(tx *meta.Tx) error { var err error; repo, err = tx.Repo(art.RepositoryID); return err }); err != nil {
 		return meta.Signature{}, err
 	}
-	return a.signature(ctx, autoSigner, art, repo, keyID, &format.Request{BaseURL: baseURL, RequestID: "sign-on-upload"})
+	return a.signature(ctx, autoSigner, art, repo, keyID, baseURL)
 }
 
 // signature signs art (of repo) with key keyID as p: its digest, or its
 // bytes (OpenPGP), and an image also where cosign looks; the signature
 // is for the caller to record.
-func (a *App) signature(ctx context.Context, p *auth.Principal, art *meta.Artifact, repo *meta.Repository, keyID string, via *format.Request) (meta.Signature, error) {
+func (a *App) signature(ctx context.Context, p *auth.Principal, art *meta.Artifact, repo *meta.Repository, keyID, baseURL string) (meta.Signature, error) {
 	var k *meta.SigningKey
 	var sealed []byte
 	err := a.view(func(tx *meta.Tx) error {
@@ -235,10 +236,7 @@ func (a *App) signature(ctx context.Context, p *auth.Principal, art *meta.Artifa
 		}
 	}
 	if att, ok := a.Formats[repo.Format].(format.SignatureAttacher); ok && k.Algorithm != signing.OpenPGP {
-		if via == nil {
-			via = &format.Request{}
-		}
-		via.Principal, via.Repo = p, repo
+		via := &format.Request{Principal: p, Repo: repo, BaseURL: baseURL}
 		err := att.AttachSignature(ctx, a.Writer, via, art, func(payload []byte) (string, error) {
 			sig, err := signing.SignMessage(k.Algorithm, private, payload)
 			return base64.StdEncoding.EncodeToString(sig), err

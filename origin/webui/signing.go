@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/depot-registry/depot/origin/app"
-	"github.com/depot-registry/depot/shared/format"
 	"github.com/depot-registry/depot/shared/httpx"
 	"github.com/depot-registry/depot/shared/meta"
 	"github.com/depot-registry/depot/shared/signing"
@@ -78,8 +77,7 @@ func (u *UI) deleteSigningKey(w http.ResponseWriter, c *call) error {
 // signArtifact signs a file from its version's page, back to that page.
 func (u *UI) signArtifact(w http.ResponseWriter, c *call) error {
 	f := c.r.PostForm
-	via := &format.Request{BaseURL: httpx.BaseURL(c.r), RemoteAddr: httpx.ClientIP(c.r), RequestID: httpx.RequestID(c.r.Context())}
-	_, _, err := u.d.App.Sign(c.r.Context(), c.p, f.Get("artifact_id"), f.Get("key_id"), via)
+	_, _, err := u.d.App.Sign(c.r.Context(), c.p, f.Get("artifact_id"), f.Get("key_id"), httpx.BaseURL(c.r))
 	back := f.Get("back")
 	if !strings.HasPrefix(back, Prefix+"/") {
 		back = Prefix + "/repositories"

@@ -44,21 +44,8 @@ func (c *PluginSet) apply(tx *Tx) error {
 	return tx.putRec(KindPlugin, c.State.ID, c.State)
 }
 
-// PluginEnabled reports whether plugin id is on (a plugin never switched
-// is).
-func (tx *Tx) PluginEnabled(id string) bool {
-	if tx.Count(KindPlugin) == 0 {
-		return true
-	}
-	raw, _ := tx.lookup(Space(KindPlugin), id)
-	if raw == nil {
-		return true
-	}
-	var s PluginState
-	return json.Unmarshal(raw, &s) != nil || s.Enabled
-}
-
-// PluginStates lists the switches set, by id.
+// PluginStates lists the switches set, by id (a plugin never switched
+// is on).
 func (tx *Tx) PluginStates() (map[string]PluginState, error) {
 	out := map[string]PluginState{}
 	err := tx.scan(Space(KindPlugin), "", func(_ string, v []byte) error {

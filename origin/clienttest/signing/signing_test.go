@@ -3,6 +3,7 @@ package signing_test
 import (
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"os"
 	"path/filepath"
 	"strings"
@@ -104,7 +105,7 @@ func TestGPGVerifiesMavenASC(t *testing.T) {
 	e.Do("PUT", "/maven/libs/com/acme/demo/1.0/demo-1.0.jar", e.Admin, jar).Want(201)
 	jarSum := sha256.Sum256(jar)
 	var found struct{ Results []struct{ ID string } }
-	e.Do("GET", "/api/v1/search/checksum?checksum="+hexOf(jarSum[:]), e.Admin, nil).Want(200).JSON(&found)
+	e.Do("GET", "/api/v1/search/checksum?checksum="+hex.EncodeToString(jarSum[:]), e.Admin, nil).Want(200).JSON(&found)
 	if len(found.Results) != 1 {
 		t.Fatalf("the jar: %+v", found)
 	}
@@ -118,7 +119,7 @@ func TestGPGVerifiesMavenASC(t *testing.T) {
 		t.Fatalf("the .asc: %s %s", r.Header.Get("Content-Type"), asc)
 	}
 	sum := sha256.Sum256(asc)
-	if got := string(e.Do("GET", "/maven/libs/com/acme/demo/1.0/demo-1.0.jar.asc.sha256", e.Admin, nil).Want(200).Body); got != hexOf(sum[:]) {
+	if got := string(e.Do("GET", "/maven/libs/com/acme/demo/1.0/demo-1.0.jar.asc.sha256", e.Admin, nil).Want(200).Body); got != hex.EncodeToString(sum[:]) {
 		t.Errorf("the .asc's sha256 sidecar %q", got)
 	}
 
@@ -157,13 +158,4 @@ func TestGPGVerifiesMavenASC(t *testing.T) {
 	if got := string(e.Do("GET", "/maven/libs/com/acme/demo/1.0/demo-1.0.pom.asc", e.Admin, nil).Want(200).Body); got != "uploaded signature" {
 		t.Errorf("the uploaded .asc: %q", got)
 	}
-}
-
-func hexOf(b []byte) string {
-	const digits = "0123456789abcdef"
-	out := make([]byte, 0, 2*len(b))
-	for _, c := range b {
-		out = append(out, digits[c>>4], digits[c&15])
-	}
-	return string(out)
 }

@@ -706,10 +706,10 @@ func (j *job) sourceProperties(ctx context.Context, srcRepo, p string) (map[stri
 // properties sets artifact a's properties (a file found here already)
 // as the source file's are, when they differ.
 func (j *job) properties(ctx context.Context, srcRepo, p string, a *meta.Artifact) {
-	kept, dropped := j.sourceProperties(ctx, srcRepo, p)
 	if !j.m.Options.IncludeMetadata || j.m.Options.DryRun {
 		return
 	}
+	kept, dropped := j.sourceProperties(ctx, srcRepo, p)
 	if !meta.SameProperties(kept, a.Properties) {
 		if _, err := j.s.cfg.Commit.Apply(ctx, &meta.ArtifactProperties{ID: a.ID, RepoID: a.RepositoryID, Replace: true, Set: kept}); err != nil {
 			j.logf("warn", "%s/%s: its properties could not be set: %v", srcRepo, p, err)

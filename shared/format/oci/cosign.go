@@ -78,8 +78,11 @@ func (f *Format) AttachSignature(ctx context.Context, w *format.Writer, r *forma
 	var layers []Descriptor
 	err = f.read(r.Repo, func(v view) error {
 		rec, ok, err := v.manifest(image, digest)
-		if err != nil || !ok {
-			return cmpErr(err, fmt.Errorf("manifest %s of %s is not here", digest, image))
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("manifest %s of %s is not here", digest, image)
 		}
 		subject = rec
 		old, err := v.artifact(tagPath(image, SignatureTag(digest)))
@@ -156,11 +159,4 @@ func (f *Format) internal(r *format.Request, n ImageName, ref string, body []byt
 		req.Body = bytes.NewReader(body)
 	}
 	return req
-}
-
-func cmpErr(err, otherwise error) error {
-	if err != nil {
-		return err
-	}
-	return otherwise
 }
