@@ -154,6 +154,25 @@ func (s *Store) background(fn func(ctx context.Context)) bool {
 	return true
 }
 
+// hold counts a peer's transfer into this store among the work Close
+// waits for; its context ends with ctx or with the store's life. It is
+// false once the store is closed.
+func (s *Store) hold(ctx context.Context) (context.Context, func(), bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, nil, false
+	}
+	s.pushes.Add(1)
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(s.life, cancel)
+	return ctx, func() {
+		stop()
+		cancel()
+		s.pushes.Done()
+	}, true
+}
+
 // Put stores the blob here, then on a quorum of the origins placement
 // names (blob.ErrUnreplicated when they cannot be reached).
 func (s *Store) Put(ctx context.Context, r io.Reader, opts blob.PutOptions) (blob.Info, error) {

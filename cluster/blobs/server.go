@@ -29,12 +29,19 @@ func (v Server) OpenHere(ctx context.Context, digest string) (blob.File, error) 
 
 // Take stores a blob a peer pushes, checked against its digest; one that
 // is here already is made recent again (the record naming it is on its
-// way) and not read.
+// way) and not read. It runs under the store's life: Close ends a
+// transfer still going and waits for it, as it does the store's own
+// pushes, so nothing writes to Local after Close returns.
 func (v Server) Take(ctx context.Context, digest string, body io.Reader) (bool, error) {
 	expect, err := blob.DigestChecksums(digest)
 	if err != nil {
 		return false, err
 	}
+	ctx, done, ok := v.s.hold(ctx)
+	if !ok {
+		return false, errClosed
+	}
+	defer done()
 	if _, err := v.s.Local.Stat(ctx, digest); err == nil {
 		_ = v.s.Local.Keep(ctx, digest)
 		return false, nil
