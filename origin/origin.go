@@ -55,6 +55,7 @@ import (
 	"github.com/depot-registry/depot/shared/format"
 	"github.com/depot-registry/depot/shared/format/all"
 	"github.com/depot-registry/depot/shared/format/oci"
+	"github.com/depot-registry/depot/shared/format/plugin"
 	"github.com/depot-registry/depot/shared/httpx"
 	"github.com/depot-registry/depot/shared/meta"
 	"github.com/depot-registry/depot/shared/metrics"
@@ -111,6 +112,7 @@ type Origin struct {
 	scans           *scan.Service
 	signer          *signer.Service
 	migrator        *migrate.Service
+	plugins         *plugin.Engine // runs the installed plugins' modules
 	// baseURL is where clients reach this origin: --external-url, or the
 	// address it listens on (set once it listens).
 	baseURL     atomic.Pointer[string]
@@ -451,21 +453,33 @@ func (o *Origin) serve(context.Context) error {
 	mux.Handle("GET /pks/lookup", api.KeyServer(application))
 	areas := map[string]string{}
 	servers := map[string]*format.Server{} // by repository format
-	for _, f := range formats {
+	newServer := func(f format.Format) *format.Server {
 		srv := format.NewServer(f, env, writer, authn, log)
 		srv.OnWrite = apiSrv.AuditFormatWrite
+		return srv
+	}
+	guard := func(h http.Handler) http.Handler {
+		h = httpx.MinRate(h, cfg.MinUploadRate, cfg.UploadRateWindow)
+		if cfg.DemoMode {
+			h = readOnly(h)
+		}
+		return h
+	}
+	for _, f := range formats {
+		srv := newServer(f)
 		for _, rf := range format.RepoFormats(f) {
 			servers[rf] = srv
 		}
 		for _, prefix := range format.Prefixes(f) {
-			fh := httpx.MinRate(httpx.NewFormatHandler(srv, prefix, o.blobs), cfg.MinUploadRate, cfg.UploadRateWindow)
-			if cfg.DemoMode {
-				fh = readOnly(fh)
-			}
-			mux.Handle(prefix+"/", fh)
+			mux.Handle(prefix+"/", guard(httpx.NewFormatHandler(srv, prefix, o.blobs)))
 			areas[prefix] = f.Name()
 		}
 	}
+	plugins, err := o.newPlugins(env, newServer, log)
+	if err != nil {
+		return err
+	}
+	application.PluginHost = plugins
 	// Migrations write through the format servers, as the administrator
 	// who made them.
 	o.migrator = o.newMigrator(application, servers, scratch, now, log)
@@ -479,13 +493,14 @@ func (o *Origin) serve(context.Context) error {
 			return application.UploadSignature(ctx, a, keyID, base)
 		}})
 	mux.Handle(webui.Prefix+"/", httpx.BodyDeadline(o.ui, cfg.BodyTimeout))
-	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	// The installed plugins' paths, then nothing.
+	mux.Handle("/", o.servePlugins(plugins, guard, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
 			http.Redirect(w, r, webui.Prefix+"/", http.StatusFound) // a person at the server's address: the web UI
 			return
 		}
 		apierr.Write(w, apierr.New(apierr.NotFound, "nothing is served at %s; the API is under %s and the web UI under %s/", r.URL.Path, api.Prefix, webui.Prefix))
-	}))
+	})))
 	// Forwarded goes outside: the access log and everything below it see
 	// the client address and base URL it decided.
 	// An edge node forwards with its credential: it says who the client
@@ -777,6 +792,10 @@ func (o *Origin) close() {
 	}
 	if o.blobs != nil { // pushes beyond a quorum: repair brings those blobs later
 		o.blobs.Close()
+	}
+	if o.plugins != nil {
+		_ = o.plugins.Close(context.Background())
+		o.plugins = nil
 	}
 	if o.peerSrv != nil {
 		_ = o.peerSrv.Close()

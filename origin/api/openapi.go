@@ -25,8 +25,10 @@ import (
 type op struct {
 	Summary string
 	Tag     string
-	// In is a value of the request body's type (nil: no body).
-	In any
+	// In is a value of the request body's type (nil: no body); InType,
+	// when set, is the media type of a body that is a file, not JSON.
+	In     any
+	InType string
 	// Out is a value of the answer's type (nil: no body); Status is the
 	// success status (200 when 0).
 	Out    any
@@ -77,7 +79,10 @@ func (s *Server) openAPIDoc() ([]byte, error) {
 		if params != nil {
 			opObj["parameters"] = params
 		}
-		if o.In != nil {
+		if o.InType != "" {
+			opObj["requestBody"] = map[string]any{"required": true, "content": map[string]any{
+				o.InType: map[string]any{"schema": map[string]any{"type": "string", "format": "binary"}}}}
+		} else if o.In != nil {
 			opObj["requestBody"] = map[string]any{"required": true, "content": map[string]any{
 				"application/json": map[string]any{"schema": g.of(reflect.TypeOf(o.In))}}}
 		}

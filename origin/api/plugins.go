@@ -31,3 +31,10 @@ func (s *Server) deletePlugin(w http.ResponseWriter, r *http.Request, p *auth.Pr
 	idx, err := s.app.DeletePlugin(r.Context(), p, r.PathValue("id"))
 	return written(w, idx, err, http.StatusNoContent, nil)
 }
+
+// installPlugin is POST /plugins: the body is the module (at most the
+// plugin engine's module bound, read by the application).
+func (s *Server) installPlugin(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
+	pl, idx, err := s.app.InstallPlugin(r.Context(), p, r.Body)
+	return written(w, idx, err, http.StatusCreated, pl)
+}

@@ -339,6 +339,8 @@ func (s *Server) routes() {
 	s.handle("GET /migrations/{id}/report", adminOnly, s.migrationReport, op{Tag: tagMigrations,
 		Summary: "A migration's report: totals, checksum verification, failures, metadata and permission migration", Out: app.MigrationReport{}})
 	s.handle("GET /plugins", adminOnly, s.listPlugins, op{Tag: tagPlugins, Summary: "The plugins: every format handler, with whether it is enabled", Out: pluginList{}})
+	s.handle("POST /plugins", adminOnly, s.installPlugin, op{Tag: tagPlugins, InType: "application/wasm", Status: http.StatusCreated, Out: app.Plugin{},
+		Summary: "Install a format handler compiled to WebAssembly (the module is the body); one whose id is installed is upgraded"})
 	s.handle("POST /plugins/{id}/enable", adminOnly, s.setPlugin(true), op{Tag: tagPlugins, Summary: "Enable a plugin: its client paths answer again, at origins and edges", Out: app.Plugin{}})
 	s.handle("POST /plugins/{id}/disable", adminOnly, s.setPlugin(false), op{Tag: tagPlugins,
 		Summary: "Disable a plugin: its client paths answer 404 saying so, at origins and edges; nothing it stores is touched", Out: app.Plugin{}})

@@ -82,6 +82,8 @@ type App struct {
 	Sealer *signing.Sealer
 	// Migrator runs migrations from other registries (nil: none).
 	Migrator *migrate.Service
+	// PluginHost loads and serves the installed plugins (nil: none).
+	PluginHost PluginHost
 	// Cluster is the origin cluster (nil: a lone origin).
 	Cluster Cluster
 	// Directory is how directory (LDAP) users become Depot users;

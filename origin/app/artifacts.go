@@ -58,7 +58,7 @@ func (a *App) DeleteArtifact(ctx context.Context, p *auth.Principal, id string, 
 		via = &format.Request{}
 	}
 	via.Principal, via.Repo = p, repo
-	return a.Writer.DeleteThrough(ctx, a.Formats[repo.Format], via, art)
+	return a.Writer.DeleteThrough(ctx, a.formatOf(ctx, repo.Format), via, art)
 }
 
 // PropertiesChange is a change of an artifact's properties: with Replace

@@ -322,7 +322,8 @@ func (a *App) Feed(ctx context.Context, p *auth.Principal, id string, q protocol
 }
 
 // NodeBlob opens a blob for node id when a record of one of its
-// repositories keeps it; any other digest is not found, whether it
+// repositories keeps it, or when it is an installed plugin's module; any
+// other digest is not found, whether it
 // exists or not.
 func (a *App) NodeBlob(ctx context.Context, p *auth.Principal, id, digest string) (blob.File, error) {
 	if err := requireNode(p, id, "fetches only for itself"); err != nil {
@@ -341,6 +342,11 @@ func (a *App) NodeBlob(ctx context.Context, p *auth.Principal, id, digest string
 			_, ok := slices.BinarySearch(e.Repositories, repo)
 			return ok
 		})
+		if !allowed { // an installed plugin's module: every node serves the plugins
+			plugins, err := tx.InstalledPlugins()
+			allowed = slices.ContainsFunc(plugins, func(p meta.InstalledPlugin) bool { return p.Digest == digest })
+			return err
+		}
 		return nil
 	})
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 
 	"github.com/depot-registry/depot/shared/apierr"
 	"github.com/depot-registry/depot/shared/auth"
-	"github.com/depot-registry/depot/shared/format/all"
 	"github.com/depot-registry/depot/shared/meta"
 )
 
@@ -36,8 +35,8 @@ type PackageFilter struct {
 // ListPackages lists the packages of the repositories p may read.
 func (a *App) ListPackages(_ context.Context, p *auth.Principal, in PackageFilter) (Listing[meta.PackageSummary], error) {
 	out := Listing[meta.PackageSummary]{Page: in.Page.clamped()}
-	if in.Format != "" && !all.Known(in.Format) {
-		return out, apierr.Invalid("format", "unknown format %q; known: %s", in.Format, strings.Join(all.Names(), ", "))
+	if in.Format != "" && !a.knownFormat(in.Format) {
+		return out, apierr.Invalid("format", "unknown format %q; known: %s", in.Format, strings.Join(a.knownFormats(), ", "))
 	}
 	if len(in.Query) > 256 {
 		return out, apierr.Invalid("query", "query is longer than 256 characters")

@@ -8,7 +8,6 @@ import (
 
 	"github.com/depot-registry/depot/shared/apierr"
 	"github.com/depot-registry/depot/shared/auth"
-	"github.com/depot-registry/depot/shared/format/all"
 	"github.com/depot-registry/depot/shared/meta"
 )
 
@@ -151,8 +150,8 @@ func (a *App) applyPolicy(tx *meta.Tx, p *auth.Principal, pol *meta.Policy, in P
 			}
 		}
 		for _, f := range in.Scope.Formats {
-			if !all.Known(f) {
-				return apierr.Invalid("scope.formats", "unknown format %q; known: %s", f, strings.Join(all.Names(), ", "))
+			if !knownFormatIn(tx, f) {
+				return apierr.Invalid("scope.formats", "unknown format %q; known: %s", f, strings.Join(a.knownFormats(), ", "))
 			}
 			if !slices.Contains(scope.Formats, f) {
 				scope.Formats = append(scope.Formats, f)

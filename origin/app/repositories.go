@@ -11,7 +11,6 @@ import (
 	"github.com/depot-registry/depot/shared/apierr"
 	"github.com/depot-registry/depot/shared/auth"
 	"github.com/depot-registry/depot/shared/format"
-	"github.com/depot-registry/depot/shared/format/all"
 	"github.com/depot-registry/depot/shared/meta"
 )
 
@@ -44,8 +43,8 @@ type RepoFilter struct {
 // ListRepositories lists, in name order, the repositories p may read.
 func (a *App) ListRepositories(_ context.Context, p *auth.Principal, f RepoFilter) (Listing[meta.Repository], error) {
 	out := Listing[meta.Repository]{Items: []meta.Repository{}, Page: f.Page.clamped()}
-	if f.Format != "" && !all.Known(f.Format) {
-		return out, apierr.Invalid("format", "unknown format %q; known: %s", f.Format, strings.Join(all.Names(), ", "))
+	if f.Format != "" && !a.knownFormat(f.Format) {
+		return out, apierr.Invalid("format", "unknown format %q; known: %s", f.Format, strings.Join(a.knownFormats(), ", "))
 	}
 	// The readable repositories in name order come from indexes; only
 	// the page's records are read (all of the readable ones to filter by
@@ -99,6 +98,10 @@ func (a *App) ServedFormats() []string {
 	for name := range a.Formats {
 		out = append(out, name)
 	}
+	plugins, _ := a.installedPlugins()
+	for _, p := range plugins {
+		out = append(out, p.Format)
+	}
 	slices.Sort(out)
 	return out
 }
@@ -127,10 +130,11 @@ func (a *App) CreateRepository(ctx context.Context, p *auth.Principal, in NewRep
 		return nil, 0, apierr.New(apierr.Forbidden, "this token's scopes do not allow creating repositories")
 	}
 	served := a.ServedFormats()
-	switch _, ok := a.Formats[in.Format]; {
+	handler := a.formatOf(ctx, in.Format)
+	switch ok := handler != nil; {
 	case in.Format == "":
 		return nil, 0, apierr.Invalid("format", "format is required; one of %s", strings.Join(served, ", ")).With("served", served)
-	case !all.Known(in.Format):
+	case !a.knownFormat(in.Format):
 		return nil, 0, apierr.Invalid("format", "unknown format %q; one of %s", in.Format, strings.Join(served, ", ")).With("served", served)
 	case !ok:
 		// A repository nothing serves would answer 404 on every client path.
@@ -142,7 +146,7 @@ func (a *App) CreateRepository(ctx context.Context, p *auth.Principal, in NewRep
 	if len(in.Description) > maxDescription {
 		return nil, 0, apierr.Invalid("description", "description is longer than 4096 characters")
 	}
-	if err := format.CheckRepo(a.Formats[in.Format], in.Name, in.Settings); err != nil {
+	if err := format.CheckRepo(handler, in.Name, in.Settings); err != nil {
 		return nil, 0, err
 	}
 	if err := a.view(func(tx *meta.Tx) error { return checkSigningKey(tx, in.Settings) }); err != nil {
@@ -227,7 +231,7 @@ func (a *App) UpdateRepository(ctx context.Context, p *auth.Principal, id string
 		case in.Description != nil && len(*in.Description) > maxDescription:
 			return nil, apierr.Invalid("description", "description is longer than 4096 characters")
 		}
-		if err := format.CheckRepo(a.Formats[repo.Format], "", in.Settings); err != nil {
+		if err := format.CheckRepo(a.formatOf(ctx, repo.Format), "", in.Settings); err != nil {
 			return nil, err
 		}
 		if err := checkSigningKey(tx, in.Settings); err != nil {

@@ -110,7 +110,7 @@ func (a *App) checkWebhook(tx *meta.Tx, in *WebhookInput) error {
 				return apierr.Invalid("filters", "filters.user_id: no user %s", f.UserID)
 			}
 		}
-		if f.Format != "" && a.Formats[f.Format] == nil {
+		if f.Format != "" && !knownFormatIn(tx, f.Format) {
 			return apierr.Invalid("filters", "filters.format: %q is not a format served here", f.Format)
 		}
 		for _, sev := range f.Severity {

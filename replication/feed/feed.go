@@ -39,7 +39,7 @@ const SkipReport = time.Second
 // parts and the signatures: never the keys' sealed private parts).
 var kinds = []meta.Kind{meta.KindUser, meta.KindToken, meta.KindSession, meta.KindGroup, meta.KindPermission,
 	meta.KindRepo, meta.KindArtifact, meta.KindKV, meta.KindPackageInfo, meta.KindPolicy, meta.KindVerdict,
-	meta.KindSigningKey, meta.KindSignature, meta.KindPlugin}
+	meta.KindSigningKey, meta.KindSignature, meta.KindPlugin, meta.KindPluginModule}
 
 // legacyKinds are the kinds an edge from before edges named theirs can
 // apply.

@@ -60,7 +60,7 @@ func (s *Server) Route(method, path string) (*Route, map[string]string, bool) {
 // Serve answers r. The transport fills in what it knows of the request;
 // Serve sets Params, Action, Principal and Repo.
 func (s *Server) Serve(ctx context.Context, r *Request) *Response {
-	if name := s.format.Name(); !s.env.PluginEnabled(name) {
+	if name := PluginID(s.format); !s.env.PluginEnabled(name) {
 		return s.format.Error(r, Errorf(apierr.NotFound, "the %s format handler is disabled on this registry (nothing it stores is touched): "+
 			"an administrator enables it with POST /api/v1/plugins/%s/enable", name, name))
 	}
@@ -80,6 +80,21 @@ func (s *Server) Serve(ctx context.Context, r *Request) *Response {
 		s.OnWrite(r, resp.Status)
 	}
 	return resp
+}
+
+// Plugin is implemented by a format handler installed as a plugin, whose
+// id is not its format's name.
+type Plugin interface {
+	PluginID() string
+}
+
+// PluginID is the id of f as a plugin: an installed plugin's own, a
+// built-in handler's name.
+func PluginID(f Format) string {
+	if p, ok := f.(Plugin); ok {
+		return p.PluginID()
+	}
+	return f.Name()
 }
 
 // ServeAs answers r for p, an in-process caller's principal (a migration

@@ -7,7 +7,7 @@ import (
 )
 
 // edgeFilter passes what an edge node reads (see replication/feed).
-var edgeFilter = ChangeFilter{Kinds: []Kind{KindUser, KindToken, KindGroup, KindPermission, KindRepo, KindArtifact, KindKV}}
+var edgeFilter = ChangeFilter{Kinds: []Kind{KindUser, KindToken, KindGroup, KindPermission, KindRepo, KindArtifact, KindKV, KindPluginModule}}
 
 // follow brings a follower up to date with pages of at most limit changes.
 func follow(t *testing.T, from, to *Store, limit int) {
@@ -50,7 +50,8 @@ func state(t *testing.T, s *Store) string {
 		out["stats"], _ = tx.Stats()
 		out["kv"] = tx.KVList("r1", "")
 		out["public"] = tx.PublicRepoIDs()
-		out["refs"] = []bool{tx.Referenced("sha256:bb"), tx.Referenced("sha256:aa"), tx.Referenced("sha256:ee")}
+		out["refs"] = []bool{tx.Referenced("sha256:bb"), tx.Referenced("sha256:aa"), tx.Referenced("sha256:ee"), tx.Referenced("sha256:m1"), tx.Referenced("sha256:m3")}
+		out["plugins"], _ = tx.InstalledPlugins()
 		out["blob repos"] = tx.BlobRepos("sha256:bb")
 		return err
 	})

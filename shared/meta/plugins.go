@@ -2,6 +2,8 @@ package meta
 
 import (
 	"encoding/json"
+	"errors"
+	"slices"
 	"time"
 )
 
@@ -11,14 +13,152 @@ import (
 // servers of origins and edges read it on each request, from their own
 // store, and answer a disabled handler's paths with a clear refusal.
 
+//
+// An installed plugin (a WebAssembly format handler) is a record of its
+// own, fed to edges, keeping its module's blob: every node loads the
+// module from its blob store (an edge from an origin) and serves the
+// plugin's paths.
+
 const (
-	KindPlugin   Kind    = 35
-	CmdPluginSet CmdType = 64
+	KindPlugin          Kind    = 35
+	KindPluginModule    Kind    = 36
+	CmdPluginSet        CmdType = 64
+	CmdPluginInstall    CmdType = 65
+	CmdPluginUninstall  CmdType = 66
+	maxPluginRecordText         = 200
 )
 
 func init() {
 	declareKind(KindPlugin, kindDecl{Name: "plugins", Bucket: "plugins"})
+	declareKind(KindPluginModule, kindDecl{Name: "installed plugins", Bucket: "plugin_modules", Index: indexPluginModule})
 	declareCommand(CmdPluginSet, func() Command { return new(PluginSet) })
+	declareCommand(CmdPluginInstall, func() Command { return new(PluginInstall) })
+	declareCommand(CmdPluginUninstall, func() Command { return new(PluginUninstall) })
+}
+
+// InstalledPlugin is an installed plugin: what its module declared, and
+// the module's blob.
+type InstalledPlugin struct {
+	ID      string `json:"id"`
+	Name    string `json:"name"`
+	Version string `json:"version"`
+	// Format is the repository format it serves; Prefix its URL prefix;
+	// Roots the paths it serves outside its prefix (service discovery
+	// documents under /.well-known/).
+	Format string   `json:"format"`
+	Prefix string   `json:"prefix"`
+	Roots  []string `json:"roots,omitempty"`
+	// Digest and Size are the module's blob.
+	Digest      string    `json:"digest"`
+	Size        int64     `json:"size"`
+	InstalledAt time.Time `json:"installed_at"`
+	InstalledBy string    `json:"installed_by"`
+}
+
+// PluginInstall installs a plugin, or replaces one (an upgrade) when
+// Replaces is the digest of the module installed under its id now
+// (what the installer read: a conflict when it changed since). Ids,
+// formats, prefixes and roots are each one plugin's.
+type PluginInstall struct {
+	Plugin   InstalledPlugin `json:"plugin"`
+	Replaces string          `json:"replaces,omitempty"`
+}
+
+// PluginUninstall removes an installed plugin and its switch; what its
+// repositories hold stays.
+type PluginUninstall struct {
+	ID string `json:"id"`
+}
+
+func (*PluginInstall) Type() CmdType   { return CmdPluginInstall }
+func (*PluginUninstall) Type() CmdType { return CmdPluginUninstall }
+func (*PluginInstall) Scope() string   { return "" }
+func (*PluginUninstall) Scope() string { return "" }
+
+func (c *PluginInstall) apply(tx *Tx) error {
+	p := c.Plugin
+	for _, f := range []string{p.ID, p.Name, p.Version, p.Format, p.Prefix, p.Digest} {
+		if f == "" || len(f) > maxPluginRecordText {
+			return Invalidf("an installed plugin has an id, a name, a version, a format, a prefix and a module digest, each of at most %d bytes", maxPluginRecordText)
+		}
+	}
+	if len(p.Roots) > 8 {
+		return Invalidf("a plugin serves at most 8 paths outside its prefix")
+	}
+	old, err := tx.InstalledPlugin(p.ID)
+	switch {
+	case err != nil && !errors.Is(err, ErrNotFound):
+		return err
+	case old == nil && c.Replaces != "":
+		return NotFoundf("plugin %s is not installed", p.ID)
+	case old != nil && c.Replaces == "":
+		return Conflictf("plugin %s is installed", p.ID)
+	case old != nil && old.Digest != c.Replaces:
+		return Conflictf("plugin %s was replaced since it was read", p.ID)
+	}
+	others, err := tx.InstalledPlugins()
+	if err != nil {
+		return err
+	}
+	for _, o := range others {
+		if o.ID == p.ID {
+			continue
+		}
+		if o.Format == p.Format || o.Prefix == p.Prefix {
+			return Conflictf("plugin %s serves format %s under %s already", o.ID, o.Format, o.Prefix)
+		}
+		for _, r := range p.Roots {
+			if slices.Contains(o.Roots, r) {
+				return Conflictf("plugin %s serves %s already", o.ID, r)
+			}
+		}
+	}
+	return tx.putRec(KindPluginModule, p.ID, p)
+}
+
+func (c *PluginUninstall) apply(tx *Tx) error {
+	if !tx.exists(KindPluginModule, c.ID) {
+		return NotFoundf("plugin %s is not installed", c.ID)
+	}
+	if err := tx.delRec(KindPlugin, c.ID); err != nil && !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	return tx.delRec(KindPluginModule, c.ID)
+}
+
+func indexPluginModule(tx *Tx, id string, before, after []byte) error {
+	o, n, err := decodePair[InstalledPlugin](before, after)
+	if err != nil {
+		return err
+	}
+	if o != nil {
+		if err := tx.unref(KindPluginModule, id, o.Digest); err != nil {
+			return err
+		}
+	}
+	if n != nil {
+		return tx.ref(KindPluginModule, id, n.Digest)
+	}
+	return nil
+}
+
+// InstalledPlugin reads an installed plugin.
+func (tx *Tx) InstalledPlugin(id string) (*InstalledPlugin, error) {
+	return getRec[InstalledPlugin](tx, KindPluginModule, id, "plugin")
+}
+
+// InstalledPlugins lists the installed plugins, by id.
+func (tx *Tx) InstalledPlugins() ([]InstalledPlugin, error) {
+	var out []InstalledPlugin
+	err := tx.scan(Space(KindPluginModule), "", func(_ string, v []byte) error {
+		var p InstalledPlugin
+		if err := json.Unmarshal(v, &p); err != nil {
+			return err
+		}
+		out = append(out, p)
+		return nil
+	})
+	return out, err
 }
 
 // PluginState is a plugin's switch.

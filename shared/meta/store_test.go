@@ -147,6 +147,13 @@ func script() []Command {
 		&PluginSet{State: PluginState{ID: "npm", Enabled: false, UpdatedAt: t0, UpdatedBy: "alice"}},
 		&PluginSet{State: PluginState{ID: "pypi", Enabled: true, UpdatedAt: t0}},
 		&SigningKeyDelete{ID: "k2"},
+		&PluginInstall{Plugin: InstalledPlugin{ID: "terraform", Name: "Terraform", Version: "1.0.0", Format: "terraform", Prefix: "/terraform",
+			Roots: []string{"/.well-known/terraform.json"}, Digest: "sha256:m1", Size: 10, InstalledAt: t0, InstalledBy: "alice"}},
+		&PluginInstall{Plugin: InstalledPlugin{ID: "pub", Name: "Pub", Version: "0.1.0", Format: "pub", Prefix: "/pub", Digest: "sha256:m2", Size: 5, InstalledAt: t0}},
+		&PluginSet{State: PluginState{ID: "terraform", Enabled: false, UpdatedAt: t0}},
+		&PluginInstall{Plugin: InstalledPlugin{ID: "terraform", Name: "Terraform", Version: "1.1.0", Format: "terraform", Prefix: "/terraform",
+			Digest: "sha256:m3", Size: 11, InstalledAt: t0}, Replaces: "sha256:m1"},
+		&PluginUninstall{ID: "pub"},
 	)
 }
 

@@ -18,6 +18,7 @@
 //
 //	artifact(path_ptr, path_len, out_ptr, out_cap i32) i32
 //	list(prefix_ptr, prefix_len, out_ptr, out_cap i32) i32
+//	read(path_ptr, path_len i32, offset i64, out_ptr, out_cap i32) i32
 //	log(ptr, len i32)
 //
 // artifact and list write the JSON of an artifact of the request's
@@ -25,12 +26,16 @@
 // out and answer its length: 0 when there is none, the length needed when
 // it exceeds out_cap (nothing written: call again with room), -1 when the
 // path is refused (absolute, with "..", or longer than 1,024 bytes).
-// Paths are the repository's own: a module cannot name another's.
+// read writes the bytes of that file from offset, at most out_cap (and
+// at most 1 MiB a call), and answers how many (0 at its end, -1 when
+// there is no such file). Paths are the repository's own: a module
+// cannot name another's. The JSON of the calls is package abi's.
 package plugin
 
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -40,6 +45,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/depot-registry/depot/shared/format/plugin/abi"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
@@ -69,7 +75,13 @@ type Host interface {
 	Artifact(ctx context.Context, path string) ([]byte, error)
 	// List is the JSON of the artifacts under prefix (at most limit).
 	List(ctx context.Context, prefix string, limit int) ([]byte, error)
+	// Read reads the bytes of the file at path from off into p: how many
+	// (0 at its end); an error when there is no such file.
+	Read(ctx context.Context, path string, off int64, p []byte) (int, error)
 }
+
+// maxRead bounds one read call's bytes.
+const maxRead = 1 << 20
 
 // Errors of a call.
 var (
@@ -101,6 +113,7 @@ func NewEngine(ctx context.Context, limits Limits, log *slog.Logger) (*Engine, e
 	i32 := api.ValueTypeI32
 	b.NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(e.hostArtifact), []api.ValueType{i32, i32, i32, i32}, []api.ValueType{i32}).Export("artifact")
 	b.NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(e.hostList), []api.ValueType{i32, i32, i32, i32}, []api.ValueType{i32}).Export("list")
+	b.NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(e.hostRead), []api.ValueType{i32, i32, api.ValueTypeI64, i32, i32}, []api.ValueType{i32}).Export("read")
 	b.NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(e.hostLog), []api.ValueType{i32, i32}, nil).Export("log")
 	if _, err := b.Instantiate(ctx); err != nil {
 		rt.Close(ctx)
@@ -185,6 +198,26 @@ func (m *Module) instance(ctx context.Context) (api.Module, error) {
 }
 
 type hostKey struct{}
+
+// maxManifest bounds a module's manifest.
+const maxManifest = 64 << 10
+
+// Manifest asks the module what it serves, and checks the answer.
+func (m *Module) Manifest(ctx context.Context) (abi.Manifest, error) {
+	var man abi.Manifest
+	req, _ := json.Marshal(abi.Call{Call: abi.CallManifest})
+	out, err := m.Call(ctx, nil, req)
+	if err != nil {
+		return man, fmt.Errorf("asking the module for its manifest: %w", err)
+	}
+	if len(out) > maxManifest {
+		return man, fmt.Errorf("the module's manifest is %d bytes; at most %d", len(out), maxManifest)
+	}
+	if err := json.Unmarshal(out, &man); err != nil {
+		return man, fmt.Errorf("the module's manifest is not the JSON of the host interface: %w", err)
+	}
+	return man, CheckManifest(man)
+}
 
 // Call has the module handle a request (JSON) for host, within the
 // limits: its answer (JSON), or an error (ErrTimeout, ErrTrapped,
@@ -310,6 +343,32 @@ func (e *Engine) lookup(ctx context.Context, m api.Module, stack []uint64, list 
 		return -1
 	}
 	return answer(m, data, uint32(stack[2]), uint32(stack[3]))
+}
+
+func (e *Engine) hostRead(ctx context.Context, m api.Module, stack []uint64) {
+	stack[0] = api.EncodeI32(e.read(ctx, m, stack))
+}
+
+func (e *Engine) read(ctx context.Context, m api.Module, stack []uint64) int32 {
+	host, _ := ctx.Value(hostKey{}).(Host)
+	raw, ok := m.Memory().Read(uint32(stack[0]), min(uint32(stack[1]), maxPath+1))
+	off, out, capacity := int64(stack[2]), uint32(stack[3]), min(uint32(stack[4]), maxRead)
+	if host == nil || !ok || off < 0 {
+		return -1
+	}
+	p, ok := cleanPath(string(raw), false)
+	if !ok {
+		return -1
+	}
+	buf := make([]byte, capacity)
+	n, err := host.Read(ctx, p, off, buf)
+	if err != nil {
+		return -1
+	}
+	if n > 0 && !m.Memory().Write(out, buf[:n]) {
+		return -1
+	}
+	return int32(n)
 }
 
 func (e *Engine) hostLog(ctx context.Context, m api.Module, stack []uint64) {

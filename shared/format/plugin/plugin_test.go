@@ -30,17 +30,17 @@ func build(t *testing.T, name string) []byte {
 	return b
 }
 
-// repoHost holds one repository's artifacts.
-type repoHost struct{ arts map[string]string }
+// testHost holds one repository's artifacts.
+type testHost struct{ arts map[string]string }
 
-func (h repoHost) Artifact(_ context.Context, p string) ([]byte, error) {
+func (h testHost) Artifact(_ context.Context, p string) ([]byte, error) {
 	if a, ok := h.arts[p]; ok {
 		return []byte(a), nil
 	}
 	return nil, nil
 }
 
-func (h repoHost) List(context.Context, string, int) ([]byte, error) { return []byte("[]"), nil }
+func (h testHost) List(context.Context, string, int) ([]byte, error) { return []byte("[]"), nil }
 
 // TestHostile: a module serves its calls; one that loops forever is
 // stopped at the call's time bound, one that allocates without end at
@@ -59,7 +59,7 @@ func TestHostile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	host := repoHost{arts: map[string]string{"pkg/1.0/a.bin": `{"path":"pkg/1.0/a.bin","size_bytes":3}`}}
+	host := testHost{arts: map[string]string{"pkg/1.0/a.bin": `{"path":"pkg/1.0/a.bin","size_bytes":3}`}}
 	call := func(path, arg string) (map[string]any, error) {
 		req, _ := json.Marshal(map[string]string{"path": path, "arg": arg})
 		out, err := m.Call(ctx, host, req)
@@ -150,4 +150,8 @@ func TestLoadRefuses(t *testing.T) {
 			t.Errorf("%s: loaded", what)
 		}
 	}
+}
+
+func (h testHost) Read(context.Context, string, int64, []byte) (int, error) {
+	return 0, errors.New("none")
 }
