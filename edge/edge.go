@@ -38,6 +38,7 @@ import (
 	"github.com/depot-registry/depot/shared/config"
 	"github.com/depot-registry/depot/shared/format"
 	"github.com/depot-registry/depot/shared/format/all"
+	"github.com/depot-registry/depot/shared/format/plugin"
 	"github.com/depot-registry/depot/shared/meta"
 	"github.com/depot-registry/depot/shared/policy"
 	"github.com/depot-registry/depot/shared/seen"
@@ -153,6 +154,8 @@ type Edge struct {
 
 	authn        *auth.Authenticator
 	env          *format.Env
+	engine       *plugin.Engine   // runs the installed plugins' modules
+	plugins      *plugin.Registry // the installed plugins, as this node serves them
 	srv          *server.Server
 	scrape       fasthttp.RequestHandler // /metrics
 	fetchSeconds prometheus.Histogram    // how long an origin takes to start sending a blob
@@ -224,6 +227,11 @@ func New(cfg Config, log *slog.Logger, out io.Writer) (*Edge, error) {
 // Run serves on ln and keeps the replica up to date until ctx ends.
 func (e *Edge) Run(ctx context.Context, ln net.Listener) error {
 	defer e.replica.Close()
+	defer func() {
+		if e.engine != nil {
+			_ = e.engine.Close(context.Background())
+		}
+	}()
 	// Background work ends (cancel, then wait) before the replica closes,
 	// whichever way Run returns.
 	var bg sync.WaitGroup
@@ -364,6 +372,7 @@ func (e *Edge) routes() *server.Server {
 			s.Mounts = append(s.Mounts, server.Mount{Prefix: prefix, Server: srv})
 		}
 	}
+	e.servePlugins(s, env, authn)
 	return s
 }
 
@@ -488,6 +497,12 @@ func (e *Edge) other(ctx *fasthttp.RequestCtx) {
 	case strings.HasPrefix(path, "/api/v1/"):
 		if err := e.forward(ctx); err != nil {
 			server.APIError(ctx, apierr.New(apierr.Unavailable, "this edge node cannot reach an origin; retry later").With(apierr.RetryAfter, 5))
+		}
+	case e.plugins != nil && e.pluginNotHere(ctx, path):
+		// An installed plugin whose module this node could not load
+		// yet: an origin serves its paths meanwhile.
+		if err := e.forward(ctx); err != nil {
+			server.APIError(ctx, apierr.New(apierr.Unavailable, "this edge node has not loaded the plugin serving %s and cannot reach an origin; retry later", path).With(apierr.RetryAfter, 5))
 		}
 	default:
 		server.NotServed(ctx, "nothing is served at "+path)

@@ -47,6 +47,9 @@ type Mount struct {
 // Server routes requests to the mounted formats, or to Other.
 type Server struct {
 	Mounts []Mount
+	// Plugins, when set, finds the installed plugin serving a path no
+	// mount serves (false: none, or its module is not loaded here).
+	Plugins func(ctx context.Context, path string) (Mount, bool)
 	Cache  *cache.Cache
 	// Other answers what no format serves (health, the API).
 	Other fasthttp.RequestHandler
@@ -158,6 +161,9 @@ func (s *Server) mount(ctx *fasthttp.RequestCtx) (Mount, bool) {
 		if path == m.Prefix || strings.HasPrefix(path, m.Prefix+"/") {
 			return m, true
 		}
+	}
+	if s.Plugins != nil {
+		return s.Plugins(ctx, path)
 	}
 	return Mount{}, false
 }

@@ -172,5 +172,16 @@ func TestTerraformPlugin(t *testing.T) {
 		if r := e.Do("GET", mod+"versions", basic, nil).Want(http.StatusOK); !strings.Contains(string(r.Body), "2.0.0") {
 			t.Fatalf("versions once installed again: %s", r.Body)
 		}
+
+		if e.URL != e.Server.URL {
+			// Through an edge: the plugin's reads are the edge's own, and
+			// go on with the origin away.
+			e.Server.Close()
+			e.Do("GET", mod+"versions", basic, nil).Want(http.StatusOK)
+			dir := root("1.0.0")
+			if out, err := terraform(dir, true, "init", "-input=false", "-no-color"); err != nil {
+				t.Fatalf("terraform init through the edge, the origin away: %v\n%s", err, out)
+			}
+		}
 	})
 }
