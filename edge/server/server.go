@@ -50,7 +50,7 @@ type Server struct {
 	// Plugins, when set, finds the installed plugin serving a path no
 	// mount serves (false: none, or its module is not loaded here).
 	Plugins func(ctx context.Context, path string) (Mount, bool)
-	Cache  *cache.Cache
+	Cache   *cache.Cache
 	// Other answers what no format serves (health, the API).
 	Other fasthttp.RequestHandler
 	// Forward sends a write to an origin and answers with the origin's

@@ -101,7 +101,7 @@ func handle(c *abi.Call) abi.Response {
 			return fail(400, "%v", err)
 		}
 		return abi.Response{Status: 201, Headers: map[string]string{"Content-Type": "application/json"},
-			Body: fmt.Sprintf(`{"module":%q,"version":%q}`, c.Repo.Name+"/"+name+"/"+system, version),
+			Body:    fmt.Sprintf(`{"module":%q,"version":%q}`, c.Repo.Name+"/"+name+"/"+system, version),
 			Publish: &abi.Publish{Path: dir + version + "/" + file, Package: name + "/" + system, Version: version, Type: "application/gzip"}}
 	case routeDelete:
 		return abi.Response{Delete: dir + version + "/" + file}
