@@ -48,6 +48,8 @@ lint: ## gofmt and go vet
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	@# The plugin SDK and the example plugins build for WebAssembly only.
+	GOOS=wasip1 GOARCH=wasm $(GO) vet ./shared/format/plugin/sdk ./shared/format/plugin/example/...
 
 fuzz: ## run each fuzz test for FUZZTIME
 	@set -e; for pkg in $$($(GO) list ./...); do \
