@@ -401,7 +401,7 @@ func checkRoute(rt abi.Route) error {
 	segs := strings.Split(strings.Trim(rt.Path, "/"), "/")
 	repo := false
 	for i, s := range segs {
-		if !segRE.MatchString(s) || (strings.HasSuffix(s, "...}") && i != len(segs)-1) {
+		if !segRE.MatchString(s) || s == "." || s == ".." || (strings.HasSuffix(s, "...}") && i != len(segs)-1) {
 			return fmt.Errorf("segment %q is a literal, {name} or, last, {name...}", s)
 		}
 		repo = repo || s == "{repo}"
