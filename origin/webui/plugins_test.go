@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/depot-registry/depot/origin/origintest"
+	"github.com/depot-registry/depot/shared/format/plugin/plugintest"
 )
 
 // TestPluginsPage: an administrator sees every format handler as a
@@ -39,4 +40,40 @@ func TestPluginsPage(t *testing.T) {
 	if a := u.get("/ui/plugins"); a.status != 403 {
 		t.Errorf("a user's plugins page: %d", a.status)
 	}
+}
+
+// TestInstallPluginPage: an administrator installs the example plugin
+// from the page (a file that is not a module is refused, saying why),
+// sees it listed with its module, creates a repository of its format
+// and uses its paths, then uninstalls it: its paths go.
+func TestInstallPluginPage(t *testing.T) {
+	e := origintest.Start(t, origintest.Options{})
+	p := newForm(t, e.URL)
+	p.signIn("admin", origintest.AdminPassword)
+	p.get("/ui/plugins")
+	if a := p.upload("/ui/plugins", p.csrf, "module", "x.wasm", []byte("not a module")); a.status != 303 {
+		t.Fatalf("a file that is not a module: %d", a.status)
+	}
+	if page := p.get("/ui/plugins"); !strings.Contains(page.body, "not a WebAssembly module") {
+		t.Fatalf("the refusal is not said:\n%.3000s", page.body)
+	}
+	if a := p.upload("/ui/plugins", p.csrf, "module", "terraform.wasm", plugintest.Example(t, "terraform")); a.status != 303 {
+		t.Fatalf("install: %d %s", a.status, a.body)
+	}
+	page := p.get("/ui/plugins")
+	for _, want := range []string{`id="plugin-terraform"`, "Installed Terraform module registry 1.0.0", "installed by admin", "sha256:", "<code>/.well-known/terraform.json</code>", "Uninstall"} {
+		if !strings.Contains(page.body, want) {
+			t.Fatalf("the plugins page lacks %q:\n%.4000s", want, page.body)
+		}
+	}
+	e.CreateRepo("infra", "terraform", false)
+	e.Do("GET", "/terraform/modules/v1/infra/greet/aws/versions", e.Admin, nil).Want(404)
+	e.Do("GET", "/.well-known/terraform.json", "", nil).Want(200)
+	if a := p.post("/ui/plugins/terraform/uninstall", nil); a.status != 303 {
+		t.Fatalf("uninstall: %d", a.status)
+	}
+	if page := p.get("/ui/plugins"); strings.Contains(page.body, `id="plugin-terraform"`) || !strings.Contains(page.body, "is uninstalled") {
+		t.Fatalf("the page after uninstalling:\n%.3000s", page.body)
+	}
+	e.Do("GET", "/.well-known/terraform.json", "", nil).Want(404)
 }

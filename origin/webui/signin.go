@@ -59,6 +59,8 @@ func (u *UI) routes() {
 	u.page("GET /plugins", admin, u.plugins)
 	u.page("POST /plugins/{id}/enable", admin, u.setPlugin(true))
 	u.page("POST /plugins/{id}/disable", admin, u.setPlugin(false))
+	u.page("POST /plugins/{id}/uninstall", admin, u.uninstallPlugin)
+	u.uploadPage("POST /plugins", admin, u.installPlugin)
 	u.page("GET /backups", admin, u.backups)
 	u.page("POST /backups", admin, u.createBackup)
 	u.page("GET /backups/{id}/download", admin, u.downloadBackup)

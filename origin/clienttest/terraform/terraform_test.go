@@ -5,50 +5,16 @@ import (
 	"bytes"
 	"compress/gzip"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/depot-registry/depot/origin/clienttest"
 	"github.com/depot-registry/depot/origin/origintest"
+	"github.com/depot-registry/depot/shared/format/plugin/plugintest"
 )
 
 func start(t *testing.T) *origintest.Env { return origintest.Start(t, origintest.Options{TLS: true}) }
-
-var (
-	buildOnce sync.Once
-	wasm      []byte
-	buildErr  error
-)
-
-// plugin is the example Terraform plugin, compiled to WebAssembly once.
-func plugin(t *testing.T) []byte {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "terraform-plugin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		defer os.RemoveAll(dir)
-		out := filepath.Join(dir, "terraform.wasm")
-		cmd := exec.Command("go", "build", "-buildmode=c-shared", "-o", out, "../../../shared/format/plugin/example/terraform")
-		cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
-		if b, err := cmd.CombinedOutput(); err != nil {
-			buildErr = err
-			wasm = b
-			return
-		}
-		wasm, buildErr = os.ReadFile(out)
-	})
-	if buildErr != nil {
-		t.Fatalf("building the example plugin: %v\n%s", buildErr, wasm)
-	}
-	return wasm
-}
 
 // moduleArchive is a Terraform module (.tar.gz) whose output greeting
 // says word.
@@ -82,7 +48,7 @@ func moduleArchive(t *testing.T, word string) []byte {
 // its repository holds stays for when it is installed again.
 func TestTerraformPlugin(t *testing.T) {
 	bins := clienttest.RequireClients(t, "terraform")
-	wasm := plugin(t)
+	wasm := plugintest.Example(t, "terraform")
 	clienttest.Targets(t, start, func(t *testing.T, e *origintest.Env) {
 		var pl struct {
 			ID, Version  string
