@@ -99,10 +99,22 @@ type Engine struct {
 
 // NewEngine makes an engine whose modules run within limits.
 func NewEngine(ctx context.Context, limits Limits, log *slog.Logger) (*Engine, error) {
+	return newEngine(ctx, limits, log, true)
+}
+
+// newEngine is NewEngine; without interruptible, compiled code has no
+// checks of the call's deadline and an endless loop is never stopped
+// (for benchmarks that measure what the checks cost, only).
+func newEngine(ctx context.Context, limits Limits, log *slog.Logger, interruptible bool) (*Engine, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	cfg := wazero.NewRuntimeConfig().WithMemoryLimitPages(limits.Memory / 65536).WithCloseOnContextDone(true)
+	// The compilation cache: a module compiled again (checked when it is
+	// installed, then loaded to serve) is compiled once. Closing on the
+	// context's end compiles checks into the code (at calls and loops),
+	// which is what stops a call at its deadline.
+	cfg := wazero.NewRuntimeConfig().WithMemoryLimitPages(limits.Memory / 65536).WithCloseOnContextDone(interruptible).
+		WithCompilationCache(wazero.NewCompilationCache())
 	rt := wazero.NewRuntimeWithConfig(ctx, cfg)
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
 		rt.Close(ctx)

@@ -92,7 +92,7 @@ func ptrOf(b []byte) uint32 {
 // fetch calls a host lookup, growing its buffer when the answer needs it.
 func fetch(fn func(pathPtr, pathLen, outPtr, outCap uint32) int32, p string) ([]byte, error) {
 	path := []byte(p)
-	out := make([]byte, 4096)
+	out := make([]byte, 64<<10) // most answers fit: one host call
 	for range 3 {
 		n := fn(ptrOf(path), uint32(len(path)), ptrOf(out), uint32(len(out)))
 		switch {

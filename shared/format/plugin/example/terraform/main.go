@@ -115,47 +115,64 @@ func versions(c *abi.Call, dir string) abi.Response {
 	if err != nil {
 		return fail(500, "%v", err)
 	}
-	var vs []string
+	var vs []semver
+	seen := map[string]bool{}
 	for _, f := range files {
-		if !slices.Contains(vs, f.Version) && versionRE.MatchString(f.Version) {
-			vs = append(vs, f.Version)
+		if v, ok := parse(f.Version); ok && !seen[f.Version] {
+			seen[f.Version] = true
+			vs = append(vs, v)
 		}
 	}
 	if len(vs) == 0 {
 		return fail(404, "no module %s/%s", c.Repo.Name, strings.TrimSuffix(dir, "/"))
 	}
-	slices.SortFunc(vs, func(a, b string) int { return compare(b, a) })
+	slices.SortFunc(vs, func(a, b semver) int { return b.compare(a) })
 	var b strings.Builder
 	b.WriteString(`{"modules":[{"versions":[`)
 	for i, v := range vs {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		fmt.Fprintf(&b, `{"version":%q}`, v)
+		fmt.Fprintf(&b, `{"version":%q}`, v.text)
 	}
 	b.WriteString(`]}]}`)
 	return abi.Response{Status: 200, Headers: map[string]string{"Content-Type": "application/json"}, Body: b.String()}
 }
 
-// compare orders semantic versions (a release after its pre-releases).
-func compare(a, b string) int {
-	ma, mb := versionRE.FindStringSubmatch(a), versionRE.FindStringSubmatch(b)
-	for i := 1; i <= 3; i++ {
-		x, _ := strconv.Atoi(ma[i])
-		y, _ := strconv.Atoi(mb[i])
-		if x != y {
-			return x - y
+// semver is a parsed semantic version.
+type semver struct {
+	text    string
+	nums    [3]int
+	pre     string
+	release bool
+}
+
+func parse(s string) (semver, bool) {
+	m := versionRE.FindStringSubmatch(s)
+	if m == nil {
+		return semver{}, false
+	}
+	v := semver{text: s, pre: m[4], release: m[4] == ""}
+	for i := range 3 {
+		v.nums[i], _ = strconv.Atoi(m[i+1])
+	}
+	return v, true
+}
+
+// compare orders versions, a release after its pre-releases.
+func (a semver) compare(b semver) int {
+	for i := range 3 {
+		if a.nums[i] != b.nums[i] {
+			return a.nums[i] - b.nums[i]
 		}
 	}
 	switch {
-	case ma[4] == mb[4]:
-		return 0
-	case ma[4] == "":
+	case a.release == b.release:
+		return strings.Compare(a.pre, b.pre)
+	case a.release:
 		return 1
-	case mb[4] == "":
-		return -1
 	}
-	return strings.Compare(ma[4], mb[4])
+	return -1
 }
 
 // gzipped checks the upload starts as a gzip stream does.
