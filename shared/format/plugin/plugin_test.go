@@ -4,31 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-)
 
-// build compiles the Go module in testdata/name to WebAssembly.
-func build(t *testing.T, name string) []byte {
-	t.Helper()
-	out := filepath.Join(t.TempDir(), name+".wasm")
-	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-o", out, "./testdata/"+name)
-	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building %s: %v\n%s", name, err, b)
-	}
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
+	"github.com/depot-registry/depot/shared/format/plugin/plugintest"
+)
 
 // testHost holds one repository's artifacts.
 type testHost struct{ arts map[string]string }
@@ -55,7 +38,7 @@ func TestHostile(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close(ctx)
-	m, err := e.Load(ctx, build(t, "hostile"))
+	m, err := e.Load(ctx, plugintest.Hostile(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,28 +21,41 @@ var (
 // directory of shared/format/plugin/example), built once per process.
 func Example(t testing.TB, name string) []byte {
 	t.Helper()
-	wasm, err := Build(name)
+	wasm, err := Build(filepath.Join("example", name))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return wasm
 }
 
-// Build builds the example plugin name (see Example).
-func Build(name string) ([]byte, error) {
+// Hostile is the plugin of the host's tests that loops, allocates
+// without end, panics or answers too much when asked (testdata/hostile).
+func Hostile(t testing.TB) []byte {
+	t.Helper()
+	wasm, err := Build(filepath.Join("testdata", "hostile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wasm
+}
+
+// Build builds the plugin whose source is at dir, relative to
+// shared/format/plugin (see Example).
+func Build(dir string) ([]byte, error) {
+	name := filepath.Base(dir)
 	mu.Lock()
 	defer mu.Unlock()
-	if b, ok := built[name]; ok {
+	if b, ok := built[dir]; ok {
 		return b, nil
 	}
 	_, here, _, _ := runtime.Caller(0)
-	src := filepath.Join(filepath.Dir(here), "..", "example", name)
-	dir, err := os.MkdirTemp("", "plugin-"+name+"-")
+	src := filepath.Join(filepath.Dir(here), "..", dir)
+	tmp, err := os.MkdirTemp("", "plugin-"+name+"-")
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(dir)
-	out := filepath.Join(dir, name+".wasm")
+	defer os.RemoveAll(tmp)
+	out := filepath.Join(tmp, name+".wasm")
 	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-o", out, ".")
 	cmd.Dir = src
 	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
@@ -51,7 +64,7 @@ func Build(name string) ([]byte, error) {
 	}
 	b, err := os.ReadFile(out)
 	if err == nil {
-		built[name] = b
+		built[dir] = b
 	}
 	return b, err
 }

@@ -26,10 +26,19 @@ func alloc(n uint32) uint32 {
 	return uint32(uintptr(unsafe.Pointer(&b[0])))
 }
 
+// request is a raw call ({"path", "arg"}) or a call of the host
+// interface (the manifest; a route's, its op and arg in the path and
+// the query).
 type request struct {
-	Path string `json:"path"`
-	Arg  string `json:"arg"`
+	Call   string              `json:"call"`
+	Path   string              `json:"path"`
+	Arg    string              `json:"arg"`
+	Params map[string]string   `json:"params"`
+	Query  map[string][]string `json:"query"`
 }
+
+const manifest = `{"id":"hostile","name":"A hostile plugin","version":"0.0.1","format":"hostile","prefix":"/hostile",` +
+	`"routes":[{"method":"GET","path":"/{repo}/{op}","action":"read"}]}`
 
 func artifact(path string) (int32, string) {
 	out := make([]byte, 16)
@@ -56,6 +65,17 @@ func handle(ptr, n uint32) uint64 {
 	in := unsafe.Slice((*byte)(unsafe.Pointer(uintptr(ptr))), n)
 	var req request
 	_ = json.Unmarshal(in, &req)
+	if req.Call == "manifest" {
+		out := []byte(manifest)
+		keep = append(keep, out)
+		return uint64(uintptr(unsafe.Pointer(&out[0])))<<32 | uint64(len(out))
+	}
+	if op := req.Params["op"]; op != "" {
+		req.Path = "/" + op
+		if a := req.Query["arg"]; len(a) > 0 {
+			req.Arg = a[0]
+		}
+	}
 	var resp any
 	switch req.Path {
 	case "/loop":
@@ -79,6 +99,9 @@ func handle(ptr, n uint32) uint64 {
 		resp = map[string]any{"echo": req.Path}
 	}
 	out, _ := json.Marshal(resp)
+	if req.Call == "handle" { // a route's answer: the document
+		out, _ = json.Marshal(map[string]any{"headers": map[string]string{"Content-Type": "application/json"}, "body": string(out)})
+	}
 	keep = append(keep, out)
 	return uint64(uintptr(unsafe.Pointer(&out[0])))<<32 | uint64(len(out))
 }
