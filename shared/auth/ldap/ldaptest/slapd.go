@@ -38,7 +38,6 @@ const (
 	ServiceDN   = "cn=svc,ou=system," + Base
 	ServicePW   = "svc-password"
 	rootDN      = "cn=admin," + Base
-	rootPW      = "admin-password"
 	startupWait = time.Minute // well under a second alone; more on a machine busy with a whole test run
 )
 
@@ -59,6 +58,9 @@ type Slapd struct {
 	port     int
 	tlsPort  int // ldaps, with TLS
 	stopped  bool
+	// rootPW is this slapd's own: a bind with it proves the server on
+	// the port is this one, not another test's that took the port first.
+	rootPW string
 }
 
 // Options of Start.
@@ -88,7 +90,7 @@ func binary(t *testing.T) string {
 // stops it when the test ends.
 func Start(t *testing.T, opts Options) *Slapd {
 	t.Helper()
-	s := &Slapd{t: t, binary: binary(t), dir: t.TempDir(), tls: opts.TLS}
+	s := &Slapd{t: t, binary: binary(t), dir: t.TempDir(), tls: opts.TLS, rootPW: rand.Text()}
 	if err := os.Mkdir(filepath.Join(s.dir, "db"), 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +125,7 @@ access to attrs=userPassword
 access to *
   by users read
   by * none
-`, s.dir, Base, SSHA(rootPW), tlsConf, rootDN)
+`, s.dir, Base, SSHA(s.rootPW), tlsConf, rootDN)
 	if err := os.WriteFile(filepath.Join(s.dir, "slapd.conf"), []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -209,15 +211,21 @@ func (s *Slapd) run() bool {
 	}
 }
 
-// answers reports whether slapd answers on URL (and, with TLS, accepts
-// connections on the ldaps port: slapd opens every listener before it
-// serves any, so this is only a check).
+// answers reports whether this slapd answers on URL: a bind as its root
+// succeeds (a connection alone could be another test's slapd, started
+// on the same free port first, this one then exiting for it), and, with
+// TLS, the ldaps port accepts connections (slapd opens every listener
+// before it serves any, so this is only a check).
 func (s *Slapd) answers() bool {
 	c, err := goldap.DialURL(s.URL)
 	if err != nil {
 		return false
 	}
+	err = c.Bind(rootDN, s.rootPW)
 	c.Close()
+	if err != nil {
+		return false
+	}
 	if s.tls {
 		nc, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", s.tlsPort), time.Second)
 		if err != nil {
@@ -258,7 +266,7 @@ func (s *Slapd) root() *goldap.Conn {
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	if err := c.Bind(rootDN, rootPW); err != nil {
+	if err := c.Bind(rootDN, s.rootPW); err != nil {
 		c.Close()
 		s.t.Fatal(err)
 	}
