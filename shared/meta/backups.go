@@ -142,15 +142,7 @@ func (tx *Tx) Backup(id string) (*Backup, error) { return getRec[Backup](tx, Kin
 
 // Backups lists the backups, newest first.
 func (tx *Tx) Backups() ([]Backup, error) {
-	var out []Backup
-	err := tx.scan(Space(KindBackup), "", func(_ string, v []byte) error {
-		var b Backup
-		if err := json.Unmarshal(v, &b); err != nil {
-			return err
-		}
-		out = append(out, b)
-		return nil
-	})
+	out, err := listRecs[Backup](tx, KindBackup, "")
 	slices.SortFunc(out, func(a, b Backup) int { return b.CreatedAt.Compare(a.CreatedAt) })
 	return out, err
 }

@@ -1,7 +1,6 @@
 package meta
 
 import (
-	"encoding/json"
 	"errors"
 	"slices"
 	"time"
@@ -149,16 +148,7 @@ func (tx *Tx) InstalledPlugin(id string) (*InstalledPlugin, error) {
 
 // InstalledPlugins lists the installed plugins, by id.
 func (tx *Tx) InstalledPlugins() ([]InstalledPlugin, error) {
-	var out []InstalledPlugin
-	err := tx.scan(Space(KindPluginModule), "", func(_ string, v []byte) error {
-		var p InstalledPlugin
-		if err := json.Unmarshal(v, &p); err != nil {
-			return err
-		}
-		out = append(out, p)
-		return nil
-	})
-	return out, err
+	return listRecs[InstalledPlugin](tx, KindPluginModule, "")
 }
 
 // PluginState is a plugin's switch.
@@ -187,14 +177,10 @@ func (c *PluginSet) apply(tx *Tx) error {
 // PluginStates lists the switches set, by id (a plugin never switched
 // is on).
 func (tx *Tx) PluginStates() (map[string]PluginState, error) {
+	list, err := listRecs[PluginState](tx, KindPlugin, "")
 	out := map[string]PluginState{}
-	err := tx.scan(Space(KindPlugin), "", func(_ string, v []byte) error {
-		var s PluginState
-		if err := json.Unmarshal(v, &s); err != nil {
-			return err
-		}
+	for _, s := range list {
 		out[s.ID] = s
-		return nil
-	})
+	}
 	return out, err
 }

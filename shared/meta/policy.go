@@ -212,15 +212,7 @@ func (tx *Tx) Policy(id string) (*Policy, error) { return getRec[Policy](tx, Kin
 
 // Policies lists the policies by name.
 func (tx *Tx) Policies() ([]Policy, error) {
-	var out []Policy
-	err := tx.scan(Space(KindPolicy), "", func(_ string, v []byte) error {
-		var p Policy
-		if err := json.Unmarshal(v, &p); err != nil {
-			return err
-		}
-		out = append(out, p)
-		return nil
-	})
+	out, err := listRecs[Policy](tx, KindPolicy, "")
 	slices.SortFunc(out, func(a, b Policy) int { return strings.Compare(strings.ToLower(a.Name), strings.ToLower(b.Name)) })
 	return out, err
 }

@@ -284,6 +284,21 @@ func byName[T any](tx *Tx, names Space, get func(id string) (*T, error)) ([]T, e
 	return out, err
 }
 
+// listRecs decodes the records of kind k whose keys start with prefix,
+// in key order.
+func listRecs[T any](tx *Tx, k Kind, prefix string) ([]T, error) {
+	var out []T
+	err := tx.scan(Space(k), prefix, func(_ string, v []byte) error {
+		var rec T
+		if err := json.Unmarshal(v, &rec); err != nil {
+			return err
+		}
+		out = append(out, rec)
+		return nil
+	})
+	return out, err
+}
+
 // getRec reads and decodes one record; absent is ErrNotFound naming what.
 func getRec[T any](tx *Tx, k Kind, id, what string) (*T, error) {
 	raw, _ := tx.lookup(Space(k), id)

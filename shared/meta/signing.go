@@ -240,15 +240,7 @@ func (tx *Tx) SigningKey(id string) (*SigningKey, error) {
 
 // SigningKeys lists the keys, oldest first.
 func (tx *Tx) SigningKeys() ([]SigningKey, error) {
-	var out []SigningKey
-	err := tx.scan(Space(KindSigningKey), "", func(_ string, v []byte) error {
-		var k SigningKey
-		if err := json.Unmarshal(v, &k); err != nil {
-			return err
-		}
-		out = append(out, k)
-		return nil
-	})
+	out, err := listRecs[SigningKey](tx, KindSigningKey, "")
 	slices.SortFunc(out, func(a, b SigningKey) int {
 		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), strings.Compare(a.ID, b.ID))
 	})
@@ -266,16 +258,7 @@ func (tx *Tx) SealedKey(id string) ([]byte, error) {
 
 // Signatures lists an artifact's signatures, by key id.
 func (tx *Tx) Signatures(artifactID string) ([]Signature, error) {
-	var out []Signature
-	err := tx.scan(Space(KindSignature), key(artifactID, ""), func(_ string, v []byte) error {
-		var s Signature
-		if err := json.Unmarshal(v, &s); err != nil {
-			return err
-		}
-		out = append(out, s)
-		return nil
-	})
-	return out, err
+	return listRecs[Signature](tx, KindSignature, key(artifactID, ""))
 }
 
 // forgetSignatures drops the signatures of an artifact that goes.

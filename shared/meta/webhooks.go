@@ -1,7 +1,6 @@
 package meta
 
 import (
-	"encoding/json"
 	"slices"
 	"strings"
 	"time"
@@ -148,15 +147,10 @@ func (tx *Tx) Webhook(id string) (*Webhook, error) {
 
 // Webhooks lists every webhook, by id.
 func (tx *Tx) Webhooks() ([]Webhook, error) {
-	out := []Webhook{}
-	err := tx.scan(Space(KindWebhook), "", func(_ string, v []byte) error {
-		var h Webhook
-		if err := json.Unmarshal(v, &h); err != nil {
-			return err
-		}
-		out = append(out, h)
-		return nil
-	})
+	out, err := listRecs[Webhook](tx, KindWebhook, "")
+	if out == nil {
+		out = []Webhook{}
+	}
 	return out, err
 }
 
