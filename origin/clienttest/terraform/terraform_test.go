@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"net/http"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -80,17 +81,37 @@ func TestTerraformPlugin(t *testing.T) {
 			t.Fatalf("versions: %s", r.Body)
 		}
 
+		// The archive's URL is presigned (Terraform sends no credentials
+		// for it): its token reads that repository's files, nothing else.
+		r := e.Do("GET", mod+"1.0.0/download", basic, nil).Want(http.StatusNoContent)
+		get, err := url.Parse(r.Header.Get("X-Terraform-Get"))
+		token := ""
+		if err == nil {
+			token = get.Query().Get("depot_token")
+		}
+		if token == "" || !strings.HasPrefix(get.Path, "./greet-null-1.0.0.tar.gz") {
+			t.Fatalf("X-Terraform-Get: %q", r.Header.Get("X-Terraform-Get"))
+		}
+		signed := "?depot_token=" + url.QueryEscape(token)
+		e.Do("GET", mod+"1.0.0/greet-null-1.0.0.tar.gz"+signed, "", nil).Want(http.StatusOK)
+		e.Do("GET", mod+"1.0.0/greet-null-1.0.0.tar.gz?depot_token=forged", "", nil).Want(http.StatusUnauthorized)
+		// (An edge's token is the edge's own: the origin a write goes to
+		// does not take it at all.)
+		if r := e.Do("PUT", mod+"9.0.0"+signed, "", moduleArchive(t, "x")); r.Status != http.StatusForbidden && r.Status != http.StatusUnauthorized {
+			t.Fatalf("a write with a presigned URL's token: %d %s", r.Status, r.Body)
+		}
+		other := e.CreateRepo("other", "terraform", false)
+		e.Grant(other, alice.ID, false, "write")
+		e.Do("PUT", "/terraform/modules/v1/other/greet/null/1.0.0", basic, moduleArchive(t, "x")).Want(http.StatusCreated)
+		e.Do("GET", "/terraform/modules/v1/other/greet/null/versions"+signed, "", nil).Want(http.StatusForbidden)
+
 		host := strings.TrimPrefix(e.URL, "https://")
 		home := clienttest.Home(t)
 		cliConfig := filepath.Join(home, "terraform.rc")
 		clienttest.WriteFile(t, cliConfig, "credentials \""+host+"\" {\n  token = \""+alice.Token+"\"\n}\n")
-		netrc := filepath.Join(home, ".netrc")
-		// The archive's download (go-getter's) takes credentials from a
-		// .netrc, the API's from the CLI configuration.
-		clienttest.WriteFile(t, netrc, "machine "+host+" login "+alice.Name+" password "+alice.Token+"\n")
 		terraform := func(dir string, creds bool, args ...string) (string, error) {
 			env := []string{"HOME=" + home, "SSL_CERT_FILE=" + e.CertFile, "TF_IN_AUTOMATION=1", "CHECKPOINT_DISABLE=1",
-				"TF_CLI_CONFIG_FILE=" + cliConfig, "NETRC=" + netrc}
+				"TF_CLI_CONFIG_FILE=" + cliConfig}
 			if !creds {
 				env = []string{"HOME=" + t.TempDir(), "SSL_CERT_FILE=" + e.CertFile, "TF_IN_AUTOMATION=1", "CHECKPOINT_DISABLE=1"}
 			}

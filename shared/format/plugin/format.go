@@ -7,12 +7,15 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"path"
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/depot-registry/depot/shared/apierr"
+	"github.com/depot-registry/depot/shared/auth"
 	"github.com/depot-registry/depot/shared/blob"
 	"github.com/depot-registry/depot/shared/format"
 	"github.com/depot-registry/depot/shared/format/plugin/abi"
@@ -69,6 +72,45 @@ func (f *Format) Routes() []format.Route {
 
 var actions = map[string]string{abi.ActionRead: meta.ActionRead, abi.ActionWrite: meta.ActionWrite, abi.ActionDelete: meta.ActionDelete}
 
+// Credential implements format.CredentialReader: the Authorization
+// header, or the token of a presigned URL.
+func (f *Format) Credential(r *format.Request) string {
+	if a := r.Header.Get("Authorization"); a != "" {
+		return a
+	}
+	if t := r.Query.Get(abi.PresignParam); t != "" {
+		return "Bearer " + t
+	}
+	return ""
+}
+
+// presigned is the query of a presigned URL for r's caller on r's
+// repository ("" when the caller's credential buys none).
+func (f *Format) presigned(r *format.Request) string {
+	if f.Env.Tokens == nil || r.Repo == nil {
+		return ""
+	}
+	g := auth.RegistryGrant{Audience: f.Name(), Access: []auth.Access{{Type: "repository", Name: r.Repo.Name, Actions: []string{"pull"}}}}
+	tok, _, err := f.Env.Tokens.IssueRegistryToken(r.Principal, g, abi.PresignTTL*time.Second)
+	if err != nil {
+		return ""
+	}
+	return url.Values{abi.PresignParam: {tok}}.Encode()
+}
+
+// granted refuses a presigned URL's token (a registry token) anything
+// but reading the repository it was made for.
+func granted(r *format.Request, write bool) error {
+	p := r.Principal
+	if p == nil || p.Via != auth.CredRegistry {
+		return nil
+	}
+	if write || r.Repo == nil || !p.Granted("repository", r.Repo.Name, "pull") {
+		return format.Forbidden("a presigned URL's token reads only the files of the repository it was made for")
+	}
+	return nil
+}
+
 // Error implements format.Format: {"errors": [message]}, the shape of
 // the registry protocols plugins are written for (Terraform's).
 func (f *Format) Error(r *format.Request, err error) *format.Response {
@@ -80,6 +122,9 @@ func (f *Format) Error(r *format.Request, err error) *format.Response {
 
 func (f *Format) read(route int) format.Handler {
 	return func(ctx context.Context, r *format.Request) (*format.Response, error) {
+		if err := granted(r, false); err != nil {
+			return nil, err
+		}
 		resp, err := f.call(ctx, r, route, nil)
 		if err != nil {
 			return nil, err
@@ -93,6 +138,9 @@ func (f *Format) read(route int) format.Handler {
 
 func (f *Format) write(route int) format.WriteHandler {
 	return func(ctx context.Context, r *format.Request, w *format.Writer) (*format.Response, error) {
+		if err := granted(r, true); err != nil {
+			return nil, err
+		}
 		var up *abi.Upload
 		var info blob.Info
 		if r.Method != http.MethodDelete {
@@ -164,6 +212,9 @@ func (f *Format) call(ctx context.Context, r *format.Request, route int, up *abi
 	}
 	if r.Principal != nil {
 		c.User = r.Principal.Name()
+	}
+	if route >= 0 && f.man.Routes[route].Presign {
+		c.Presigned = f.presigned(r)
 	}
 	var h Host = noRepo{}
 	if r.Repo != nil {
@@ -408,6 +459,9 @@ func checkRoute(rt abi.Route) error {
 	}
 	if repo != (rt.Action != "") {
 		return errors.New("a route names its repository {repo} exactly when it declares an action")
+	}
+	if rt.Presign && (rt.Write || !repo) {
+		return errors.New("only a read route that names its repository presigns URLs")
 	}
 	return nil
 }

@@ -56,11 +56,18 @@ type Manifest struct {
 // route changes the repository; the host stores its body (at most the
 // registry's upload bound) before the call and hands the plugin its
 // digest and size.
+//
+// A read route whose answer names URLs a client fetches without sending
+// its credentials (Terraform's provider packages, checksums and
+// signatures; a module's archive) declares Presign: its calls carry
+// Presigned, a query that lets whoever holds the URL read the
+// repository's files, for a few minutes, as the caller.
 type Route struct {
-	Method string `json:"method"`
-	Path   string `json:"path"`
-	Action string `json:"action,omitempty"`
-	Write  bool   `json:"write,omitempty"`
+	Method  string `json:"method"`
+	Path    string `json:"path"`
+	Action  string `json:"action,omitempty"`
+	Write   bool   `json:"write,omitempty"`
+	Presign bool   `json:"presign,omitempty"`
 }
 
 // Call is what the host hands the module.
@@ -83,7 +90,20 @@ type Call struct {
 	Repo    *Repository `json:"repo,omitempty"`
 	// Upload is the stored body of a write route's request.
 	Upload *Upload `json:"upload,omitempty"`
+	// Presigned, on a route that declares Presign, is a query
+	// ("depot_token=...") to append to the URLs of the repository's files
+	// the answer names: it grants reading them, as the caller, for
+	// PresignTTL ("" when the caller's credential cannot buy one: a
+	// presigned one).
+	Presigned string `json:"presigned,omitempty"`
 }
+
+// PresignParam is the query parameter of a presigned URL; PresignTTL how
+// long one lasts, in seconds.
+const (
+	PresignParam = "depot_token"
+	PresignTTL   = 600
+)
 
 // Repository is the repository a route names.
 type Repository struct {
