@@ -61,13 +61,21 @@ func TestInstallPluginPage(t *testing.T) {
 		t.Fatalf("install: %d %s", a.status, a.body)
 	}
 	page := p.get("/ui/plugins")
-	for _, want := range []string{`id="plugin-terraform"`, "Installed Terraform module registry 1.0.0", "installed by admin", "sha256:", "<code>/.well-known/terraform.json</code>", "Uninstall"} {
+	for _, want := range []string{`id="plugin-terraform"`, "Installed Terraform registry 1.1.0", "installed by admin", "sha256:", "<code>/.well-known/terraform.json</code>", "Uninstall"} {
 		if !strings.Contains(page.body, want) {
 			t.Fatalf("the plugins page lacks %q:\n%.4000s", want, page.body)
 		}
 	}
+	if page := p.get("/ui/repositories/new"); !strings.Contains(page.body, "<option>terraform</option>") {
+		t.Fatalf("the new repository form does not offer the plugin's format:\n%.3000s", page.body)
+	}
 	e.CreateRepo("infra", "terraform", false)
 	e.Do("GET", "/terraform/modules/v1/infra/greet/aws/versions", e.Admin, nil).Want(404)
+	for _, path := range []string{"/ui/repositories", "/ui/repositories/infra", "/ui/repositories/infra/settings"} {
+		if page := p.get(path); page.status != 200 || !strings.Contains(page.body, "infra") {
+			t.Fatalf("%s with a repository of the plugin's format: %d\n%.2000s", path, page.status, page.body)
+		}
+	}
 	e.Do("GET", "/.well-known/terraform.json", "", nil).Want(200)
 	if a := p.post("/ui/plugins/terraform/uninstall", nil); a.status != 303 {
 		t.Fatalf("uninstall: %d", a.status)
