@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -88,6 +89,22 @@ type EdgeNode struct {
 }
 
 // Webhook is a webhook; Secret is in the answer to its creation only.
+// Plugin is a plugin: a format handler, built in or installed.
+type Plugin struct {
+	ID       string   `json:"id"`
+	Name     string   `json:"name"`
+	Version  string   `json:"version"`
+	Enabled  bool     `json:"enabled"`
+	Builtin  bool     `json:"builtin"`
+	Formats  []string `json:"formats"`
+	Prefixes []string `json:"prefixes"`
+	Module   *struct {
+		Digest string `json:"digest"`
+		Size   int64  `json:"size"`
+	} `json:"module"`
+	LoadError string `json:"load_error"`
+}
+
 type Webhook struct {
 	ID          string    `json:"id"`
 	URL         string    `json:"url"`
@@ -320,4 +337,34 @@ func (c *Client) CreateWebhook(ctx context.Context, in NewWebhook) (Item[Webhook
 // DeleteWebhook deletes a webhook by id.
 func (c *Client) DeleteWebhook(ctx context.Context, id string) error {
 	return c.do(ctx, http.MethodDelete, pathOf("webhooks", id), nil, nil, nil)
+}
+
+// Plugins lists the plugins.
+func (c *Client) Plugins(ctx context.Context) ([]Item[Plugin], error) {
+	var l struct {
+		Plugins []Item[Plugin] `json:"plugins"`
+	}
+	return l.Plugins, c.do(ctx, http.MethodGet, "/plugins", nil, nil, &l)
+}
+
+// InstallPlugin installs (or upgrades) a plugin from its WebAssembly
+// module.
+func (c *Client) InstallPlugin(ctx context.Context, module io.Reader) (Item[Plugin], error) {
+	var p Item[Plugin]
+	return p, c.do(ctx, http.MethodPost, "/plugins", nil, rawBody{module, "application/wasm"}, &p)
+}
+
+// SetPlugin enables or disables a plugin.
+func (c *Client) SetPlugin(ctx context.Context, id string, enabled bool) (Item[Plugin], error) {
+	var p Item[Plugin]
+	action := "disable"
+	if enabled {
+		action = "enable"
+	}
+	return p, c.do(ctx, http.MethodPost, pathOf("plugins", id, action), nil, nil, &p)
+}
+
+// UninstallPlugin uninstalls an installed plugin.
+func (c *Client) UninstallPlugin(ctx context.Context, id string) error {
+	return c.do(ctx, http.MethodDelete, pathOf("plugins", id), nil, nil, nil)
 }

@@ -59,7 +59,7 @@ func (g *group) find(name string) *command {
 }
 
 // groups are the nouns, in the order the help lists them.
-var groups = []*group{repoGroup, userGroup, tokenGroup, edgeGroup, webhookGroup}
+var groups = []*group{repoGroup, userGroup, tokenGroup, edgeGroup, webhookGroup, pluginGroup}
 
 // IsEdgeCommand reports whether `depot edge <word>` is one of the
 // commands managing edge nodes (else it runs an edge node).

@@ -13,6 +13,7 @@ import (
 	"github.com/depot-registry/depot/origin"
 	"github.com/depot-registry/depot/origin/clienttest"
 	"github.com/depot-registry/depot/origin/origintest"
+	"github.com/depot-registry/depot/shared/format/plugin/plugintest"
 )
 
 // user is a user of the command line: an environment of its own (no
@@ -334,6 +335,34 @@ func TestCLI(t *testing.T) {
 		if got := admin.run("", "webhook", "list", "--output", "json").ok(); strings.TrimSpace(got) != "[]" {
 			t.Errorf("after the delete: %s", got)
 		}
+	})
+
+	t.Run("plugin", func(t *testing.T) {
+		admin := &user{t: t, env: admin.env}
+		module := filepath.Join(t.TempDir(), "terraform.wasm")
+		if err := os.WriteFile(module, plugintest.Example(t, "terraform"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		p := jsonOf[Plugin](t, admin.run("", "plugin", "install", module, "--output", "json").ok())
+		if p.ID != "terraform" || p.Builtin || p.Module == nil || !p.Enabled {
+			t.Fatalf("install: %+v", p)
+		}
+		admin.run("", "plugin", "install", filepath.Join(t.TempDir(), "none.wasm")).fails(1, "no such file")
+		admin.run("", "repo", "create", "infra", "--format", "terraform").ok()
+		if table := admin.run("", "plugin", "list").ok(); !strings.Contains(table, "terraform") || !strings.Contains(table, "installed") ||
+			!strings.Contains(table, "built in") {
+			t.Errorf("table:\n%s", table)
+		}
+		admin.run("", "plugin", "disable", "terraform", "npm").ok()
+		for _, q := range jsonOf[[]Plugin](t, admin.run("", "plugin", "list", "--output", "json").ok()) {
+			if (q.ID == "terraform" || q.ID == "npm") == q.Enabled {
+				t.Errorf("after disabling: %+v", q)
+			}
+		}
+		admin.run("", "plugin", "enable", "terraform", "npm").ok()
+		admin.run("", "plugin", "uninstall", "npm").fails(1, "built-in")
+		admin.run("", "plugin", "uninstall", "terraform").ok()
+		admin.run("", "plugin", "uninstall", "terraform").fails(1, "NOT_FOUND")
 	})
 
 	t.Run("token override", func(t *testing.T) {

@@ -115,12 +115,21 @@ func (c *Client) withToken(token string) *Client {
 	return &d
 }
 
-// do sends one API request: body (when not nil) as JSON, the answer's
-// JSON decoded into out (when not nil). path is below /api/v1 and is
-// escaped by the caller (pathOf).
+// rawBody is a request body sent as it is (a file), of a media type.
+type rawBody struct {
+	r           io.Reader
+	contentType string
+}
+
+// do sends one API request: body (when not nil) as JSON, or as it is
+// when a rawBody, the answer's JSON decoded into out (when not nil).
+// path is below /api/v1 and is escaped by the caller (pathOf).
 func (c *Client) do(ctx context.Context, method, path string, query url.Values, body, out any) error {
 	var rd io.Reader
-	if body != nil {
+	contentType := "application/json"
+	if raw, ok := body.(rawBody); ok {
+		rd, contentType = raw.r, raw.contentType
+	} else if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
 			return err
@@ -136,7 +145,7 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 		return err
 	}
 	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Content-Type", contentType)
 	}
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", "depot-cli/"+version.Version)
