@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -19,8 +20,9 @@ import (
 
 // Registry serves the installed plugins of a node: it follows the
 // installed-plugin records of the node's store, loads each plugin's
-// module from its blob (once per module) and finds the plugin that
-// serves a request's path. Origins and edges each keep one.
+// module from its blob (once per module, in the background) and finds
+// the plugin that serves a request's path. Origins and edges each keep
+// one.
 type Registry struct {
 	engine *Engine
 	store  *meta.Store
@@ -33,27 +35,71 @@ type Registry struct {
 
 	mu   sync.Mutex // one refresh at a time
 	snap atomic.Pointer[snapshot]
+	// inspected are modules Inspect compiled, by digest, for the load
+	// that follows their install (compiling is the slow part).
+	inspectedMu sync.Mutex
+	inspected   map[string]inspectedModule
 }
 
-// Loaded is an installed plugin as a node serves it.
+type inspectedModule struct {
+	mod *Module
+	at  time.Time
+}
+
+// keepInspected is how long a module Inspect compiled waits for its load.
+const keepInspected = 2 * time.Minute
+
+// Loaded is an installed plugin as a node serves it. Record is set when
+// it is made; the rest once Ready is closed.
 type Loaded struct {
 	Record meta.InstalledPlugin
 	Format *Format
 	Server *format.Server
-	// Err is why its module could not be loaded here (a 503 for its
-	// paths until it can).
-	Err error
-	mod *Module
+	// Err is why its module could not be loaded here (its paths are not
+	// served here until it can).
+	Err   error
+	mod   *Module
+	ready chan struct{}
+	at    time.Time // when the load ended
+}
+
+// Ready is closed once the plugin's load ended, well or not.
+func (l *Loaded) Ready() <-chan struct{} { return l.ready }
+
+// done reports whether the load ended.
+func (l *Loaded) done() bool {
+	select {
+	case <-l.ready:
+		return true
+	default:
+		return false
+	}
 }
 
 type snapshot struct {
-	index  uint64
-	byID   map[string]*Loaded
-	failed time.Time // when a load last failed: retried after retryLoad
+	index uint64
+	byID  map[string]*Loaded
 }
 
-// retryLoad is how soon a module that failed to load is tried again.
-const retryLoad = 10 * time.Second
+// retryDue reports whether a load that failed is due to be tried again.
+func (s *snapshot) retryDue() bool {
+	for _, l := range s.byID {
+		if l.done() && l.Err != nil && time.Since(l.at) >= retryLoad {
+			return true
+		}
+	}
+	return false
+}
+
+// retryLoad is how soon a module that failed to load is tried again;
+// loadWait how long a request for a plugin waits for its module to load.
+const (
+	retryLoad = 10 * time.Second
+	loadWait  = time.Minute
+)
+
+// errLoading is a plugin whose module is still loading.
+var errLoading = errors.New("its module is loading")
 
 // NewRegistry serves the plugins installed in store over env, loading
 // modules with engine from open and serving them with serve.
@@ -64,23 +110,42 @@ func NewRegistry(engine *Engine, store *meta.Store, env *format.Env, open Opener
 	return &Registry{engine: engine, store: store, env: env, open: open, serve: serve, log: log}
 }
 
-// Plugins are the installed plugins as this node serves them, by id.
-func (g *Registry) Plugins(ctx context.Context) map[string]*Loaded {
-	return g.current(ctx).byID
+// wait waits, at most loadWait, for l's load to end; false when it has
+// not (l's other fields are not to be read then).
+func wait(ctx context.Context, l *Loaded) bool {
+	if l.done() {
+		return true
+	}
+	t := time.NewTimer(loadWait)
+	defer t.Stop()
+	select {
+	case <-l.ready:
+		return true
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return false
 }
 
-// Lookup finds the plugin serving path: its server, and the prefix the
-// path is under ("" for one of its roots).
+// Lookup finds the plugin serving path, and the prefix the path is under
+// ("" for one of its roots), waiting for its module to load if it is
+// loading: its Server is nil when it could not be loaded (Err says why).
 func (g *Registry) Lookup(ctx context.Context, path string) (*Loaded, string, bool) {
 	for _, l := range g.current(ctx).byID {
+		prefix, ok := "", false
 		if p := l.Record.Prefix; path == p || strings.HasPrefix(path, p+"/") {
-			return l, p, true
+			prefix, ok = p, true
 		}
 		for _, root := range l.Record.Roots {
-			if path == root {
-				return l, "", true
-			}
+			ok = ok || path == root
 		}
+		if !ok {
+			continue
+		}
+		if !wait(ctx, l) {
+			return &Loaded{Record: l.Record, Err: errLoading}, prefix, true
+		}
+		return l, prefix, true
 	}
 	return nil, "", false
 }
@@ -88,13 +153,13 @@ func (g *Registry) Lookup(ctx context.Context, path string) (*Loaded, string, bo
 // current is the snapshot as of the store's last applied index.
 func (g *Registry) current(ctx context.Context) *snapshot {
 	idx := g.store.LastApplied()
-	s := g.snap.Load()
-	if s != nil && s.index == idx && (s.failed.IsZero() || time.Since(s.failed) < retryLoad) {
+	if s := g.snap.Load(); s != nil && s.index == idx && !s.retryDue() {
 		return s
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if s = g.snap.Load(); s != nil && s.index == idx && (s.failed.IsZero() || time.Since(s.failed) < retryLoad) {
+	s := g.snap.Load()
+	if s != nil && s.index == idx && !s.retryDue() {
 		return s
 	}
 	next := g.refresh(ctx, s, idx)
@@ -102,8 +167,9 @@ func (g *Registry) current(ctx context.Context) *snapshot {
 	return next
 }
 
-// refresh loads what was installed or replaced since prev and drops what
-// was uninstalled.
+// refresh starts loading what was installed or replaced since prev (or
+// failed to load long enough ago) and drops what was uninstalled. It
+// reads the records only: modules load in the background.
 func (g *Registry) refresh(ctx context.Context, prev *snapshot, idx uint64) *snapshot {
 	var recs []meta.InstalledPlugin
 	err := g.store.View(func(tx *meta.Tx) error {
@@ -114,37 +180,32 @@ func (g *Registry) refresh(ctx context.Context, prev *snapshot, idx uint64) *sna
 		recs, err = tx.InstalledPlugins()
 		return err
 	})
-	next := &snapshot{index: idx, byID: map[string]*Loaded{}}
-	if err != nil {
-		g.log.Error("reading the installed plugins", "err", err)
-		next.failed = time.Now()
-		if prev != nil {
-			next.byID = prev.byID
-		}
-		return next
-	}
 	old := map[string]*Loaded{}
 	if prev != nil {
 		old = prev.byID
 	}
+	if err != nil {
+		g.log.Error("reading the installed plugins", "err", err)
+		return &snapshot{index: idx - 1, byID: old} // read again on the next request
+	}
+	next := &snapshot{index: idx, byID: map[string]*Loaded{}}
 	for _, rec := range recs {
-		if l, ok := old[rec.ID]; ok && l.Record.Digest == rec.Digest && l.Err == nil {
-			l2 := *l
-			l2.Record = rec
-			next.byID[rec.ID] = &l2
+		if l, ok := old[rec.ID]; ok && l.Record.Digest == rec.Digest && (!l.done() || l.Err == nil || time.Since(l.at) < retryLoad) {
+			l2 := l
+			if l.done() { // the record's other fields (its version) may have changed
+				c := *l
+				c.Record = rec
+				l2 = &c
+			}
+			next.byID[rec.ID] = l2
 			continue
 		}
-		l := g.load(context.WithoutCancel(ctx), rec)
-		if l.Err != nil {
-			g.log.Warn("a plugin's module could not be loaded; its paths answer 503 until it can", "plugin", rec.ID, "digest", rec.Digest, "err", l.Err)
-			next.failed = time.Now()
-		} else {
-			g.log.Info("plugin loaded", "plugin", rec.ID, "version", rec.Version, "format", rec.Format, "prefix", rec.Prefix)
-		}
+		l := &Loaded{Record: rec, ready: make(chan struct{})}
+		go g.load(context.WithoutCancel(ctx), l)
 		next.byID[rec.ID] = l
 	}
 	for id, l := range old {
-		if n, ok := next.byID[id]; (!ok || n.mod != l.mod) && l.mod != nil {
+		if n, ok := next.byID[id]; (!ok || n.Record.Digest != l.Record.Digest) && l.done() && l.mod != nil {
 			go func() { // calls under way end first
 				time.Sleep(g.engine.limits.Call + time.Second)
 				l.mod.Close(context.Background())
@@ -156,15 +217,27 @@ func (g *Registry) refresh(ctx context.Context, prev *snapshot, idx uint64) *sna
 
 // load reads a plugin's module from its blob, checks it is the module
 // the record names, compiles it and builds its format server.
-func (g *Registry) load(ctx context.Context, rec meta.InstalledPlugin) *Loaded {
-	l := &Loaded{Record: rec}
-	wasm, err := g.readModule(ctx, rec.Digest)
-	if err == nil {
-		l.mod, err = g.engine.Load(ctx, wasm)
+func (g *Registry) load(ctx context.Context, l *Loaded) {
+	rec := l.Record
+	defer func() {
+		l.at = time.Now()
+		if l.Err != nil {
+			g.log.Warn("a plugin's module could not be loaded; its paths are not served here until it can", "plugin", rec.ID, "digest", rec.Digest, "err", l.Err)
+		} else {
+			g.log.Info("plugin loaded", "plugin", rec.ID, "version", rec.Version, "format", rec.Format, "prefix", rec.Prefix)
+		}
+		close(l.ready)
+	}()
+	var err error
+	if l.mod = g.takeInspected(rec.Digest); l.mod == nil {
+		var wasm []byte
+		if wasm, err = g.readModule(ctx, rec.Digest); err == nil {
+			l.mod, err = g.engine.Load(ctx, wasm)
+		}
 	}
 	if err != nil {
 		l.Err = err
-		return l
+		return
 	}
 	man, err := l.mod.Manifest(ctx)
 	if err == nil && (man.ID != rec.ID || man.Format != rec.Format || man.Prefix != rec.Prefix) {
@@ -173,11 +246,10 @@ func (g *Registry) load(ctx context.Context, rec meta.InstalledPlugin) *Loaded {
 	if err != nil {
 		l.mod.Close(ctx)
 		l.mod, l.Err = nil, err
-		return l
+		return
 	}
 	l.Format = NewFormat(g.env, man, l.mod, g.open)
 	l.Server = g.serve(l.Format)
-	return l
 }
 
 func (g *Registry) readModule(ctx context.Context, digest string) ([]byte, error) {
@@ -206,19 +278,52 @@ func (g *Registry) MaxModule() int { return g.engine.limits.Module }
 // Inspect loads a module to read its manifest, as installing it does
 // first: a module this engine cannot load, or whose manifest is wrong,
 // is refused before it is stored.
+//
+// The module it compiled is kept a while, for the load that follows.
 func (g *Registry) Inspect(ctx context.Context, wasm []byte) (abi.Manifest, error) {
 	mod, err := g.engine.Load(ctx, wasm)
 	if err != nil {
 		return abi.Manifest{}, err
 	}
-	defer mod.Close(context.WithoutCancel(ctx))
-	return mod.Manifest(ctx)
+	man, err := mod.Manifest(ctx)
+	if err != nil {
+		mod.Close(context.WithoutCancel(ctx))
+		return man, err
+	}
+	sum := sha256.Sum256(wasm)
+	digest := "sha256:" + hex.EncodeToString(sum[:])
+	g.inspectedMu.Lock()
+	defer g.inspectedMu.Unlock()
+	if g.inspected == nil {
+		g.inspected = map[string]inspectedModule{}
+	}
+	for d, m := range g.inspected {
+		if time.Since(m.at) > keepInspected || d == digest {
+			m.mod.Close(context.Background())
+			delete(g.inspected, d)
+		}
+	}
+	g.inspected[digest] = inspectedModule{mod: mod, at: time.Now()}
+	return man, nil
 }
 
-// FormatOf is the loaded plugin serving a repository format, or nil.
+// takeInspected is the module Inspect compiled for digest, if it kept it.
+func (g *Registry) takeInspected(digest string) *Module {
+	g.inspectedMu.Lock()
+	defer g.inspectedMu.Unlock()
+	m, ok := g.inspected[digest]
+	if !ok {
+		return nil
+	}
+	delete(g.inspected, digest)
+	return m.mod
+}
+
+// FormatOf is the loaded plugin serving a repository format (waiting
+// for it to load), or nil.
 func (g *Registry) FormatOf(ctx context.Context, repoFormat string) format.Format {
 	for _, l := range g.current(ctx).byID {
-		if l.Record.Format == repoFormat && l.Format != nil {
+		if l.Record.Format == repoFormat && wait(ctx, l) && l.Format != nil {
 			return l.Format
 		}
 	}
@@ -228,8 +333,12 @@ func (g *Registry) FormatOf(ctx context.Context, repoFormat string) format.Forma
 // LoadError is why an installed plugin's module is not loaded here (nil:
 // it is, or there is no such plugin).
 func (g *Registry) LoadError(ctx context.Context, id string) error {
-	if l, ok := g.current(ctx).byID[id]; ok {
-		return l.Err
+	l, ok := g.current(ctx).byID[id]
+	switch {
+	case !ok:
+		return nil
+	case !l.done():
+		return errLoading
 	}
-	return nil
+	return l.Err
 }
