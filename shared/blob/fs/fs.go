@@ -47,7 +47,46 @@ type FS struct {
 	// locks hold off writers of a digest while a sweep decides on it
 	// (see blob.Sweeper), striped by the digest's first byte.
 	locks [256]sync.Mutex
-	usage usage
+	// uploadLocks serialise what reads or changes one upload here: an
+	// append still streaming (or being cut back after a failure) is not
+	// seen half-written by a Resume, nor raced by another append.
+	uploadLocks keyedLocks
+	usage       usage
+}
+
+// keyedLocks are mutexes by key, made on demand and dropped when free.
+type keyedLocks struct {
+	mu sync.Mutex
+	m  map[string]*keyedLock
+}
+
+type keyedLock struct {
+	sync.Mutex
+	users int
+}
+
+// lock locks key and returns its unlock.
+func (k *keyedLocks) lock(key string) func() {
+	k.mu.Lock()
+	if k.m == nil {
+		k.m = map[string]*keyedLock{}
+	}
+	l := k.m[key]
+	if l == nil {
+		l = &keyedLock{}
+		k.m[key] = l
+	}
+	l.users++
+	k.mu.Unlock()
+	l.Lock()
+	return func() {
+		l.Unlock()
+		k.mu.Lock()
+		if l.users--; l.users == 0 {
+			delete(k.m, key)
+		}
+		k.mu.Unlock()
+	}
 }
 
 var (
