@@ -14,7 +14,7 @@ func TestHelpScriptingCommands(t *testing.T) {
 	run([]string{"help"}, &out, &errb)
 	for _, want := range []string{"depot login", "depot logout", "depot repo list|show|create|delete",
 		"depot user list|create|delete|disable|enable",
-		"depot token list", "depot edge list|show|create|delete|assign|unassign", "depot webhook list", "--output table|json"} {
+		"depot token list", "depot edge list|show|create|delete|assign|unassign", "depot webhook list", "depot plugin list|install", "--output table|json"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("depot help does not mention %q", want)
 		}
@@ -25,7 +25,8 @@ func TestHelpScriptingCommands(t *testing.T) {
 		}
 	}
 	for _, args := range [][]string{{"help", "repo"}, {"help", "user"}, {"help", "token"}, {"help", "webhook"}, {"help", "login"},
-		{"help", "logout"}, {"repo", "--help"}, {"edge", "help"}, {"edge", "create", "--help"}, {"webhook", "help", "create"}} {
+		{"help", "logout"}, {"repo", "--help"}, {"edge", "help"}, {"edge", "create", "--help"}, {"webhook", "help", "create"},
+		{"help", "plugin"}, {"plugin", "install", "--help"}} {
 		out.Reset()
 		errb.Reset()
 		if code := run(args, &out, &errb); code != 0 || !strings.Contains(out.String(), "Usage: depot ") {

@@ -50,6 +50,9 @@ Scripting an origin over its REST API (from any machine):
   depot edge list|show|create|delete|assign|unassign
                                               edge nodes (administrators)
   depot webhook list|create|delete            webhooks (administrators)
+  depot plugin list|install|enable|disable|uninstall
+                                              plugins: format handlers, built in or installed
+                                              from WebAssembly (administrators)
   depot migrate --from URL --user USER --repos REPO[,REPO...] | --follow ID
                                               migrate repositories of an Artifactory, with
                                               a progress bar (administrators)
@@ -84,6 +87,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, usage)
 		return 2
 	}
+	if cli.IsCommand(args[0]) {
+		return cli.Run(args, cli.IO{Out: stdout, Err: stderr})
+	}
 	switch args[0] {
 	case "origin":
 		return runOrigin(args[1:], stdout, stderr)
@@ -92,8 +98,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return cli.Run(args, cli.IO{Out: stdout, Err: stderr})
 		}
 		return runEdge(args[1:], stdout, stderr)
-	case "login", "logout", "repo", "user", "token", "webhook", "migrate":
-		return cli.Run(args, cli.IO{Out: stdout, Err: stderr})
 	case "keygen":
 		if len(args) == 2 && (args[1] == "-h" || args[1] == "--help") {
 			fmt.Fprint(stdout, keygenUsage)
@@ -124,13 +128,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 0
 		}
 		switch args[1] {
-		case "origin", "edge", "admin", "cluster":
-			return run([]string{args[1], "--help"}, stdout, stderr)
-		case "keygen", "version", "login", "logout", "repo", "user", "token", "webhook", "migrate":
+		case "origin", "edge", "admin", "cluster", "keygen", "version":
 			return run([]string{args[1], "--help"}, stdout, stderr)
 		case "help":
 			fmt.Fprint(stdout, usage)
 			return 0
+		}
+		if cli.IsCommand(args[1]) {
+			return run([]string{args[1], "--help"}, stdout, stderr)
 		}
 		fmt.Fprintf(stderr, "depot: unknown command %q\n\n%s", args[1], usage)
 		return 2

@@ -61,6 +61,21 @@ func (g *group) find(name string) *command {
 // groups are the nouns, in the order the help lists them.
 var groups = []*group{repoGroup, userGroup, tokenGroup, edgeGroup, webhookGroup, pluginGroup}
 
+// IsCommand reports whether word is a command of the command line that
+// Run runs (besides edge's, see IsEdgeCommand).
+func IsCommand(word string) bool {
+	switch word {
+	case "login", "logout", "migrate":
+		return true
+	}
+	for _, g := range groups {
+		if g.name == word && g != edgeGroup {
+			return true
+		}
+	}
+	return false
+}
+
 // IsEdgeCommand reports whether `depot edge <word>` is one of the
 // commands managing edge nodes (else it runs an edge node).
 func IsEdgeCommand(word string) bool {
