@@ -297,13 +297,20 @@ func (g *Registry) Inspect(ctx context.Context, wasm []byte) (abi.Manifest, erro
 	if g.inspected == nil {
 		g.inspected = map[string]inspectedModule{}
 	}
-	for d, m := range g.inspected {
-		if time.Since(m.at) > keepInspected || d == digest {
-			m.mod.Close(context.Background())
-			delete(g.inspected, d)
-		}
+	if m, ok := g.inspected[digest]; ok {
+		m.mod.Close(context.Background())
 	}
-	g.inspected[digest] = inspectedModule{mod: mod, at: time.Now()}
+	at := time.Now()
+	g.inspected[digest] = inspectedModule{mod: mod, at: at}
+	// One whose install failed (or whose load never came) goes.
+	time.AfterFunc(keepInspected, func() {
+		g.inspectedMu.Lock()
+		defer g.inspectedMu.Unlock()
+		if m, ok := g.inspected[digest]; ok && m.at.Equal(at) {
+			m.mod.Close(context.Background())
+			delete(g.inspected, digest)
+		}
+	})
 	return man, nil
 }
 
