@@ -285,6 +285,19 @@ func (a *App) formatOf(ctx context.Context, name string) format.Format {
 	return nil
 }
 
+// PluginSetup is how a client is pointed at a repository of an installed
+// plugin's format, as its manifest says (nil: it says nothing, or the
+// format is no plugin's).
+func (a *App) PluginSetup(ctx context.Context, repoFormat string) []abi.Snippet {
+	if _, builtin := a.Formats[repoFormat]; builtin || a.PluginHost == nil {
+		return nil
+	}
+	if f, ok := a.PluginHost.FormatOf(ctx, repoFormat).(interface{ Manifest() abi.Manifest }); ok {
+		return f.Manifest().Setup
+	}
+	return nil
+}
+
 // knownFormat reports whether name is a format identifier: a built-in
 // one, or that of an installed plugin.
 func (a *App) knownFormat(name string) (ok bool) {

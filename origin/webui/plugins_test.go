@@ -71,6 +71,11 @@ func TestInstallPluginPage(t *testing.T) {
 	}
 	e.CreateRepo("infra", "terraform", false)
 	e.Do("GET", "/terraform/modules/v1/infra/greet/aws/versions", e.Admin, nil).Want(404)
+	host := strings.TrimPrefix(e.URL, "http://")
+	if page := p.get("/ui/repositories/infra"); !strings.Contains(page.body, host+"/infra/greet/aws") ||
+		!strings.Contains(page.body, e.URL+"/terraform/modules/v1/infra/greet/aws/1.0.0") {
+		t.Fatalf("the repository page lacks the plugin's client setup, filled in:\n%.4000s", page.body)
+	}
 	for _, path := range []string{"/ui/repositories", "/ui/repositories/infra", "/ui/repositories/infra/settings"} {
 		if page := p.get(path); page.status != 200 || !strings.Contains(page.body, "infra") {
 			t.Fatalf("%s with a repository of the plugin's format: %d\n%.2000s", path, page.status, page.body)

@@ -144,8 +144,12 @@ func (u *UI) repository(w http.ResponseWriter, c *call) error {
 	if err != nil {
 		return err
 	}
+	setup := setupFor(repo, httpx.SeenURL(c.r), c.user.Username)
+	if setup == nil { // an installed plugin's format: its manifest says
+		setup = pluginSetup(u.d.App.PluginSetup(c.r.Context(), repo.Format), repo, httpx.SeenURL(c.r), c.user.Username)
+	}
 	return u.render(w, c, 0, "repository", repo.Name, repoPage{Repo: repo, Packages: list.Items, Query: q,
-		Pager: pagerOf(c.r, list.Page, list.Total), Setup: setupFor(repo, httpx.SeenURL(c.r), c.user.Username)})
+		Pager: pagerOf(c.r, list.Page, list.Total), Setup: setup})
 }
 
 func (u *UI) repositorySettings(w http.ResponseWriter, c *call) error {

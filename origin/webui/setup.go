@@ -4,6 +4,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/depot-registry/depot/shared/format/plugin/abi"
 	"github.com/depot-registry/depot/shared/meta"
 )
 
@@ -95,4 +96,20 @@ func setupFor(repo *meta.Repository, base, user string) []snippet {
 			"# channel: " + withUser + "/conda/" + r}}
 	}
 	return nil
+}
+
+// pluginSetup fills in the snippets an installed plugin's manifest gives
+// for its repositories: {base}, {host}, {repo} and {user}.
+func pluginSetup(in []abi.Snippet, repo *meta.Repository, base, user string) []snippet {
+	b := strings.TrimRight(base, "/")
+	host := b
+	if u, err := url.Parse(b); err == nil && u.Host != "" {
+		host = u.Host
+	}
+	fill := strings.NewReplacer("{base}", b, "{host}", host, "{repo}", repo.Name, "{user}", user)
+	var out []snippet
+	for _, s := range in {
+		out = append(out, snippet{Title: s.Title, Text: fill.Replace(s.Text)})
+	}
+	return out
 }

@@ -417,6 +417,13 @@ func CheckManifest(m abi.Manifest) error {
 		return fmt.Errorf("the plugin declares %d routes; 1 to 64", len(m.Routes))
 	case len(m.Roots) > 8:
 		return fmt.Errorf("the plugin declares %d roots; at most 8", len(m.Roots))
+	case len(m.Setup) > 8:
+		return fmt.Errorf("the plugin declares %d setup snippets; at most 8", len(m.Setup))
+	}
+	for _, sn := range m.Setup {
+		if sn.Title == "" || len(sn.Title) > 100 || len(sn.Text) > 4096 {
+			return errors.New("a setup snippet has a title of at most 100 bytes and a text of at most 4 KiB")
+		}
 	}
 	for i, rt := range m.Routes {
 		if err := checkRoute(rt); err != nil {

@@ -47,6 +47,17 @@ type Manifest struct {
 	// Roots are documents served at fixed paths outside the prefix, read
 	// by anyone (service discovery under /.well-known/).
 	Roots []string `json:"roots,omitempty"`
+	// Setup is how a client is pointed at a repository, shown on its
+	// page in the web UI: {base} (the registry's URL), {host}, {repo}
+	// and {user} are filled in.
+	Setup []Snippet `json:"setup,omitempty"`
+}
+
+// Snippet is a piece of client setup to copy: a file's content or
+// commands.
+type Snippet struct {
+	Title string `json:"title"`
+	Text  string `json:"text"`
 }
 
 // Route is one path the plugin serves, relative to its prefix: segments

@@ -80,6 +80,16 @@ func init() {
 			routeProviderKey:      {Method: http.MethodPut, Path: "/providers/v1/{repo}/gpg-keys/{key}", Action: abi.ActionWrite, Write: true},
 		},
 		Roots: []string{"/.well-known/terraform.json"},
+		Setup: []abi.Snippet{
+			{Title: "~/.terraformrc (Terraform's credentials for this registry)", Text: "credentials \"{host}\" {\n  token = \"<API token>\"\n}"},
+			{Title: "A module", Text: "module \"greet\" {\n  source  = \"{host}/{repo}/greet/aws\"\n  version = \"~> 1.0\"\n}"},
+			{Title: "A provider", Text: "terraform {\n  required_providers {\n    greet = { source = \"{host}/{repo}/greet\", version = \"~> 1.0\" }\n  }\n}"},
+			{Title: "Publish a module (a .tar.gz)", Text: "curl -u {user}:<API token> -T greet.tar.gz {base}/terraform/modules/v1/{repo}/greet/aws/1.0.0"},
+			{Title: "Publish a provider release (each file its release tooling made, and the signing key)",
+				Text: "curl -u {user}:<API token> -T key.asc {base}/terraform/providers/v1/{repo}/gpg-keys/<key id>\n" +
+					"for f in terraform-provider-greet_1.0.0_*; do\n" +
+					"  curl -u {user}:<API token> -T $f {base}/terraform/providers/v1/{repo}/greet/1.0.0/$f\ndone"},
+		},
 	}, handle)
 }
 
