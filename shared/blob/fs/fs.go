@@ -28,6 +28,7 @@ import (
 
 	"github.com/depot-registry/depot/shared/blob"
 	"github.com/depot-registry/depot/shared/blob/internal/blobio"
+	"github.com/depot-registry/depot/shared/keylock"
 )
 
 const (
@@ -50,43 +51,8 @@ type FS struct {
 	// uploadLocks serialise what reads or changes one upload here: an
 	// append still streaming (or being cut back after a failure) is not
 	// seen half-written by a Resume, nor raced by another append.
-	uploadLocks keyedLocks
+	uploadLocks keylock.Lock
 	usage       usage
-}
-
-// keyedLocks are mutexes by key, made on demand and dropped when free.
-type keyedLocks struct {
-	mu sync.Mutex
-	m  map[string]*keyedLock
-}
-
-type keyedLock struct {
-	sync.Mutex
-	users int
-}
-
-// lock locks key and returns its unlock.
-func (k *keyedLocks) lock(key string) func() {
-	k.mu.Lock()
-	if k.m == nil {
-		k.m = map[string]*keyedLock{}
-	}
-	l := k.m[key]
-	if l == nil {
-		l = &keyedLock{}
-		k.m[key] = l
-	}
-	l.users++
-	k.mu.Unlock()
-	l.Lock()
-	return func() {
-		l.Unlock()
-		k.mu.Lock()
-		if l.users--; l.users == 0 {
-			delete(k.m, key)
-		}
-		k.mu.Unlock()
-	}
 }
 
 var (

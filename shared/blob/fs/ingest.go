@@ -129,7 +129,7 @@ func (s *FS) Resume(ctx context.Context, id string) (blob.Upload, error) {
 		return nil, fmt.Errorf("%w: %q", blob.ErrUploadUnknown, id)
 	}
 	u := &upload{s: s, id: id, dir: filepath.Join(s.uploads, id)}
-	defer s.uploadLocks.lock(id)()
+	defer s.uploadLocks.Lock(id)()
 	var err error
 	if u.label, err = os.ReadFile(filepath.Join(u.dir, labelFile)); err != nil {
 		return nil, u.missing(err)
@@ -296,7 +296,7 @@ func (u *upload) ModTime() time.Time { return u.mod }
 // could lose, or Commit would publish a blob under a digest its content
 // does not have.
 func (u *upload) Append(ctx context.Context, r io.Reader, max int64) (int64, error) {
-	defer u.s.uploadLocks.lock(u.id)()
+	defer u.s.uploadLocks.Lock(u.id)()
 	n, err := u.append(ctx, r, max)
 	return n, blob.NoSpace(err)
 }
@@ -371,7 +371,7 @@ func (u *upload) append(ctx context.Context, r io.Reader, max int64) (int64, err
 // Commit implements blob.Upload: the checksums come from the hash state,
 // and the data file itself becomes the blob.
 func (u *upload) Commit(ctx context.Context, expect blob.Checksums) (blob.Info, error) {
-	defer u.s.uploadLocks.lock(u.id)()
+	defer u.s.uploadLocks.Lock(u.id)()
 	info, err := u.commit(ctx, expect)
 	if err != nil {
 		return blob.Info{}, blob.NoSpace(err)
@@ -425,6 +425,6 @@ func (u *upload) Cancel(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	defer u.s.uploadLocks.lock(u.id)()
+	defer u.s.uploadLocks.Lock(u.id)()
 	return u.s.drop(u.id)
 }

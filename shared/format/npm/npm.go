@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/depot-registry/depot/shared/format"
+	"github.com/depot-registry/depot/shared/keylock"
 	"github.com/depot-registry/depot/shared/meta"
 )
 
@@ -20,7 +21,7 @@ type Format struct {
 	// package's state, decides, and commits one command. It is taken once
 	// the request body is read, so a slow client holds nothing others wait
 	// for (see lock).
-	writes format.KeyLock
+	writes keylock.Lock
 	// publishing bounds the publishes a node checks and stores at once
 	// (inflating, hashing and copying up to MaxTarball bytes each). It is
 	// taken once the tarball is on local disk: only the node's own work

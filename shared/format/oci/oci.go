@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/depot-registry/depot/shared/format"
+	"github.com/depot-registry/depot/shared/keylock"
 	"github.com/depot-registry/depot/shared/meta"
 )
 
@@ -34,7 +35,7 @@ type Format struct {
 	// sessions serialises requests on one upload session; images
 	// serialises the manifest writes of one image (each reads the tags,
 	// decides and commits one command).
-	sessions, imageWrites format.KeyLock
+	sessions, imageWrites keylock.Lock
 
 	memoOnce sync.Once
 	memo     *catalogMemos

@@ -1,12 +1,12 @@
-package format
+package keylock
 
 import (
 	"sync"
 	"testing"
 )
 
-func TestKeyLock(t *testing.T) {
-	var l KeyLock
+func TestLock(t *testing.T) {
+	var l Lock
 	var wg sync.WaitGroup
 	counts := map[string]*int{"a": new(int), "b": new(int), "c": new(int)}
 	for i := 0; i < 200; i++ {
