@@ -23,7 +23,7 @@ const (
 )
 
 func init() {
-	declareKind(KindBackup, kindDecl{Name: "backups", Bucket: "backups", Index: indexBackup, Unfed: true})
+	declareKind(KindBackup, kindDecl{Name: "backups", Bucket: "backups", Index: indexBlob(KindBackup, func(r *Backup) string { return r.Digest }), Unfed: true})
 	declareCommand(CmdBackupPut, func() Command { return new(BackupPut) })
 	declareCommand(CmdBackupDelete, func() Command { return new(BackupDelete) })
 	declareCommand(CmdRestoreState, func() Command { return new(RestoreStateSet) })
@@ -71,22 +71,6 @@ type BackupProgress struct {
 	Blobs      int64 `json:"blobs"`
 	BlobsTotal int64 `json:"blobs_total"`
 	Bytes      int64 `json:"bytes"` // of blobs written
-}
-
-func indexBackup(tx *Tx, id string, before, after []byte) error {
-	o, n, err := decodePair[Backup](before, after)
-	if err != nil {
-		return err
-	}
-	if o != nil && o.Digest != "" {
-		if err := tx.unref(KindBackup, id, o.Digest); err != nil {
-			return err
-		}
-	}
-	if n != nil && n.Digest != "" {
-		return tx.ref(KindBackup, id, n.Digest)
-	}
-	return nil
 }
 
 // BackupPut creates a backup (Create: refused when the id exists) or

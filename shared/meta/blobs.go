@@ -36,6 +36,26 @@ func (tx *Tx) ref(k Kind, id string, digests ...string) error {
 	return nil
 }
 
+// indexBlob is the Index of a kind whose record keeps one blob, the one
+// digestOf names ("" none): the reference follows every write.
+func indexBlob[T any](k Kind, digestOf func(*T) string) func(tx *Tx, id string, before, after []byte) error {
+	return func(tx *Tx, id string, before, after []byte) error {
+		o, n, err := decodePair[T](before, after)
+		if err != nil {
+			return err
+		}
+		if o != nil {
+			if err := tx.unref(k, id, digestOf(o)); err != nil {
+				return err
+			}
+		}
+		if n != nil {
+			return tx.ref(k, id, digestOf(n))
+		}
+		return nil
+	}
+}
+
 func (tx *Tx) unref(k Kind, id string, digests ...string) error {
 	for _, d := range digests {
 		rk := []byte(refKey(d, k, id))

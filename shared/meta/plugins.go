@@ -29,7 +29,7 @@ const (
 
 func init() {
 	declareKind(KindPlugin, kindDecl{Name: "plugins", Bucket: "plugins"})
-	declareKind(KindPluginModule, kindDecl{Name: "installed plugins", Bucket: "plugin_modules", Index: indexPluginModule})
+	declareKind(KindPluginModule, kindDecl{Name: "installed plugins", Bucket: "plugin_modules", Index: indexBlob(KindPluginModule, func(r *InstalledPlugin) string { return r.Digest })})
 	declareCommand(CmdPluginSet, func() Command { return new(PluginSet) })
 	declareCommand(CmdPluginInstall, func() Command { return new(PluginInstall) })
 	declareCommand(CmdPluginUninstall, func() Command { return new(PluginUninstall) })
@@ -81,8 +81,8 @@ func (c *PluginInstall) apply(tx *Tx) error {
 			return Invalidf("an installed plugin has an id, a name, a version, a format, a prefix and a module digest, each of at most %d bytes", maxPluginRecordText)
 		}
 	}
-	if len(p.Roots) > 8 {
-		return Invalidf("a plugin serves at most 8 paths outside its prefix")
+	if len(p.Roots) > 8 || slices.ContainsFunc(p.Roots, func(r string) bool { return r == "" || len(r) > maxPluginRecordText }) {
+		return Invalidf("a plugin serves at most 8 paths outside its prefix, each of at most %d bytes", maxPluginRecordText)
 	}
 	old, err := tx.InstalledPlugin(p.ID)
 	switch {
@@ -123,22 +123,6 @@ func (c *PluginUninstall) apply(tx *Tx) error {
 		return err
 	}
 	return tx.delRec(KindPluginModule, c.ID)
-}
-
-func indexPluginModule(tx *Tx, id string, before, after []byte) error {
-	o, n, err := decodePair[InstalledPlugin](before, after)
-	if err != nil {
-		return err
-	}
-	if o != nil {
-		if err := tx.unref(KindPluginModule, id, o.Digest); err != nil {
-			return err
-		}
-	}
-	if n != nil {
-		return tx.ref(KindPluginModule, id, n.Digest)
-	}
-	return nil
 }
 
 // InstalledPlugin reads an installed plugin.

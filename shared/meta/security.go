@@ -28,7 +28,7 @@ var (
 )
 
 func init() {
-	declareKind(KindAdvisoryDB, kindDecl{Name: "advisory database", Bucket: "advisory_db", Index: indexAdvisoryDB, Unfed: true})
+	declareKind(KindAdvisoryDB, kindDecl{Name: "advisory database", Bucket: "advisory_db", Index: indexBlob(KindAdvisoryDB, func(r *AdvisoryDB) string { return r.Digest }), Unfed: true})
 	declareKind(KindScan, kindDecl{Name: "security scans", Bucket: "scans", Repo: scanRepo, Index: indexScan,
 		Derived: [][]byte{bScansByArtifact, bScanQueue, bScanOrder}, Unfed: true})
 	declareCommand(CmdAdvisoriesSet, func() Command { return new(AdvisoriesSet) })
@@ -63,22 +63,6 @@ type AdvisoryLoad struct {
 const MaxAdvisoryLoads = 20
 
 const advisoryDBKey = "current"
-
-func indexAdvisoryDB(tx *Tx, id string, before, after []byte) error {
-	o, n, err := decodePair[AdvisoryDB](before, after)
-	if err != nil {
-		return err
-	}
-	if o != nil && o.Digest != "" {
-		if err := tx.unref(KindAdvisoryDB, id, o.Digest); err != nil {
-			return err
-		}
-	}
-	if n != nil && n.Digest != "" {
-		return tx.ref(KindAdvisoryDB, id, n.Digest)
-	}
-	return nil
-}
 
 // AdvisoriesSet puts a new advisory database in force, refused (a
 // conflict) unless the one in force is still Was (its digest, "" for
