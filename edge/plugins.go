@@ -35,9 +35,9 @@ func (e *Edge) servePlugins(s *server.Server, env *format.Env, authn *auth.Authe
 	}
 }
 
-// pluginNotHere reports whether path is an installed plugin's whose
-// module is not loaded on this node.
+// pluginNotHere reports whether path is an installed plugin's that the
+// server did not serve: its module is not loaded on this node (the
+// server's lookup waited for it already).
 func (e *Edge) pluginNotHere(ctx *fasthttp.RequestCtx, path string) bool {
-	l, _, ok := e.plugins.Lookup(ctx, path)
-	return ok && l.Server == nil
+	return e.plugins.Claims(ctx, path)
 }

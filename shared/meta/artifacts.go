@@ -358,8 +358,16 @@ func (tx *Tx) VersionFiles(repoID, name, version string) ([]Artifact, error) {
 // ArtifactsUnder lists the artifacts of a repository whose path starts
 // with prefix, in path order.
 func (tx *Tx) ArtifactsUnder(repoID, prefix string) ([]Artifact, error) {
+	return tx.FirstArtifactsUnder(repoID, prefix, 0)
+}
+
+// FirstArtifactsUnder is ArtifactsUnder's first limit artifacts (0: all).
+func (tx *Tx) FirstArtifactsUnder(repoID, prefix string, limit int) ([]Artifact, error) {
 	var out []Artifact
 	err := tx.scan(SpaceArtifactPaths, key(repoID, prefix), func(_ string, id []byte) error {
+		if limit > 0 && len(out) >= limit {
+			return errStop
+		}
 		a, err := tx.Artifact(string(id))
 		if err != nil {
 			return err

@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -249,7 +250,7 @@ func (f *Format) respond(r *format.Request, resp *abi.Response) (*format.Respons
 		return nil, fmt.Errorf("plugin %s answered status %d", f.man.ID, status)
 	}
 	if resp.Error != "" || status >= 400 {
-		e := apierr.New(codeOf(status), "%s", cmpOr(resp.Error, http.StatusText(status))).WithStatus(status)
+		e := apierr.New(codeOf(status), "%s", cmp.Or(resp.Error, http.StatusText(status))).WithStatus(status)
 		return f.Error(r, e), nil
 	}
 	var out *format.Response
@@ -303,13 +304,6 @@ func codeOf(status int) apierr.Code {
 	return apierr.BadRequest
 }
 
-func cmpOr(s, def string) string {
-	if s != "" {
-		return s
-	}
-	return def
-}
-
 // repoHost is what a call on a route that names a repository reads: that
 // repository's files.
 type repoHost struct {
@@ -335,12 +329,17 @@ func (h *repoHost) Artifact(_ context.Context, p string) ([]byte, error) {
 }
 
 func (h *repoHost) List(_ context.Context, prefix string, limit int) ([]byte, error) {
-	as, err := h.f.Env.List(h.repo, prefix)
+	var as []meta.Artifact
+	err := h.f.Env.View(func(tx *meta.Tx) error {
+		var err error
+		as, err = tx.FirstArtifactsUnder(h.repo.ID, prefix, limit)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
-	out := make([]abi.Artifact, 0, min(len(as), limit))
-	for i := range as[:min(len(as), limit)] {
+	out := make([]abi.Artifact, 0, len(as))
+	for i := range as {
 		out = append(out, view(&as[i]))
 	}
 	return json.Marshal(out)
@@ -368,9 +367,6 @@ func (h *repoHost) Read(ctx context.Context, p string, off int64, buf []byte) (i
 		return 0, err
 	}
 	defer file.Close()
-	if off >= size {
-		return 0, nil
-	}
 	var n int
 	if ra, ok := file.(io.ReaderAt); ok {
 		n, err = ra.ReadAt(buf, off)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -131,21 +132,33 @@ func wait(ctx context.Context, l *Loaded) bool {
 // ("" for one of its roots), waiting for its module to load if it is
 // loading: its Server is nil when it could not be loaded (Err says why).
 func (g *Registry) Lookup(ctx context.Context, path string) (*Loaded, string, bool) {
+	l, prefix, ok := g.match(ctx, path)
+	if !ok {
+		return nil, "", false
+	}
+	if !wait(ctx, l) {
+		return &Loaded{Record: l.Record, Err: errLoading}, prefix, true
+	}
+	return l, prefix, true
+}
+
+// Claims reports whether an installed plugin serves path, loaded here or
+// not (it does not wait for a load).
+func (g *Registry) Claims(ctx context.Context, path string) bool {
+	_, _, ok := g.match(ctx, path)
+	return ok
+}
+
+// match finds the installed plugin serving path, and the prefix the path
+// is under ("" for one of its roots).
+func (g *Registry) match(ctx context.Context, path string) (*Loaded, string, bool) {
 	for _, l := range g.current(ctx).byID {
-		prefix, ok := "", false
 		if p := l.Record.Prefix; path == p || strings.HasPrefix(path, p+"/") {
-			prefix, ok = p, true
+			return l, p, true
 		}
-		for _, root := range l.Record.Roots {
-			ok = ok || path == root
+		if slices.Contains(l.Record.Roots, path) {
+			return l, "", true
 		}
-		if !ok {
-			continue
-		}
-		if !wait(ctx, l) {
-			return &Loaded{Record: l.Record, Err: errLoading}, prefix, true
-		}
-		return l, prefix, true
 	}
 	return nil, "", false
 }
